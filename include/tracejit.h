@@ -1,0 +1,354 @@
+/* tracejit.h — the public API of tracejit, a JIT-compiling graph runtime in C.
+ *
+ * CONVENTIONS
+ *
+ * Ownership.
+ *   - Tensors are reference counted. Every function that returns a tj_tensor* returns a NEW
+ *     reference. If a scope is open (tj_scope_begin) that reference belongs to the innermost
+ *     scope and is released by tj_scope_end; otherwise it belongs to the caller, who releases it
+ *     with tj_release. tj_keep(t) moves one reference to the enclosing scope (or to the caller).
+ *   - Arguments are BORROWED: no function takes ownership of the tensors it is given.
+ *   - What `_new` returns the caller frees with `_free`; `_free(NULL)` is a no-op. Strings returned
+ *     as `char *` are malloc'd and freed by the caller with free(); `const char *` are borrowed.
+ *
+ * Errors.
+ *   - Nothing aborts, exits or prints on its own. An op given bad input returns an ERROR TENSOR
+ *     (never NULL) carrying a code and a message naming the op, the argument and the shapes/dtypes
+ *     ("matmul: inner dimensions differ: [3,2] x [3,2]"). Every op given an error tensor returns it
+ *     (sticky errors), so a chain is checked once: tj_status_of(t) / tj_error_message(t).
+ *   - Calls that return no tensor return tj_status (TJ_OK = 0, negative on error) and leave the
+ *     message in a thread-local buffer read by tj_last_error().
+ *
+ * Threads.
+ *   - Tensors are immutable once built and may be read from many threads. Reference counts are
+ *     atomic. Scopes and the trace state are per thread. Calling one tj_function from many threads
+ *     is safe. Variables serialise their updates.
+ *
+ * Modes.
+ *   - Outside a trace an op computes at once (eager). While a function is being traced, every op
+ *     records a graph node instead and returns a symbolic tensor. The same C code serves both.
+ *
+ * EXAMPLE
+ *
+ *   #include <tracejit.h>
+ *   static tj_tensor *dense(tj_tensor *x, tj_tensor *w, tj_tensor *b) {
+ *       return tj_relu(tj_add(tj_matmul(x, w), b));   // intermediates belong to the trace scope
+ *   }
+ *   int main(void) {
+ *       tj_tensor *(*fast)(tj_tensor *, tj_tensor *, tj_tensor *) = tj_jit_compile(dense, 3, NULL);
+ *       int64_t d[2] = {2, 2};
+ *       float one[4] = {1, 1, 1, 1};
+ *       tj_tensor *x = tj_tensor_from_data(TJ_F32, 2, d, one);
+ *       tj_tensor *y = fast(x, x, x);           // 1st call per signature: trace + optimize + compile
+ *       if (tj_status_of(y)) fprintf(stderr, "%s\n", tj_error_message(y));
+ *       else tj_tensor_fprint(stdout, y);       // tj.Tensor([[3, 3], [3, 3]], shape=(2, 2), ...)
+ *       tj_release(y); tj_release(x);
+ *       tj_jit_free(fast);
+ *   }
+ */
+#ifndef TRACEJIT_H
+#define TRACEJIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(TJ_BUILDING) && defined(__GNUC__)
+#define TJ_API __attribute__((visibility("default")))
+#else
+#define TJ_API
+#endif
+
+#define TJ_VERSION_MAJOR 0
+#define TJ_VERSION_MINOR 1
+#define TJ_VERSION_PATCH 0
+#define TJ_MAX_RANK 8
+
+/* ---- status ---------------------------------------------------------------------------------- */
+typedef enum tj_status_code {
+    TJ_OK = 0,
+    TJ_ERR_INVALID = -1,     /* bad argument: NULL, out of range, unknown option */
+    TJ_ERR_DTYPE = -2,       /* wrong dtype for an op or a signature */
+    TJ_ERR_SHAPE = -3,       /* shapes do not fit (broadcasting, rank, dims) */
+    TJ_ERR_OOM = -4,         /* allocation failed */
+    TJ_ERR_STATE = -5,       /* misuse of state: variable on a later trace, freed function, ... */
+    TJ_ERR_SIGNATURE = -6,   /* input does not match a concrete function or input signature */
+    TJ_ERR_RUNTIME = -7,     /* a kernel failed at run time (index out of range, ...) */
+    TJ_ERR_IO = -8,          /* file or cache I/O */
+    TJ_ERR_UNSUPPORTED = -9, /* not implemented for this dtype/backend yet */
+    TJ_ERR_CORRUPT = -10,    /* a corrupt file or cache entry */
+} tj_status_code;
+typedef int tj_status;
+
+/* The message of the last failing tj_status-returning call on this thread (borrowed). */
+TJ_API const char *tj_last_error(void);
+/* A static name for a status code ("TJ_ERR_SHAPE"). */
+TJ_API const char *tj_status_name(tj_status s);
+
+/* ---- dtypes and shapes ----------------------------------------------------------------------- */
+typedef enum tj_dtype {
+    TJ_F32 = 0,
+    TJ_F64 = 1,
+    TJ_I32 = 2,
+    TJ_I64 = 3,
+    TJ_BOOL = 4,   /* one byte, 0 or 1 */
+    TJ_STRING = 5, /* variable-length byte strings, elements are tj_string */
+    TJ_N_DTYPES
+} tj_dtype;
+
+/* One element of a TJ_STRING tensor. `data` is NUL-terminated (len excludes the NUL). */
+typedef struct tj_string {
+    size_t len;
+    char *data;
+} tj_string;
+
+TJ_API const char *tj_dtype_name(tj_dtype dt); /* "float32", "int32", ... (static) */
+TJ_API size_t tj_dtype_size(tj_dtype dt);      /* bytes per element (sizeof(tj_string) for strings) */
+
+/* A tensor spec: dtype and dims, -1 for an unknown dimension. For a static argument, set
+ * `static_value` (borrowed) and leave the rest zero. */
+typedef struct tj_spec {
+    tj_dtype dtype;
+    int rank;
+    int64_t dims[TJ_MAX_RANK];
+    struct tj_tensor *static_value;
+} tj_spec;
+
+/* ---- tensors --------------------------------------------------------------------------------- */
+typedef struct tj_tensor tj_tensor;
+
+/* Copies `data` (numel elements of dtype; for TJ_STRING an array of `const char *`). */
+TJ_API tj_tensor *tj_tensor_from_data(tj_dtype dt, int rank, const int64_t *dims, const void *data);
+/* Wraps `data` without copying; `release(user)` is called when the last reference goes.
+ * The buffer must be 64-byte aligned for best speed (not required) and outlive the tensor. */
+TJ_API tj_tensor *tj_tensor_borrow(tj_dtype dt, int rank, const int64_t *dims, void *data,
+                                   void (*release)(void *user), void *user);
+/* An uninitialised (zeroed) tensor of the given dtype and shape. */
+TJ_API tj_tensor *tj_tensor_empty(tj_dtype dt, int rank, const int64_t *dims);
+
+TJ_API tj_tensor *tj_scalar_f32(float v);
+TJ_API tj_tensor *tj_scalar_f64(double v);
+TJ_API tj_tensor *tj_scalar_i32(int32_t v);
+TJ_API tj_tensor *tj_scalar_i64(int64_t v);
+TJ_API tj_tensor *tj_scalar_bool(int v);
+TJ_API tj_tensor *tj_scalar_str(const char *s);
+
+/* Static arguments: host values baked into a trace and keyed by value (S4). Eagerly they act as
+ * 0-d tensors (f64 / i64 / bool / string). */
+TJ_API tj_tensor *tj_static_i64(int64_t v);
+TJ_API tj_tensor *tj_static_f64(double v);
+TJ_API tj_tensor *tj_static_bool(int v);
+TJ_API tj_tensor *tj_static_str(const char *s);
+TJ_API int tj_is_static(const tj_tensor *t);
+
+/* A tuple of results (multiple outputs). Items are retained by the tuple. */
+TJ_API tj_tensor *tj_tuple(int n, tj_tensor *const *items);
+TJ_API int tj_tuple_size(const tj_tensor *t);             /* -1 if not a tuple */
+TJ_API tj_tensor *tj_tuple_get(const tj_tensor *t, int i); /* borrowed */
+
+TJ_API tj_tensor *tj_retain(tj_tensor *t); /* +1 reference, returns t; NULL-safe */
+TJ_API void tj_release(tj_tensor *t);      /* -1 reference; NULL-safe */
+
+TJ_API tj_dtype tj_tensor_dtype(const tj_tensor *t);
+TJ_API int tj_tensor_rank(const tj_tensor *t);
+TJ_API const int64_t *tj_tensor_dims(const tj_tensor *t); /* borrowed, rank entries */
+TJ_API int64_t tj_tensor_numel(const tj_tensor *t);
+/* Host data of a concrete tensor (borrowed, valid while t lives); NULL for symbolic/error. */
+TJ_API const void *tj_tensor_data(const tj_tensor *t);
+TJ_API int tj_tensor_is_symbolic(const tj_tensor *t);
+/* Element i (row-major) converted to double; NAN on bad input. Convenience for tests/demos. */
+TJ_API double tj_tensor_get_f64(const tj_tensor *t, int64_t i);
+
+/* Text form. Concrete: `tj.Tensor(2, shape=(), dtype=int32)`; symbolic:
+ * `Tensor("a:0", shape=(), dtype=int32)`; error: `Error(TJ_ERR_SHAPE: ...)`. Caller frees. */
+TJ_API char *tj_tensor_str(const tj_tensor *t);
+TJ_API void tj_tensor_fprint(FILE *f, const tj_tensor *t); /* tj_tensor_str + newline */
+/* Only the values: `[4 1]`, `2.2`, `aa`. Caller frees. */
+TJ_API char *tj_tensor_values_str(const tj_tensor *t);
+
+/* TJ_OK for a good tensor; a negative code for an error tensor or NULL. (DESIGN.md sketches this
+ * as tj_status(t); in C that name is taken by the status type, hence _of.) */
+TJ_API tj_status tj_status_of(const tj_tensor *t);
+TJ_API const char *tj_error_message(const tj_tensor *t); /* borrowed; "" if not an error */
+/* A new error tensor (for host callbacks and frontends). */
+TJ_API tj_tensor *tj_error_new(tj_status code, const char *fmt, ...);
+
+/* ---- scopes ---------------------------------------------------------------------------------- */
+TJ_API void tj_scope_begin(void);
+/* Releases every reference the innermost scope owns. */
+TJ_API void tj_scope_end(void);
+/* Moves one reference of t out of the innermost scope to the enclosing one (or to the caller
+ * when there is none). Returns t. */
+TJ_API tj_tensor *tj_keep(tj_tensor *t);
+
+/* ---- ops (eager outside a trace, recorded inside one) ---------------------------------------- */
+/* unary */
+TJ_API tj_tensor *tj_neg(tj_tensor *x);
+TJ_API tj_tensor *tj_abs(tj_tensor *x);
+TJ_API tj_tensor *tj_sign(tj_tensor *x);
+TJ_API tj_tensor *tj_exp(tj_tensor *x);
+TJ_API tj_tensor *tj_log(tj_tensor *x);
+TJ_API tj_tensor *tj_sqrt(tj_tensor *x);
+TJ_API tj_tensor *tj_rsqrt(tj_tensor *x);
+TJ_API tj_tensor *tj_tanh(tj_tensor *x);
+TJ_API tj_tensor *tj_sigmoid(tj_tensor *x);
+TJ_API tj_tensor *tj_relu(tj_tensor *x);
+TJ_API tj_tensor *tj_sin(tj_tensor *x);
+TJ_API tj_tensor *tj_cos(tj_tensor *x);
+TJ_API tj_tensor *tj_floor(tj_tensor *x);
+TJ_API tj_tensor *tj_ceil(tj_tensor *x);
+TJ_API tj_tensor *tj_round(tj_tensor *x); /* half to even, as TensorFlow */
+TJ_API tj_tensor *tj_logical_not(tj_tensor *x);
+TJ_API tj_tensor *tj_isnan(tj_tensor *x);
+TJ_API tj_tensor *tj_isinf(tj_tensor *x);
+/* binary, NumPy broadcasting; both operands must have the same dtype (use tj_cast). A static
+ * or 0-d host scalar operand is converted to the other operand's dtype. `add` on strings
+ * concatenates. */
+TJ_API tj_tensor *tj_add(tj_tensor *a, tj_tensor *b);
+TJ_API tj_tensor *tj_sub(tj_tensor *a, tj_tensor *b);
+TJ_API tj_tensor *tj_mul(tj_tensor *a, tj_tensor *b);
+TJ_API tj_tensor *tj_div(tj_tensor *a, tj_tensor *b); /* ints: truncating; error on /0 eagerly */
+TJ_API tj_tensor *tj_floordiv(tj_tensor *a, tj_tensor *b);
+TJ_API tj_tensor *tj_mod(tj_tensor *a, tj_tensor *b); /* floor mod (Python %) */
+TJ_API tj_tensor *tj_pow(tj_tensor *a, tj_tensor *b);
+TJ_API tj_tensor *tj_maximum(tj_tensor *a, tj_tensor *b);
+TJ_API tj_tensor *tj_minimum(tj_tensor *a, tj_tensor *b);
+TJ_API tj_tensor *tj_equal(tj_tensor *a, tj_tensor *b);
+TJ_API tj_tensor *tj_not_equal(tj_tensor *a, tj_tensor *b);
+TJ_API tj_tensor *tj_less(tj_tensor *a, tj_tensor *b);
+TJ_API tj_tensor *tj_less_equal(tj_tensor *a, tj_tensor *b);
+TJ_API tj_tensor *tj_greater(tj_tensor *a, tj_tensor *b);
+TJ_API tj_tensor *tj_greater_equal(tj_tensor *a, tj_tensor *b);
+TJ_API tj_tensor *tj_logical_and(tj_tensor *a, tj_tensor *b);
+TJ_API tj_tensor *tj_logical_or(tj_tensor *a, tj_tensor *b);
+TJ_API tj_tensor *tj_where(tj_tensor *cond, tj_tensor *a, tj_tensor *b);
+TJ_API tj_tensor *tj_str_concat(tj_tensor *a, tj_tensor *b); /* = tj_add on strings */
+/* linear algebra: [..., m, k] x [..., k, n], batch dims broadcast */
+TJ_API tj_tensor *tj_matmul(tj_tensor *a, tj_tensor *b);
+/* reductions over `axes` (n_axes == 0: all axes; negative axes count from the end) */
+TJ_API tj_tensor *tj_sum(tj_tensor *x, int n_axes, const int *axes, int keepdims);
+TJ_API tj_tensor *tj_mean(tj_tensor *x, int n_axes, const int *axes, int keepdims);
+TJ_API tj_tensor *tj_max(tj_tensor *x, int n_axes, const int *axes, int keepdims);
+TJ_API tj_tensor *tj_min(tj_tensor *x, int n_axes, const int *axes, int keepdims);
+TJ_API tj_tensor *tj_prod(tj_tensor *x, int n_axes, const int *axes, int keepdims);
+TJ_API tj_tensor *tj_argmax(tj_tensor *x, int axis); /* int64 result */
+TJ_API tj_tensor *tj_argmin(tj_tensor *x, int axis);
+TJ_API tj_tensor *tj_softmax(tj_tensor *x, int axis);
+TJ_API tj_tensor *tj_log_softmax(tj_tensor *x, int axis);
+/* shape ops */
+TJ_API tj_tensor *tj_reshape(tj_tensor *x, int rank, const int64_t *dims); /* one -1 allowed */
+TJ_API tj_tensor *tj_transpose(tj_tensor *x, const int *perm);           /* NULL: reverse */
+TJ_API tj_tensor *tj_broadcast_to(tj_tensor *x, int rank, const int64_t *dims);
+TJ_API tj_tensor *tj_expand_dims(tj_tensor *x, int axis);
+TJ_API tj_tensor *tj_squeeze(tj_tensor *x, int n_axes, const int *axes); /* 0: all size-1 axes */
+TJ_API tj_tensor *tj_concat(int n, tj_tensor *const *xs, int axis);
+/* Python slicing per axis: begin/end clamp, negative counts from the end, step != 0;
+ * NULL begin/end/step mean 0 / the whole axis / 1. */
+TJ_API tj_tensor *tj_slice(tj_tensor *x, const int64_t *begin, const int64_t *end,
+                           const int64_t *step);
+TJ_API tj_tensor *tj_gather(tj_tensor *params, tj_tensor *indices, int axis);
+TJ_API tj_tensor *tj_cast(tj_tensor *x, tj_dtype dt);
+/* constructors */
+TJ_API tj_tensor *tj_zeros(tj_dtype dt, int rank, const int64_t *dims);
+TJ_API tj_tensor *tj_ones(tj_dtype dt, int rank, const int64_t *dims);
+TJ_API tj_tensor *tj_fill(int rank, const int64_t *dims, tj_tensor *value); /* value: 0-d */
+TJ_API tj_tensor *tj_eye(tj_dtype dt, int64_t n, int64_t m);
+TJ_API tj_tensor *tj_range(tj_dtype dt, double start, double limit, double delta);
+/* Deterministic for a given seed (stateless, like tf.random.stateless_*). */
+TJ_API tj_tensor *tj_random_uniform(tj_dtype dt, int rank, const int64_t *dims, double lo,
+                                    double hi, uint64_t seed);
+TJ_API tj_tensor *tj_random_normal(tj_dtype dt, int rank, const int64_t *dims, double mean,
+                                   double stddev, uint64_t seed);
+
+/* ---- side effects ---------------------------------------------------------------------------- */
+/* Prints `prefix` then the values of each tensor, space separated, and a newline, to the print
+ * sink (default stdout) on every execution, eager or compiled (S12). */
+TJ_API tj_status tj_print(const char *prefix, int n, tj_tensor *const *xs);
+typedef void (*tj_print_sink)(const char *line, void *user);
+TJ_API void tj_set_print_sink(tj_print_sink sink, void *user); /* NULL: stdout */
+
+/* Host callback (the analogue of tf.py_function): `fn` has the C signature
+ *     void fn(void *user, tj_tensor *x0, ..., tj_tensor *x{n-1})
+ * and is called through libffi with the concrete input tensors (borrowed) on every execution. */
+TJ_API tj_status tj_host_callback(void *fn, void *user, int n, tj_tensor *const *xs);
+
+/* ---- variables (S10, S11) -------------------------------------------------------------------- */
+typedef struct tj_variable tj_variable;
+/* A variable holding a copy of `init`'s value. Inside a trace this is allowed only on the
+ * function's first trace (S11); a symbolic `init` is evaluated with the triggering call's inputs.
+ * Caller frees with tj_variable_free (NULL-safe); functions that captured it keep it alive. */
+TJ_API tj_variable *tj_variable_new(tj_tensor *init, const char *name);
+TJ_API void tj_variable_free(tj_variable *v);
+TJ_API tj_tensor *tj_variable_read(tj_variable *v);
+/* The assign ops return the new value. */
+TJ_API tj_tensor *tj_assign(tj_variable *v, tj_tensor *value);
+TJ_API tj_tensor *tj_assign_add(tj_variable *v, tj_tensor *delta);
+TJ_API tj_tensor *tj_assign_sub(tj_variable *v, tj_tensor *delta);
+TJ_API const char *tj_variable_name(const tj_variable *v);
+
+/* ---- functions, tracing and concrete functions ----------------------------------------------- */
+typedef struct tj_function tj_function;
+typedef struct tj_concrete tj_concrete;
+
+typedef struct tj_function_options {
+    int n_input_signature;         /* > 0: calls must match these specs (S7) */
+    const tj_spec *input_signature;
+    const char *const *arg_names;  /* names used in symbolic tensors ("a:0"), default x0, x1 */
+    int cache_bound;               /* concrete functions kept per function (LRU), 0: 64 */
+    int eager;                     /* 1: always run eagerly (as TJ_EAGER=1) */
+} tj_function_options;
+
+/* `fn` is a C function taking `nargs` tj_tensor* (borrowed) and returning a tj_tensor* (a new
+ * reference, or one owned by the trace's scope), a tuple for several results, or NULL for none.
+ * Copies `name` and `opts`. Caller frees with tj_function_free. */
+TJ_API tj_function *tj_function_new(const char *name, void *fn, int nargs,
+                                    const tj_function_options *opts);
+/* Frees the function and its concrete functions. Calling it afterwards returns an error. */
+TJ_API void tj_function_free(tj_function *f);
+/* Calls f. Returns a new reference: the result, a tuple, an empty tuple, or an error tensor. */
+TJ_API tj_tensor *tj_call(tj_function *f, int nargs, tj_tensor *const *args);
+/* Like tj_call but always runs the C code eagerly, op by op (S9). */
+TJ_API tj_tensor *tj_call_eager(tj_function *f, int nargs, tj_tensor *const *args);
+
+/* A callable with fn's own C signature (an ffi closure): tj_tensor *(*)(tj_tensor *, ...).
+ * Free with tj_jit_free. NULL on error (tj_last_error). */
+TJ_API void *tj_jit_compile(void *fn, int nargs, const tj_function_options *opts);
+TJ_API void tj_jit_free(void *compiled);
+/* The tj_function behind a tj_jit_compile closure (borrowed), NULL if none. */
+TJ_API tj_function *tj_jit_function(void *compiled);
+
+/* Traces for `specs` without running (S6). Borrowed: owned by f, valid until f is freed or the
+ * entry is evicted. NULL on error (tj_last_error). */
+TJ_API tj_concrete *tj_function_get_concrete(tj_function *f, int n, const tj_spec *specs);
+/* Calls a concrete function; an incompatible input is an error naming the function, the input
+ * index and the expected and actual dtype/shape. */
+TJ_API tj_tensor *tj_concrete_call(tj_concrete *c, int nargs, tj_tensor *const *args);
+/* Pretty-printed list of concrete signatures (S8). Caller frees. */
+TJ_API char *tj_function_signatures(const tj_function *f);
+TJ_API int tj_function_trace_count(const tj_function *f);   /* traces run so far */
+TJ_API int tj_function_n_concrete(const tj_function *f);    /* concrete functions cached */
+TJ_API const char *tj_function_name(const tj_function *f);
+/* Text IR of a concrete function's optimized graph (caller frees). */
+TJ_API char *tj_concrete_graph_text(const tj_concrete *c);
+TJ_API int tj_concrete_node_count(const tj_concrete *c);
+
+/* ---- configuration --------------------------------------------------------------------------- */
+/* Read once from the environment: TJ_EAGER=1, TJ_LOG=retrace,compile,passes, TJ_DUMP=dir,
+ * TJ_PASSES=..., TJ_CACHE_DIR, TJ_CACHE=0, TJ_NUM_THREADS. */
+TJ_API void tj_set_eager(int on); /* force eager execution of all functions (S9) */
+TJ_API int tj_get_eager(void);
+typedef void (*tj_log_fn)(const char *topic, const char *msg, void *user);
+/* Log sink; default writes to stderr only for topics listed in TJ_LOG. */
+TJ_API void tj_set_log(tj_log_fn fn, void *user);
+TJ_API void tj_set_log_topics(const char *topics); /* "retrace,compile"; overrides TJ_LOG */
+
+TJ_API const char *tj_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TRACEJIT_H */

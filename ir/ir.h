@@ -1,0 +1,177 @@
+/* ir.h — the internal interface of the ir/ layer: dtypes, shapes, the graph, inference, hashing,
+ * the text form, and the thread-local error status. ir/ uses libc only and knows nothing of
+ * execution, LLVM or CUDA. Every layer above (passes/, runtime/, jit/) includes this header.
+ *
+ * Invariants: node ids are dense uint32 in topological order (inputs have smaller ids); a node
+ * is immutable once added; identical pure nodes are interned (ir_add returns the existing id);
+ * side-effect and random nodes are never interned; passes rebuild graphs through ir_add and keep
+ * the relative order of the nodes they copy. */
+#ifndef TJ_IR_H
+#define TJ_IR_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tracejit.h"
+
+#define IR_MAX_RANK TJ_MAX_RANK
+#define IR_MAX_LIST (3 * IR_MAX_RANK)
+#define IR_NONE UINT32_MAX
+#define IR_VOID 15 /* dtype of nodes with no value (print, host_callback) */
+
+/* ---- status: thread-local error message (shared by every layer; tj_last_error reads it) ---- */
+tj_status ir_errorf(tj_status code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+tj_status ir_verrorf(tj_status code, const char *fmt, va_list ap);
+const char *ir_last_error(void);
+tj_status ir_last_code(void);
+void ir_clear_error(void);
+
+/* ---- dtypes and shapes ----------------------------------------------------------------------- */
+const char *ir_dtype_name(int dt);  /* "float32" ... "void"; "?" if bad */
+const char *ir_dtype_short(int dt); /* "f32", "f64", "i32", "i64", "bool", "str", "void" */
+int ir_dtype_from_short(const char *s, size_t len); /* -1 if unknown */
+size_t ir_dtype_size(int dt);
+bool ir_dtype_is_float(int dt);
+bool ir_dtype_is_int(int dt);
+bool ir_dtype_is_numeric(int dt); /* float or int */
+
+/* Writes "[2,3]" ("[]" for rank 0, "?" for -1 dims) into buf; returns buf. */
+char *ir_fmt_dims(char *buf, size_t n, int rank, const int64_t *dims);
+/* numel of known dims; -1 if any dim is unknown. */
+int64_t ir_numel(int rank, const int64_t *dims);
+/* NumPy broadcasting, -1 (unknown) dims allowed. On failure sets the error naming `op`. */
+tj_status ir_broadcast(const char *op, int ra, const int64_t *da, int rb, const int64_t *db,
+                       int *rank_out, int64_t *dims_out);
+
+/* ---- ops ------------------------------------------------------------------------------------- */
+enum {
+    IR_F_EW = 1 << 0,
+    IR_F_RED = 1 << 1,
+    IR_F_SIDE = 1 << 2,
+    IR_F_RAND = 1 << 3,
+    IR_F_COMM = 1 << 4,
+    IR_F_EXPAND = 1 << 5,
+    IR_F_SRC = 1 << 6,
+    IR_F_CMP = 1 << 7,
+};
+
+typedef enum ir_op {
+#define X(e, name, nin, flags) IR_OP_##e,
+#include "ops.def"
+#undef X
+    IR_N_OPS
+} ir_op;
+
+typedef struct ir_op_info {
+    const char *name;
+    int n_in; /* -1: variadic */
+    unsigned flags;
+} ir_op_info;
+
+extern const ir_op_info ir_ops[IR_N_OPS];
+int ir_op_from_name(const char *s, size_t len); /* -1 if unknown */
+
+/* ---- nodes and graphs ------------------------------------------------------------------------ */
+typedef struct ir_attrs {
+    int64_t i[4];               /* scalar ints (see ops.def) */
+    double f[3];                /* scalar floats */
+    uint32_t n_list;            /* ints list: axes, perm, slice begin/end/step */
+    int64_t list[IR_MAX_LIST];
+    uint32_t blob;              /* 1 + index into graph blobs; 0: none */
+    uint32_t sub[2];            /* 1 + index into graph subgraphs; 0: none (control flow) */
+} ir_attrs;
+
+typedef struct ir_node {
+    uint16_t op;
+    uint8_t dtype; /* tj_dtype or IR_VOID */
+    uint8_t rank;
+    uint32_t n_in;
+    uint32_t in_off; /* inputs: g->edges[in_off .. in_off + n_in) */
+    int64_t dims[IR_MAX_RANK];
+    ir_attrs a;
+    uint64_t h; /* hash of op, dtype, dims, attrs, input ids: the interning key */
+} ir_node;
+
+typedef struct ir_blob {
+    size_t size;
+    void *data;  /* owned by the graph */
+    uint64_t h;  /* content hash */
+} ir_blob;
+
+typedef struct ir_graph {
+    char *name;
+    ir_node *nodes;
+    uint32_t n_nodes, cap_nodes;
+    uint32_t *edges;
+    uint32_t n_edges, cap_edges;
+    ir_blob *blobs;
+    uint32_t n_blobs, cap_blobs;
+    uint32_t *outputs;
+    uint32_t n_outputs, cap_outputs;
+    uint32_t *effects; /* side-effect nodes in program order */
+    uint32_t n_effects, cap_effects;
+    uint32_t n_params; /* params are nodes with op PARAM, i[0] = index */
+    uint32_t n_caps;   /* captured variable slots used by var_read / assign */
+    struct ir_graph **subs;
+    uint32_t n_subs, cap_subs;
+    uint32_t *itab; /* interning table (open addressing over node ids) */
+    uint32_t itab_cap;
+} ir_graph;
+
+ir_graph *ir_graph_new(const char *name); /* caller frees with ir_graph_free */
+void ir_graph_free(ir_graph *g);
+ir_graph *ir_graph_clone(const ir_graph *g);
+
+/* Adds a node. `proto` gives op, attrs and, where the op needs them, dtype/rank/dims (sources,
+ * reshape/broadcast_to targets, cast dtype); the rest is inferred. Validates, infers the shape,
+ * canonicalises (commutative operands ordered, axes normalised), interns. Returns the node id,
+ * or IR_NONE with the error set (message names the op, the argument and the shapes). */
+uint32_t ir_add(ir_graph *g, const ir_node *proto, const uint32_t *in, uint32_t n_in);
+/* Copies `size` bytes into a new blob; returns the value for ir_attrs.blob (1 + index). */
+uint32_t ir_add_blob(ir_graph *g, const void *data, size_t size);
+tj_status ir_add_output(ir_graph *g, uint32_t id);
+tj_status ir_add_effect(ir_graph *g, uint32_t id); /* ir_add does this for IR_F_SIDE ops */
+uint32_t ir_add_sub(ir_graph *g, ir_graph *sub);   /* takes ownership; returns 1 + index */
+
+static inline const ir_node *ir_node_get(const ir_graph *g, uint32_t id) { return &g->nodes[id]; }
+static inline const uint32_t *ir_inputs(const ir_graph *g, const ir_node *n) {
+    return g->edges + n->in_off;
+}
+static inline const ir_blob *ir_blob_get(const ir_graph *g, uint32_t blob) {
+    return blob ? &g->blobs[blob - 1] : NULL;
+}
+
+/* Shape/dtype inference on descriptors: `ins` point at nodes carrying the inputs' dtype/dims
+ * (only op-independent fields are read). Fills proto's dtype/rank/dims and normalises attrs.
+ * Used by ir_add and by eager execution (runtime builds descriptors from tensors). */
+tj_status ir_infer(ir_node *proto, const ir_node *const *ins, uint32_t n_in);
+
+/* Checks every structural invariant; TJ_OK or an error naming the node. */
+tj_status ir_verify(const ir_graph *g);
+
+/* ---- text form ------------------------------------------------------------------------------- */
+/* Prints the graph in the text IR (round-trips through ir_parse). Caller frees. */
+char *ir_print(const ir_graph *g);
+/* Parses the text IR; NULL with the error set (line and column in the message). */
+ir_graph *ir_parse(const char *text);
+
+/* ---- hashing --------------------------------------------------------------------------------- */
+typedef struct ir_hash128 {
+    uint64_t lo, hi;
+} ir_hash128;
+/* Structural hash of the graph: independent of node numbering and pointer values (blobs are
+ * hashed by content). Two graphs that compute the same outputs and effects the same way hash
+ * equal. */
+ir_hash128 ir_graph_hash(const ir_graph *g);
+uint64_t ir_hash_bytes(const void *p, size_t n, uint64_t seed);
+static inline uint64_t ir_hash_mix(uint64_t h, uint64_t v) {
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    h ^= h >> 31;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 27;
+    return h;
+}
+
+#endif /* TJ_IR_H */

@@ -1,0 +1,755 @@
+/* function.c — tj_function: a C function plus its signature cache of concrete functions.
+ *
+ *   tj_call ─ signature hash ─ snapshot lookup (no lock) ─ hit ─▶ program run
+ *                                   └─ miss ─▶ lock ─ trace (libffi) ─ compile ─ publish
+ *
+ * The cache is a copy-on-write snapshot of concrete-function pointers: readers load it with one
+ * acquire load; writers (under the function's mutex) publish a new snapshot. Replaced snapshots
+ * and evicted concrete functions are retired, not freed, until the function is freed, so a
+ * reader never touches freed memory. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "jit/jit.h"
+
+#define FN_MAGIC 0x746a666eu
+#define FN_DEAD 0xdeadf00du
+#define SIG_STACK 16
+
+typedef struct snapshot {
+    uint32_t n;
+    tj_concrete *items[];
+} snapshot;
+
+typedef struct retired {
+    void *p;
+    int is_concrete;
+    struct retired *next;
+} retired;
+
+struct tj_function {
+    uint32_t magic;
+    char *name;
+    void *fn;
+    int nargs;
+    ffi_cif cif;
+    ffi_type **arg_types;
+    char **arg_names;
+    jit_argsig *input_sig; /* n_input_sig entries, or NULL */
+    int n_input_sig;
+    int cache_bound;
+    int eager;
+    pthread_mutex_t mu;
+    _Atomic(snapshot *) cache;
+    retired *graveyard;
+    atomic_uint_fast64_t n_calls;
+    atomic_int n_traces;
+    uint64_t trace_calls[5]; /* call index of the last 5 traces (retrace warning) */
+    int n_warnings;
+};
+
+/* ---- signatures ------------------------------------------------------------------------------ */
+static uint64_t hash_static(const tj_tensor *t, uint64_t h) {
+    h = ir_hash_mix(h, t->dtype);
+    if (t->dtype == TJ_STRING) {
+        const tj_string *s = t->data;
+        return ir_hash_mix(h, ir_hash_bytes(s->data, s->len, 7));
+    }
+    return ir_hash_mix(h, ir_hash_bytes(t->data, ir_dtype_size(t->dtype), 7));
+}
+
+/* The hash of a signature; calls and get_concrete use it alike, so a spec equal to an earlier
+ * call's signature finds that call's concrete function. */
+static uint64_t sig_hash(const jit_argsig *sig, int nargs) {
+    uint64_t h = 0x7472616365u + (uint64_t)nargs;
+    for (int i = 0; i < nargs; i++) {
+        const jit_argsig *s = &sig[i];
+        if (s->is_static) {
+            h = hash_static(s->value, ir_hash_mix(h, 0x5a));
+            continue;
+        }
+        h = ir_hash_mix(h, (uint64_t)s->dtype << 8 | s->rank);
+        for (int d = 0; d < s->rank; d++) h = ir_hash_mix(h, (uint64_t)s->dims[d]);
+    }
+    return h;
+}
+
+uint64_t jit_signature(int nargs, tj_tensor *const *args, jit_argsig *sig) {
+    for (int i = 0; i < nargs; i++) {
+        const tj_tensor *t = args[i];
+        jit_argsig *s = &sig[i];
+        s->is_static = t->is_static;
+        s->dtype = t->dtype;
+        s->rank = t->rank;
+        s->value = t->is_static ? (tj_tensor *)t : NULL;
+        memcpy(s->dims, t->dims, sizeof s->dims);
+    }
+    return sig_hash(sig, nargs);
+}
+
+/* "(2, 3)", "(None,)", "()" as TensorFlow prints shapes. */
+static void tf_shape(char *buf, size_t n, int rank, const int64_t *dims) {
+    size_t l = (size_t)snprintf(buf, n, "(");
+    for (int d = 0; d < rank && l < n; d++) {
+        if (dims[d] < 0) l += (size_t)snprintf(buf + l, n - l, "None");
+        else l += (size_t)snprintf(buf + l, n - l, "%lld", (long long)dims[d]);
+        if (l < n && (d + 1 < rank || rank == 1)) l += (size_t)snprintf(buf + l, n - l, rank == 1 ? "," : ", ");
+    }
+    if (l < n) snprintf(buf + l, n - l, ")");
+}
+
+static int static_equal(const tj_tensor *a, const tj_tensor *b) {
+    if (a->dtype != b->dtype) return 0;
+    if (a->dtype == TJ_STRING) {
+        const tj_string *x = a->data, *y = b->data;
+        return x->len == y->len && memcmp(x->data, y->data, x->len) == 0;
+    }
+    return memcmp(a->data, b->data, ir_dtype_size(a->dtype)) == 0;
+}
+
+/* Does a call's argument match a concrete signature entry (-1 dims match anything)? */
+static int arg_matches(const jit_argsig *want, const tj_tensor *t) {
+    if (want->is_static) return t->is_static && static_equal(want->value, t);
+    if (t->is_static || want->dtype != t->dtype || want->rank != t->rank) return 0;
+    for (int d = 0; d < t->rank; d++)
+        if (want->dims[d] >= 0 && want->dims[d] != t->dims[d]) return 0;
+    return 1;
+}
+
+void jit_argsig_str(const jit_argsig *s, char *buf, size_t n) {
+    if (s->is_static) {
+        char *v = rt_values_str(s->value);
+        snprintf(buf, n, "static %s", v ? v : "?");
+        free(v);
+        return;
+    }
+    char d[128];
+    tf_shape(d, sizeof d, s->rank, s->dims);
+    snprintf(buf, n, "TensorSpec(shape=%s, dtype=%s)", d, ir_dtype_name(s->dtype));
+}
+
+static void sig_free(jit_argsig *sig, uint32_t n) {
+    if (!sig) return;
+    for (uint32_t i = 0; i < n; i++) tj_release(sig[i].value);
+    free(sig);
+}
+
+/* A retained copy of a signature (statics retained). */
+static jit_argsig *sig_copy(const jit_argsig *sig, uint32_t n) {
+    jit_argsig *c = calloc(n ? n : 1, sizeof *c);
+    if (!c) return NULL;
+    memcpy(c, sig, n * sizeof *c);
+    for (uint32_t i = 0; i < n; i++) tj_retain(c[i].value);
+    return c;
+}
+
+/* ---- function objects ------------------------------------------------------------------------ */
+static pthread_mutex_t dead_mu = PTHREAD_MUTEX_INITIALIZER;
+static tj_function *dead_list[4096];
+static int n_dead;
+
+tj_function *tj_function_new(const char *name, void *fn, int nargs, const tj_function_options *opts) {
+    if (!fn) return (void)ir_errorf(TJ_ERR_INVALID, "function_new: fn is NULL"), NULL;
+    if (nargs < 0 || nargs > 256)
+        return (void)ir_errorf(TJ_ERR_INVALID, "function_new: nargs %d out of range [0, 256]", nargs), NULL;
+    tj_function *f = calloc(1, sizeof *f);
+    if (!f) return (void)ir_errorf(TJ_ERR_OOM, "function_new: out of memory"), NULL;
+    f->magic = FN_MAGIC;
+    f->name = strdup(name ? name : "function");
+    f->fn = fn;
+    f->nargs = nargs;
+    f->cache_bound = opts && opts->cache_bound > 0 ? opts->cache_bound : 64;
+    f->eager = opts && opts->eager;
+    pthread_mutex_init(&f->mu, NULL);
+    f->arg_types = calloc((size_t)nargs + 1, sizeof *f->arg_types);
+    f->arg_names = calloc((size_t)nargs + 1, sizeof *f->arg_names);
+    if (!f->name || !f->arg_types || !f->arg_names) goto oom;
+    for (int i = 0; i < nargs; i++) {
+        f->arg_types[i] = &ffi_type_pointer;
+        char buf[32];
+        const char *an = opts && opts->arg_names && opts->arg_names[i] ? opts->arg_names[i] : NULL;
+        if (!an) snprintf(buf, sizeof buf, "x%d", i);
+        if (!(f->arg_names[i] = strdup(an ? an : buf))) goto oom;
+    }
+    if (ffi_prep_cif(&f->cif, FFI_DEFAULT_ABI, (unsigned)nargs, &ffi_type_pointer, f->arg_types) != FFI_OK) {
+        ir_errorf(TJ_ERR_INVALID, "function_new: libffi cannot call a function of %d arguments", nargs);
+        tj_function_free(f);
+        return NULL;
+    }
+    if (opts && opts->n_input_signature > 0) {
+        if (opts->n_input_signature != nargs || !opts->input_signature) {
+            ir_errorf(TJ_ERR_INVALID, "function_new: '%s' takes %d arguments but its input signature "
+                                      "has %d specs", f->name, nargs, opts->n_input_signature);
+            tj_function_free(f);
+            return NULL;
+        }
+        if (!(f->input_sig = calloc((size_t)nargs, sizeof *f->input_sig))) goto oom;
+        f->n_input_sig = nargs;
+        for (int i = 0; i < nargs; i++) {
+            const tj_spec *sp = &opts->input_signature[i];
+            jit_argsig *s = &f->input_sig[i];
+            if (sp->static_value) {
+                s->is_static = 1;
+                s->value = tj_retain(sp->static_value);
+                continue;
+            }
+            if (sp->rank < 0 || sp->rank > TJ_MAX_RANK || (int)sp->dtype < 0 || sp->dtype >= TJ_N_DTYPES) {
+                ir_errorf(TJ_ERR_INVALID, "function_new: input signature %d has bad rank %d or dtype %d",
+                          i, sp->rank, sp->dtype);
+                tj_function_free(f);
+                return NULL;
+            }
+            s->dtype = (uint8_t)sp->dtype;
+            s->rank = (uint8_t)sp->rank;
+            memcpy(s->dims, sp->dims, sizeof s->dims);
+        }
+    }
+    return f;
+oom:
+    ir_errorf(TJ_ERR_OOM, "function_new: out of memory");
+    tj_function_free(f);
+    return NULL;
+}
+
+static void concrete_free(tj_concrete *c) {
+    if (!c) return;
+    if (c->prog) c->prog->vt->free(c->prog);
+    ir_graph_free(c->graph);
+    for (uint32_t i = 0; i < c->n_caps; i++) rt_variable_release(c->caps[i]);
+    free(c->caps);
+    sig_free(c->sig, c->nargs);
+    free(c);
+}
+
+static void retire(tj_function *f, void *p, int is_concrete) {
+    retired *r = malloc(sizeof *r);
+    if (!r) return; /* leak rather than risk a reader touching freed memory */
+    r->p = p;
+    r->is_concrete = is_concrete;
+    r->next = f->graveyard;
+    f->graveyard = r;
+}
+
+static int fn_alive(const tj_function *f) { return f && f->magic == FN_MAGIC; }
+
+void tj_function_free(tj_function *f) {
+    if (!f || f->magic != FN_MAGIC) return;
+    pthread_mutex_lock(&f->mu);
+    snapshot *s = atomic_load(&f->cache);
+    if (s) {
+        for (uint32_t i = 0; i < s->n; i++) concrete_free(s->items[i]);
+        free(s);
+    }
+    atomic_store(&f->cache, NULL);
+    for (retired *r = f->graveyard, *next; r; r = next) {
+        next = r->next;
+        if (r->is_concrete) concrete_free(r->p);
+        else free(r->p);
+        free(r);
+    }
+    f->graveyard = NULL;
+    pthread_mutex_unlock(&f->mu);
+    pthread_mutex_destroy(&f->mu);
+    sig_free(f->input_sig, (uint32_t)f->n_input_sig);
+    if (f->arg_names)
+        for (int i = 0; i < f->nargs; i++) free(f->arg_names[i]);
+    free(f->arg_names);
+    free(f->arg_types);
+    free(f->name);
+    /* keep the header so that a later call reports "freed" instead of crashing */
+    f->magic = FN_DEAD;
+    pthread_mutex_lock(&dead_mu);
+    if (n_dead < (int)(sizeof dead_list / sizeof *dead_list)) dead_list[n_dead++] = f;
+    else free(f);
+    pthread_mutex_unlock(&dead_mu);
+}
+
+__attribute__((destructor)) static void free_dead_functions(void) {
+    pthread_mutex_lock(&dead_mu);
+    for (int i = 0; i < n_dead; i++) free(dead_list[i]);
+    n_dead = 0;
+    pthread_mutex_unlock(&dead_mu);
+}
+
+const char *tj_function_name(const tj_function *f) { return fn_alive(f) ? f->name : ""; }
+int tj_function_trace_count(const tj_function *f) { return fn_alive(f) ? atomic_load(&f->n_traces) : -1; }
+int tj_function_n_concrete(const tj_function *f) {
+    if (!fn_alive(f)) return -1;
+    snapshot *s = atomic_load_explicit(&((tj_function *)f)->cache, memory_order_acquire);
+    return s ? (int)s->n : 0;
+}
+
+/* ---- calling the user's C function ----------------------------------------------------------- */
+static tj_tensor *call_user(tj_function *f, tj_tensor *const *args) {
+    void *vals_stack[SIG_STACK], **vals = f->nargs <= SIG_STACK ? vals_stack : malloc(f->nargs * sizeof *vals);
+    if (!vals) return rt_errorf(TJ_ERR_OOM, "%s: out of memory", f->name);
+    for (int i = 0; i < f->nargs; i++) vals[i] = (void *)&args[i];
+    void *ret = NULL;
+    ffi_call(&f->cif, FFI_FN(f->fn), &ret, vals);
+    if (vals != vals_stack) free(vals);
+    return ret;
+}
+
+tj_tensor *tj_call_eager(tj_function *f, int nargs, tj_tensor *const *args);
+
+/* ---- tracing --------------------------------------------------------------------------------- */
+typedef struct trace_result {
+    ir_graph *g;
+    tj_variable **caps;
+    uint32_t n_caps;
+    int result_kind;
+    int vars_created;
+} trace_result;
+
+static tj_status add_output(rt_trace *tr, tj_tensor *t) {
+    uint32_t id = rt_trace_lift(tr, t);
+    if (id == IR_NONE) return ir_last_code();
+    return ir_add_output(tr->g, id);
+}
+
+/* Traces f once. args: the call's concrete inputs (NULL when tracing for specs). */
+static tj_status trace_once(tj_function *f, const jit_argsig *sig, tj_tensor *const *args,
+                            int allow_vars, trace_result *out) {
+    memset(out, 0, sizeof *out);
+    rt_trace tr;
+    memset(&tr, 0, sizeof tr);
+    if (!(tr.g = ir_graph_new(f->name))) return ir_last_code();
+    tr.args = args;
+    tr.n_args = (uint32_t)f->nargs;
+    tr.arg_names = (const char *const *)f->arg_names;
+    tr.allow_var_create = allow_vars;
+    tj_status st = TJ_OK;
+    tj_tensor *stack_sym[SIG_STACK], **sym = f->nargs <= SIG_STACK ? stack_sym : calloc(f->nargs, sizeof *sym);
+    if (!sym) {
+        ir_graph_free(tr.g);
+        return ir_errorf(TJ_ERR_OOM, "%s: out of memory", f->name);
+    }
+    rt_trace_push(&tr);
+    tj_scope_begin();
+    for (int i = 0; i < f->nargs && !st; i++) {
+        if (sig[i].is_static) {
+            sym[i] = sig[i].value; /* baked into the trace by value */
+            continue;
+        }
+        ir_node p;
+        memset(&p, 0, sizeof p);
+        p.op = IR_OP_PARAM;
+        p.dtype = sig[i].dtype;
+        p.rank = sig[i].rank;
+        memcpy(p.dims, sig[i].dims, sizeof p.dims);
+        p.a.i[0] = i;
+        uint32_t id = ir_add(tr.g, &p, NULL, 0);
+        if (id == IR_NONE) st = ir_last_code();
+        else sym[i] = rt_scoped(rt_symbolic(&tr, id));
+    }
+    tj_tensor *res = st ? NULL : call_user(f, sym);
+    if (!st && tr.err) {
+        st = ir_errorf(tr.err, "%s", tr.errmsg);
+    } else if (!st && res && res->kind == RT_ERROR) {
+        st = ir_errorf(res->code, "%s", res->msg);
+    } else if (!st && !res) {
+        out->result_kind = JIT_RESULT_NONE;
+    } else if (!st && res->kind == RT_TUPLE) {
+        out->result_kind = JIT_RESULT_TUPLE;
+        for (int k = 0; k < res->n_items && !st; k++) st = add_output(&tr, res->items[k]);
+    } else if (!st) {
+        out->result_kind = JIT_RESULT_SINGLE;
+        st = add_output(&tr, res);
+    }
+    tj_scope_end();
+    rt_trace_pop();
+    if (sym != stack_sym) free(sym);
+    out->vars_created = tr.n_vars_created;
+    free(tr.cap_value);
+    if (st) {
+        for (uint32_t i = 0; i < tr.n_caps; i++) rt_variable_release(tr.caps[i]);
+        free(tr.caps);
+        ir_graph_free(tr.g);
+        return st;
+    }
+    tr.g->n_caps = tr.n_caps > tr.g->n_caps ? tr.n_caps : tr.g->n_caps;
+    out->g = tr.g;
+    out->caps = tr.caps;
+    out->n_caps = tr.n_caps;
+    return TJ_OK;
+}
+
+static void trace_result_free(trace_result *r) {
+    for (uint32_t i = 0; i < r->n_caps; i++) rt_variable_release(r->caps[i]);
+    free(r->caps);
+    ir_graph_free(r->g);
+}
+
+/* Says which argument changed since the last trace (TJ_LOG=retrace) and warns on frequent
+ * retracing, as TensorFlow does. Called under f->mu. */
+static void log_retrace(tj_function *f, const jit_argsig *sig, uint64_t call_idx) {
+    int n = atomic_load(&f->n_traces);
+    if (n > 0 && rt_log_enabled(RT_LOG_RETRACE)) {
+        snapshot *s = atomic_load(&f->cache);
+        tj_concrete *last = NULL;
+        for (uint32_t i = 0; s && i < s->n; i++)
+            if (!last || s->items[i]->last_used > last->last_used) last = s->items[i];
+        for (int i = 0; last && i < f->nargs; i++) {
+            char a[160], b[160];
+            jit_argsig_str(&last->sig[i], a, sizeof a);
+            jit_argsig_str(&sig[i], b, sizeof b);
+            if (strcmp(a, b) == 0) continue;
+            const char *what = last->sig[i].is_static != sig[i].is_static ? "kind"
+                               : sig[i].is_static                         ? "static value"
+                               : last->sig[i].dtype != sig[i].dtype        ? "dtype"
+                                                                            : "shape";
+            rt_log(RT_LOG_RETRACE, "retracing '%s': argument %d (%s) changed %s: %s -> %s", f->name,
+                   i, f->arg_names[i], what, a, b);
+        }
+    }
+    memmove(f->trace_calls, f->trace_calls + 1, 4 * sizeof *f->trace_calls);
+    f->trace_calls[4] = call_idx;
+    if (n >= 4 && call_idx - f->trace_calls[0] < 10) {
+        f->n_warnings++;
+        rt_log(RT_LOG_RETRACE, "warning: 5 of the last 10 calls of '%s' triggered tf.function-style "
+                               "retracing; pass tensors instead of static values, or give an input "
+                               "signature", f->name);
+    }
+}
+
+/* Traces, compiles and publishes a concrete function for sig. Called with f->mu held. */
+static tj_concrete *build_concrete(tj_function *f, const jit_argsig *sig, uint64_t h,
+                                   tj_tensor *const *args, uint64_t call_idx) {
+    log_retrace(f, sig, call_idx);
+    int first = atomic_load(&f->n_traces) == 0;
+    trace_result tr;
+    atomic_fetch_add(&f->n_traces, 1);
+    tj_status st = trace_once(f, sig, args, first, &tr);
+    if (!st && first && tr.vars_created) {
+        /* S11: variables were created on the first trace; trace again with creation forbidden,
+         * as TensorFlow does, so an unconditional tj_variable_new is reported. */
+        trace_result again;
+        atomic_fetch_add(&f->n_traces, 1);
+        st = trace_once(f, sig, args, 0, &again);
+        trace_result_free(&tr);
+        tr = again;
+    }
+    if (st) return NULL;
+    tj_concrete *c = calloc(1, sizeof *c);
+    if (!c || !(c->sig = sig_copy(sig, (uint32_t)f->nargs))) {
+        free(c);
+        trace_result_free(&tr);
+        return (void)ir_errorf(TJ_ERR_OOM, "%s: out of memory", f->name), NULL;
+    }
+    c->fn = f;
+    c->sig_hash = h;
+    c->nargs = (uint32_t)f->nargs;
+    c->result_kind = tr.result_kind;
+    c->caps = tr.caps;
+    c->n_caps = tr.n_caps;
+    tr.caps = NULL;
+    tr.n_caps = 0;
+    for (int i = 0; i < f->nargs; i++)
+        for (int d = 0; d < sig[i].rank && !sig[i].is_static; d++)
+            if (sig[i].dims[d] < 0) c->has_unknown = 1;
+    c->prog = jit_compile_graph(tr.g, f->name, h, &c->graph);
+    trace_result_free(&tr);
+    if (!c->prog) {
+        concrete_free(c);
+        return NULL;
+    }
+    c->prog->g = c->graph;
+    atomic_store(&c->last_used, call_idx);
+    /* publish a new snapshot, evicting the least recently used entry beyond the bound */
+    snapshot *old = atomic_load(&f->cache);
+    uint32_t n = old ? old->n : 0;
+    uint32_t evict = UINT32_MAX;
+    if (n >= (uint32_t)f->cache_bound) {
+        uint64_t best = UINT64_MAX;
+        for (uint32_t i = 0; i < n; i++)
+            if (old->items[i]->last_used < best) best = old->items[i]->last_used, evict = i;
+    }
+    snapshot *s = malloc(sizeof *s + (n + 1) * sizeof(tj_concrete *));
+    if (!s) {
+        concrete_free(c);
+        return (void)ir_errorf(TJ_ERR_OOM, "%s: out of memory", f->name), NULL;
+    }
+    s->n = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (i == evict) retire(f, old->items[i], 1);
+        else s->items[s->n++] = old->items[i];
+    }
+    s->items[s->n++] = c;
+    atomic_store_explicit(&f->cache, s, memory_order_release);
+    if (old) retire(f, old, 0);
+    return c;
+}
+
+static tj_concrete *lookup(tj_function *f, uint64_t h, tj_tensor *const *args, int exact) {
+    snapshot *s = atomic_load_explicit(&f->cache, memory_order_acquire);
+    if (!s) return NULL;
+    for (uint32_t i = 0; i < s->n; i++) {
+        tj_concrete *c = s->items[i];
+        if (exact && c->sig_hash != h) continue;
+        if (!exact && !c->has_unknown) continue;
+        int ok = 1;
+        for (int k = 0; k < f->nargs && ok; k++) ok = arg_matches(&c->sig[k], args[k]);
+        if (ok) return c;
+    }
+    return NULL;
+}
+
+/* ---- running a concrete function ------------------------------------------------------------- */
+static tj_tensor *run_concrete(tj_concrete *c, tj_tensor *const *args) {
+    tj_tensor *stack_outs[8];
+    uint32_t n_out = c->graph->n_outputs;
+    tj_tensor **outs = n_out <= 8 ? stack_outs : calloc(n_out, sizeof *outs);
+    if (!outs) return rt_errorf(TJ_ERR_OOM, "%s: out of memory", c->fn->name);
+    tj_status st = c->prog->vt->run(c->prog, args, c->nargs, c->caps, outs);
+    tj_tensor *res;
+    if (st) {
+        res = rt_error_from_status(st);
+    } else if (c->result_kind == JIT_RESULT_SINGLE) {
+        res = outs[0];
+    } else {
+        res = rt_tuple_new((int)n_out, outs);
+        for (uint32_t k = 0; k < n_out; k++) tj_release(outs[k]);
+    }
+    if (outs != stack_outs) free(outs);
+    return res;
+}
+
+static tj_tensor *check_args(const char *what, const tj_function *f, int nargs, tj_tensor *const *args) {
+    if (!f) return rt_errorf(TJ_ERR_INVALID, "%s: function is NULL", what);
+    if (f->magic == FN_DEAD) return rt_errorf(TJ_ERR_STATE, "%s: the function was freed", what);
+    if (f->magic != FN_MAGIC) return rt_errorf(TJ_ERR_INVALID, "%s: not a tj_function", what);
+    if (nargs != f->nargs)
+        return rt_errorf(TJ_ERR_INVALID, "%s: '%s' takes %d arguments, got %d", what, f->name, f->nargs, nargs);
+    if (nargs && !args) return rt_errorf(TJ_ERR_INVALID, "%s: args is NULL", what);
+    for (int i = 0; i < nargs; i++) {
+        if (!args[i]) return rt_errorf(TJ_ERR_INVALID, "%s: '%s' argument %d is NULL", what, f->name, i);
+        if (args[i]->kind == RT_ERROR) return tj_retain(args[i]);
+        if (args[i]->kind == RT_TUPLE)
+            return rt_errorf(TJ_ERR_INVALID, "%s: '%s' argument %d is a tuple", what, f->name, i);
+    }
+    return NULL;
+}
+
+static char *describe_inputs(const tj_function *f, tj_tensor *const *args) {
+    size_t cap = 1024, len = 0;
+    char *buf = malloc(cap);
+    if (!buf) return NULL;
+    len += (size_t)snprintf(buf, cap, "  inputs: (");
+    for (int i = 0; i < f->nargs; i++) {
+        char *s = tj_tensor_str(args[i]);
+        char spec[160];
+        jit_argsig_str(&f->input_sig[i], spec, sizeof spec);
+        size_t need = len + strlen(s ? s : "") + 8;
+        if (need > cap) {
+            char *p = realloc(buf, cap = need * 2);
+            if (!p) break;
+            buf = p;
+        }
+        len += (size_t)snprintf(buf + len, cap - len, "%s%s", i ? ", " : "", s ? s : "");
+        free(s);
+    }
+    char sigs[1024] = "";
+    size_t sl = 0;
+    for (int i = 0; i < f->n_input_sig && sl < sizeof sigs - 200; i++) {
+        char spec[160];
+        jit_argsig_str(&f->input_sig[i], spec, sizeof spec);
+        sl += (size_t)snprintf(sigs + sl, sizeof sigs - sl, "%s%s", i ? ", " : "", spec);
+    }
+    if (len + strlen(sigs) + 64 > cap) {
+        char *p = realloc(buf, cap = len + strlen(sigs) + 64);
+        if (!p) return buf;
+        buf = p;
+    }
+    snprintf(buf + len, cap - len, ")\n  input_signature: (%s)", sigs);
+    return buf;
+}
+
+tj_tensor *tj_call(tj_function *f, int nargs, tj_tensor *const *args) {
+    tj_tensor *err = check_args("call", f, nargs, args);
+    if (err) return rt_scoped(err);
+    if (f->eager || tj_get_eager() || rt_trace_current()) {
+        /* eager mode, or a nested call while tracing: run the C code inline (S9, S20) */
+        return tj_call_eager(f, nargs, args);
+    }
+    uint64_t call_idx = atomic_fetch_add_explicit(&f->n_calls, 1, memory_order_relaxed);
+    jit_argsig stack_sig[SIG_STACK];
+    jit_argsig *sig = nargs <= SIG_STACK ? stack_sig : calloc((size_t)nargs, sizeof *sig);
+    if (!sig) return rt_scoped(rt_errorf(TJ_ERR_OOM, "call: out of memory"));
+    tj_concrete *c = NULL;
+    uint64_t h;
+    if (f->input_sig) {
+        for (int i = 0; i < nargs; i++) {
+            if (!arg_matches(&f->input_sig[i], args[i])) {
+                char *d = describe_inputs(f, args);
+                tj_tensor *e = rt_errorf(TJ_ERR_SIGNATURE, "%s: inputs incompatible with input_signature "
+                                         "(argument %d):\n%s", f->name, i, d ? d : "");
+                free(d);
+                if (sig != stack_sig) free(sig);
+                return rt_scoped(e);
+            }
+        }
+        memcpy(sig, f->input_sig, (size_t)nargs * sizeof *sig);
+        h = 0x1de5u; /* one concrete function for the whole signature */
+        c = lookup(f, h, args, 1);
+    } else {
+        h = jit_signature(nargs, args, sig);
+        c = lookup(f, h, args, 1);
+    }
+    if (!c) {
+        pthread_mutex_lock(&f->mu);
+        c = lookup(f, h, args, 1);
+        if (!c) c = lookup(f, h, args, 0);
+        if (!c) c = build_concrete(f, sig, h, args, call_idx);
+        pthread_mutex_unlock(&f->mu);
+    }
+    if (sig != stack_sig) free(sig);
+    if (!c) return rt_scoped(rt_error_from_status(0));
+    atomic_store_explicit(&c->last_used, call_idx, memory_order_relaxed);
+    return rt_scoped(run_concrete(c, args));
+}
+
+tj_tensor *tj_call_eager(tj_function *f, int nargs, tj_tensor *const *args) {
+    tj_tensor *err = check_args("call", f, nargs, args);
+    if (err) return rt_scoped(err);
+    tj_scope_begin();
+    tj_tensor *r = call_user(f, args);
+    if (!r) r = tj_tuple(0, NULL);
+    r = tj_keep(r);
+    tj_scope_end();
+    return r;
+}
+
+/* ---- concrete functions ---------------------------------------------------------------------- */
+tj_concrete *tj_function_get_concrete(tj_function *f, int n, const tj_spec *specs) {
+    tj_tensor *err = check_args("get_concrete", f, n, NULL);
+    if (err && n == 0) {
+        tj_release(err);
+        err = NULL;
+    }
+    if (!f || f->magic != FN_MAGIC || n != f->nargs || (n && !specs)) {
+        tj_release(err);
+        ir_errorf(TJ_ERR_INVALID, "get_concrete: bad function or %d specs for %d arguments", n,
+                  f && f->magic == FN_MAGIC ? f->nargs : -1);
+        return NULL;
+    }
+    tj_release(err);
+    jit_argsig *sig = calloc((size_t)n + 1, sizeof *sig);
+    if (!sig) return (void)ir_errorf(TJ_ERR_OOM, "get_concrete: out of memory"), NULL;
+    for (int i = 0; i < n; i++) {
+        const tj_spec *sp = &specs[i];
+        if (sp->static_value) {
+            if (sp->static_value->kind != RT_CONCRETE || sp->static_value->rank != 0) {
+                free(sig);
+                ir_errorf(TJ_ERR_INVALID, "get_concrete: spec %d: a static value must be a concrete 0-d tensor", i);
+                return NULL;
+            }
+            sig[i].is_static = 1;
+            sig[i].value = sp->static_value;
+            continue;
+        }
+        if (sp->rank < 0 || sp->rank > TJ_MAX_RANK || (int)sp->dtype < 0 || sp->dtype >= TJ_N_DTYPES) {
+            free(sig);
+            ir_errorf(TJ_ERR_INVALID, "get_concrete: spec %d has bad rank %d or dtype %d", i, sp->rank, sp->dtype);
+            return NULL;
+        }
+        sig[i].dtype = (uint8_t)sp->dtype;
+        sig[i].rank = (uint8_t)sp->rank;
+        for (int d = 0; d < sp->rank; d++) sig[i].dims[d] = sp->dims[d] < 0 ? -1 : sp->dims[d];
+    }
+    uint64_t h = sig_hash(sig, n);
+    pthread_mutex_lock(&f->mu);
+    tj_concrete *c = NULL;
+    snapshot *s = atomic_load(&f->cache);
+    for (uint32_t i = 0; s && i < s->n && !c; i++)
+        if (s->items[i]->sig_hash == h) c = s->items[i];
+    if (!c) c = build_concrete(f, sig, h, NULL, atomic_load(&f->n_calls));
+    pthread_mutex_unlock(&f->mu);
+    free(sig);
+    return c;
+}
+
+tj_tensor *tj_concrete_call(tj_concrete *c, int nargs, tj_tensor *const *args) {
+    if (!c) return rt_scoped(rt_errorf(TJ_ERR_INVALID, "concrete_call: concrete function is NULL"));
+    tj_function *f = c->fn;
+    tj_tensor *err = check_args("concrete_call", f, nargs, args);
+    if (err) return rt_scoped(err);
+    for (int i = 0; i < nargs; i++) {
+        const jit_argsig *w = &c->sig[i];
+        const tj_tensor *t = args[i];
+        if (arg_matches(w, t)) continue;
+        char want[160], got[160], d[128];
+        jit_argsig_str(w, want, sizeof want);
+        if (t->is_static) {
+            char *v = rt_values_str(t);
+            snprintf(got, sizeof got, "static %s", v ? v : "?");
+            free(v);
+        } else {
+            snprintf(got, sizeof got, "%s%s", ir_dtype_name(t->dtype), ir_fmt_dims(d, sizeof d, t->rank, t->dims));
+        }
+        if (w->is_static)
+            return rt_scoped(rt_errorf(TJ_ERR_SIGNATURE, "cannot compute %s as input #%d(zero-based) is a "
+                                       "static argument fixed at trace time to %s, got %s", f->name, i, want, got));
+        if (!t->is_static && w->dtype != t->dtype)
+            return rt_scoped(rt_errorf(TJ_ERR_SIGNATURE, "cannot compute %s as input #%d(zero-based) was "
+                                       "expected to be a %s tensor but is a %s tensor", f->name, i,
+                                       ir_dtype_name(w->dtype), ir_dtype_name(t->dtype)));
+        return rt_scoped(rt_errorf(TJ_ERR_SIGNATURE, "cannot compute %s as input #%d(zero-based) was "
+                                   "expected to be %s but is %s", f->name, i, want, got));
+    }
+    return rt_scoped(run_concrete(c, args));
+}
+
+char *tj_concrete_graph_text(const tj_concrete *c) { return c ? ir_print(c->graph) : NULL; }
+int tj_concrete_node_count(const tj_concrete *c) { return c ? (int)c->graph->n_nodes : -1; }
+
+char *tj_function_signatures(const tj_function *f) {
+    if (!fn_alive(f)) return strdup("");
+    tj_function *mf = (tj_function *)f;
+    pthread_mutex_lock(&mf->mu);
+    snapshot *s = atomic_load(&mf->cache);
+    size_t cap = 4096, len = 0;
+    char *buf = calloc(1, cap);
+    for (uint32_t i = 0; buf && s && i < s->n; i++) {
+        const tj_concrete *c = s->items[i];
+        char line[512];
+        int k;
+#define EMIT(...)                                                                               \
+    do {                                                                                        \
+        k = snprintf(line, sizeof line, __VA_ARGS__);                                           \
+        if (len + (size_t)k + 1 > cap) {                                                        \
+            char *p = realloc(buf, cap = (len + (size_t)k + 1) * 2);                            \
+            if (!p) goto out;                                                                   \
+            buf = p;                                                                            \
+        }                                                                                       \
+        memcpy(buf + len, line, (size_t)k + 1);                                                 \
+        len += (size_t)k;                                                                       \
+    } while (0)
+        EMIT("%s%s(", i ? "\n" : "", f->name);
+        for (int a = 0; a < f->nargs; a++) EMIT("%s%s", a ? ", " : "", f->arg_names[a]);
+        EMIT(")\n  Args:\n");
+        for (int a = 0; a < f->nargs; a++) {
+            const jit_argsig *sg = &c->sig[a];
+            if (sg->is_static) {
+                char *v = rt_values_str(sg->value);
+                EMIT("    %s: %s (static)\n", f->arg_names[a], v ? v : "?");
+                free(v);
+                continue;
+            }
+            char shape[160];
+            tf_shape(shape, sizeof shape, sg->rank, sg->dims);
+            EMIT("    %s: %s Tensor, shape=%s\n", f->arg_names[a], ir_dtype_name(sg->dtype), shape);
+        }
+        EMIT("  Returns:\n");
+        if (c->graph->n_outputs == 0) EMIT("    NoneTensorSpec()\n");
+        for (uint32_t o = 0; o < c->graph->n_outputs; o++) {
+            const ir_node *n = ir_node_get(c->graph, c->graph->outputs[o]);
+            char d[128];
+            tf_shape(d, sizeof d, n->rank, n->dims);
+            EMIT("    %s Tensor, shape=%s\n", ir_dtype_name(n->dtype), d);
+        }
+#undef EMIT
+    }
+out:
+    pthread_mutex_unlock(&mf->mu);
+    return buf;
+}

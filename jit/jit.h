@@ -1,0 +1,46 @@
+/* jit.h — the internal interface of jit/: functions and their signature caches, the tracing
+ * driver, and the compile pipeline (passes, then a backend program). */
+#ifndef TJ_JIT_H
+#define TJ_JIT_H
+
+#include <ffi.h>
+
+#include "passes/passes.h"
+#include "runtime/runtime.h"
+
+/* One argument of a call signature: a tensor's dtype and dims, or a static value. */
+typedef struct jit_argsig {
+    uint8_t is_static;
+    uint8_t dtype;
+    uint8_t rank;
+    int64_t dims[TJ_MAX_RANK]; /* -1: any */
+    tj_tensor *value;          /* static value (retained), else NULL */
+} jit_argsig;
+
+enum { JIT_RESULT_NONE = 0, JIT_RESULT_SINGLE, JIT_RESULT_TUPLE };
+
+struct tj_concrete {
+    tj_function *fn;
+    uint64_t sig_hash;
+    uint32_t nargs;
+    jit_argsig *sig;
+    ir_graph *graph; /* optimized */
+    tj_variable **caps;
+    uint32_t n_caps;
+    rt_program *prog;
+    int result_kind;
+    atomic_uint_fast64_t last_used;
+    int has_unknown; /* some signature dims are -1 */
+};
+
+/* Compiles a traced graph into a program: runs the pass pipeline (consuming nothing; returns the
+ * optimized graph in *opt) then picks a backend. NULL with the error set. */
+rt_program *jit_compile_graph(const ir_graph *traced, const char *fn_name, uint64_t sig_hash,
+                              ir_graph **opt);
+
+/* Hash of a call's signature; fills sig (statics borrowed, not retained). */
+uint64_t jit_signature(int nargs, tj_tensor *const *args, jit_argsig *sig);
+/* Writes "int32[2,3]" or "static 1" for an arg signature. */
+void jit_argsig_str(const jit_argsig *s, char *buf, size_t n);
+
+#endif

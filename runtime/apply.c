@@ -1,0 +1,137 @@
+/* apply.c — the one entry every op goes through. It checks for NULL and error inputs (errors
+ * are sticky: an op given an error tensor returns it), converts host scalars to the other
+ * operand's dtype, then either records a node in the current trace or runs the reference kernel
+ * eagerly. Shape and dtype rules live in ir_infer, so eager and traced code fail alike. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/runtime.h"
+
+/* A concrete 0-d numeric tensor converted to dtype `dt`, if exact; NULL otherwise. */
+static tj_tensor *convert_scalar(const tj_tensor *s, int dt) {
+    if (s->kind != RT_CONCRETE || s->rank != 0 || !ir_dtype_is_numeric(s->dtype) ||
+        !ir_dtype_is_numeric(dt))
+        return NULL;
+    double v = tj_tensor_get_f64(s, 0);
+    int64_t iv = s->dtype == TJ_I64 ? ((const int64_t *)s->data)[0] : (int64_t)v;
+    tj_tensor *t = rt_tensor_alloc(dt, 0, NULL);
+    if (!t) return NULL;
+    switch (dt) {
+    case TJ_F32: *(float *)t->data = (float)v; break;
+    case TJ_F64: *(double *)t->data = v; break;
+    case TJ_I32:
+        if (v != floor(v) || v < INT32_MIN || v > INT32_MAX) goto inexact;
+        *(int32_t *)t->data = (int32_t)iv;
+        break;
+    case TJ_I64:
+        if (ir_dtype_is_float(s->dtype) && (v != floor(v) || fabs(v) > 9.2e18)) goto inexact;
+        *(int64_t *)t->data = iv;
+        break;
+    default: goto inexact;
+    }
+    return t;
+inexact:
+    tj_release(t);
+    return NULL;
+}
+
+static int wants_promotion(int op) {
+    unsigned f = ir_ops[op].flags;
+    return (f & IR_F_EW) && ir_ops[op].n_in >= 2;
+}
+
+tj_tensor *rt_apply(ir_node *proto, tj_tensor *const *in_args, uint32_t n_in) {
+    const char *opname = ir_ops[proto->op].name;
+    tj_tensor *conv[4] = {0};
+    tj_tensor *stack_in[8];
+    tj_tensor **in = n_in <= 8 ? stack_in : malloc(n_in * sizeof *in);
+    tj_tensor *res = NULL;
+    if (!in) return rt_scoped(rt_errorf(TJ_ERR_OOM, "%s: out of memory", opname));
+    for (uint32_t k = 0; k < n_in; k++) {
+        if (!in_args[k]) {
+            res = rt_errorf(TJ_ERR_INVALID, "%s: argument %u is NULL", opname, k);
+            goto done;
+        }
+        if (in_args[k]->kind == RT_ERROR) {
+            res = tj_retain(in_args[k]);
+            goto done;
+        }
+        if (in_args[k]->kind == RT_TUPLE) {
+            res = rt_errorf(TJ_ERR_INVALID, "%s: argument %u is a tuple, not a tensor", opname, k);
+            goto done;
+        }
+        in[k] = in_args[k];
+    }
+    /* host scalars take the other operand's dtype (the analogue of Python numbers in TF) */
+    if (wants_promotion(proto->op) && n_in <= 4) {
+        uint32_t first = proto->op == IR_OP_WHERE ? 1 : 0;
+        for (uint32_t k = first; k < n_in; k++) {
+            uint32_t o = first + (k == first ? 1 : 0);
+            if (o >= n_in || in[k]->dtype == in[o]->dtype) continue;
+            if (in[k]->kind == RT_CONCRETE && in[k]->rank == 0 &&
+                (in[o]->kind != RT_CONCRETE || in[o]->rank > 0 || in[k]->is_static)) {
+                conv[k] = convert_scalar(in[k], in[o]->dtype);
+                if (conv[k]) in[k] = conv[k];
+            }
+        }
+    }
+    rt_trace *tr = rt_trace_current();
+    if (tr) {
+        uint32_t ids[64], *pid = n_in <= 64 ? ids : malloc(n_in * sizeof *pid);
+        if (!pid) {
+            res = rt_errorf(TJ_ERR_OOM, "%s: out of memory", opname);
+            goto done;
+        }
+        uint32_t id = IR_NONE;
+        uint32_t k = 0;
+        for (; k < n_in; k++)
+            if ((pid[k] = rt_trace_lift(tr, in[k])) == IR_NONE) break;
+        if (k == n_in) id = ir_add(tr->g, proto, pid, n_in);
+        if (pid != ids) free(pid);
+        if (id == IR_NONE) {
+            res = rt_error_from_status(0);
+            rt_trace_fail(tr, ir_last_code());
+        } else {
+            res = rt_symbolic(tr, id);
+        }
+        goto done;
+    }
+    for (uint32_t k = 0; k < n_in; k++) {
+        if (in[k]->kind == RT_SYMBOLIC) {
+            res = rt_errorf(TJ_ERR_STATE, "%s: argument %u is a symbolic tensor outside its trace "
+                                          "(it escaped the traced function)", opname, k);
+            goto done;
+        }
+    }
+    ir_node descs[8], *pdesc = n_in <= 8 ? descs : malloc(n_in * sizeof *pdesc);
+    const ir_node *dptr[8], **pd = n_in <= 8 ? dptr : malloc(n_in * sizeof *pd);
+    if (!pdesc || !pd) {
+        res = rt_errorf(TJ_ERR_OOM, "%s: out of memory", opname);
+    } else {
+        for (uint32_t k = 0; k < n_in; k++) {
+            rt_desc(in[k], &pdesc[k]);
+            pd[k] = &pdesc[k];
+        }
+        proto->n_in = n_in;
+        tj_status st = ir_infer(proto, pd, n_in);
+        if (st) {
+            res = rt_error_from_status(st);
+        } else {
+            tj_tensor *out = rt_tensor_alloc(proto->dtype, proto->rank, proto->dims);
+            if (!out) res = rt_error_from_status(0);
+            else if ((st = rt_ref_kernel(proto, in, out)) != TJ_OK) {
+                tj_release(out);
+                res = rt_error_from_status(st);
+            } else {
+                res = out;
+            }
+        }
+    }
+    if (pdesc != descs) free(pdesc);
+    if (pd != dptr) free(pd);
+done:
+    for (int k = 0; k < 4; k++) tj_release(conv[k]);
+    if (in != stack_in) free(in);
+    return rt_scoped(res);
+}

@@ -1,0 +1,81 @@
+/* config.c — configuration read once from the environment, and the log sink.
+ * The library never prints on its own: log lines go to a callback whose default writes to
+ * stderr only for the topics listed in TJ_LOG (or set by tj_set_log_topics). */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runtime/runtime.h"
+
+static rt_config cfg;
+static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
+static atomic_int eager_override = -1;
+static atomic_uint topics_override = UINT32_MAX;
+static tj_log_fn log_fn;
+static void *log_user;
+
+static unsigned parse_topics(const char *s) {
+    unsigned t = 0;
+    if (!s) return 0;
+    if (strstr(s, "retrace")) t |= RT_LOG_RETRACE;
+    if (strstr(s, "compile")) t |= RT_LOG_COMPILE;
+    if (strstr(s, "passes")) t |= RT_LOG_PASSES;
+    if (strstr(s, "all")) t |= RT_LOG_RETRACE | RT_LOG_COMPILE | RT_LOG_PASSES;
+    return t;
+}
+
+static void cfg_init(void) {
+    const char *e = getenv("TJ_EAGER");
+    cfg.eager = e && *e && strcmp(e, "0") != 0;
+    cfg.log_topics = parse_topics(getenv("TJ_LOG"));
+    cfg.dump_dir = getenv("TJ_DUMP");
+    cfg.passes = getenv("TJ_PASSES");
+    cfg.cache_dir = getenv("TJ_CACHE_DIR");
+    const char *c = getenv("TJ_CACHE");
+    cfg.cache_enabled = !(c && strcmp(c, "0") == 0);
+    const char *n = getenv("TJ_NUM_THREADS");
+    long nt = n ? strtol(n, NULL, 10) : 0;
+    if (nt <= 0) nt = sysconf(_SC_NPROCESSORS_ONLN);
+    cfg.num_threads = nt > 0 && nt < 1024 ? (int)nt : 1;
+}
+
+const rt_config *rt_config_get(void) {
+    pthread_once(&cfg_once, cfg_init);
+    return &cfg;
+}
+
+void tj_set_eager(int on) { atomic_store(&eager_override, on ? 1 : 0); }
+int tj_get_eager(void) {
+    int o = atomic_load(&eager_override);
+    return o >= 0 ? o : rt_config_get()->eager;
+}
+
+void tj_set_log(tj_log_fn fn, void *user) {
+    log_fn = fn;
+    log_user = user;
+}
+void tj_set_log_topics(const char *topics) { atomic_store(&topics_override, parse_topics(topics)); }
+
+int rt_log_enabled(unsigned topic) {
+    unsigned o = atomic_load(&topics_override);
+    unsigned t = o != UINT32_MAX ? o : rt_config_get()->log_topics;
+    return (t & topic) != 0;
+}
+
+static const char *topic_name(unsigned topic) {
+    return topic == RT_LOG_RETRACE ? "retrace" : topic == RT_LOG_COMPILE ? "compile" : "passes";
+}
+
+void rt_log(unsigned topic, const char *fmt, ...) {
+    if (!rt_log_enabled(topic)) return;
+    char buf[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (log_fn)
+        log_fn(topic_name(topic), buf, log_user);
+    else
+        fprintf(stderr, "tracejit[%s]: %s\n", topic_name(topic), buf);
+}

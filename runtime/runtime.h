@@ -1,0 +1,168 @@
+/* runtime.h — the internal interface of runtime/: tensors and buffers, scopes, the op entry
+ * points (eager or recording), the reference kernels, variables, the trace state that ops record
+ * into, and programs (the executable form of a graph; the interpreter is one, jit backends add
+ * others behind the same vtable). runtime/ knows nothing of compilers: it can run any program
+ * handed to it. */
+#ifndef TJ_RUNTIME_H
+#define TJ_RUNTIME_H
+
+#include <stdatomic.h>
+#include <pthread.h>
+
+#include "ir/ir.h"
+
+/* ---- buffers and tensors --------------------------------------------------------------------- */
+typedef struct rt_buffer {
+    atomic_int rc;
+    void *data;
+    size_t size;
+    void (*release)(void *user); /* borrowed memory: called instead of free */
+    void *user;
+    int64_t n_strings; /* > 0: data holds tj_string elements whose .data this buffer owns */
+} rt_buffer;
+
+enum { RT_CONCRETE = 0, RT_SYMBOLIC, RT_ERROR, RT_TUPLE };
+
+struct tj_tensor {
+    atomic_int rc;
+    uint8_t kind;
+    uint8_t dtype; /* tj_dtype */
+    uint8_t rank;
+    uint8_t is_static;
+    int64_t numel;
+    int64_t dims[TJ_MAX_RANK];
+    /* RT_CONCRETE */
+    void *data;
+    rt_buffer *buf;
+    /* RT_SYMBOLIC */
+    struct rt_trace *trace;
+    uint32_t node;
+    /* RT_ERROR */
+    tj_status code;
+    char *msg;
+    /* RT_TUPLE */
+    int n_items;
+    tj_tensor **items;
+};
+
+/* A concrete tensor with a fresh 64-byte aligned zeroed buffer. Returns NULL on OOM (error set).
+ * The returned reference is NOT registered in any scope (runtime-internal). */
+tj_tensor *rt_tensor_alloc(int dtype, int rank, const int64_t *dims);
+/* A concrete tensor sharing `src`'s buffer with another shape (same numel). Unscoped. */
+tj_tensor *rt_tensor_view(tj_tensor *src, int rank, const int64_t *dims);
+/* An error tensor from the thread's current error (ir_last_error). Unscoped. */
+tj_tensor *rt_error_from_status(tj_status code);
+tj_tensor *rt_errorf(tj_status code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* An unscoped tuple retaining its items. */
+tj_tensor *rt_tuple_new(int n, tj_tensor *const *items);
+/* Registers a new reference in the innermost scope, if any; returns t. Every public function
+ * returning a tensor passes it through here. */
+tj_tensor *rt_scoped(tj_tensor *t);
+/* Fills a descriptor node (op PARAM) with t's dtype and dims, for ir_infer. */
+void rt_desc(const tj_tensor *t, ir_node *desc);
+/* Deep-copies string elements into a new buffer-owned array (for string kernels). */
+char *rt_strdup_len(const char *s, size_t n);
+
+/* ---- reference kernels (runtime/kernels/) ---------------------------------------------------- */
+/* Runs a pure op: `n` carries op, attrs and the concrete output dtype/dims (already inferred);
+ * `in` are concrete inputs (n->n_in of them); `out` was allocated by the caller with n's
+ * dtype/dims. Ops handled here: everything in ops.def except CONST, PARAM, VAR_READ, PRINT,
+ * HOST_CALLBACK, ASSIGN. Returns TJ_OK or an error (set with ir_errorf) naming the op. */
+tj_status rt_ref_kernel(const ir_node *n, tj_tensor *const *in, tj_tensor *out);
+/* Writes the values of t (not the header) in NumPy style: "[4 1]", "2.2", "aa". */
+char *rt_values_str(const tj_tensor *t);
+
+/* ---- variables ------------------------------------------------------------------------------- */
+struct tj_variable {
+    atomic_int rc; /* the user's reference + one per capturing graph */
+    pthread_mutex_t mu;
+    tj_tensor *value; /* concrete; replaced (not mutated) on assign */
+    char *name;
+    uint64_t id;
+};
+tj_variable *rt_variable_retain(tj_variable *v);
+void rt_variable_release(tj_variable *v);
+tj_tensor *rt_variable_get(tj_variable *v);        /* +1 ref on the current value */
+tj_status rt_variable_set(tj_variable *v, tj_tensor *value); /* checks dtype/shape; retains */
+
+/* ---- tracing: ops record into the innermost trace of the thread ------------------------------ */
+typedef struct rt_trace {
+    ir_graph *g;
+    tj_tensor *const *args; /* the triggering call's concrete inputs, or NULL (get_concrete) */
+    uint32_t n_args;
+    const char *const *arg_names;
+    tj_variable **caps; /* captured variables, slot = index */
+    uint32_t n_caps, cap_caps;
+    uint32_t *cap_value; /* per slot: node holding the current value in this trace, or IR_NONE */
+    int allow_var_create;
+    int n_vars_created;
+    tj_status err; /* first error recorded while tracing (sticky) */
+    char errmsg[512];
+    struct rt_trace *parent;
+} rt_trace;
+
+/* Records the thread's current error as the trace's first error (if none yet). */
+void rt_trace_fail(rt_trace *tr, tj_status code);
+
+rt_trace *rt_trace_current(void);
+void rt_trace_push(rt_trace *t);
+void rt_trace_pop(void);
+/* A symbolic tensor for node `id` of the current trace (unscoped reference). */
+tj_tensor *rt_symbolic(rt_trace *tr, uint32_t id);
+/* The node for t in trace tr: symbolic tensors give their node; concrete ones are lifted to
+ * CONST nodes. IR_NONE with the error set on failure. */
+uint32_t rt_trace_lift(rt_trace *tr, tj_tensor *t);
+/* The capture slot of v in tr (adding it). */
+uint32_t rt_trace_capture(rt_trace *tr, tj_variable *v);
+
+/* ---- the generic op entry -------------------------------------------------------------------- */
+/* Applies an op: propagates error inputs, records a node when tracing, else infers and runs the
+ * reference kernel. Returns a scoped new reference (never NULL). */
+tj_tensor *rt_apply(ir_node *proto, tj_tensor *const *in, uint32_t n_in);
+
+/* ---- programs: the executable form of a graph ------------------------------------------------ */
+typedef struct rt_program rt_program;
+typedef struct rt_program_vt {
+    /* Runs with concrete args (already checked against the signature) and the captured
+     * variables; writes g->n_outputs new unscoped references into outs. */
+    tj_status (*run)(rt_program *p, tj_tensor *const *args, uint32_t n_args, tj_variable **caps,
+                     tj_tensor **outs);
+    void (*free)(rt_program *p);
+    const char *name; /* "interp", "cpu", ... */
+} rt_program_vt;
+struct rt_program {
+    const rt_program_vt *vt;
+    const ir_graph *g; /* borrowed: owned by the concrete function */
+};
+
+/* The interpreter: runs the graph node by node with the reference kernels. Const payloads are
+ * materialised once here. */
+rt_program *rt_interp_new(const ir_graph *g);
+/* Evaluates node `id` of g with the given args and captures (used for variable initialisers
+ * on a trace and for constant folding). Returns an unscoped reference or NULL (error set). */
+tj_tensor *rt_eval_node(const ir_graph *g, uint32_t id, tj_tensor *const *args, uint32_t n_args,
+                        tj_variable **caps);
+/* A concrete tensor from a CONST node's blob, and the blob bytes for a tensor. */
+tj_tensor *rt_const_tensor(const ir_graph *g, const ir_node *n);
+uint32_t rt_const_blob(ir_graph *g, const tj_tensor *t);
+
+/* Side effects shared by eager execution and programs. */
+tj_status rt_do_print(const char *prefix, tj_tensor *const *xs, uint32_t n);
+tj_status rt_do_callback(void *fn, void *user, tj_tensor *const *xs, uint32_t n);
+
+/* ---- configuration and logging (read once from the environment) ------------------------------ */
+typedef struct rt_config {
+    int eager;
+    unsigned log_topics; /* RT_LOG_* bits */
+    const char *dump_dir;
+    const char *passes;
+    const char *cache_dir;
+    int cache_enabled;
+    int num_threads;
+} rt_config;
+enum { RT_LOG_RETRACE = 1, RT_LOG_COMPILE = 2, RT_LOG_PASSES = 4 };
+const rt_config *rt_config_get(void);
+void rt_log(unsigned topic, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int rt_log_enabled(unsigned topic);
+
+#endif /* TJ_RUNTIME_H */

@@ -1,0 +1,170 @@
+/* variable.c — variables: a named, lock-protected slot holding an immutable tensor that assign
+ * replaces. Inside a trace, reads and assigns record VAR_READ/ASSIGN nodes on a capture slot, so a
+ * variable is an implicit input of the compiled function (S10); creating one is allowed only on a
+ * function's first trace (S11). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/runtime.h"
+
+static atomic_uint_fast64_t next_id = 1;
+
+tj_variable *rt_variable_retain(tj_variable *v) {
+    if (v) atomic_fetch_add(&v->rc, 1);
+    return v;
+}
+
+void rt_variable_release(tj_variable *v) {
+    if (!v || atomic_fetch_sub(&v->rc, 1) != 1) return;
+    tj_release(v->value);
+    free(v->name);
+    pthread_mutex_destroy(&v->mu);
+    free(v);
+}
+
+tj_tensor *rt_variable_get(tj_variable *v) {
+    pthread_mutex_lock(&v->mu);
+    tj_tensor *t = tj_retain(v->value);
+    pthread_mutex_unlock(&v->mu);
+    return t;
+}
+
+tj_status rt_variable_set(tj_variable *v, tj_tensor *value) {
+    char a[96], b[96];
+    const tj_tensor *cur = v->value;
+    if (value->kind != RT_CONCRETE)
+        return ir_errorf(TJ_ERR_INVALID, "assign: variable '%s': value is not a concrete tensor", v->name);
+    if (value->dtype != cur->dtype || value->rank != cur->rank ||
+        memcmp(value->dims, cur->dims, cur->rank * sizeof(int64_t)) != 0)
+        return ir_errorf(TJ_ERR_SHAPE, "assign: variable '%s' is %s%s, value is %s%s", v->name,
+                         ir_dtype_name(cur->dtype), ir_fmt_dims(a, sizeof a, cur->rank, cur->dims),
+                         ir_dtype_name(value->dtype), ir_fmt_dims(b, sizeof b, value->rank, value->dims));
+    tj_retain(value);
+    pthread_mutex_lock(&v->mu);
+    tj_tensor *old = v->value;
+    v->value = value;
+    pthread_mutex_unlock(&v->mu);
+    tj_release(old);
+    return TJ_OK;
+}
+
+tj_variable *tj_variable_new(tj_tensor *init, const char *name) {
+    if (!init) return (void)ir_errorf(TJ_ERR_INVALID, "variable_new: init is NULL"), NULL;
+    if (init->kind == RT_ERROR) return (void)ir_errorf(init->code, "%s", init->msg), NULL;
+    if (init->kind == RT_TUPLE) return (void)ir_errorf(TJ_ERR_INVALID, "variable_new: init is a tuple"), NULL;
+    rt_trace *tr = rt_trace_current();
+    tj_tensor *value = NULL;
+    if (tr) {
+        if (!tr->allow_var_create) {
+            ir_errorf(TJ_ERR_STATE,
+                      "variable_new: a traced function tried to create a variable on a non-first "
+                      "trace; create variables outside the function, or only on its first call");
+            rt_trace_fail(tr, TJ_ERR_STATE);
+            return NULL;
+        }
+        if (init->kind == RT_SYMBOLIC) {
+            if (!tr->args) {
+                ir_errorf(TJ_ERR_STATE, "variable_new: the initial value depends on the function's "
+                                        "inputs, which are unknown while tracing for a spec");
+                rt_trace_fail(tr, TJ_ERR_STATE);
+                return NULL;
+            }
+            value = rt_eval_node(tr->g, init->node, tr->args, tr->n_args, tr->caps);
+            if (!value) {
+                rt_trace_fail(tr, ir_last_code());
+                return NULL;
+            }
+        }
+        tr->n_vars_created++;
+    } else if (init->kind == RT_SYMBOLIC) {
+        ir_errorf(TJ_ERR_STATE, "variable_new: init is a symbolic tensor outside its trace");
+        return NULL;
+    }
+    tj_variable *v = calloc(1, sizeof *v);
+    if (!v) {
+        tj_release(value);
+        return (void)ir_errorf(TJ_ERR_OOM, "variable_new: out of memory"), NULL;
+    }
+    atomic_init(&v->rc, 1);
+    pthread_mutex_init(&v->mu, NULL);
+    v->value = value ? value : tj_retain(init);
+    v->id = atomic_fetch_add(&next_id, 1);
+    if (name) {
+        v->name = strdup(name);
+    } else {
+        char buf[32];
+        snprintf(buf, sizeof buf, "Variable_%llu", (unsigned long long)v->id);
+        v->name = strdup(buf);
+    }
+    return v;
+}
+
+void tj_variable_free(tj_variable *v) { rt_variable_release(v); }
+const char *tj_variable_name(const tj_variable *v) { return v ? v->name : ""; }
+
+tj_tensor *tj_variable_read(tj_variable *v) {
+    if (!v) return rt_scoped(rt_errorf(TJ_ERR_INVALID, "variable_read: variable is NULL"));
+    rt_trace *tr = rt_trace_current();
+    if (!tr) return rt_scoped(rt_variable_get(v));
+    uint32_t slot = rt_trace_capture(tr, v);
+    if (slot == IR_NONE) return rt_scoped(rt_errorf(TJ_ERR_OOM, "variable_read: out of memory"));
+    if (tr->cap_value[slot] != IR_NONE) return rt_scoped(rt_symbolic(tr, tr->cap_value[slot]));
+    ir_node p;
+    memset(&p, 0, sizeof p);
+    p.op = IR_OP_VAR_READ;
+    p.a.i[0] = slot;
+    pthread_mutex_lock(&v->mu);
+    p.dtype = v->value->dtype;
+    p.rank = v->value->rank;
+    memcpy(p.dims, v->value->dims, sizeof p.dims);
+    pthread_mutex_unlock(&v->mu);
+    uint32_t id = ir_add(tr->g, &p, NULL, 0);
+    if (id == IR_NONE) return rt_scoped(rt_error_from_status(0));
+    return rt_scoped(rt_symbolic(tr, id));
+}
+
+tj_tensor *tj_assign(tj_variable *v, tj_tensor *value) {
+    if (!v) return rt_scoped(rt_errorf(TJ_ERR_INVALID, "assign: variable is NULL"));
+    if (!value) return rt_scoped(rt_errorf(TJ_ERR_INVALID, "assign: value is NULL"));
+    if (value->kind == RT_ERROR) return rt_scoped(tj_retain(value));
+    rt_trace *tr = rt_trace_current();
+    if (!tr) {
+        tj_status st = rt_variable_set(v, value);
+        return rt_scoped(st ? rt_error_from_status(st) : tj_retain(value));
+    }
+    uint32_t slot = rt_trace_capture(tr, v);
+    uint32_t in = slot == IR_NONE ? IR_NONE : rt_trace_lift(tr, value);
+    if (in == IR_NONE) return rt_scoped(rt_error_from_status(0));
+    const ir_node *vn = &tr->g->nodes[in];
+    char a[96], b[96];
+    if (vn->dtype != v->value->dtype || vn->rank != v->value->rank ||
+        memcmp(vn->dims, v->value->dims, vn->rank * sizeof(int64_t)) != 0) {
+        tj_tensor *e = rt_errorf(TJ_ERR_SHAPE, "assign: variable '%s' is %s%s, value is %s%s", v->name,
+                                 ir_dtype_name(v->value->dtype),
+                                 ir_fmt_dims(a, sizeof a, v->value->rank, v->value->dims),
+                                 ir_dtype_name(vn->dtype), ir_fmt_dims(b, sizeof b, vn->rank, vn->dims));
+        rt_trace_fail(tr, TJ_ERR_SHAPE);
+        return rt_scoped(e);
+    }
+    ir_node p;
+    memset(&p, 0, sizeof p);
+    p.op = IR_OP_ASSIGN;
+    p.a.i[0] = slot;
+    uint32_t id = ir_add(tr->g, &p, &in, 1);
+    if (id == IR_NONE) return rt_scoped(rt_error_from_status(0));
+    tr->cap_value[slot] = id;
+    return rt_scoped(rt_symbolic(tr, id));
+}
+
+static tj_tensor *assign_op(tj_variable *v, tj_tensor *delta, int sub) {
+    if (!v) return rt_scoped(rt_errorf(TJ_ERR_INVALID, "%s: variable is NULL", sub ? "assign_sub" : "assign_add"));
+    tj_scope_begin();
+    tj_tensor *cur = tj_variable_read(v);
+    tj_tensor *nv = sub ? tj_sub(cur, delta) : tj_add(cur, delta);
+    tj_tensor *r = tj_keep(tj_assign(v, nv));
+    tj_scope_end();
+    return r; /* tj_keep already handed it to the enclosing scope or the caller */
+}
+
+tj_tensor *tj_assign_add(tj_variable *v, tj_tensor *delta) { return assign_op(v, delta, 0); }
+tj_tensor *tj_assign_sub(tj_variable *v, tj_tensor *delta) { return assign_op(v, delta, 1); }
