@@ -8,7 +8,7 @@
 
 #include "jit/jit.h"
 
-static tj_status fold_eval(void *user, ir_graph *g, const ir_node *node, const uint32_t *in,
+tj_status jit_fold_eval(void *user, ir_graph *g, const ir_node *node, const uint32_t *in,
                            uint32_t n_in, uint32_t *blob_out) {
     tj_tensor *ins[16];
     if (n_in > 16) return ir_errorf(TJ_ERR_UNSUPPORTED, "fold: too many inputs");
@@ -21,7 +21,9 @@ static tj_status fold_eval(void *user, ir_graph *g, const ir_node *node, const u
         }
     tj_tensor *out = st ? NULL : rt_tensor_alloc(node->dtype, node->rank, node->dims);
     if (!st && !out) st = ir_last_code();
-    if (!st) st = rt_ref_kernel(node, ins, out);
+    ir_node n = *node; /* the pass leaves n_in unset; kernels read it */
+    n.n_in = n_in;
+    if (!st) st = rt_ref_kernel(&n, ins, out);
     if (!st) {
         *blob_out = rt_const_blob(g, out);
         if (!*blob_out && out->numel) st = ir_errorf(TJ_ERR_OOM, "fold: out of memory");
@@ -47,7 +49,7 @@ rt_program *jit_compile_graph(const ir_graph *traced, const char *fn_name, uint6
     po.dump_dir = cfg->dump_dir;
     po.function = fn_name;
     po.sig_hash = sig_hash;
-    po.eval = fold_eval;
+    po.eval = jit_fold_eval;
 #ifndef NDEBUG
     po.verify = 1;
 #endif

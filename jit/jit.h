@@ -38,6 +38,10 @@ struct tj_concrete {
 rt_program *jit_compile_graph(const ir_graph *traced, const char *fn_name, uint64_t sig_hash,
                               ir_graph **opt);
 
+/* The constant-folding evaluator handed to the pass pipeline: runs the reference kernel. */
+tj_status jit_fold_eval(void *user, ir_graph *g, const ir_node *node, const uint32_t *in,
+                        uint32_t n_in, uint32_t *blob_out);
+
 /* Hash of a call's signature; fills sig (statics borrowed, not retained). */
 uint64_t jit_signature(int nargs, tj_tensor *const *args, jit_argsig *sig);
 /* Writes "int32[2,3]" or "static 1" for an arg signature. */
