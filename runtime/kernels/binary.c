@@ -1,0 +1,316 @@
+/* binary.c — broadcasting binary elementwise kernels and WHERE. Inputs share a dtype (ir_infer
+ * guarantees it); comparisons write bool. Floats follow IEEE (x/0 = inf, MAXIMUM/MINIMUM
+ * propagate NaN, MOD is Python's floor mod built on fmod); integers wrap on add/sub/mul/pow
+ * (unsigned arithmetic, no UB), divide truncating (DIV) or flooring (FLOORDIV, MOD as Python),
+ * and a zero divisor or a negative POW exponent is an error found before any output is written
+ * (every divisor element is used when the output is non-empty). Strings: ADD concatenates,
+ * EQ/NE compare bytes. */
+#include <stdlib.h>
+#include <tgmath.h>
+
+#include "runtime/kernels/kernels.h"
+
+/* ---- scalar helpers -------------------------------------------------------------------------- */
+#define FLOAT_HELPERS(T, SFX)                                                                      \
+    static inline T fmod_py_##SFX(T x, T y) {                                                      \
+        T r = fmod(x, y);                                                                          \
+        if (r != 0) {                                                                              \
+            if ((r < 0) != (y < 0))                                                                \
+                r += y;                                                                            \
+        } else {                                                                                   \
+            r = copysign((T)0, y);                                                                 \
+        }                                                                                          \
+        return r;                                                                                  \
+    }                                                                                              \
+    static inline T fmax_nan_##SFX(T x, T y) {                                                     \
+        return x != x || y != y ? x + y : x > y ? x : y;                                           \
+    }                                                                                              \
+    static inline T fmin_nan_##SFX(T x, T y) {                                                     \
+        return x != x || y != y ? x + y : x < y ? x : y;                                           \
+    }
+
+FLOAT_HELPERS(float, f32)
+FLOAT_HELPERS(double, f64)
+
+/* y == -1 is special-cased: MIN / -1 overflows in C. Callers guarantee y != 0. */
+#define INT_HELPERS(T, U, SFX)                                                                     \
+    static inline T idiv_##SFX(T x, T y) {                                                         \
+        return y == -1 ? (T)(U)(0u - (U)x) : x / y;                                                \
+    }                                                                                              \
+    static inline T ifloordiv_##SFX(T x, T y) {                                                    \
+        if (y == -1)                                                                               \
+            return (T)(U)(0u - (U)x);                                                              \
+        T q = x / y;                                                                               \
+        if (x % y != 0 && ((x < 0) != (y < 0)))                                                    \
+            q--;                                                                                   \
+        return q;                                                                                  \
+    }                                                                                              \
+    static inline T imod_##SFX(T x, T y) {                                                         \
+        if (y == -1)                                                                               \
+            return 0;                                                                              \
+        T r = x % y;                                                                               \
+        if (r != 0 && ((r < 0) != (y < 0)))                                                        \
+            r += y;                                                                                \
+        return r;                                                                                  \
+    }                                                                                              \
+    static inline T ipow_##SFX(T x, T e) { /* e >= 0 */                                            \
+        U r = 1, b = (U)x;                                                                         \
+        while (e > 0) {                                                                            \
+            if (e & 1)                                                                             \
+                r *= b;                                                                            \
+            b *= b;                                                                                \
+            e >>= 1;                                                                               \
+        }                                                                                          \
+        return (T)r;                                                                               \
+    }
+
+INT_HELPERS(int32_t, uint32_t, i32)
+INT_HELPERS(int64_t, uint64_t, i64)
+
+/* ---- the broadcast loop ---------------------------------------------------------------------- */
+/* Rows over all axes but the last (an iterator), then an inner loop over the last axis with each
+ * operand's stride (0 when broadcast). Binds x, y (the operands' elements) for EXPR. */
+typedef struct bin_plan {
+    rt_k_iter it;
+    int64_t len, rows, ia, ib;
+} bin_plan;
+
+static void bin_plan_init(bin_plan *p, const tj_tensor *a, const tj_tensor *b, const tj_tensor *o) {
+    int r = o->rank;
+    int64_t sa[TJ_MAX_RANK], sb[TJ_MAX_RANK];
+    rt_k_bcast_strides(r, o->dims, a->rank, a->dims, sa);
+    rt_k_bcast_strides(r, o->dims, b->rank, b->dims, sb);
+    const int64_t *st[2] = {sa, sb};
+    rt_k_iter_init(&p->it, r > 0 ? r - 1 : 0, o->dims, 2, st, NULL);
+    p->len = r > 0 ? o->dims[r - 1] : 1;
+    p->ia = r > 0 ? sa[r - 1] : 0;
+    p->ib = r > 0 ? sb[r - 1] : 0;
+    p->rows = p->len ? o->numel / p->len : 0;
+}
+
+#define BIN_LOOP(TA, TO, EXPR)                                                                     \
+    do {                                                                                           \
+        const TA *A_ = a->data, *B_ = b->data;                                                     \
+        TO *O_ = out->data;                                                                        \
+        for (int64_t r_ = 0; r_ < p.rows; r_++, rt_k_iter_next(&p.it)) {                           \
+            const TA *pa_ = A_ + p.it.off[0], *pb_ = B_ + p.it.off[1];                             \
+            TO *po_ = O_ + r_ * p.len;                                                             \
+            for (int64_t j_ = 0; j_ < p.len; j_++) {                                               \
+                TA x = pa_[j_ * p.ia], y = pb_[j_ * p.ib];                                         \
+                po_[j_] = (EXPR);                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+        return TJ_OK;                                                                              \
+    } while (0)
+
+#define CMP_CASES(T)                                                                               \
+    case IR_OP_EQ:                                                                                 \
+        BIN_LOOP(T, uint8_t, x == y);                                                              \
+    case IR_OP_NE:                                                                                 \
+        BIN_LOOP(T, uint8_t, x != y);                                                              \
+    case IR_OP_LT:                                                                                 \
+        BIN_LOOP(T, uint8_t, x < y);                                                               \
+    case IR_OP_LE:                                                                                 \
+        BIN_LOOP(T, uint8_t, x <= y);                                                              \
+    case IR_OP_GT:                                                                                 \
+        BIN_LOOP(T, uint8_t, x > y);                                                               \
+    case IR_OP_GE:                                                                                 \
+        BIN_LOOP(T, uint8_t, x >= y)
+
+#define FLOAT_BINARY(T, SFX)                                                                       \
+    static tj_status binary_##SFX(int op, const tj_tensor *a, const tj_tensor *b, tj_tensor *out,  \
+                                  bin_plan p) {                                                    \
+        switch (op) {                                                                              \
+        case IR_OP_ADD:                                                                            \
+            BIN_LOOP(T, T, x + y);                                                                 \
+        case IR_OP_SUB:                                                                            \
+            BIN_LOOP(T, T, x - y);                                                                 \
+        case IR_OP_MUL:                                                                            \
+            BIN_LOOP(T, T, x *y);                                                                  \
+        case IR_OP_DIV:                                                                            \
+            BIN_LOOP(T, T, x / y);                                                                 \
+        case IR_OP_FLOORDIV:                                                                       \
+            BIN_LOOP(T, T, floor(x / y));                                                          \
+        case IR_OP_MOD:                                                                            \
+            BIN_LOOP(T, T, fmod_py_##SFX(x, y));                                                   \
+        case IR_OP_POW:                                                                            \
+            BIN_LOOP(T, T, pow(x, y));                                                             \
+        case IR_OP_MAXIMUM:                                                                        \
+            BIN_LOOP(T, T, fmax_nan_##SFX(x, y));                                                  \
+        case IR_OP_MINIMUM:                                                                        \
+            BIN_LOOP(T, T, fmin_nan_##SFX(x, y));                                                  \
+            CMP_CASES(T);                                                                          \
+        default:                                                                                   \
+            return TJ_ERR_UNSUPPORTED;                                                             \
+        }                                                                                          \
+    }
+
+FLOAT_BINARY(float, f32)
+FLOAT_BINARY(double, f64)
+
+#define INT_BINARY(T, U, SFX)                                                                      \
+    static tj_status binary_##SFX(int op, const tj_tensor *a, const tj_tensor *b, tj_tensor *out,  \
+                                  bin_plan p) {                                                    \
+        switch (op) {                                                                              \
+        case IR_OP_ADD:                                                                            \
+            BIN_LOOP(T, T, (T)((U)x + (U)y));                                                      \
+        case IR_OP_SUB:                                                                            \
+            BIN_LOOP(T, T, (T)((U)x - (U)y));                                                      \
+        case IR_OP_MUL:                                                                            \
+            BIN_LOOP(T, T, (T)((U)x * (U)y));                                                      \
+        case IR_OP_DIV:                                                                            \
+            BIN_LOOP(T, T, idiv_##SFX(x, y));                                                      \
+        case IR_OP_FLOORDIV:                                                                       \
+            BIN_LOOP(T, T, ifloordiv_##SFX(x, y));                                                 \
+        case IR_OP_MOD:                                                                            \
+            BIN_LOOP(T, T, imod_##SFX(x, y));                                                      \
+        case IR_OP_POW:                                                                            \
+            BIN_LOOP(T, T, ipow_##SFX(x, y));                                                      \
+        case IR_OP_MAXIMUM:                                                                        \
+            BIN_LOOP(T, T, x > y ? x : y);                                                         \
+        case IR_OP_MINIMUM:                                                                        \
+            BIN_LOOP(T, T, x < y ? x : y);                                                         \
+            CMP_CASES(T);                                                                          \
+        default:                                                                                   \
+            return TJ_ERR_UNSUPPORTED;                                                             \
+        }                                                                                          \
+    }
+
+INT_BINARY(int32_t, uint32_t, i32)
+INT_BINARY(int64_t, uint64_t, i64)
+
+static tj_status binary_bool(int op, const tj_tensor *a, const tj_tensor *b, tj_tensor *out,
+                             bin_plan p) {
+    switch (op) {
+    case IR_OP_LOGICAL_AND:
+        BIN_LOOP(uint8_t, uint8_t, (x && y) ? 1 : 0);
+    case IR_OP_LOGICAL_OR:
+        BIN_LOOP(uint8_t, uint8_t, (x || y) ? 1 : 0);
+    case IR_OP_MAXIMUM:
+        BIN_LOOP(uint8_t, uint8_t, x > y ? x : y);
+    case IR_OP_MINIMUM:
+        BIN_LOOP(uint8_t, uint8_t, x < y ? x : y);
+        CMP_CASES(uint8_t);
+    default:
+        return TJ_ERR_UNSUPPORTED;
+    }
+}
+
+static tj_status binary_string(const ir_node *n, const tj_tensor *a, const tj_tensor *b,
+                               tj_tensor *out, bin_plan p) {
+    int op = n->op;
+    if (op != IR_OP_ADD && op != IR_OP_EQ && op != IR_OP_NE)
+        return TJ_ERR_UNSUPPORTED;
+    const tj_string *A = a->data, *B = b->data;
+    for (int64_t r = 0; r < p.rows; r++, rt_k_iter_next(&p.it)) {
+        for (int64_t j = 0; j < p.len; j++) {
+            const tj_string *x = A + p.it.off[0] + j * p.ia, *y = B + p.it.off[1] + j * p.ib;
+            int64_t oi = r * p.len + j;
+            if (op == IR_OP_ADD) {
+                char *s = malloc(x->len + y->len + 1);
+                if (!s)
+                    return ir_errorf(TJ_ERR_OOM, "add: out of memory concatenating strings");
+                if (x->len)
+                    memcpy(s, x->data, x->len);
+                if (y->len)
+                    memcpy(s + x->len, y->data, y->len);
+                s[x->len + y->len] = 0;
+                tj_string *o = (tj_string *)out->data + oi;
+                o->data = s;
+                o->len = x->len + y->len;
+            } else {
+                int eq = x->len == y->len && (x->len == 0 || !memcmp(x->data, y->data, x->len));
+                ((uint8_t *)out->data)[oi] = (uint8_t)(op == IR_OP_EQ ? eq : !eq);
+            }
+        }
+    }
+    return TJ_OK;
+}
+
+/* Integer DIV/FLOORDIV/MOD need a non-zero divisor; integer POW a non-negative exponent. */
+static tj_status check_int_operand(const ir_node *n, const tj_tensor *b) {
+    int op = n->op;
+    bool is_div = op == IR_OP_DIV || op == IR_OP_FLOORDIV || op == IR_OP_MOD;
+    if (!is_div && op != IR_OP_POW)
+        return TJ_OK;
+    for (int64_t i = 0; i < b->numel; i++) {
+        int64_t v =
+            b->dtype == TJ_I32 ? ((const int32_t *)b->data)[i] : ((const int64_t *)b->data)[i];
+        if (is_div && v == 0)
+            return ir_errorf(TJ_ERR_RUNTIME, "%s: integer division by zero", rt_k_name(n));
+        if (!is_div && v < 0)
+            return ir_errorf(TJ_ERR_RUNTIME, "%s: negative integer exponent %lld", rt_k_name(n),
+                             (long long)v);
+    }
+    return TJ_OK;
+}
+
+tj_status rt_k_binary(const ir_node *n, tj_tensor *const *in, tj_tensor *out) {
+    const tj_tensor *a = in[0], *b = in[1];
+    if (a->dtype != b->dtype)
+        return ir_errorf(TJ_ERR_DTYPE, "%s: operand dtypes differ: %s vs %s", rt_k_name(n),
+                         ir_dtype_name(a->dtype), ir_dtype_name(b->dtype));
+    int want = (ir_ops[n->op].flags & IR_F_CMP) ? TJ_BOOL : a->dtype;
+    if (out->dtype != want)
+        return ir_errorf(TJ_ERR_INVALID, "%s: output dtype %s, expected %s", rt_k_name(n),
+                         ir_dtype_name(out->dtype), ir_dtype_name(want));
+    if (out->numel == 0)
+        return TJ_OK;
+    if (ir_dtype_is_int(a->dtype)) {
+        tj_status st = check_int_operand(n, b);
+        if (st)
+            return st;
+    }
+    bin_plan p;
+    bin_plan_init(&p, a, b, out);
+    tj_status st = TJ_ERR_UNSUPPORTED;
+    switch (a->dtype) {
+    case TJ_F32:
+        st = binary_f32(n->op, a, b, out, p);
+        break;
+    case TJ_F64:
+        st = binary_f64(n->op, a, b, out, p);
+        break;
+    case TJ_I32:
+        st = binary_i32(n->op, a, b, out, p);
+        break;
+    case TJ_I64:
+        st = binary_i64(n->op, a, b, out, p);
+        break;
+    case TJ_BOOL:
+        st = binary_bool(n->op, a, b, out, p);
+        break;
+    case TJ_STRING:
+        st = binary_string(n, a, b, out, p);
+        break;
+    default:
+        break;
+    }
+    return st == TJ_ERR_UNSUPPORTED ? rt_k_unsupported(n, a->dtype) : st;
+}
+
+tj_status rt_k_where(const ir_node *n, tj_tensor *const *in, tj_tensor *out) {
+    const tj_tensor *c = in[0], *a = in[1], *b = in[2];
+    if (c->dtype != TJ_BOOL)
+        return ir_errorf(TJ_ERR_DTYPE, "where: condition must be bool, got %s",
+                         ir_dtype_name(c->dtype));
+    if (a->dtype != b->dtype || a->dtype != out->dtype)
+        return ir_errorf(TJ_ERR_DTYPE, "where: operand dtypes differ: %s vs %s",
+                         ir_dtype_name(a->dtype), ir_dtype_name(b->dtype));
+    if (out->numel == 0)
+        return TJ_OK;
+    int64_t s[3][TJ_MAX_RANK];
+    for (int k = 0; k < 3; k++)
+        rt_k_bcast_strides(out->rank, out->dims, in[k]->rank, in[k]->dims, s[k]);
+    const int64_t *st[3] = {s[0], s[1], s[2]};
+    rt_k_iter it;
+    rt_k_iter_init(&it, out->rank, out->dims, 3, st, NULL);
+    const uint8_t *cd = c->data;
+    for (int64_t i = 0; i < out->numel; i++, rt_k_iter_next(&it)) {
+        tj_status e = cd[it.off[0]] ? rt_k_copy_elem(n, out, i, a, it.off[1])
+                                    : rt_k_copy_elem(n, out, i, b, it.off[2]);
+        if (e)
+            return e;
+    }
+    return TJ_OK;
+}

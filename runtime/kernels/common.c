@@ -1,0 +1,145 @@
+/* common.c — helpers shared by the reference kernels: error messages, strides, broadcast strides,
+ * the multi-operand index iterator and element copies. Element copies of TJ_STRING tensors always
+ * deep-copy (the output buffer owns its strings: rt_tensor_alloc set n_strings = numel). */
+#include <stdlib.h>
+
+#include "runtime/kernels/kernels.h"
+
+tj_status rt_k_unsupported(const ir_node *n, int dtype) {
+    return ir_errorf(TJ_ERR_UNSUPPORTED, "%s: not supported for dtype %s", rt_k_name(n),
+                     ir_dtype_name(dtype));
+}
+
+tj_status rt_k_check_tensor(const ir_node *n, const char *what, const tj_tensor *t) {
+    if (!t)
+        return ir_errorf(TJ_ERR_INVALID, "%s: %s is NULL", rt_k_name(n), what);
+    if (t->kind != RT_CONCRETE)
+        return ir_errorf(TJ_ERR_INVALID, "%s: %s is not a concrete tensor", rt_k_name(n), what);
+    if (t->numel > 0 && !t->data)
+        return ir_errorf(TJ_ERR_INVALID, "%s: %s has no data", rt_k_name(n), what);
+    return TJ_OK;
+}
+
+void rt_k_strides(int rank, const int64_t *dims, int64_t *strides) {
+    int64_t s = 1;
+    for (int d = rank - 1; d >= 0; d--) {
+        strides[d] = s;
+        s *= dims[d];
+    }
+}
+
+void rt_k_bcast_strides(int rank, const int64_t *dims, int rank_in, const int64_t *dims_in,
+                        int64_t *strides) {
+    int64_t s = 1;
+    for (int d = rank - 1; d >= 0; d--) {
+        int di = d - (rank - rank_in);
+        if (di < 0) {
+            strides[d] = 0;
+            continue;
+        }
+        strides[d] = (dims_in[di] == 1 && dims[d] != 1) ? 0 : s;
+        s *= dims_in[di];
+    }
+}
+
+void rt_k_iter_init(rt_k_iter *it, int rank, const int64_t *dims, int n_ops,
+                    const int64_t *const *strides, const int64_t *base) {
+    memset(it, 0, sizeof *it);
+    it->rank = rank;
+    it->n_ops = n_ops;
+    memcpy(it->dims, dims, sizeof(int64_t) * (size_t)rank);
+    for (int k = 0; k < n_ops; k++) {
+        if (strides && strides[k])
+            memcpy(it->st[k], strides[k], sizeof(int64_t) * (size_t)rank);
+        else
+            rt_k_strides(rank, dims, it->st[k]);
+        it->off[k] = base ? base[k] : 0;
+    }
+}
+
+tj_status rt_k_set_str(const ir_node *n, tj_tensor *out, int64_t i, const char *s, size_t len) {
+    tj_string *o = (tj_string *)out->data + i;
+    char *p = rt_strdup_len(s ? s : "", s ? len : 0);
+    if (!p)
+        return ir_errorf(TJ_ERR_OOM, "%s: out of memory copying a string", rt_k_name(n));
+    free(o->data); /* normally NULL: out is freshly zeroed */
+    o->data = p;
+    o->len = s ? len : 0;
+    return TJ_OK;
+}
+
+tj_status rt_k_copy_elem(const ir_node *n, tj_tensor *dst, int64_t di, const tj_tensor *src,
+                         int64_t si) {
+    switch (ir_dtype_size(dst->dtype)) {
+    case 1:
+        ((uint8_t *)dst->data)[di] = ((const uint8_t *)src->data)[si];
+        return TJ_OK;
+    case 4:
+        ((uint32_t *)dst->data)[di] = ((const uint32_t *)src->data)[si];
+        return TJ_OK;
+    case 8:
+        ((uint64_t *)dst->data)[di] = ((const uint64_t *)src->data)[si];
+        return TJ_OK;
+    default:
+        break;
+    }
+    if (dst->dtype == TJ_STRING) {
+        const tj_string *s = (const tj_string *)src->data + si;
+        return rt_k_set_str(n, dst, di, s->data, s->len);
+    }
+    return rt_k_unsupported(n, dst->dtype);
+}
+
+tj_status rt_k_copy_strided(const ir_node *n, const tj_tensor *src, int64_t base,
+                            const int64_t *strides, tj_tensor *out) {
+    if (out->numel == 0)
+        return TJ_OK;
+    if (src->dtype != out->dtype)
+        return rt_k_unsupported(n, src->dtype);
+    rt_k_iter it;
+    const int64_t *st[1] = {strides};
+    rt_k_iter_init(&it, out->rank, out->dims, 1, st, &base);
+    size_t es = ir_dtype_size(out->dtype);
+    for (int64_t i = 0; i < out->numel; i++, rt_k_iter_next(&it)) {
+        int64_t s = it.off[0];
+        switch (es) {
+        case 1:
+            ((uint8_t *)out->data)[i] = ((const uint8_t *)src->data)[s];
+            break;
+        case 4:
+            ((uint32_t *)out->data)[i] = ((const uint32_t *)src->data)[s];
+            break;
+        case 8:
+            ((uint64_t *)out->data)[i] = ((const uint64_t *)src->data)[s];
+            break;
+        default: {
+            tj_status st_ = rt_k_copy_elem(n, out, i, src, s);
+            if (st_)
+                return st_;
+        }
+        }
+    }
+    return TJ_OK;
+}
+
+void rt_k_store_f64(tj_tensor *t, int64_t i, double v) {
+    switch (t->dtype) {
+    case TJ_F32:
+        ((float *)t->data)[i] = (float)v;
+        break;
+    case TJ_F64:
+        ((double *)t->data)[i] = v;
+        break;
+    case TJ_I32:
+        ((int32_t *)t->data)[i] = rt_k_f2i32(v);
+        break;
+    case TJ_I64:
+        ((int64_t *)t->data)[i] = rt_k_f2i64(v);
+        break;
+    case TJ_BOOL:
+        ((uint8_t *)t->data)[i] = v != 0;
+        break;
+    default:
+        break;
+    }
+}

@@ -1,0 +1,154 @@
+/* dispatch.c — rt_ref_kernel: the reference kernels' single entry, a switch on the op that hands
+ * each node to its family (unary, cast, binary, reduce, matmul, shape, source). The reference
+ * kernels are the semantic oracle for every backend and for constant folding: correctness and
+ * clarity first. Checks here guard against malformed calls (wrong arity, non-concrete tensors,
+ * an `out` that does not match the node) so a bad caller gets an error, never a crash. */
+#include <stdio.h>
+
+#include "runtime/kernels/kernels.h"
+
+static tj_status check_call(const ir_node *n, tj_tensor *const *in, tj_tensor *out) {
+    const char *name = rt_k_name(n);
+    int want = ir_ops[n->op].n_in;
+    if (want >= 0 && n->n_in != (uint32_t)want)
+        return ir_errorf(TJ_ERR_INVALID, "%s: expected %d inputs, got %u", name, want, n->n_in);
+    if (n->n_in > 0 && !in)
+        return ir_errorf(TJ_ERR_INVALID, "%s: inputs are NULL", name);
+    for (uint32_t k = 0; k < n->n_in; k++) {
+        char what[32];
+        snprintf(what, sizeof what, "input %u", k);
+        tj_status st = rt_k_check_tensor(n, what, in[k]);
+        if (st)
+            return st;
+        if (in[k]->dtype >= TJ_N_DTYPES)
+            return ir_errorf(TJ_ERR_DTYPE, "%s: input %u has a bad dtype %d", name, k,
+                             in[k]->dtype);
+    }
+    tj_status st = rt_k_check_tensor(n, "output", out);
+    if (st)
+        return st;
+    if (out->dtype != n->dtype || out->rank != n->rank || out->dtype >= TJ_N_DTYPES)
+        return ir_errorf(TJ_ERR_INVALID,
+                         "%s: output tensor (%s, rank %d) does not match the node "
+                         "(%s, rank %d)",
+                         name, ir_dtype_name(out->dtype), out->rank, ir_dtype_name(n->dtype),
+                         n->rank);
+    for (int d = 0; d < n->rank; d++) {
+        if (out->dims[d] != n->dims[d]) {
+            char a[128], b[128];
+            return ir_errorf(TJ_ERR_INVALID, "%s: output dims %s do not match the node's %s", name,
+                             ir_fmt_dims(a, sizeof a, out->rank, out->dims),
+                             ir_fmt_dims(b, sizeof b, n->rank, n->dims));
+        }
+    }
+    return TJ_OK;
+}
+
+tj_status rt_ref_kernel(const ir_node *n, tj_tensor *const *in, tj_tensor *out) {
+    if (!n)
+        return ir_errorf(TJ_ERR_INVALID, "ref_kernel: node is NULL");
+    if (n->op >= IR_N_OPS)
+        return ir_errorf(TJ_ERR_INVALID, "ref_kernel: bad op %u", n->op);
+    switch (n->op) {
+    case IR_OP_CONST:
+    case IR_OP_PARAM:
+    case IR_OP_VAR_READ:
+    case IR_OP_PRINT:
+    case IR_OP_HOST_CALLBACK:
+    case IR_OP_ASSIGN:
+        return ir_errorf(TJ_ERR_INVALID, "%s: has no reference kernel (handled by the executor)",
+                         rt_k_name(n));
+    default:
+        break;
+    }
+    tj_status st = check_call(n, in, out);
+    if (st)
+        return st;
+
+    switch (n->op) {
+    case IR_OP_EYE:
+        return rt_k_eye(n, out);
+    case IR_OP_RANGE:
+        return rt_k_range(n, out);
+    case IR_OP_RANDOM_UNIFORM:
+    case IR_OP_RANDOM_NORMAL:
+        return rt_k_random(n, out);
+
+    case IR_OP_NEG:
+    case IR_OP_ABS:
+    case IR_OP_SIGN:
+    case IR_OP_EXP:
+    case IR_OP_LOG:
+    case IR_OP_SQRT:
+    case IR_OP_RSQRT:
+    case IR_OP_TANH:
+    case IR_OP_SIGMOID:
+    case IR_OP_RELU:
+    case IR_OP_SIN:
+    case IR_OP_COS:
+    case IR_OP_FLOOR:
+    case IR_OP_CEIL:
+    case IR_OP_ROUND:
+    case IR_OP_LOGICAL_NOT:
+    case IR_OP_ISNAN:
+    case IR_OP_ISINF:
+        return rt_k_unary(n, in[0], out);
+    case IR_OP_CAST:
+        return rt_k_cast(n, in[0], out);
+
+    case IR_OP_ADD:
+    case IR_OP_SUB:
+    case IR_OP_MUL:
+    case IR_OP_DIV:
+    case IR_OP_FLOORDIV:
+    case IR_OP_MOD:
+    case IR_OP_POW:
+    case IR_OP_MAXIMUM:
+    case IR_OP_MINIMUM:
+    case IR_OP_EQ:
+    case IR_OP_NE:
+    case IR_OP_LT:
+    case IR_OP_LE:
+    case IR_OP_GT:
+    case IR_OP_GE:
+    case IR_OP_LOGICAL_AND:
+    case IR_OP_LOGICAL_OR:
+        return rt_k_binary(n, in, out);
+    case IR_OP_WHERE:
+        return rt_k_where(n, in, out);
+
+    case IR_OP_MATMUL:
+        return rt_k_matmul(n, in, out);
+
+    case IR_OP_SUM:
+    case IR_OP_MEAN:
+    case IR_OP_MAX:
+    case IR_OP_MIN:
+    case IR_OP_PROD:
+        return rt_k_reduce(n, in[0], out);
+    case IR_OP_ARGMAX:
+    case IR_OP_ARGMIN:
+        return rt_k_arg(n, in[0], out);
+    case IR_OP_SOFTMAX:
+    case IR_OP_LOG_SOFTMAX:
+        return rt_k_softmax(n, in[0], out);
+
+    case IR_OP_RESHAPE:
+    case IR_OP_EXPAND_DIMS:
+    case IR_OP_SQUEEZE:
+        return rt_k_copy(n, in[0], out);
+    case IR_OP_TRANSPOSE:
+        return rt_k_transpose(n, in[0], out);
+    case IR_OP_BROADCAST_TO:
+        return rt_k_broadcast_to(n, in[0], out);
+    case IR_OP_CONCAT:
+        return rt_k_concat(n, in, out);
+    case IR_OP_SLICE:
+        return rt_k_slice(n, in[0], out);
+    case IR_OP_GATHER:
+        return rt_k_gather(n, in, out);
+    default:
+        break;
+    }
+    return ir_errorf(TJ_ERR_UNSUPPORTED, "%s: no reference kernel", rt_k_name(n));
+}

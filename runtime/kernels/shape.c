@@ -1,0 +1,247 @@
+/* shape.c — data-movement kernels: RESHAPE/EXPAND_DIMS/SQUEEZE (row-major copies), TRANSPOSE,
+ * BROADCAST_TO, CONCAT, SLICE (raw Python begin/end/step normalised exactly like
+ * slice.indices()) and GATHER (indices must lie in [0, dim): negative or too large is an error,
+ * as TensorFlow on CPU, checked before anything is written). Every kernel copies: string
+ * elements are deep-copied into the output's buffer. */
+#include "runtime/kernels/kernels.h"
+
+static tj_status same_dtype(const ir_node *n, const tj_tensor *x, const tj_tensor *out) {
+    if (x->dtype == out->dtype)
+        return TJ_OK;
+    return ir_errorf(TJ_ERR_INVALID, "%s: input dtype %s differs from output dtype %s",
+                     rt_k_name(n), ir_dtype_name(x->dtype), ir_dtype_name(out->dtype));
+}
+
+tj_status rt_k_copy(const ir_node *n, const tj_tensor *x, tj_tensor *out) {
+    tj_status st = same_dtype(n, x, out);
+    if (st)
+        return st;
+    if (x->numel != out->numel) {
+        char a[128], b[128];
+        return ir_errorf(TJ_ERR_SHAPE, "%s: cannot copy %s into %s", rt_k_name(n),
+                         ir_fmt_dims(a, sizeof a, x->rank, x->dims),
+                         ir_fmt_dims(b, sizeof b, out->rank, out->dims));
+    }
+    if (x->dtype != TJ_STRING) {
+        if (x->numel)
+            memcpy(out->data, x->data, (size_t)x->numel * ir_dtype_size(x->dtype));
+        return TJ_OK;
+    }
+    for (int64_t i = 0; i < x->numel; i++) {
+        st = rt_k_copy_elem(n, out, i, x, i);
+        if (st)
+            return st;
+    }
+    return TJ_OK;
+}
+
+tj_status rt_k_transpose(const ir_node *n, const tj_tensor *x, tj_tensor *out) {
+    tj_status st = same_dtype(n, x, out);
+    if (st)
+        return st;
+    if (n->a.n_list != (uint32_t)x->rank || out->rank != x->rank)
+        return ir_errorf(TJ_ERR_INVALID, "transpose: perm has %u entries for rank %d", n->a.n_list,
+                         x->rank);
+    int64_t xs[TJ_MAX_RANK], s[TJ_MAX_RANK];
+    rt_k_strides(x->rank, x->dims, xs);
+    bool seen[TJ_MAX_RANK] = {0};
+    for (int d = 0; d < x->rank; d++) {
+        int64_t p = n->a.list[d];
+        if (p < 0 || p >= x->rank || seen[p] || out->dims[d] != x->dims[p])
+            return ir_errorf(TJ_ERR_INVALID, "transpose: bad perm entry %lld at %d", (long long)p,
+                             d);
+        seen[p] = true;
+        s[d] = xs[p];
+    }
+    return rt_k_copy_strided(n, x, 0, s, out);
+}
+
+tj_status rt_k_broadcast_to(const ir_node *n, const tj_tensor *x, tj_tensor *out) {
+    tj_status st = same_dtype(n, x, out);
+    if (st)
+        return st;
+    bool ok = x->rank <= out->rank;
+    for (int d = 0; ok && d < x->rank; d++) {
+        int64_t xd = x->dims[d], od = out->dims[out->rank - x->rank + d];
+        ok = xd == od || xd == 1;
+    }
+    if (!ok) {
+        char a[128], b[128];
+        return ir_errorf(TJ_ERR_SHAPE, "broadcast_to: cannot broadcast %s to %s",
+                         ir_fmt_dims(a, sizeof a, x->rank, x->dims),
+                         ir_fmt_dims(b, sizeof b, out->rank, out->dims));
+    }
+    int64_t s[TJ_MAX_RANK];
+    rt_k_bcast_strides(out->rank, out->dims, x->rank, x->dims, s);
+    return rt_k_copy_strided(n, x, 0, s, out);
+}
+
+/* Each input is a [outer, d_k * inner] block; output rows interleave them. */
+tj_status rt_k_concat(const ir_node *n, tj_tensor *const *in, tj_tensor *out) {
+    int64_t ax = n->a.i[0];
+    if (n->n_in == 0 || ax < 0 || ax >= out->rank)
+        return ir_errorf(TJ_ERR_INVALID,
+                         "concat: axis %lld out of range for rank %d with %u "
+                         "inputs",
+                         (long long)ax, out->rank, n->n_in);
+    int64_t outer = 1, inner = 1, total = 0;
+    for (int d = 0; d < ax; d++)
+        outer *= out->dims[d];
+    for (int d = (int)ax + 1; d < out->rank; d++)
+        inner *= out->dims[d];
+    for (uint32_t k = 0; k < n->n_in; k++) {
+        const tj_tensor *x = in[k];
+        tj_status st = same_dtype(n, x, out);
+        if (st)
+            return st;
+        bool ok = x->rank == out->rank;
+        for (int d = 0; ok && d < x->rank; d++)
+            ok = d == ax || x->dims[d] == out->dims[d];
+        if (!ok) {
+            char a[128], b[128];
+            return ir_errorf(TJ_ERR_SHAPE,
+                             "concat: input %u %s does not fit output %s on axis "
+                             "%lld",
+                             k, ir_fmt_dims(a, sizeof a, x->rank, x->dims),
+                             ir_fmt_dims(b, sizeof b, out->rank, out->dims), (long long)ax);
+        }
+        total += x->dims[ax];
+    }
+    if (total != out->dims[ax])
+        return ir_errorf(TJ_ERR_SHAPE, "concat: inputs sum to %lld on axis %lld, output has %lld",
+                         (long long)total, (long long)ax, (long long)out->dims[ax]);
+    int64_t orow = out->dims[ax] * inner, col = 0;
+    size_t es = ir_dtype_size(out->dtype);
+    for (uint32_t k = 0; k < n->n_in; k++) {
+        const tj_tensor *x = in[k];
+        int64_t xrow = x->dims[ax] * inner;
+        for (int64_t o = 0; o < outer && xrow > 0; o++) {
+            int64_t di = o * orow + col, si = o * xrow;
+            if (out->dtype != TJ_STRING) {
+                memcpy((char *)out->data + (size_t)di * es, (const char *)x->data + (size_t)si * es,
+                       (size_t)xrow * es);
+                continue;
+            }
+            for (int64_t j = 0; j < xrow; j++) {
+                tj_status st = rt_k_copy_elem(n, out, di + j, x, si + j);
+                if (st)
+                    return st;
+            }
+        }
+        col += xrow;
+    }
+    return TJ_OK;
+}
+
+/* Python's slice(start, stop, step).indices(len): returns the first index and the count. */
+static int64_t slice_indices(int64_t start, int64_t stop, int64_t step, int64_t len,
+                             int64_t *first) {
+    int64_t lower = step < 0 ? -1 : 0, upper = step < 0 ? len - 1 : len;
+    if (start < 0) {
+        start += len;
+        if (start < lower)
+            start = lower;
+    } else if (start > upper) {
+        start = upper;
+    }
+    if (stop < 0) {
+        stop += len;
+        if (stop < lower)
+            stop = lower;
+    } else if (stop > upper) {
+        stop = upper;
+    }
+    *first = start;
+    if (step > 0)
+        return stop > start ? (stop - start - 1) / step + 1 : 0;
+    /* step < 0: -(step + 1) avoids overflow at INT64_MIN */
+    return start > stop
+               ? (int64_t)((uint64_t)(start - stop - 1) / ((uint64_t)(-(step + 1)) + 1)) + 1
+               : 0;
+}
+
+tj_status rt_k_slice(const ir_node *n, const tj_tensor *x, tj_tensor *out) {
+    tj_status st = same_dtype(n, x, out);
+    if (st)
+        return st;
+    int r = x->rank;
+    if (n->a.n_list != 3u * (uint32_t)r || out->rank != r)
+        return ir_errorf(TJ_ERR_INVALID, "slice: %u begin/end/step entries for rank %d",
+                         n->a.n_list, r);
+    int64_t xs[TJ_MAX_RANK], s[TJ_MAX_RANK], base = 0;
+    rt_k_strides(r, x->dims, xs);
+    for (int d = 0; d < r; d++) {
+        int64_t b = n->a.list[d], e = n->a.list[r + d], step = n->a.list[2 * r + d], first;
+        if (step == 0)
+            return ir_errorf(TJ_ERR_INVALID, "slice: step is 0 on axis %d", d);
+        int64_t cnt = slice_indices(b, e, step, x->dims[d], &first);
+        if (cnt != out->dims[d]) {
+            char a[128];
+            return ir_errorf(TJ_ERR_INVALID,
+                             "slice: axis %d of %s gives %lld elements, output "
+                             "has %lld",
+                             d, ir_fmt_dims(a, sizeof a, r, x->dims), (long long)cnt,
+                             (long long)out->dims[d]);
+        }
+        if (cnt > 0)
+            base += first * xs[d];
+        s[d] = cnt > 1 ? step * xs[d] : 0; /* |step| < dim when cnt > 1: no overflow */
+    }
+    return rt_k_copy_strided(n, x, base, s, out);
+}
+
+static inline int64_t index_at(const tj_tensor *idx, int64_t j) {
+    return idx->dtype == TJ_I32 ? ((const int32_t *)idx->data)[j] : ((const int64_t *)idx->data)[j];
+}
+
+/* out[o, j, t] = params[o, idx[j], t] with params viewed as [outer, N, inner]. */
+tj_status rt_k_gather(const ir_node *n, tj_tensor *const *in, tj_tensor *out) {
+    const tj_tensor *p = in[0], *idx = in[1];
+    tj_status st = same_dtype(n, p, out);
+    if (st)
+        return st;
+    if (idx->dtype != TJ_I32 && idx->dtype != TJ_I64)
+        return ir_errorf(TJ_ERR_DTYPE, "gather: indices must be int32 or int64, got %s",
+                         ir_dtype_name(idx->dtype));
+    int64_t ax = n->a.i[0];
+    char ps[128];
+    ir_fmt_dims(ps, sizeof ps, p->rank, p->dims);
+    if (ax < 0 || ax >= p->rank)
+        return ir_errorf(TJ_ERR_INVALID, "gather: axis %lld out of range for params %s",
+                         (long long)ax, ps);
+    int64_t outer = 1, inner = 1, N = p->dims[ax], m = idx->numel;
+    for (int d = 0; d < ax; d++)
+        outer *= p->dims[d];
+    for (int d = (int)ax + 1; d < p->rank; d++)
+        inner *= p->dims[d];
+    if (outer * m * inner != out->numel)
+        return ir_errorf(TJ_ERR_INVALID, "gather: output has %lld elements, expected %lld",
+                         (long long)out->numel, (long long)(outer * m * inner));
+    for (int64_t j = 0; j < m; j++) {
+        int64_t v = index_at(idx, j);
+        if (v < 0 || v >= N)
+            return ir_errorf(TJ_ERR_RUNTIME,
+                             "gather: index %lld out of range [0, %lld) on axis "
+                             "%lld of params %s",
+                             (long long)v, (long long)N, (long long)ax, ps);
+    }
+    if (out->numel == 0)
+        return TJ_OK;
+    size_t es = ir_dtype_size(out->dtype);
+    for (int64_t o = 0; o < outer; o++) {
+        for (int64_t j = 0; j < m; j++) {
+            int64_t si = (o * N + index_at(idx, j)) * inner, di = (o * m + j) * inner;
+            if (out->dtype != TJ_STRING) {
+                memcpy((char *)out->data + (size_t)di * es, (const char *)p->data + (size_t)si * es,
+                       (size_t)inner * es);
+                continue;
+            }
+            for (int64_t t = 0; t < inner; t++) {
+                st = rt_k_copy_elem(n, out, di + t, p, si + t);
+                if (st)
+                    return st;
+            }
+        }
+    }
+    return TJ_OK;
+}

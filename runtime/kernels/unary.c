@@ -1,0 +1,149 @@
+/* unary.c — elementwise unary reference kernels (neg ... isinf; cast lives in cast.c).
+ * Floats use the type's own libm function (tgmath: expf for f32, exp for f64), so f32 results are
+ * what a float kernel computes, not a rounded double. ROUND is rint (half to even under the
+ * default rounding mode). Integer NEG/ABS go through unsigned arithmetic so INT_MIN wraps (as
+ * TensorFlow) instead of overflowing. ISNAN/ISINF write bool. */
+#include <tgmath.h>
+
+#include "runtime/kernels/kernels.h"
+
+#define LOOP(EXPR)                                                                                 \
+    for (int64_t i = 0; i < n; i++) {                                                              \
+        __typeof__(x[0]) v = x[i];                                                                 \
+        o[i] = (EXPR);                                                                             \
+    }                                                                                              \
+    return TJ_OK
+
+#define FLOAT_UNARY(T, NAME)                                                                       \
+    static tj_status NAME(int op, const T *x, T *o, int64_t n) {                                   \
+        const T one = 1, zero = 0;                                                                 \
+        switch (op) {                                                                              \
+        case IR_OP_NEG:                                                                            \
+            LOOP(-v);                                                                              \
+        case IR_OP_ABS:                                                                            \
+            LOOP(fabs(v));                                                                         \
+        case IR_OP_SIGN:                                                                           \
+            LOOP(v > zero ? one : v < zero ? -one : v); /* keeps NaN and -0 */                     \
+        case IR_OP_EXP:                                                                            \
+            LOOP(exp(v));                                                                          \
+        case IR_OP_LOG:                                                                            \
+            LOOP(log(v));                                                                          \
+        case IR_OP_SQRT:                                                                           \
+            LOOP(sqrt(v));                                                                         \
+        case IR_OP_RSQRT:                                                                          \
+            LOOP(one / sqrt(v));                                                                   \
+        case IR_OP_TANH:                                                                           \
+            LOOP(tanh(v));                                                                         \
+        case IR_OP_SIGMOID:                                                                        \
+            LOOP(one / (one + exp(-v)));                                                           \
+        case IR_OP_RELU:                                                                           \
+            LOOP(v > zero ? v : (v != v ? v : zero));                                              \
+        case IR_OP_SIN:                                                                            \
+            LOOP(sin(v));                                                                          \
+        case IR_OP_COS:                                                                            \
+            LOOP(cos(v));                                                                          \
+        case IR_OP_FLOOR:                                                                          \
+            LOOP(floor(v));                                                                        \
+        case IR_OP_CEIL:                                                                           \
+            LOOP(ceil(v));                                                                         \
+        case IR_OP_ROUND:                                                                          \
+            LOOP(rint(v));                                                                         \
+        default:                                                                                   \
+            return TJ_ERR_UNSUPPORTED;                                                             \
+        }                                                                                          \
+    }
+
+FLOAT_UNARY(float, unary_f32)
+FLOAT_UNARY(double, unary_f64)
+
+/* T: the signed type, U: its unsigned twin (wrapping negation). */
+#define INT_UNARY(T, U, NAME)                                                                      \
+    static tj_status NAME(int op, const T *x, T *o, int64_t n) {                                   \
+        switch (op) {                                                                              \
+        case IR_OP_NEG:                                                                            \
+            LOOP((T)(U)(0u - (U)v));                                                               \
+        case IR_OP_ABS:                                                                            \
+            LOOP(v < 0 ? (T)(U)(0u - (U)v) : v);                                                   \
+        case IR_OP_SIGN:                                                                           \
+            LOOP((T)((v > 0) - (v < 0)));                                                          \
+        case IR_OP_RELU:                                                                           \
+            LOOP(v > 0 ? v : 0);                                                                   \
+        case IR_OP_FLOOR:                                                                          \
+        case IR_OP_CEIL:                                                                           \
+        case IR_OP_ROUND:                                                                          \
+            LOOP(v); /* integers are already integral */                                           \
+        default:                                                                                   \
+            return TJ_ERR_UNSUPPORTED;                                                             \
+        }                                                                                          \
+    }
+
+INT_UNARY(int32_t, uint32_t, unary_i32)
+INT_UNARY(int64_t, uint64_t, unary_i64)
+
+#define PRED_LOOP(T, EXPR)                                                                         \
+    do {                                                                                           \
+        const T *x_ = x->data;                                                                     \
+        for (int64_t i = 0; i < x->numel; i++) {                                                   \
+            T v = x_[i];                                                                           \
+            o[i] = (EXPR) ? 1 : 0;                                                                 \
+        }                                                                                          \
+    } while (0)
+
+/* ISNAN / ISINF: bool results; integers and bools are never NaN or infinite. */
+static tj_status unary_pred(const ir_node *n, const tj_tensor *x, tj_tensor *out) {
+    uint8_t *o = out->data;
+    int nan = n->op == IR_OP_ISNAN;
+    switch (x->dtype) {
+    case TJ_F32:
+        PRED_LOOP(float, nan ? isnan(v) : isinf(v));
+        return TJ_OK;
+    case TJ_F64:
+        PRED_LOOP(double, nan ? isnan(v) : isinf(v));
+        return TJ_OK;
+    case TJ_I32:
+    case TJ_I64:
+    case TJ_BOOL:
+        return TJ_OK; /* out is zeroed: all false */
+    default:
+        return rt_k_unsupported(n, x->dtype);
+    }
+}
+
+tj_status rt_k_unary(const ir_node *n, const tj_tensor *x, tj_tensor *out) {
+    if (n->op == IR_OP_ISNAN || n->op == IR_OP_ISINF) {
+        if (out->dtype != TJ_BOOL)
+            return rt_k_unsupported(n, out->dtype);
+        return unary_pred(n, x, out);
+    }
+    if (x->dtype != out->dtype || x->numel != out->numel)
+        return ir_errorf(TJ_ERR_INVALID, "%s: input %s does not match output %s", rt_k_name(n),
+                         ir_dtype_name(x->dtype), ir_dtype_name(out->dtype));
+    tj_status st = TJ_ERR_UNSUPPORTED;
+    int64_t len = x->numel;
+    switch (x->dtype) {
+    case TJ_F32:
+        st = unary_f32(n->op, x->data, out->data, len);
+        break;
+    case TJ_F64:
+        st = unary_f64(n->op, x->data, out->data, len);
+        break;
+    case TJ_I32:
+        st = unary_i32(n->op, x->data, out->data, len);
+        break;
+    case TJ_I64:
+        st = unary_i64(n->op, x->data, out->data, len);
+        break;
+    case TJ_BOOL:
+        if (n->op == IR_OP_LOGICAL_NOT) {
+            const uint8_t *xb = x->data;
+            uint8_t *ob = out->data;
+            for (int64_t i = 0; i < len; i++)
+                ob[i] = !xb[i];
+            st = TJ_OK;
+        }
+        break;
+    default:
+        break;
+    }
+    return st == TJ_ERR_UNSUPPORTED ? rt_k_unsupported(n, x->dtype) : st;
+}
