@@ -1,0 +1,55 @@
+/* bench.h — shared timing and reporting for tracejit's benchmarks: a monotonic clock, medians
+ * over repeated runs, a printed table row, and JSON records
+ *   {"bench", "metric", "value", "unit", "baseline", "ratio"}
+ * appended to the file named by $TJ_BENCH_JSON (bench/run collects them). */
+#ifndef TJ_BENCH_H
+#define TJ_BENCH_H
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static inline double bench_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int bench_cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static inline double bench_median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, bench_cmp);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static inline int bench_quick(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--quick") == 0) return 1;
+    return 0;
+}
+
+/* Prints a row and appends a JSON record. baseline_name may be NULL (no ratio). */
+static inline void bench_report(const char *bench, const char *metric, double value, const char *unit,
+                                const char *baseline_name, double baseline, double ratio) {
+    if (baseline_name)
+        printf("%-24s %-14s %12.4g %-8s %-26s %12.4g  %6.2fx\n", bench, metric, value, unit, baseline_name,
+               baseline, ratio);
+    else
+        printf("%-24s %-14s %12.4g %-8s %-26s %12s  %7s\n", bench, metric, value, unit, "-", "-", "-");
+    const char *path = getenv("TJ_BENCH_JSON");
+    if (!path) return;
+    FILE *f = fopen(path, "a");
+    if (!f) return;
+    if (baseline_name)
+        fprintf(f, "{\"bench\": \"%s\", \"metric\": \"%s\", \"value\": %.6g, \"unit\": \"%s\", "
+                   "\"baseline\": \"%s\", \"baseline_value\": %.6g, \"ratio\": %.4f}\n",
+                bench, metric, value, unit, baseline_name, baseline, ratio);
+    else
+        fprintf(f, "{\"bench\": \"%s\", \"metric\": \"%s\", \"value\": %.6g, \"unit\": \"%s\", "
+                   "\"baseline\": null, \"ratio\": null}\n", bench, metric, value, unit);
+    fclose(f);
+}
+#endif
