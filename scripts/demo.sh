@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# demo.sh — installs what is missing, builds build/ (RelWithDebInfo), runs the seed examples
+# (./build/seeds) and then the quick benchmark table (bench/run --quick) when it exists.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+JOBS=${TJ_JOBS:-2}
+B=${TJ_BUILD:-build} # the build tree (TJ_BUILD renames it)
+
+bash scripts/deps.sh
+
+echo "== build $B/ (RelWithDebInfo)"
+cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake --build "$B" -j"$JOBS"
+
+echo "== seed examples (./$B/seeds)"
+"./$B/seeds"
+
+if [ -f bench/run ]; then
+    echo "== benchmark table (bench/run --quick)"
+    if [ -x bench/run ]; then
+        ./bench/run --quick
+    else
+        bash bench/run --quick
+    fi
+else
+    echo "== bench/run not found: benchmark table skipped"
+fi

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# test.sh — the project's one test command (CI runs it through .ci/run).
+# Installs missing packages, builds build/ (RelWithDebInfo) and build-asan/ (Debug, ASan+UBSan),
+# runs ctest in both (the normal tree also runs the install test: find_package + pkg-config
+# consumers), and ends with one combined line "total: N passed, N failed, N skipped".
+# Exits non-zero if any step fails. TJ_JOBS overrides the parallelism (default 2); TJ_BUILD
+# renames the trees (default "build": build/ and build-asan/).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT=$(pwd)
+JOBS=${TJ_JOBS:-2}
+B=$ROOT/${TJ_BUILD:-build}
+BA=$B-asan
+
+bash scripts/deps.sh
+
+# ---- format: a warning only, never a failure -----------------------------------------------------
+format_check() {
+    local cf=clang-format-14 bad=() f
+    if ! command -v "$cf" >/dev/null 2>&1; then
+        echo "format: $cf not found, skipped"
+        return 0
+    fi
+    while IFS= read -r -d '' f; do
+        if ! "$cf" --dry-run --Werror "$f" >/dev/null 2>&1; then
+            bad+=("${f#./}")
+        fi
+    done < <(find ./include ./ir ./passes ./runtime ./jit ./tests ./examples ./bench \
+                  \( -name '*.c' -o -name '*.h' \) -print0 2>/dev/null)
+    if [ ${#bad[@]} -eq 0 ]; then
+        echo "format: all files match .clang-format"
+    else
+        echo "format: WARNING: ${#bad[@]} file(s) differ from .clang-format (not an error):"
+        printf '  %s\n' "${bad[@]}" | head -n 30
+    fi
+}
+format_check
+
+# ---- build both trees -----------------------------------------------------------------------------
+echo "== configure + build ${B#"$ROOT"/}/ (RelWithDebInfo)"
+cmake -S "$ROOT" -B "$B" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTJ_WERROR=ON -DTJ_SANITIZE=OFF
+cmake --build "$B" -j"$JOBS"
+
+echo "== configure + build ${BA#"$ROOT"/}/ (Debug, ASan + UBSan)"
+cmake -S "$ROOT" -B "$BA" -DCMAKE_BUILD_TYPE=Debug -DTJ_SANITIZE=ON -DTJ_WERROR=ON \
+      -DTJ_BUILD_BENCH=OFF
+cmake --build "$BA" -j"$JOBS"
+
+# ---- run ctest in both; the sanitizer run comes last ---------------------------------------------
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+if [ -f "$ROOT/tests/lsan.supp" ]; then
+    # leaks inside system libraries (libLLVM, libffi) that are not ours
+    export LSAN_OPTIONS="suppressions=$ROOT/tests/lsan.supp:print_suppressions=0"
+fi
+
+TOTAL_PASS=0
+TOTAL_FAIL=0
+TOTAL_SKIP=0
+RC=0
+
+# run_ctest DIR: runs ctest in DIR, adds its counts to the totals, never exits the script.
+run_ctest() {
+    local dir=$1 log summary total failed skipped rc=0
+    log=$(mktemp)
+    echo "== ctest in ${dir#"$ROOT"/}/"
+    (cd "$dir" && ctest --output-on-failure -j"$JOBS" --no-tests=error) 2>&1 | tee "$log" || rc=$?
+    summary=$(grep -E '[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -n 1 || true)
+    if [ -z "$summary" ]; then
+        echo "test.sh: ctest in $dir printed no summary (rc=$rc)"
+        TOTAL_FAIL=$((TOTAL_FAIL + 1))
+        RC=1
+    else
+        total=$(sed -E 's/.*out of ([0-9]+).*/\1/' <<<"$summary")
+        failed=$(sed -E 's/.*, ([0-9]+) tests? failed.*/\1/' <<<"$summary")
+        skipped=$(grep -cE '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .*\*\*\*(Skipped|Not Run)' "$log" || true)
+        TOTAL_PASS=$((TOTAL_PASS + total - failed - skipped))
+        TOTAL_FAIL=$((TOTAL_FAIL + failed))
+        TOTAL_SKIP=$((TOTAL_SKIP + skipped))
+        if [ "$rc" -ne 0 ] || [ "$failed" -ne 0 ]; then
+            RC=1
+        fi
+    fi
+    rm -f "$log"
+}
+
+run_ctest "$B"
+run_ctest "$BA"
+
+echo "total: $TOTAL_PASS passed, $TOTAL_FAIL failed, $TOTAL_SKIP skipped"
+exit "$RC"

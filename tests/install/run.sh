@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# run.sh BUILD_DIR — the install test: installs BUILD_DIR into a temporary prefix, then builds
+# and runs two consumers of the installed package: tests/install/consumer through
+# find_package(tracejit) and the same main.c through `pkg-config --cflags --libs tracejit`.
+# Exits non-zero if any step fails. Registered in CTest as install_find_package.
+set -euo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+BUILD=$(cd "${1:-$HERE/../../build}" && pwd)
+CC=${CC:-cc}
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/tj-install.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+prefix=$tmp/prefix
+
+step() { echo "install test: $*"; }
+
+step "cmake --install $BUILD --prefix $prefix"
+cmake --install "$BUILD" --prefix "$prefix" >"$tmp/install.log" 2>&1 || {
+    cat "$tmp/install.log"
+    exit 1
+}
+
+# 1. find_package(tracejit REQUIRED) + tracejit::tracejit
+step "find_package consumer"
+cmake -S "$HERE/consumer" -B "$tmp/cm" -DCMAKE_PREFIX_PATH="$prefix" \
+      -DCMAKE_BUILD_TYPE=Release >"$tmp/cm.log" 2>&1 || {
+    cat "$tmp/cm.log"
+    exit 1
+}
+found=$(sed -n 's/^tracejit_DIR:PATH=//p' "$tmp/cm/CMakeCache.txt")
+case "$found" in
+"$prefix"/*) ;;
+*)
+    echo "install test: find_package found tracejit in '$found', not in $prefix"
+    exit 1
+    ;;
+esac
+cmake --build "$tmp/cm" >"$tmp/cm-build.log" 2>&1 || {
+    cat "$tmp/cm-build.log"
+    exit 1
+}
+"$tmp/cm/consumer"
+if [ -x "$tmp/cm/consumer_static" ]; then
+    "$tmp/cm/consumer_static"
+fi
+
+# 2. pkg-config (--define-prefix: the .pc file is relocated with the prefix)
+step "pkg-config consumer"
+pc=$(find "$prefix" -name tracejit.pc -print -quit)
+if [ -z "$pc" ]; then
+    echo "install test: tracejit.pc not installed under $prefix"
+    exit 1
+fi
+PKG_CONFIG_PATH="$(dirname "$pc")${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+export PKG_CONFIG_PATH
+read -r -a flags <<<"$(pkg-config --define-prefix --cflags --libs tracejit)"
+libdir=$(pkg-config --define-prefix --variable=libdir tracejit)
+case "${flags[*]}" in
+*"-I$prefix/"*) ;;
+*)
+    echo "install test: pkg-config flags do not point into $prefix: ${flags[*]}"
+    exit 1
+    ;;
+esac
+"$CC" -std=c11 -Wall -Wextra -Werror "$HERE/consumer/main.c" -o "$tmp/consumer_pc" "${flags[@]}" \
+      -Wl,-rpath,"$libdir"
+"$tmp/consumer_pc"
+step "OK (find_package and pkg-config)"
