@@ -346,6 +346,9 @@ typedef void (*tj_log_fn)(const char *topic, const char *msg, void *user);
 TJ_API void tj_set_log(tj_log_fn fn, void *user);
 TJ_API void tj_set_log_topics(const char *topics); /* "retrace,compile"; overrides TJ_LOG */
 
+/* Empties the compiled-artifact cache, in memory and on disk ($TJ_CACHE_DIR). */
+TJ_API tj_status tj_cache_clear(void);
+
 TJ_API const char *tj_version(void);
 
 #ifdef __cplusplus

@@ -47,4 +47,20 @@ uint64_t jit_signature(int nargs, tj_tensor *const *args, jit_argsig *sig);
 /* Writes "int32[2,3]" or "static 1" for an arg signature. */
 void jit_argsig_str(const jit_argsig *s, char *buf, size_t n);
 
+/* ---- the artifact cache (cache.c) ----------------------------------------------------------- */
+typedef struct jit_cache_stats {
+    uint64_t mem_hits, disk_hits, misses, corrupt, stores;
+    size_t mem_bytes;
+} jit_cache_stats;
+/* Looks up compiled code by its full key: TJ_OK with a malloc'd copy in *data (caller frees), or
+ * a negative status for a miss (absent, disabled, or a corrupt entry that was deleted). */
+tj_status jit_cache_get(const char *key, void **data, size_t *size);
+/* Stores compiled code in memory and on disk (atomically). */
+tj_status jit_cache_put(const char *key, const void *data, size_t size);
+void jit_cache_get_stats(jit_cache_stats *out);
+/* Overrides the directory (NULL: TJ_CACHE_DIR or the default), on/off (-1: TJ_CACHE), and the
+ * memory bound in bytes (0: unchanged). For tests and embedders. */
+void jit_cache_configure(const char *dir, int enabled, size_t mem_bound_bytes);
+void jit_cache_clear_memory(void);
+
 #endif
