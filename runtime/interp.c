@@ -140,13 +140,14 @@ static tj_status interp_run(rt_program *p, tj_tensor *const *args, uint32_t n_ar
                             tj_tensor **outs) {
     interp *ip = (interp *)p;
     const ir_graph *g = p->g;
-    tj_tensor **vals = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *vals);
+    tj_tensor *stack_vals[64] = {0};
+    tj_tensor **vals = g->n_nodes <= 64 ? stack_vals : calloc(g->n_nodes, sizeof *vals);
     if (!vals) return ir_errorf(TJ_ERR_OOM, "interp: out of memory");
     tj_status st = run(g, ip->live, ip->last_use, ip->consts, ip->has_unknown, args, n_args, caps, 1,
                        IR_NONE, vals);
     for (uint32_t k = 0; k < g->n_outputs; k++) outs[k] = st ? NULL : tj_retain(vals[g->outputs[k]]);
     for (uint32_t i = 0; i < g->n_nodes; i++) tj_release(vals[i]);
-    free(vals);
+    if (vals != stack_vals) free(vals);
     return st;
 }
 

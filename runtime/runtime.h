@@ -19,6 +19,7 @@ typedef struct rt_buffer {
     void (*release)(void *user); /* borrowed memory: called instead of free */
     void *user;
     int64_t n_strings; /* > 0: data holds tj_string elements whose .data this buffer owns */
+    int inline_data;   /* data lives in the same allocation as this header */
 } rt_buffer;
 
 enum { RT_CONCRETE = 0, RT_SYMBOLIC, RT_ERROR, RT_TUPLE };

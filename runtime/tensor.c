@@ -10,17 +10,18 @@
 #include "runtime/runtime.h"
 
 /* ---- buffers --------------------------------------------------------------------------------- */
+/* One allocation holds the buffer header and its data (data 64-byte aligned after the header). */
 static rt_buffer *buffer_new(size_t size) {
-    rt_buffer *b = calloc(1, sizeof *b);
-    if (!b) return NULL;
+    size_t head = (sizeof(rt_buffer) + 63) & ~(size_t)63;
     size_t rounded = (size + 63) & ~(size_t)63;
-    b->data = aligned_alloc(64, rounded ? rounded : 64);
-    if (!b->data) {
-        free(b);
-        return NULL;
-    }
+    char *block = aligned_alloc(64, head + (rounded ? rounded : 64));
+    if (!block) return NULL;
+    rt_buffer *b = (rt_buffer *)block;
+    memset(b, 0, sizeof *b);
+    b->data = block + head;
     memset(b->data, 0, rounded ? rounded : 64);
     b->size = size;
+    b->inline_data = 1;
     atomic_init(&b->rc, 1);
     return b;
 }
@@ -32,7 +33,7 @@ static void buffer_release(rt_buffer *b) {
     } else {
         tj_string *s = b->data;
         for (int64_t i = 0; i < b->n_strings; i++) free(s[i].data);
-        free(b->data);
+        if (!b->inline_data) free(b->data);
     }
     free(b);
 }

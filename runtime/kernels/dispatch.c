@@ -15,11 +15,12 @@ static tj_status check_call(const ir_node *n, tj_tensor *const *in, tj_tensor *o
     if (n->n_in > 0 && !in)
         return ir_errorf(TJ_ERR_INVALID, "%s: inputs are NULL", name);
     for (uint32_t k = 0; k < n->n_in; k++) {
-        char what[32];
-        snprintf(what, sizeof what, "input %u", k);
-        tj_status st = rt_k_check_tensor(n, what, in[k]);
-        if (st)
-            return st;
+        const tj_tensor *t = in[k];
+        if (!t || t->kind != RT_CONCRETE || (t->numel > 0 && !t->data)) {
+            char what[32]; /* formatted only on failure: this runs on every call */
+            snprintf(what, sizeof what, "input %u", k);
+            return rt_k_check_tensor(n, what, t);
+        }
         if (in[k]->dtype >= TJ_N_DTYPES)
             return ir_errorf(TJ_ERR_DTYPE, "%s: input %u has a bad dtype %d", name, k,
                              in[k]->dtype);
