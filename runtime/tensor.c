@@ -7,19 +7,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/rt_pool.h"
 #include "runtime/runtime.h"
 
 /* ---- buffers --------------------------------------------------------------------------------- */
 /* One allocation holds the buffer header and its data (data 64-byte aligned after the header). */
+#define BUF_HEAD ((sizeof(rt_buffer) + 63) & ~(size_t)63)
+static size_t block_size(size_t size) { return BUF_HEAD + (size ? (size + 63) & ~(size_t)63 : 64); }
+
 static rt_buffer *buffer_new(size_t size) {
-    size_t head = (sizeof(rt_buffer) + 63) & ~(size_t)63;
-    size_t rounded = (size + 63) & ~(size_t)63;
-    char *block = aligned_alloc(64, head + (rounded ? rounded : 64));
+    /* the caching allocator: a freed result's memory serves the next call (no page faults) */
+    char *block = rt_alloc_zeroed(block_size(size));
     if (!block) return NULL;
     rt_buffer *b = (rt_buffer *)block;
-    memset(b, 0, sizeof *b);
-    b->data = block + head;
-    memset(b->data, 0, rounded ? rounded : 64);
+    b->data = block + BUF_HEAD;
     b->size = size;
     b->inline_data = 1;
     atomic_init(&b->rc, 1);
@@ -35,7 +36,8 @@ static void buffer_release(rt_buffer *b) {
         for (int64_t i = 0; i < b->n_strings; i++) free(s[i].data);
         if (!b->inline_data) free(b->data);
     }
-    free(b);
+    if (b->inline_data) rt_free(b, block_size(b->size));
+    else free(b);
 }
 
 static tj_tensor *header_new(int kind) {

@@ -1,0 +1,118 @@
+/* dtype.c — dtype names and sizes, dims formatting, element counts and NumPy broadcasting with
+ * unknown (-1) dims. Pure functions over descriptors; used by inference, the printer/parser and
+ * every layer above when it formats an error message. */
+#include <stdio.h>
+#include <string.h>
+
+#include "ir/ir.h"
+
+static const char *const long_names[TJ_N_DTYPES] = {"float32", "float64", "int32",
+                                                    "int64",   "bool",    "string"};
+static const char *const short_names[TJ_N_DTYPES] = {"f32", "f64", "i32", "i64", "bool", "str"};
+static const size_t sizes[TJ_N_DTYPES] = {4, 8, 4, 8, 1, sizeof(tj_string)};
+
+const char *ir_dtype_name(int dt) {
+    if (dt >= 0 && dt < TJ_N_DTYPES)
+        return long_names[dt];
+    return dt == IR_VOID ? "void" : "?";
+}
+
+const char *ir_dtype_short(int dt) {
+    if (dt >= 0 && dt < TJ_N_DTYPES)
+        return short_names[dt];
+    return dt == IR_VOID ? "void" : "?";
+}
+
+int ir_dtype_from_short(const char *s, size_t len) {
+    if (!s)
+        return -1;
+    for (int i = 0; i < TJ_N_DTYPES; i++)
+        if (strlen(short_names[i]) == len && memcmp(short_names[i], s, len) == 0)
+            return i;
+    if (len == 4 && memcmp(s, "void", 4) == 0)
+        return IR_VOID;
+    return -1;
+}
+
+size_t ir_dtype_size(int dt) {
+    return dt >= 0 && dt < TJ_N_DTYPES ? sizes[dt] : 0;
+}
+bool ir_dtype_is_float(int dt) {
+    return dt == TJ_F32 || dt == TJ_F64;
+}
+bool ir_dtype_is_int(int dt) {
+    return dt == TJ_I32 || dt == TJ_I64;
+}
+bool ir_dtype_is_numeric(int dt) {
+    return ir_dtype_is_float(dt) || ir_dtype_is_int(dt);
+}
+
+char *ir_fmt_dims(char *buf, size_t n, int rank, const int64_t *dims) {
+    if (!buf || n == 0)
+        return buf;
+    size_t off = 0;
+    buf[0] = '\0';
+#define PUT(...)                                                                                   \
+    do {                                                                                           \
+        if (off < n) {                                                                             \
+            int w_ = snprintf(buf + off, n - off, __VA_ARGS__);                                    \
+            off += w_ > 0 ? (size_t)w_ : 0;                                                        \
+        }                                                                                          \
+    } while (0)
+    PUT("[");
+    for (int i = 0; i < rank; i++) {
+        if (i)
+            PUT(",");
+        if (dims[i] < 0)
+            PUT("?");
+        else
+            PUT("%lld", (long long)dims[i]);
+    }
+    PUT("]");
+#undef PUT
+    return buf;
+}
+
+int64_t ir_numel(int rank, const int64_t *dims) {
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) {
+        if (dims[i] < 0)
+            return -1;
+        if (__builtin_mul_overflow(n, dims[i], &n))
+            n = INT64_MAX;
+    }
+    return n;
+}
+
+tj_status ir_broadcast(const char *op, int ra, const int64_t *da, int rb, const int64_t *db,
+                       int *rank_out, int64_t *dims_out) {
+    int r = ra > rb ? ra : rb;
+    if (r > IR_MAX_RANK)
+        return ir_errorf(TJ_ERR_SHAPE, "%s: rank %d exceeds the maximum %d", op, r, IR_MAX_RANK);
+    int64_t out[IR_MAX_RANK];
+    for (int i = 0; i < r; i++) {
+        int ia = ra - r + i, ib = rb - r + i;
+        int64_t a = ia >= 0 ? da[ia] : 1, b = ib >= 0 ? db[ib] : 1;
+        int64_t o;
+        if (a == b)
+            o = a;
+        else if (a == 1)
+            o = b;
+        else if (b == 1)
+            o = a;
+        else if (a < 0)
+            o = b;
+        else if (b < 0)
+            o = a;
+        else {
+            char sa[128], sb[128];
+            return ir_errorf(TJ_ERR_SHAPE, "%s: incompatible shapes for broadcasting: %s vs %s", op,
+                             ir_fmt_dims(sa, sizeof sa, ra, da),
+                             ir_fmt_dims(sb, sizeof sb, rb, db));
+        }
+        out[i] = o;
+    }
+    *rank_out = r;
+    memcpy(dims_out, out, sizeof(int64_t) * (size_t)r);
+    return TJ_OK;
+}

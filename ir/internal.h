@@ -1,0 +1,24 @@
+/* internal.h — helpers shared by the files of the ir/ layer only (graph, verify, hash, print,
+ * parse). Not part of the contract; other layers use ir.h. */
+#ifndef TJ_IR_INTERNAL_H
+#define TJ_IR_INTERNAL_H
+
+#include "ir/ir.h"
+
+/* The interning key of node `n` whose inputs are `in` (blobs hashed by content). */
+uint64_t ir_node_key(const ir_graph *g, const ir_node *n, const uint32_t *in);
+/* Checks the node's blob/subgraph references against the graph (CONST payload size, ...). */
+tj_status ir_check_payload(const ir_graph *g, const ir_node *n);
+/* Walks a serialized string payload; returns the number of elements or -1 if malformed. */
+int64_t ir_string_count(const void *data, size_t size);
+
+/* Inference for the shape ops (reshape ... gather); ir_infer dispatches to it. */
+tj_status ir_infer_shape_op(ir_node *p, const ir_node *const *ins, uint32_t n_in);
+/* Python slice length of an axis of length `len` (>= 0); begin/end may be any int64. */
+int64_t ir_slice_len(int64_t len, int64_t begin, int64_t end, int64_t step);
+
+/* Normalises axis *ax of an axis count r (error names op and in's shape if out of range). */
+tj_status ir_norm_axis(const char *op, int64_t *ax, int r, const ir_node *in);
+void ir_sort_unique(int64_t *v, uint32_t *n);
+
+#endif

@@ -1,0 +1,338 @@
+/* print.c — the text form of a graph, read back by parse.c (print(parse(print(g))) == print(g)):
+ *   graph @name {
+ *     %0 = param {index=0} : f32[2,3]
+ *     %1 = const [1, 2.5, 3] : f32[3]
+ *     %2 = add %0, %1 : f32[2,3]
+ *     %3 = sum %2 {axes=[1], keepdims=0} : f32[2]
+ *     %4 = print %3 {prefix="x"} : void
+ *     return %3
+ *     effects %4
+ *   }
+ * Only the attributes an op uses are printed, by name. Floats use %.9g (f32) / %.17g (f64), NaNs
+ * other than the default one carry their bits ("nan:0x7fc00001"); unknown dims print as '?';
+ * subgraphs print as nested graphs before the nodes, in index order. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/internal.h"
+
+typedef struct sbuf {
+    char *p;
+    size_t n, cap;
+    bool oom;
+} sbuf;
+
+static void put(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(sbuf *b, const char *fmt, ...) {
+    if (b->oom)
+        return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int w = vsnprintf(b->p + b->n, b->cap - b->n, fmt, ap);
+        va_end(ap);
+        if (w < 0) {
+            b->oom = true;
+            return;
+        }
+        if ((size_t)w < b->cap - b->n) {
+            b->n += (size_t)w;
+            return;
+        }
+        size_t cap = b->cap * 2 + (size_t)w + 64;
+        char *q = realloc(b->p, cap);
+        if (!q) {
+            b->oom = true;
+            return;
+        }
+        b->p = q;
+        b->cap = cap;
+    }
+}
+
+static void put_f64(sbuf *b, double d) {
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    if (isnan(d))
+        u == 0x7ff8000000000000ull ? put(b, "nan") : put(b, "nan:0x%llx", (unsigned long long)u);
+    else if (isinf(d))
+        put(b, d < 0 ? "-inf" : "inf");
+    else
+        put(b, "%.17g", d);
+}
+
+static void put_f32(sbuf *b, float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if (isnan(f))
+        u == 0x7fc00000u ? put(b, "nan") : put(b, "nan:0x%x", (unsigned)u);
+    else if (isinf(f))
+        put(b, f < 0 ? "-inf" : "inf");
+    else
+        put(b, "%.9g", (double)f);
+}
+
+static void put_str(sbuf *b, const char *s, size_t len) {
+    put(b, "\"");
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\')
+            put(b, "\\%c", c);
+        else if (c == '\n')
+            put(b, "\\n");
+        else if (c == '\t')
+            put(b, "\\t");
+        else if (c == '\r')
+            put(b, "\\r");
+        else if (c < 0x20 || c > 0x7e)
+            put(b, "\\x%02x", c);
+        else
+            put(b, "%c", c);
+    }
+    put(b, "\"");
+}
+
+static void put_list(sbuf *b, const int64_t *v, uint32_t n) {
+    put(b, "[");
+    for (uint32_t i = 0; i < n; i++)
+        put(b, i ? ", %lld" : "%lld", (long long)v[i]);
+    put(b, "]");
+}
+
+static void put_type(sbuf *b, const ir_node *n) {
+    if (n->dtype == IR_VOID) {
+        put(b, "void");
+        return;
+    }
+    put(b, "%s[", ir_dtype_short(n->dtype));
+    for (int k = 0; k < n->rank && k < IR_MAX_RANK; k++) {
+        if (n->dims[k] < 0)
+            put(b, k ? ",?" : "?");
+        else
+            put(b, k ? ",%lld" : "%lld", (long long)n->dims[k]);
+    }
+    put(b, "]");
+}
+
+static void put_const(sbuf *b, const ir_node *n, const ir_blob *bl) {
+    put(b, " [");
+    if (!bl) {
+        put(b, "]");
+        return;
+    }
+    const unsigned char *p = bl->data;
+    if (n->dtype == TJ_STRING) {
+        size_t off = ir_string_count(bl->data, bl->size) >= 0 ? 0 : bl->size;
+        for (int64_t i = 0; off < bl->size; i++) {
+            uint64_t len;
+            memcpy(&len, p + off, sizeof len);
+            off += sizeof len;
+            if (i)
+                put(b, ", ");
+            put_str(b, (const char *)p + off, (size_t)len);
+            off += (size_t)len;
+        }
+    } else {
+        size_t es = ir_dtype_size(n->dtype), cnt = es ? bl->size / es : 0;
+        for (size_t i = 0; i < cnt; i++) {
+            if (i)
+                put(b, ", ");
+            const void *e = p + i * es;
+            switch (n->dtype) {
+            case TJ_F32: {
+                float f;
+                memcpy(&f, e, 4);
+                put_f32(b, f);
+                break;
+            }
+            case TJ_F64: {
+                double d;
+                memcpy(&d, e, 8);
+                put_f64(b, d);
+                break;
+            }
+            case TJ_I32: {
+                int32_t v;
+                memcpy(&v, e, 4);
+                put(b, "%d", (int)v);
+                break;
+            }
+            case TJ_I64: {
+                int64_t v;
+                memcpy(&v, e, 8);
+                put(b, "%lld", (long long)v);
+                break;
+            }
+            default:
+                put(b, "%u", (unsigned)*(const unsigned char *)e);
+                break;
+            }
+        }
+    }
+    put(b, "]");
+}
+
+static void put_attrs(sbuf *b, const ir_graph *g, const ir_node *n) {
+    const ir_attrs *a = &n->a;
+    long long i0 = (long long)a->i[0];
+    const ir_blob *bl = a->blob <= g->n_blobs ? ir_blob_get(g, a->blob) : NULL;
+    switch (n->op) {
+    case IR_OP_PARAM:
+        put(b, " {index=%lld}", i0);
+        break;
+    case IR_OP_VAR_READ:
+    case IR_OP_ASSIGN:
+        put(b, " {slot=%lld}", i0);
+        break;
+    case IR_OP_RANGE:
+        put(b, " {start=");
+        put_f64(b, a->f[0]);
+        put(b, ", limit=");
+        put_f64(b, a->f[1]);
+        put(b, ", delta=");
+        put_f64(b, a->f[2]);
+        put(b, "}");
+        break;
+    case IR_OP_RANDOM_UNIFORM:
+    case IR_OP_RANDOM_NORMAL: {
+        bool u = n->op == IR_OP_RANDOM_UNIFORM;
+        put(b, " {seed=%lld, %s=", i0, u ? "lo" : "mean");
+        put_f64(b, a->f[0]);
+        put(b, ", %s=", u ? "hi" : "std");
+        put_f64(b, a->f[1]);
+        put(b, "}");
+        break;
+    }
+    case IR_OP_SUM:
+    case IR_OP_MEAN:
+    case IR_OP_MAX:
+    case IR_OP_MIN:
+    case IR_OP_PROD:
+        put(b, " {axes=");
+        put_list(b, a->list, a->n_list);
+        put(b, ", keepdims=%lld}", i0);
+        break;
+    case IR_OP_ARGMAX:
+    case IR_OP_ARGMIN:
+    case IR_OP_SOFTMAX:
+    case IR_OP_LOG_SOFTMAX:
+    case IR_OP_EXPAND_DIMS:
+    case IR_OP_CONCAT:
+    case IR_OP_GATHER:
+        put(b, " {axis=%lld}", i0);
+        break;
+    case IR_OP_TRANSPOSE:
+    case IR_OP_SQUEEZE:
+        put(b, n->op == IR_OP_TRANSPOSE ? " {perm=" : " {axes=");
+        put_list(b, a->list, a->n_list);
+        put(b, "}");
+        break;
+    case IR_OP_SLICE: {
+        uint32_t r = a->n_list / 3;
+        put(b, " {begin=");
+        put_list(b, a->list, r);
+        put(b, ", end=");
+        put_list(b, a->list + r, r);
+        put(b, ", step=");
+        put_list(b, a->list + 2 * r, r);
+        put(b, "}");
+        break;
+    }
+    case IR_OP_PRINT:
+        if (bl) {
+            size_t len = bl->size;
+            if (len && ((const char *)bl->data)[len - 1] == '\0')
+                len--;
+            put(b, " {prefix=");
+            put_str(b, bl->data, len);
+            put(b, "}");
+        }
+        break;
+    case IR_OP_HOST_CALLBACK:
+        if (bl && bl->size == 2 * sizeof(void *)) {
+            void *pp[2];
+            memcpy(pp, bl->data, sizeof pp);
+            put(b, " {callback=0x%llx, user=0x%llx}", (unsigned long long)(uintptr_t)pp[0],
+                (unsigned long long)(uintptr_t)pp[1]);
+        }
+        break;
+    default:
+        break;
+    }
+    if (a->sub[0] || a->sub[1])
+        put(b, " {sub0=%u, sub1=%u}", a->sub[0], a->sub[1]);
+}
+
+static bool ident_name(const char *s) {
+    if (!*s)
+        return false;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+              *s == '_' || *s == '.' || *s == '-'))
+            return false;
+    return true;
+}
+
+static void put_graph(sbuf *b, const ir_graph *g, int depth) {
+    int ind = 2 * depth;
+    const char *name = g->name ? g->name : "";
+    if (ident_name(name))
+        put(b, "%*sgraph @%s {\n", ind, "", name);
+    else {
+        put(b, "%*sgraph @", ind, "");
+        put_str(b, name, strlen(name));
+        put(b, " {\n");
+    }
+    for (uint32_t i = 0; i < g->n_subs; i++)
+        if (g->subs[i])
+            put_graph(b, g->subs[i], depth + 1);
+    for (uint32_t id = 0; id < g->n_nodes && !b->oom; id++) {
+        const ir_node *n = &g->nodes[id];
+        put(b, "%*s%%%u = %s", ind + 2, "", id, n->op < IR_N_OPS ? ir_ops[n->op].name : "?");
+        const uint32_t *in = ir_inputs(g, n);
+        for (uint32_t k = 0; k < n->n_in; k++)
+            put(b, k ? ", %%%u" : " %%%u", in[k]);
+        if (n->op == IR_OP_CONST)
+            put_const(b, n, n->a.blob <= g->n_blobs ? ir_blob_get(g, n->a.blob) : NULL);
+        put_attrs(b, g, n);
+        put(b, " : ");
+        put_type(b, n);
+        put(b, "\n");
+    }
+    if (g->n_outputs) {
+        put(b, "%*sreturn", ind + 2, "");
+        for (uint32_t i = 0; i < g->n_outputs; i++)
+            put(b, i ? ", %%%u" : " %%%u", g->outputs[i]);
+        put(b, "\n");
+    }
+    if (g->n_effects) {
+        put(b, "%*seffects", ind + 2, "");
+        for (uint32_t i = 0; i < g->n_effects; i++)
+            put(b, i ? ", %%%u" : " %%%u", g->effects[i]);
+        put(b, "\n");
+    }
+    put(b, "%*s}\n", ind, "");
+}
+
+char *ir_print(const ir_graph *g) {
+    if (!g) {
+        ir_errorf(TJ_ERR_INVALID, "ir_print: NULL graph");
+        return NULL;
+    }
+    sbuf b = {malloc(256), 0, 256, false};
+    if (!b.p) {
+        ir_errorf(TJ_ERR_OOM, "ir_print: out of memory");
+        return NULL;
+    }
+    b.p[0] = '\0';
+    put_graph(&b, g, 0);
+    if (b.oom) {
+        free(b.p);
+        ir_errorf(TJ_ERR_OOM, "ir_print: out of memory");
+        return NULL;
+    }
+    return b.p;
+}
