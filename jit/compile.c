@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "jit/cpu/cpu.h"
 #include "jit/jit.h"
 
 tj_status jit_fold_eval(void *user, ir_graph *g, const ir_node *node, const uint32_t *in,
@@ -61,7 +62,18 @@ rt_program *jit_compile_graph(const ir_graph *traced, const char *fn_name, uint6
         pass_stats_format(&stats, line, sizeof line);
         rt_log(RT_LOG_PASSES, "%s: %s", fn_name, line);
     }
-    rt_program *p = rt_interp_new(g);
+    rt_program *p = NULL;
+    const char *backend = cfg->backend ? cfg->backend : "cpu";
+    if (strcmp(backend, "interp") != 0) {
+        p = jit_cpu_compile(g);
+        if (!p) {
+            /* unknown dims, subgraphs, or no LLVM: the interpreter runs this signature */
+            rt_log(RT_LOG_COMPILE, "%s: cpu backend declined (%s); using the interpreter", fn_name,
+                   ir_last_error());
+            ir_clear_error();
+        }
+    }
+    if (!p) p = rt_interp_new(g);
     if (!p) {
         ir_graph_free(g);
         return NULL;

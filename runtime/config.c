@@ -32,6 +32,7 @@ static void cfg_init(void) {
     cfg.dump_dir = getenv("TJ_DUMP");
     cfg.passes = getenv("TJ_PASSES");
     cfg.cache_dir = getenv("TJ_CACHE_DIR");
+    cfg.backend = getenv("TJ_BACKEND");
     const char *c = getenv("TJ_CACHE");
     cfg.cache_enabled = !(c && strcmp(c, "0") == 0);
     const char *n = getenv("TJ_NUM_THREADS");

@@ -160,6 +160,7 @@ typedef struct rt_config {
     const char *cache_dir;
     int cache_enabled;
     int num_threads;
+    const char *backend; /* TJ_BACKEND: "cpu" (default) or "interp" */
 } rt_config;
 enum { RT_LOG_RETRACE = 1, RT_LOG_COMPILE = 2, RT_LOG_PASSES = 4 };
 const rt_config *rt_config_get(void);

@@ -1,0 +1,48 @@
+# llvm.cmake — optional LLVM 19 for the CPU JIT backend (jit/cpu/). Included OPTIONALly by the
+# root CMakeLists after tj_jit is defined. Finds LLVM 19 through llvm-config-19 (or
+# find_package(LLVM 19 CONFIG)), adds its include dirs to tj_jit, defines TJ_HAVE_LLVM=1 there and
+# appends the shared libLLVM to TJ_EXTRA_LIBS. Without LLVM nothing changes and jit/cpu compiles
+# to stubs that report TJ_ERR_UNSUPPORTED.
+option(TJ_WITH_LLVM "Build the LLVM CPU JIT backend when LLVM 19 is found" ON)
+if(NOT TJ_WITH_LLVM)
+  return()
+endif()
+
+set(TJ_LLVM_INCLUDE "")
+set(TJ_LLVM_LIBS "")
+find_program(TJ_LLVM_CONFIG NAMES llvm-config-19 HINTS /usr/lib/llvm-19/bin)
+if(TJ_LLVM_CONFIG)
+  execute_process(COMMAND ${TJ_LLVM_CONFIG} --version OUTPUT_VARIABLE _tj_llvm_ver
+                  OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE _rc1)
+  execute_process(COMMAND ${TJ_LLVM_CONFIG} --includedir OUTPUT_VARIABLE _tj_llvm_inc
+                  OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE _rc2)
+  execute_process(COMMAND ${TJ_LLVM_CONFIG} --libdir OUTPUT_VARIABLE _tj_llvm_libdir
+                  OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE _rc3)
+  if(_rc1 EQUAL 0 AND _rc2 EQUAL 0 AND _rc3 EQUAL 0 AND _tj_llvm_ver MATCHES "^19\\.")
+    find_library(TJ_LLVM_SHARED NAMES LLVM-19 LLVM PATHS ${_tj_llvm_libdir} NO_DEFAULT_PATH)
+    if(TJ_LLVM_SHARED)
+      set(TJ_LLVM_INCLUDE ${_tj_llvm_inc})
+      set(TJ_LLVM_LIBS ${TJ_LLVM_SHARED})
+    endif()
+  endif()
+endif()
+if(NOT TJ_LLVM_LIBS)
+  find_package(LLVM 19 CONFIG QUIET)
+  if(LLVM_FOUND)
+    set(TJ_LLVM_INCLUDE ${LLVM_INCLUDE_DIRS})
+    if(TARGET LLVM)
+      set(TJ_LLVM_LIBS LLVM)
+    else()
+      llvm_map_components_to_libnames(TJ_LLVM_LIBS orcjit native passes)
+    endif()
+  endif()
+endif()
+
+if(TJ_LLVM_LIBS)
+  message(STATUS "tracejit: LLVM CPU backend enabled (${TJ_LLVM_LIBS})")
+  target_include_directories(tj_jit SYSTEM PRIVATE ${TJ_LLVM_INCLUDE})
+  target_compile_definitions(tj_jit PRIVATE TJ_HAVE_LLVM=1)
+  list(APPEND TJ_EXTRA_LIBS ${TJ_LLVM_LIBS})
+else()
+  message(STATUS "tracejit: LLVM 19 not found; CPU JIT backend disabled")
+endif()

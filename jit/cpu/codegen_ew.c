@@ -1,0 +1,355 @@
+/* codegen_ew.c — LLVM IR for one fused elementwise group: a loop over the group's loop shape that
+ * computes every node in registers and stores only the group's outputs. Shapes are concrete, so
+ * broadcast strides are constants: dims are collapsed first; when every input is full-size or a
+ * scalar the kernel is one flat loop over elements (the case that must vectorize), else it loops
+ * over rows of the collapsed shape with an inner loop whose strides are 0 or 1. One-element
+ * constants become immediates. The entry `name(bufs, begin, end)` loads the buffer pointers and
+ * calls an always-inlined body whose pointer parameters are noalias, so the vectorizer needs no
+ * runtime alias checks. Each op's scalar lowering lives in ew_ops.c. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jit/cpu/cpu.h"
+
+#ifdef TJ_HAVE_LLVM
+
+/* ---- layout: collapsed loop dims and per-input strides --------------------------------------- */
+typedef struct layout {
+    int rank; /* collapsed rank (>= 1) */
+    int64_t dims[IR_MAX_RANK];
+    int64_t (*st)[IR_MAX_RANK]; /* per input: element strides over the collapsed dims */
+    bool *scalar;               /* per input: every stride is 0 */
+    bool flat;                  /* every input full-size (contiguous) or scalar */
+} layout;
+
+static tj_status layout_compute(const ir_graph *g, const pass_group *gr, layout *L) {
+    uint32_t ni = gr->n_inputs;
+    L->st = calloc(ni + 1, sizeof *L->st);
+    L->scalar = calloc(ni + 1, sizeof *L->scalar);
+    if (!L->st || !L->scalar)
+        return ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
+    int r = gr->rank;
+    /* raw broadcast strides over the loop dims, size-1 loop dims dropped */
+    int64_t dims[IR_MAX_RANK];
+    int k = 0;
+    for (int d = 0; d < r; d++)
+        if (gr->dims[d] != 1)
+            dims[k++] = gr->dims[d];
+    int kr = k;
+    for (uint32_t i = 0; i < ni; i++) {
+        const ir_node *in = ir_node_get(g, gr->inputs[i]);
+        int64_t s = 1, raw[IR_MAX_RANK];
+        for (int d = r - 1; d >= 0; d--) {
+            int id = d - (r - in->rank);
+            int64_t dim = id >= 0 ? in->dims[id] : 1;
+            raw[d] = dim == 1 ? 0 : s;
+            s *= dim;
+        }
+        k = 0;
+        for (int d = 0; d < r; d++)
+            if (gr->dims[d] != 1)
+                L->st[i][k++] = raw[d];
+    }
+    /* merge adjacent dims whose strides agree for every input */
+    L->rank = 0;
+    for (int d = 0; d < kr; d++) {
+        int o = L->rank;
+        bool merge = o > 0;
+        for (uint32_t i = 0; i < ni && merge; i++)
+            merge = L->st[i][o - 1] == L->st[i][d] * dims[d];
+        if (merge) {
+            L->dims[o - 1] *= dims[d];
+            for (uint32_t i = 0; i < ni; i++)
+                L->st[i][o - 1] = L->st[i][d];
+        } else {
+            L->dims[o] = dims[d];
+            for (uint32_t i = 0; i < ni; i++)
+                L->st[i][o] = L->st[i][d];
+            L->rank++;
+        }
+    }
+    if (L->rank == 0) { /* every loop dim is 1: one element */
+        L->rank = 1;
+        L->dims[0] = 1;
+        for (uint32_t i = 0; i < ni; i++)
+            L->st[i][0] = 0;
+    }
+    L->flat = L->rank == 1;
+    for (uint32_t i = 0; i < ni; i++) {
+        L->scalar[i] = true;
+        for (int d = 0; d < L->rank; d++)
+            L->scalar[i] &= L->st[i][d] == 0;
+        if (!L->scalar[i] && L->rank > 1)
+            L->flat = false;
+    }
+    return TJ_OK;
+}
+
+typedef jit_cpu_em em;
+
+static LLVMTypeRef mem_ty(em *e, int dt) {
+    return dt == TJ_BOOL ? e->i8 : jit_cpu_reg_ty(e, dt);
+}
+
+static LLVMValueRef load_elem(em *e, LLVMValueRef base, int dt, LLVMValueRef off) {
+    LLVMTypeRef mt = mem_ty(e, dt);
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(e->b, mt, base, &off, 1, "");
+    LLVMValueRef v = LLVMBuildLoad2(e->b, mt, p, "");
+    if (dt == TJ_BOOL)
+        v = LLVMBuildICmp(e->b, LLVMIntNE, v, LLVMConstInt(e->i8, 0, 0), "");
+    return v;
+}
+
+static void store_elem(em *e, LLVMValueRef base, int dt, LLVMValueRef off, LLVMValueRef v) {
+    LLVMTypeRef mt = mem_ty(e, dt);
+    if (dt == TJ_BOOL)
+        v = LLVMBuildZExt(e->b, v, e->i8, "");
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(e->b, mt, base, &off, 1, "");
+    LLVMBuildStore(e->b, v, p);
+}
+
+/* A one-element CONST input becomes an immediate; NULL for anything else. */
+static LLVMValueRef const_scalar(em *e, const ir_graph *g, const ir_node *n) {
+    const ir_blob *bl = ir_blob_get(g, n->a.blob);
+    if (n->op != IR_OP_CONST || ir_numel(n->rank, n->dims) != 1 || !bl ||
+        bl->size != ir_dtype_size(n->dtype))
+        return NULL;
+    switch (n->dtype) {
+    case TJ_F32: {
+        float v;
+        memcpy(&v, bl->data, sizeof v);
+        return LLVMConstReal(e->f32, v);
+    }
+    case TJ_F64: {
+        double v;
+        memcpy(&v, bl->data, sizeof v);
+        return LLVMConstReal(e->f64, v);
+    }
+    case TJ_I32: {
+        int32_t v;
+        memcpy(&v, bl->data, sizeof v);
+        return LLVMConstInt(e->i32, (unsigned long long)(int64_t)v, 1);
+    }
+    case TJ_I64: {
+        int64_t v;
+        memcpy(&v, bl->data, sizeof v);
+        return LLVMConstInt(e->i64, (unsigned long long)v, 1);
+    }
+    case TJ_BOOL:
+        return LLVMConstInt(e->i1, *(const uint8_t *)bl->data != 0, 0);
+    default:
+        return NULL;
+    }
+}
+
+static uint32_t find_input(const pass_group *gr, uint32_t id) {
+    uint32_t lo = 0, hi = gr->n_inputs;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (gr->inputs[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < gr->n_inputs && gr->inputs[lo] == id ? lo : IR_NONE;
+}
+
+/* The loop body for one element: input offsets off[i] (NULL entries: scalars, preloaded in
+ * pre[i]), output offset ooff. vals: scratch per group node. */
+static tj_status emit_body(em *e, const ir_graph *g, const pass_group *gr, LLVMValueRef *ptrs,
+                           LLVMValueRef *pre, LLVMValueRef *off, LLVMValueRef ooff,
+                           LLVMValueRef *vals, LLVMValueRef *inv) {
+    for (uint32_t i = 0; i < gr->n_inputs; i++)
+        inv[i] =
+            pre[i] ? pre[i] : load_elem(e, ptrs[i], ir_node_get(g, gr->inputs[i])->dtype, off[i]);
+    uint32_t oi = 0;
+    for (uint32_t k = 0; k < gr->n_nodes; k++) {
+        const ir_node *n = ir_node_get(g, gr->nodes[k]);
+        const uint32_t *in = ir_inputs(g, n);
+        LLVMValueRef args[3] = {NULL, NULL, NULL};
+        for (uint32_t j = 0; j < n->n_in && j < 3; j++) {
+            uint32_t ii = find_input(gr, in[j]);
+            if (ii != IR_NONE) {
+                args[j] = inv[ii];
+            } else {
+                uint32_t lo = 0;
+                while (gr->nodes[lo] != in[j])
+                    lo++;
+                args[j] = vals[lo];
+            }
+        }
+        int t = n->n_in ? ir_node_get(g, in[n->op == IR_OP_WHERE ? 1 : 0])->dtype : -1;
+        vals[k] = jit_cpu_emit_op(e, n, t, args);
+        if (!vals[k])
+            return ir_errorf(TJ_ERR_UNSUPPORTED, "cpu jit: %s: no elementwise lowering",
+                             ir_ops[n->op].name);
+        if (oi < gr->n_outputs && gr->outputs[oi] == gr->nodes[k])
+            store_elem(e, ptrs[gr->n_inputs + oi++], n->dtype, ooff, vals[k]);
+    }
+    return TJ_OK;
+}
+
+tj_status jit_cpu_ew_emit(LLVMModuleRef m, const ir_graph *g, const pass_group *gr,
+                          const char *name, bool contract, jit_cpu_ew_plan *plan) {
+    layout L = {0};
+    tj_status st = layout_compute(g, gr, &L);
+    uint32_t ni = gr->n_inputs, nb = gr->n_inputs + gr->n_outputs;
+    LLVMValueRef *ptrs = calloc(nb + 1, sizeof *ptrs), *pre = calloc(ni + 1, sizeof *pre);
+    LLVMValueRef *off = calloc(ni + 1, sizeof *off), *base = calloc(ni + 1, sizeof *base);
+    LLVMValueRef *vals = calloc(gr->n_nodes + 1, sizeof *vals), *inv = calloc(ni + 1, sizeof *inv);
+    if (!st && (!ptrs || !pre || !off || !base || !vals || !inv))
+        st = ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
+    if (st)
+        goto done;
+    int64_t numel = 1;
+    for (int d = 0; d < L.rank; d++)
+        numel *= L.dims[d];
+    int64_t len = L.flat ? numel : L.dims[L.rank - 1];
+    plan->unit_len = L.flat ? 1 : len;
+    plan->n_units = numel == 0 ? 0 : L.flat ? numel : numel / len;
+
+    em E = {.c = LLVMGetModuleContext(m), .m = m, .contract = contract};
+    em *e = &E;
+    e->i1 = LLVMInt1TypeInContext(e->c);
+    e->i8 = LLVMInt8TypeInContext(e->c);
+    e->i32 = LLVMInt32TypeInContext(e->c);
+    e->i64 = LLVMInt64TypeInContext(e->c);
+    e->f32 = LLVMFloatTypeInContext(e->c);
+    e->f64 = LLVMDoubleTypeInContext(e->c);
+    e->ptr = LLVMPointerTypeInContext(e->c, 0);
+    e->b = LLVMCreateBuilderInContext(e->c);
+    LLVMBuilderRef b = e->b;
+
+    /* the body: void name.body(ptr noalias p0, ..., i64 begin, i64 end), inlined into the entry */
+    LLVMTypeRef *pt = calloc(nb + 2, sizeof *pt);
+    if (!pt) {
+        LLVMDisposeBuilder(b);
+        st = ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
+        goto done;
+    }
+    for (uint32_t i = 0; i < nb; i++)
+        pt[i] = e->ptr;
+    pt[nb] = pt[nb + 1] = e->i64;
+    LLVMTypeRef body_ty = LLVMFunctionType(LLVMVoidTypeInContext(e->c), pt, nb + 2, 0);
+    char bname[256];
+    snprintf(bname, sizeof bname, "%s.body", name);
+    LLVMValueRef body = LLVMAddFunction(m, bname, body_ty);
+    LLVMSetLinkage(body, LLVMInternalLinkage);
+    unsigned k_noalias = LLVMGetEnumAttributeKindForName("noalias", 7);
+    unsigned k_nocapture = LLVMGetEnumAttributeKindForName("nocapture", 9);
+    unsigned k_inline = LLVMGetEnumAttributeKindForName("alwaysinline", 12);
+    unsigned k_nounwind = LLVMGetEnumAttributeKindForName("nounwind", 8);
+    for (uint32_t i = 0; i < nb; i++) {
+        LLVMAddAttributeAtIndex(body, i + 1, LLVMCreateEnumAttribute(e->c, k_noalias, 0));
+        LLVMAddAttributeAtIndex(body, i + 1, LLVMCreateEnumAttribute(e->c, k_nocapture, 0));
+    }
+    LLVMAddAttributeAtIndex(body, LLVMAttributeFunctionIndex,
+                            LLVMCreateEnumAttribute(e->c, k_inline, 0));
+    LLVMAddAttributeAtIndex(body, LLVMAttributeFunctionIndex,
+                            LLVMCreateEnumAttribute(e->c, k_nounwind, 0));
+    for (uint32_t i = 0; i < nb; i++)
+        ptrs[i] = LLVMGetParam(body, i);
+    LLVMValueRef begin = LLVMGetParam(body, nb), end = LLVMGetParam(body, nb + 1);
+
+    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(e->c, body, "entry");
+    LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(e->c, body, "loop");
+    LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(e->c, body, "exit");
+    LLVMPositionBuilderAtEnd(b, entry);
+    LLVMValueRef z64 = LLVMConstInt(e->i64, 0, 0), one64 = LLVMConstInt(e->i64, 1, 0);
+    for (uint32_t i = 0; i < ni; i++)
+        if (L.scalar[i] && !(pre[i] = const_scalar(e, g, ir_node_get(g, gr->inputs[i]))))
+            pre[i] = load_elem(e, ptrs[i], ir_node_get(g, gr->inputs[i])->dtype, z64);
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, begin, end, ""), loop, exit);
+    LLVMPositionBuilderAtEnd(b, loop);
+    LLVMValueRef u = LLVMBuildPhi(b, e->i64, "u");
+    LLVMBasicBlockRef latch_from;
+    if (L.flat) {
+        for (uint32_t i = 0; i < ni; i++)
+            off[i] = u;
+        st = emit_body(e, g, gr, ptrs, pre, off, u, vals, inv);
+        latch_from = LLVMGetInsertBlock(b);
+    } else {
+        /* row u: base offsets from its multi-index over the outer collapsed dims */
+        LLVMValueRef rem = u;
+        for (uint32_t i = 0; i < ni; i++)
+            base[i] = z64;
+        for (int d = L.rank - 2; d >= 0; d--) {
+            LLVMValueRef dd = LLVMConstInt(e->i64, (unsigned long long)L.dims[d], 0);
+            LLVMValueRef idx = d > 0 ? LLVMBuildURem(b, rem, dd, "") : rem;
+            if (d > 0)
+                rem = LLVMBuildUDiv(b, rem, dd, "");
+            for (uint32_t i = 0; i < ni; i++) {
+                if (L.scalar[i] || L.st[i][d] == 0)
+                    continue;
+                LLVMValueRef s = LLVMConstInt(e->i64, (unsigned long long)L.st[i][d], 0);
+                base[i] = LLVMBuildNSWAdd(b, base[i], LLVMBuildNSWMul(b, idx, s, ""), "");
+            }
+        }
+        LLVMValueRef obase = LLVMBuildNSWMul(b, u, LLVMConstInt(e->i64, (uint64_t)len, 0), "");
+        LLVMBasicBlockRef row = LLVMGetInsertBlock(b);
+        LLVMBasicBlockRef inner = LLVMAppendBasicBlockInContext(e->c, body, "inner");
+        LLVMBasicBlockRef latch = LLVMAppendBasicBlockInContext(e->c, body, "latch");
+        LLVMBuildBr(b, inner);
+        LLVMPositionBuilderAtEnd(b, inner);
+        LLVMValueRef j = LLVMBuildPhi(b, e->i64, "j");
+        for (uint32_t i = 0; i < ni; i++)
+            if (!L.scalar[i])
+                off[i] = L.st[i][L.rank - 1] ? LLVMBuildNSWAdd(b, base[i], j, "") : base[i];
+        st = emit_body(e, g, gr, ptrs, pre, off, LLVMBuildNSWAdd(b, obase, j, ""), vals, inv);
+        LLVMValueRef j1 = LLVMBuildNSWAdd(b, j, one64, "");
+        LLVMBasicBlockRef inner_end = LLVMGetInsertBlock(b);
+        LLVMBuildCondBr(
+            b, LLVMBuildICmp(b, LLVMIntSLT, j1, LLVMConstInt(e->i64, (uint64_t)len, 0), ""), inner,
+            latch);
+        LLVMAddIncoming(j, &z64, &row, 1);
+        LLVMAddIncoming(j, &j1, &inner_end, 1);
+        LLVMPositionBuilderAtEnd(b, latch);
+        latch_from = latch;
+    }
+    LLVMValueRef u1 = LLVMBuildNSWAdd(b, u, one64, "");
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, u1, end, ""), loop, exit);
+    LLVMAddIncoming(u, &begin, &entry, 1);
+    LLVMAddIncoming(u, &u1, &latch_from, 1);
+    LLVMPositionBuilderAtEnd(b, exit);
+    LLVMBuildRetVoid(b);
+
+    /* the entry: void name(ptr bufs, i64 begin, i64 end) */
+    LLVMTypeRef kp[3] = {e->ptr, e->i64, e->i64};
+    LLVMTypeRef k_ty = LLVMFunctionType(LLVMVoidTypeInContext(e->c), kp, 3, 0);
+    LLVMValueRef kf = LLVMAddFunction(m, name, k_ty);
+    LLVMAddAttributeAtIndex(kf, LLVMAttributeFunctionIndex,
+                            LLVMCreateEnumAttribute(e->c, k_nounwind, 0));
+    LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(e->c, kf, "entry"));
+    LLVMValueRef *cargs = calloc(nb + 2, sizeof *cargs);
+    if (!cargs) {
+        free(pt);
+        LLVMDisposeBuilder(b);
+        st = ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
+        goto done;
+    }
+    for (uint32_t i = 0; i < nb; i++) {
+        LLVMValueRef idx = LLVMConstInt(e->i64, i, 0);
+        LLVMValueRef slot = LLVMBuildInBoundsGEP2(b, e->ptr, LLVMGetParam(kf, 0), &idx, 1, "");
+        cargs[i] = LLVMBuildLoad2(b, e->ptr, slot, "");
+    }
+    cargs[nb] = LLVMGetParam(kf, 1);
+    cargs[nb + 1] = LLVMGetParam(kf, 2);
+    LLVMBuildCall2(b, body_ty, body, cargs, nb + 2, "");
+    LLVMBuildRetVoid(b);
+    free(cargs);
+    free(pt);
+    LLVMDisposeBuilder(b);
+done:
+    free(L.st);
+    free(L.scalar);
+    free(ptrs);
+    free(pre);
+    free(off);
+    free(base);
+    free(vals);
+    free(inv);
+    return st;
+}
+
+#endif /* TJ_HAVE_LLVM */

@@ -1,0 +1,296 @@
+/* ew_ops.c — the scalar lowering of each elementwise op for the CPU codegen: which op/dtype
+ * combinations may be fused (jit_cpu_ew_supported) and the LLVM IR computing one element of a
+ * node from its inputs' values (jit_cpu_emit_op). Semantics mirror runtime/kernels/ exactly: NaN
+ * propagation in maximum/minimum, relu and sign keeping NaN and -0, saturating float-to-int casts,
+ * wrapping integers, Python's floor mod; transcendentals call the same libm functions as the
+ * reference kernels (expf for f32, exp for f64), so results are bit-identical. */
+#include <stdio.h>
+#include <string.h>
+
+#include "jit/cpu/cpu.h"
+
+static bool is_num(int dt) {
+    return dt == TJ_F32 || dt == TJ_F64 || dt == TJ_I32 || dt == TJ_I64;
+}
+static bool is_flt(int dt) {
+    return dt == TJ_F32 || dt == TJ_F64;
+}
+
+bool jit_cpu_ew_supported(const ir_graph *g, uint32_t id) {
+    const ir_node *n = ir_node_get(g, id);
+    if (!(ir_ops[n->op].flags & IR_F_EW) || n->a.sub[0])
+        return false;
+    for (int d = 0; d < n->rank; d++)
+        if (n->dims[d] < 0)
+            return false;
+    const uint32_t *in = ir_inputs(g, n);
+    int t = n->n_in ? ir_node_get(g, in[0])->dtype : -1;
+    int r = n->dtype;
+    switch (n->op) {
+    case IR_OP_NEG:
+    case IR_OP_ABS:
+    case IR_OP_SIGN:
+    case IR_OP_RELU:
+    case IR_OP_FLOOR:
+    case IR_OP_CEIL:
+    case IR_OP_ROUND:
+        return is_num(t) && r == t;
+    case IR_OP_SQRT:
+    case IR_OP_RSQRT:
+    case IR_OP_EXP:
+    case IR_OP_LOG:
+    case IR_OP_TANH:
+    case IR_OP_SIGMOID:
+    case IR_OP_SIN:
+    case IR_OP_COS:
+        return is_flt(t) && r == t;
+    case IR_OP_LOGICAL_NOT:
+        return t == TJ_BOOL && r == TJ_BOOL;
+    case IR_OP_ISNAN:
+    case IR_OP_ISINF:
+        return (is_num(t) || t == TJ_BOOL) && r == TJ_BOOL;
+    case IR_OP_CAST:
+        return (is_num(t) || t == TJ_BOOL) && (is_num(r) || r == TJ_BOOL);
+    case IR_OP_WHERE: {
+        int a = ir_node_get(g, in[1])->dtype, b = ir_node_get(g, in[2])->dtype;
+        return t == TJ_BOOL && a == b && a == r && (is_num(a) || a == TJ_BOOL);
+    }
+    default:
+        break;
+    }
+    if (n->n_in != 2 || ir_node_get(g, in[1])->dtype != t)
+        return false;
+    switch (n->op) {
+    case IR_OP_ADD:
+    case IR_OP_SUB:
+    case IR_OP_MUL:
+        return is_num(t) && r == t;
+    case IR_OP_DIV:
+    case IR_OP_FLOORDIV:
+    case IR_OP_MOD:
+    case IR_OP_POW:
+        return is_flt(t) && r == t;
+    case IR_OP_MAXIMUM:
+    case IR_OP_MINIMUM:
+        return (is_num(t) || t == TJ_BOOL) && r == t;
+    case IR_OP_EQ:
+    case IR_OP_NE:
+    case IR_OP_LT:
+    case IR_OP_LE:
+    case IR_OP_GT:
+    case IR_OP_GE:
+        return (is_num(t) || t == TJ_BOOL) && r == TJ_BOOL;
+    case IR_OP_LOGICAL_AND:
+    case IR_OP_LOGICAL_OR:
+        return t == TJ_BOOL && r == TJ_BOOL;
+    default:
+        return false;
+    }
+}
+
+#ifdef TJ_HAVE_LLVM
+
+typedef jit_cpu_em em;
+
+LLVMTypeRef jit_cpu_reg_ty(em *e, int dt) {
+    switch (dt) {
+    case TJ_F32:
+        return e->f32;
+    case TJ_F64:
+        return e->f64;
+    case TJ_I32:
+        return e->i32;
+    case TJ_I64:
+        return e->i64;
+    default:
+        return e->i1;
+    }
+}
+
+static LLVMValueRef fmf(em *e, LLVMValueRef v) {
+    if (e->contract && LLVMIsAInstruction(v) && LLVMCanValueUseFastMathFlags(v))
+        LLVMSetFastMathFlags(v, LLVMFastMathAllowContract);
+    return v;
+}
+
+/* Calls an intrinsic overloaded on the types tys[0..n_tys). */
+static LLVMValueRef intrin(em *e, const char *name, LLVMTypeRef *tys, size_t n_tys,
+                           LLVMValueRef *args, unsigned n_args) {
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    LLVMValueRef f = LLVMGetIntrinsicDeclaration(e->m, id, tys, n_tys);
+    LLVMTypeRef ft = LLVMIntrinsicGetType(e->c, id, tys, n_tys);
+    return LLVMBuildCall2(e->b, ft, f, args, n_args, "");
+}
+static LLVMValueRef intrin1(em *e, const char *name, LLVMValueRef x) {
+    LLVMTypeRef t = LLVMTypeOf(x);
+    return intrin(e, name, &t, 1, &x, 1);
+}
+
+/* Calls libm's `name` (float variant gets the f suffix): the same function the reference uses. */
+static LLVMValueRef libm(em *e, const char *name, LLVMValueRef *args, unsigned n) {
+    LLVMTypeRef t = LLVMTypeOf(args[0]);
+    char full[32];
+    snprintf(full, sizeof full, "%s%s", name, t == e->f32 ? "f" : "");
+    LLVMTypeRef params[2] = {t, t};
+    LLVMTypeRef ft = LLVMFunctionType(t, params, n, 0);
+    LLVMValueRef f = LLVMGetNamedFunction(e->m, full);
+    if (!f)
+        f = LLVMAddFunction(e->m, full, ft);
+    return LLVMBuildCall2(e->b, ft, f, args, n, "");
+}
+
+static LLVMValueRef fconst(LLVMTypeRef t, double v) {
+    return LLVMConstReal(t, v);
+}
+
+static LLVMValueRef emit_cast(em *e, LLVMValueRef x, int from, int to) {
+    LLVMBuilderRef b = e->b;
+    if (from == to)
+        return x;
+    LLVMTypeRef rt = jit_cpu_reg_ty(e, to);
+    if (to == TJ_BOOL) {
+        if (is_flt(from))
+            return LLVMBuildFCmp(b, LLVMRealUNE, x, fconst(LLVMTypeOf(x), 0), "");
+        return LLVMBuildICmp(b, LLVMIntNE, x, LLVMConstInt(LLVMTypeOf(x), 0, 0), "");
+    }
+    if (from == TJ_BOOL)
+        return is_flt(to) ? LLVMBuildUIToFP(b, x, rt, "") : LLVMBuildZExt(b, x, rt, "");
+    if (is_flt(from) && is_flt(to))
+        return to == TJ_F64 ? LLVMBuildFPExt(b, x, rt, "") : LLVMBuildFPTrunc(b, x, rt, "");
+    if (!is_flt(from) && is_flt(to))
+        return LLVMBuildSIToFP(b, x, rt, "");
+    if (is_flt(from)) { /* saturating, NaN -> 0, as rt_k_f2i32/64 */
+        LLVMTypeRef tys[2] = {rt, LLVMTypeOf(x)};
+        return intrin(e, "llvm.fptosi.sat", tys, 2, &x, 1);
+    }
+    return to == TJ_I64 ? LLVMBuildSExt(b, x, rt, "") : LLVMBuildTrunc(b, x, rt, "");
+}
+
+/* One node's value from its inputs' values. */
+LLVMValueRef jit_cpu_emit_op(em *e, const ir_node *n, int t, LLVMValueRef *a) {
+    LLVMBuilderRef b = e->b;
+    LLVMTypeRef ty = t >= 0 ? jit_cpu_reg_ty(e, t) : NULL;
+    bool fl = is_flt(t), bo = t == TJ_BOOL;
+    LLVMValueRef zero = ty ? (fl ? fconst(ty, 0) : LLVMConstInt(ty, 0, 0)) : NULL;
+    LLVMValueRef one = ty ? (fl ? fconst(ty, 1) : LLVMConstInt(ty, 1, 0)) : NULL;
+    LLVMValueRef x = a[0], y = n->n_in > 1 ? a[1] : NULL;
+    switch (n->op) {
+    case IR_OP_NEG:
+        return fl ? LLVMBuildFNeg(b, x, "") : LLVMBuildSub(b, zero, x, "");
+    case IR_OP_ABS:
+        if (fl)
+            return intrin1(e, "llvm.fabs", x);
+        return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, x, zero, ""),
+                               LLVMBuildSub(b, zero, x, ""), x, "");
+    case IR_OP_SIGN:
+        if (fl)
+            return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, x, zero, ""), one,
+                                   LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, x, zero, ""),
+                                                   fconst(ty, -1), x, ""),
+                                   "");
+        return LLVMBuildSub(b, LLVMBuildZExt(b, LLVMBuildICmp(b, LLVMIntSGT, x, zero, ""), ty, ""),
+                            LLVMBuildZExt(b, LLVMBuildICmp(b, LLVMIntSLT, x, zero, ""), ty, ""),
+                            "");
+    case IR_OP_RELU:
+        if (fl)
+            return LLVMBuildSelect(
+                b, LLVMBuildFCmp(b, LLVMRealOGT, x, zero, ""), x,
+                LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""), x, zero, ""), "");
+        return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, x, zero, ""), x, zero, "");
+    case IR_OP_FLOOR:
+        return fl ? intrin1(e, "llvm.floor", x) : x;
+    case IR_OP_CEIL:
+        return fl ? intrin1(e, "llvm.ceil", x) : x;
+    case IR_OP_ROUND:
+        return fl ? intrin1(e, "llvm.rint", x) : x;
+    case IR_OP_SQRT:
+        return intrin1(e, "llvm.sqrt", x);
+    case IR_OP_RSQRT:
+        return LLVMBuildFDiv(b, one, intrin1(e, "llvm.sqrt", x), "");
+    case IR_OP_EXP:
+        return libm(e, "exp", a, 1);
+    case IR_OP_LOG:
+        return libm(e, "log", a, 1);
+    case IR_OP_TANH:
+        return libm(e, "tanh", a, 1);
+    case IR_OP_SIN:
+        return libm(e, "sin", a, 1);
+    case IR_OP_COS:
+        return libm(e, "cos", a, 1);
+    case IR_OP_SIGMOID: {
+        LLVMValueRef nx = LLVMBuildFNeg(b, x, "");
+        LLVMValueRef ex = libm(e, "exp", &nx, 1);
+        return LLVMBuildFDiv(b, one, LLVMBuildFAdd(b, one, ex, ""), "");
+    }
+    case IR_OP_LOGICAL_NOT:
+        return LLVMBuildNot(b, x, "");
+    case IR_OP_ISNAN:
+        return fl ? LLVMBuildFCmp(b, LLVMRealUNO, x, x, "") : LLVMConstInt(e->i1, 0, 0);
+    case IR_OP_ISINF:
+        return fl ? LLVMBuildFCmp(b, LLVMRealOEQ, intrin1(e, "llvm.fabs", x),
+                                  fconst(ty, __builtin_inf()), "")
+                  : LLVMConstInt(e->i1, 0, 0);
+    case IR_OP_CAST:
+        return emit_cast(e, x, t, n->dtype);
+    case IR_OP_WHERE:
+        return LLVMBuildSelect(b, a[0], a[1], a[2], "");
+    case IR_OP_ADD:
+        return fl ? fmf(e, LLVMBuildFAdd(b, x, y, "")) : LLVMBuildAdd(b, x, y, "");
+    case IR_OP_SUB:
+        return fl ? fmf(e, LLVMBuildFSub(b, x, y, "")) : LLVMBuildSub(b, x, y, "");
+    case IR_OP_MUL:
+        return fl ? fmf(e, LLVMBuildFMul(b, x, y, "")) : LLVMBuildMul(b, x, y, "");
+    case IR_OP_DIV:
+        return LLVMBuildFDiv(b, x, y, "");
+    case IR_OP_FLOORDIV:
+        return intrin1(e, "llvm.floor", LLVMBuildFDiv(b, x, y, ""));
+    case IR_OP_POW:
+        return libm(e, "pow", a, 2);
+    case IR_OP_MOD: { /* Python's floor mod on fmod, as fmod_py in binary.c */
+        LLVMValueRef r = LLVMBuildFRem(b, x, y, "");
+        LLVMValueRef flip = LLVMBuildXor(b, LLVMBuildFCmp(b, LLVMRealOLT, r, zero, ""),
+                                         LLVMBuildFCmp(b, LLVMRealOLT, y, zero, ""), "");
+        LLVMValueRef adj = LLVMBuildSelect(b, flip, LLVMBuildFAdd(b, r, y, ""), r, "");
+        LLVMValueRef args[2] = {zero, y};
+        LLVMValueRef z = intrin(e, "llvm.copysign", &ty, 1, args, 2);
+        return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNE, r, zero, ""), adj, z, "");
+    }
+    case IR_OP_MAXIMUM:
+    case IR_OP_MINIMUM: {
+        bool mx = n->op == IR_OP_MAXIMUM;
+        if (fl) {
+            LLVMValueRef pick = LLVMBuildFCmp(b, mx ? LLVMRealOGT : LLVMRealOLT, x, y, "");
+            LLVMValueRef v = LLVMBuildSelect(b, pick, x, y, "");
+            return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, x, y, ""),
+                                   LLVMBuildFAdd(b, x, y, ""), v, "");
+        }
+        LLVMIntPredicate p = mx ? (bo ? LLVMIntUGT : LLVMIntSGT) : (bo ? LLVMIntULT : LLVMIntSLT);
+        return LLVMBuildSelect(b, LLVMBuildICmp(b, p, x, y, ""), x, y, "");
+    }
+    case IR_OP_EQ:
+    case IR_OP_NE:
+    case IR_OP_LT:
+    case IR_OP_LE:
+    case IR_OP_GT:
+    case IR_OP_GE: {
+        static const LLVMRealPredicate fp[] = {LLVMRealOEQ, LLVMRealUNE, LLVMRealOLT,
+                                               LLVMRealOLE, LLVMRealOGT, LLVMRealOGE};
+        static const LLVMIntPredicate sp[] = {LLVMIntEQ,  LLVMIntNE,  LLVMIntSLT,
+                                              LLVMIntSLE, LLVMIntSGT, LLVMIntSGE};
+        static const LLVMIntPredicate up[] = {LLVMIntEQ,  LLVMIntNE,  LLVMIntULT,
+                                              LLVMIntULE, LLVMIntUGT, LLVMIntUGE};
+        int k = n->op - IR_OP_EQ;
+        if (fl)
+            return LLVMBuildFCmp(b, fp[k], x, y, "");
+        return LLVMBuildICmp(b, bo ? up[k] : sp[k], x, y, "");
+    }
+    case IR_OP_LOGICAL_AND:
+        return LLVMBuildAnd(b, x, y, "");
+    case IR_OP_LOGICAL_OR:
+        return LLVMBuildOr(b, x, y, "");
+    default:
+        return NULL;
+    }
+}
+
+#endif /* TJ_HAVE_LLVM */

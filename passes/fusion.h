@@ -1,0 +1,44 @@
+/* fusion.h — the fusion/partitioning pass (fusion.c): splits a graph into groups that a backend
+ * runs as one unit. A fused group is a convex set of elementwise nodes (IR_F_EW: arithmetic,
+ * comparisons, logical ops, cast, where) with one loop shape, whose values are used only inside
+ * the group except for the group's outputs; every other live node is a singleton group. Groups
+ * come in a valid execution order. Side-effect nodes are never fused. */
+#ifndef TJ_PASSES_FUSION_H
+#define TJ_PASSES_FUSION_H
+
+#include <stdbool.h>
+
+#include "ir/ir.h"
+
+typedef struct pass_group {
+    bool fused;       /* an elementwise group (may hold a single node) */
+    uint32_t n_nodes; /* node ids, ascending (a topological order) */
+    uint32_t *nodes;
+    uint32_t n_inputs; /* ids of nodes outside the group read by it, ascending */
+    uint32_t *inputs;
+    uint32_t n_outputs; /* ids of group nodes read outside it (or graph outputs), ascending */
+    uint32_t *outputs;
+    int rank; /* fused groups: the loop shape, which every output has */
+    int64_t dims[IR_MAX_RANK];
+} pass_group;
+
+typedef struct pass_partition {
+    uint32_t n_groups;
+    pass_group *groups;
+    uint32_t *group_of; /* per node id: its group, or IR_NONE for dead nodes (not run) */
+    uint32_t n_nodes;
+} pass_partition;
+
+/* Decides whether node `id` may join a fused group (the backend's lowering supports its op and
+ * dtypes). NULL: every elementwise node of a non-string dtype. */
+typedef bool (*pass_fusable_fn)(const ir_graph *g, uint32_t id, void *user);
+
+/* Partitions the live nodes of g (those the outputs and the side effects depend on). Returns
+ * a partition the caller frees with pass_partition_free, or NULL with the error set (OOM). */
+pass_partition *pass_fusion_run(const ir_graph *g, pass_fusable_fn fusable, void *user);
+void pass_partition_free(pass_partition *p);
+/* Text summary for dumps and tests: one line per group, "fused %3 %4 %5 <- %0 %1 -> %5".
+ * Caller frees. */
+char *pass_partition_str(const pass_partition *p);
+
+#endif /* TJ_PASSES_FUSION_H */
