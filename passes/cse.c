@@ -1,0 +1,214 @@
+/* cse.c — common-subexpression elimination, and the rebuild helpers every pass shares.
+ * ir_add interns identical pure nodes as they are built, so CSE is a rebuild: nodes that became
+ * identical after folding or simplification (same op, attrs, dtype, dims and, by then, the same
+ * input ids) collapse into the first of them. Side-effect and random nodes are never interned by
+ * ir_add and so never merged. Blobs are copied once per rebuild, subgraphs up front (same
+ * handles; they are not optimized inside yet). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes/passes.h"
+
+tj_status pass_rebuild_begin(pass_rebuild *rb, const ir_graph *src) {
+    memset(rb, 0, sizeof *rb);
+    rb->src = src;
+    rb->dst = ir_graph_new(src->name);
+    size_t nn = src->n_nodes ? src->n_nodes : 1;
+    rb->map = malloc(nn * sizeof *rb->map);
+    rb->blob_map = calloc(src->n_blobs ? src->n_blobs : 1, sizeof *rb->blob_map);
+    rb->sub_map = calloc(src->n_subs ? src->n_subs : 1, sizeof *rb->sub_map);
+    bool ok = rb->dst && rb->map && rb->blob_map && rb->sub_map;
+    /* subgraphs are copied up front, in order, so their handles stay the same */
+    for (uint32_t i = 0; ok && i < src->n_subs; i++) {
+        ir_graph *c = ir_graph_clone(src->subs[i]);
+        ok = c && (rb->sub_map[i] = ir_add_sub(rb->dst, c)) != 0;
+        if (c && !rb->sub_map[i])
+            ir_graph_free(c);
+    }
+    if (!ok) {
+        pass_rebuild_abort(rb);
+        return ir_errorf(TJ_ERR_OOM, "passes: out of memory rebuilding a graph of %u nodes",
+                         src->n_nodes);
+    }
+    memset(rb->map, 0xff, nn * sizeof *rb->map);
+    return TJ_OK;
+}
+
+ir_graph *pass_rebuild_abort(pass_rebuild *rb) {
+    ir_graph_free(rb->dst);
+    free(rb->map);
+    free(rb->blob_map);
+    free(rb->sub_map);
+    free(rb->scratch);
+    memset(rb, 0, sizeof *rb);
+    return NULL;
+}
+
+uint32_t pass_add(pass_rebuild *rb, const ir_node *proto, const uint32_t *in, uint32_t n_in) {
+    ir_node p = *proto;
+    const ir_graph *src = rb->src;
+    if (p.a.blob) {
+        uint32_t b = p.a.blob - 1;
+        if (b >= src->n_blobs) {
+            ir_errorf(TJ_ERR_INVALID, "%s: blob %u out of range", ir_ops[p.op].name, p.a.blob);
+            return IR_NONE;
+        }
+        if (!rb->blob_map[b]) {
+            rb->blob_map[b] = ir_add_blob(rb->dst, src->blobs[b].data, src->blobs[b].size);
+            if (!rb->blob_map[b])
+                return IR_NONE;
+        }
+        p.a.blob = rb->blob_map[b];
+    }
+    for (int k = 0; k < 2; k++) {
+        if (p.a.sub[k] > src->n_subs) {
+            ir_errorf(TJ_ERR_INVALID, "%s: subgraph %u out of range", ir_ops[p.op].name,
+                      p.a.sub[k]);
+            return IR_NONE;
+        }
+        if (p.a.sub[k])
+            p.a.sub[k] = rb->sub_map[p.a.sub[k] - 1];
+    }
+    uint32_t before = rb->dst->n_nodes;
+    uint32_t id = ir_add(rb->dst, &p, in, n_in);
+    if (id < before)
+        rb->merged++;
+    return id;
+}
+
+uint32_t pass_copy(pass_rebuild *rb, uint32_t id) {
+    const ir_node *n = ir_node_get(rb->src, id);
+    const uint32_t *in = ir_inputs(rb->src, n);
+    if (n->n_in > rb->cap_scratch) {
+        uint32_t cap = n->n_in < 16 ? 16 : n->n_in * 2;
+        uint32_t *s = realloc(rb->scratch, cap * sizeof *s);
+        if (!s) {
+            ir_errorf(TJ_ERR_OOM, "passes: out of memory");
+            return IR_NONE;
+        }
+        rb->scratch = s;
+        rb->cap_scratch = cap;
+    }
+    for (uint32_t i = 0; i < n->n_in; i++) {
+        rb->scratch[i] = rb->map[in[i]];
+        if (rb->scratch[i] == IR_NONE) {
+            ir_errorf(TJ_ERR_INVALID, "passes: node %u (%s) uses node %u, which was dropped", id,
+                      ir_ops[n->op].name, in[i]);
+            return IR_NONE;
+        }
+    }
+    return pass_add(rb, n, rb->scratch, n->n_in);
+}
+
+ir_graph *pass_rebuild_end(pass_rebuild *rb, pass_stat *st) {
+    const ir_graph *src = rb->src;
+    ir_graph *dst = rb->dst;
+    for (uint32_t i = 0; i < src->n_outputs; i++) {
+        uint32_t d = rb->map[src->outputs[i]];
+        if (d == IR_NONE) {
+            ir_errorf(TJ_ERR_INVALID, "passes: output %u (node %u) was dropped", i,
+                      src->outputs[i]);
+            return pass_rebuild_abort(rb);
+        }
+        if (ir_add_output(dst, d) != TJ_OK)
+            return pass_rebuild_abort(rb);
+    }
+    /* Effects in src program order (ir_add already appended side nodes in node order; redo the
+     * list so an effect order that differs from node order survives too). */
+    dst->n_effects = 0;
+    for (uint32_t i = 0; i < src->n_effects; i++) {
+        uint32_t d = rb->map[src->effects[i]];
+        if (d == IR_NONE) {
+            ir_errorf(TJ_ERR_INVALID, "passes: effect %u (node %u) was dropped", i,
+                      src->effects[i]);
+            return pass_rebuild_abort(rb);
+        }
+        bool seen = false;
+        for (uint32_t j = dst->n_effects; j-- > 0 && !seen;)
+            seen = dst->effects[j] == d;
+        if (!seen && ir_add_effect(dst, d) != TJ_OK)
+            return pass_rebuild_abort(rb);
+    }
+    dst->n_params = src->n_params;
+    dst->n_caps = src->n_caps;
+    if (st)
+        st->merged += rb->merged;
+    rb->dst = NULL;
+    pass_rebuild_abort(rb);
+    return dst;
+}
+
+const ir_blob *pass_const_blob(const ir_graph *g, uint32_t id) {
+    const ir_node *n = ir_node_get(g, id);
+    if (n->op != IR_OP_CONST || !n->a.blob || n->a.blob > g->n_blobs)
+        return NULL;
+    return ir_blob_get(g, n->a.blob);
+}
+
+bool pass_same_shape(const ir_node *a, const ir_node *b) {
+    if (a->rank != b->rank)
+        return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] < 0 || a->dims[i] != b->dims[i])
+            return false;
+    return true;
+}
+
+static bool same_node(const ir_graph *g, const ir_node *a, const ir_node *b) {
+    if (a->h != b->h || a->op != b->op || a->dtype != b->dtype || a->rank != b->rank ||
+        a->n_in != b->n_in || a->a.n_list != b->a.n_list ||
+        memcmp(a->dims, b->dims, sizeof(int64_t) * a->rank) ||
+        memcmp(a->a.i, b->a.i, sizeof a->a.i) || memcmp(a->a.f, b->a.f, sizeof a->a.f) ||
+        memcmp(a->a.list, b->a.list,
+               sizeof(int64_t) * (a->a.n_list < IR_MAX_LIST ? a->a.n_list : IR_MAX_LIST)) ||
+        memcmp(a->a.sub, b->a.sub, sizeof a->a.sub) ||
+        memcmp(ir_inputs(g, a), ir_inputs(g, b), sizeof(uint32_t) * a->n_in))
+        return false;
+    if (a->a.blob == b->a.blob)
+        return true;
+    const ir_blob *x = ir_blob_get(g, a->a.blob), *y = ir_blob_get(g, b->a.blob);
+    return x && y && x->size == y->size && (!x->size || !memcmp(x->data, y->data, x->size));
+}
+
+/* Does g hold two identical internable nodes? (Never, for a graph built through ir_add alone;
+ * a graph assembled another way may.) -1 on OOM. */
+static int has_duplicates(const ir_graph *g) {
+    uint32_t cap = 64;
+    while (cap < 2 * (uint64_t)g->n_nodes + 2)
+        cap *= 2;
+    uint32_t *t = calloc(cap, sizeof *t);
+    if (!t)
+        return -1;
+    int dup = 0;
+    for (uint32_t id = 0; id < g->n_nodes && !dup; id++) {
+        const ir_node *n = ir_node_get(g, id);
+        if (ir_ops[n->op].flags & (IR_F_SIDE | IR_F_RAND))
+            continue;
+        uint32_t j = (uint32_t)n->h & (cap - 1);
+        for (; t[j] && !dup; j = (j + 1) & (cap - 1))
+            dup = same_node(g, ir_node_get(g, t[j] - 1), n);
+        t[j] = id + 1;
+    }
+    free(t);
+    return dup;
+}
+
+ir_graph *pass_cse_run(const ir_graph *g, const pass_options *opts, pass_stat *st) {
+    int dup = has_duplicates(g);
+    if (dup < 0) {
+        ir_errorf(TJ_ERR_OOM, "cse: out of memory for %u nodes", g->n_nodes);
+        return NULL;
+    }
+    if (!dup)
+        return (ir_graph *)g;
+    pass_rebuild rb;
+    if (pass_rebuild_begin(&rb, g) != TJ_OK)
+        return NULL;
+    for (uint32_t id = 0; id < g->n_nodes; id++) {
+        uint32_t d = pass_copy(&rb, id);
+        if (d == IR_NONE)
+            return pass_rebuild_abort(&rb);
+        rb.map[id] = d;
+    }
+    return pass_rebuild_end(&rb, st);
+}

@@ -1,0 +1,158 @@
+/* passes.h — the internal interface of the passes/ layer: the graph-to-graph optimization passes
+ * (algebraic simplification, constant folding, common-subexpression elimination, dead-op
+ * pruning) and the pipeline that runs them with verification, dumps and statistics.
+ * passes/ uses ir/ only. Constant folding needs the reference kernels, which live in runtime/,
+ * so the caller (jit/) injects an evaluator (pass_eval_fn) through pass_options.
+ *
+ * Every pass reads a graph and returns a NEW graph built through ir_add (the input is never
+ * modified); copied nodes keep their relative order; outputs and effects are remapped, effects
+ * keep program order; params keep their indices; n_params and n_caps are preserved. */
+#ifndef TJ_PASSES_H
+#define TJ_PASSES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ir/ir.h"
+
+/* ---- the constant-folding evaluator ----------------------------------------------------------
+ * Called by the fold pass for a pure node all of whose inputs are CONST nodes.
+ *   g     the graph being built; in[0 .. n_in) are ids of CONST nodes of g (payload:
+ *         ir_blob_get(g, ir_node_get(g, in[i])->a.blob), in the CONST payload encoding).
+ *   node  a descriptor of the node to evaluate: op, attrs, and the inferred output
+ *         dtype/rank/dims (exactly what rt_ref_kernel expects). Its n_in/in_off are meaningless.
+ * On success the evaluator adds the result's payload to g (ir_add_blob, or rt_const_blob) and
+ * stores the returned blob handle in *blob_out; it must not add nodes. On failure (unsupported
+ * op, index out of range, integer division by zero, OOM, ...) it returns a negative tj_status;
+ * the pass then leaves the node as it is (it fails at run time only if it is live) and clears
+ * the error. A typical implementation (jit/):
+ *     ins[i] = rt_const_tensor(g, ir_node_get(g, in[i]));
+ *     out = rt_tensor_alloc(node->dtype, node->rank, node->dims);
+ *     st = rt_ref_kernel(node, ins, out);  if ok: *blob_out = rt_const_blob(g, out); */
+typedef int (*pass_eval_fn)(void *user, ir_graph *g, const ir_node *node, /* tj_status */
+                            const uint32_t *in, uint32_t n_in, uint32_t *blob_out);
+
+/* ---- the passes, by id (the order of the enum is the order of the stats table) --------------- */
+typedef enum pass_id {
+    PASS_SIMPLIFY = 0,
+    PASS_FOLD,
+    PASS_CSE,
+    PASS_PRUNE,
+    PASS_FUSION, /* known to the spec parser only: run by the jit (passes/fusion.c), not here */
+    PASS_N
+} pass_id;
+
+#define PASS_BIT(id) (1u << (id))
+#define PASS_DEFAULT_MASK                                                                          \
+    (PASS_BIT(PASS_SIMPLIFY) | PASS_BIT(PASS_FOLD) | PASS_BIT(PASS_CSE) | PASS_BIT(PASS_PRUNE) |   \
+     PASS_BIT(PASS_FUSION))
+#define PASS_DEFAULT_FOLD_MAX_BYTES ((size_t)1 << 20)
+#define PASS_DEFAULT_MAX_ITERS 4
+
+const char *pass_name(pass_id id); /* "simplify", "fold", "cse", "prune", "fusion" */
+
+/* Parses a pass selection such as "fold,cse,-simplify" into a mask of PASS_BIT()s.
+ * Comma-separated names; "-name" disables, "name" or "+name" enables. If the first item is a
+ * bare name (no sign), selection starts from nothing (only the listed passes run); if it starts
+ * with a sign, it starts from the default set. "all"/"default" = the default set, "none" = no
+ * pass. Whitespace around items is ignored. NULL or "" gives the default set.
+ * Returns TJ_ERR_INVALID naming the unknown pass and the known ones. */
+tj_status pass_parse_spec(const char *spec, unsigned *mask_out);
+
+typedef struct pass_options {
+    const char *passes;    /* selection (see pass_parse_spec); NULL = default (TJ_PASSES) */
+    int verify;            /* run ir_verify on the input and after every pass */
+    const char *dump_dir;  /* non-NULL: write ir_print of the input and after each pass run to
+                            * <dump_dir>/<function>.<sig_hash %016llx>.<NN>.<pass>.tjir, NN = 00
+                            * (input), 01, ... in run order; the directory is created (one
+                            * level). A pass that changed nothing dumps the same text again. */
+    const char *function;  /* function name for dump files; NULL: the graph's name or "graph" */
+    uint64_t sig_hash;     /* signature hash for dump file names */
+    size_t fold_max_bytes; /* largest constant fold may create; 0 = 1 MiB */
+    pass_eval_fn eval;     /* constant-folding evaluator; NULL: fold does nothing */
+    void *eval_user;
+    int fast_math; /* allow value-changing float rewrites (none implemented yet) */
+    int max_iters; /* bound on pipeline iterations to a fixed point; 0 = 4 */
+} pass_options;
+
+/* Per-pass counters, summed over all runs of that pass in one pipeline call. */
+typedef struct pass_stat {
+    uint32_t runs;
+    uint64_t folded;      /* nodes replaced by a constant */
+    uint64_t merged;      /* nodes that became identical to an earlier one (any rebuild) */
+    uint64_t simplified;  /* algebraic rewrites applied */
+    uint64_t removed;     /* dead nodes dropped */
+    uint64_t fold_failed; /* evaluator failures (node left unfolded) */
+    uint64_t ns;          /* wall time in the pass */
+} pass_stat;
+
+typedef struct pass_stats {
+    pass_stat pass[PASS_N];
+    uint32_t iterations;
+    uint32_t nodes_in, nodes_out;
+    uint64_t total_ns; /* whole pipeline, including verification and dumps */
+} pass_stats;
+
+/* Runs the pipeline: (fold -> cse -> simplify -> prune) repeated until an iteration
+ * changes nothing or max_iters is reached, restricted to the selected passes. Returns a NEW
+ * graph (caller frees with ir_graph_free); g is not modified. NULL with the error set (ir_errorf)
+ * on failure: bad selection, verifier failure (message names the pass after which the graph is
+ * invalid), dump I/O error, OOM. opts may be NULL (defaults, no folding); stats may be NULL. */
+ir_graph *pass_pipeline_run(const ir_graph *g, const pass_options *opts, pass_stats *stats);
+
+/* Formats stats as one log line into buf (always NUL-terminated), e.g.
+ * "passes: 120 -> 45 nodes, 2 iters, 0.210 ms; simplify 3 simplified 0.030 ms; fold 10 folded
+ * 0.050 ms; cse 4 merged 0.020 ms; prune 61 removed 0.020 ms". Returns the length it needed. */
+int pass_stats_format(const pass_stats *s, char *buf, size_t n);
+
+/* The individual passes: each returns a new graph, or NULL with the error set. `st` (may be
+ * NULL) gets its counters incremented. opts may be NULL (defaults). */
+ir_graph *pass_simplify(const ir_graph *g, const pass_options *opts, pass_stat *st);
+ir_graph *pass_fold(const ir_graph *g, const pass_options *opts, pass_stat *st);
+ir_graph *pass_cse(const ir_graph *g, const pass_options *opts, pass_stat *st);
+ir_graph *pass_prune(const ir_graph *g, const pass_options *opts, pass_stat *st);
+
+/* The same passes as the pipeline runs them: when a cheap scan shows the pass would change
+ * nothing they return (ir_graph *)g itself (not a copy; the caller must not free it twice).
+ * Only the scan is timed then, so a fixed-point check costs a read of the graph, not a rebuild. */
+ir_graph *pass_simplify_run(const ir_graph *g, const pass_options *opts, pass_stat *st);
+ir_graph *pass_fold_run(const ir_graph *g, const pass_options *opts, pass_stat *st);
+ir_graph *pass_cse_run(const ir_graph *g, const pass_options *opts, pass_stat *st);
+ir_graph *pass_prune_run(const ir_graph *g, const pass_options *opts, pass_stat *st);
+
+/* ---- rebuilding helpers shared by the pass files ----------------------------------------------
+ * A rebuild copies nodes of `src` into a fresh graph `dst`; map[id] is the dst id of src node id
+ * (IR_NONE until set). Blobs are copied once each, when first used; subgraphs are all cloned
+ * up front so their handles do not change. */
+typedef struct pass_rebuild {
+    const ir_graph *src;
+    ir_graph *dst;
+    uint32_t *map;
+    uint32_t *blob_map; /* src blob handle - 1 -> dst blob handle (0: not yet copied) */
+    uint32_t *sub_map;  /* src subgraph handle - 1 -> dst subgraph handle */
+    uint32_t *scratch;  /* input-id buffer for pass_copy */
+    uint32_t cap_scratch;
+    uint64_t merged; /* pass_add calls that returned an existing node (interning) */
+    bool dry;        /* simplify's scan: dst == src, identity map, nothing is added */
+} pass_rebuild;
+
+tj_status pass_rebuild_begin(pass_rebuild *rb, const ir_graph *src);
+/* Copies src node `id` with inputs already mapped through rb->map; returns the dst id. */
+uint32_t pass_copy(pass_rebuild *rb, uint32_t id);
+/* Adds `proto` (a node of src: its blob/subgraph handles are translated) with dst inputs. */
+uint32_t pass_add(pass_rebuild *rb, const ir_node *proto, const uint32_t *in, uint32_t n_in);
+/* Remaps outputs and effects, sets n_params/n_caps, adds the merge count to st (may be NULL),
+ * frees the maps; returns dst (NULL on error, dst freed). */
+ir_graph *pass_rebuild_end(pass_rebuild *rb, pass_stat *st);
+/* Frees everything after a failure. Returns NULL. */
+ir_graph *pass_rebuild_abort(pass_rebuild *rb);
+
+/* Nodes of g whose value is a CONST: its payload, or NULL. */
+const ir_blob *pass_const_blob(const ir_graph *g, uint32_t id);
+/* true when the dims of a and b are equal and fully known (and ranks match). */
+bool pass_same_shape(const ir_node *a, const ir_node *b);
+
+/* The fusion/partitioning pass (another file of this layer) has its own declarations. */
+#include "passes/fusion.h"
+
+#endif /* TJ_PASSES_H */

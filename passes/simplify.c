@@ -1,0 +1,302 @@
+/* simplify.c — algebraic simplification that keeps IEEE semantics (no reassociation, no x*0 or
+ * x-x for floats). Identities: x+0 / 0+x (integers; floats only with -0.0), x-0 (integers;
+ * floats with +0.0), x*1, 1*x, x/1, floordiv(x,1) (integers), pow(x,1), neg(neg x),
+ * not(not x), cast to the same dtype, transpose∘transpose (composed; identity -> x), reshape
+ * chains through reshape/squeeze/expand_dims, shape ops that change nothing, full slices,
+ * broadcast_to chains, where(c,x,x), where(const c,...), max/min/and/or(x,x). A rewrite only
+ * ever replaces a node by one of the same dtype and dims: where the constant operand broadcast x
+ * to a larger shape, x is wrapped in broadcast_to. Inputs are read in the graph being built, so
+ * chains collapse in one sweep. */
+#include <string.h>
+
+#include "passes/passes.h"
+
+enum { K_ZERO, K_POS_ZERO, K_NEG_ZERO, K_ONE, K_TRUE, K_FALSE };
+
+/* true when id is a CONST (non-empty) whose every element matches `k`. */
+static bool const_is(const ir_graph *g, uint32_t id, int k) {
+    const ir_blob *b = pass_const_blob(g, id);
+    if (!b)
+        return false;
+    const ir_node *n = ir_node_get(g, id);
+    int64_t numel = ir_numel(n->rank, n->dims);
+    size_t es = ir_dtype_size(n->dtype);
+    if (numel <= 0 || n->dtype == TJ_STRING || !es || b->size < (size_t)numel * es)
+        return false;
+    const unsigned char *p = b->data;
+    for (int64_t i = 0; i < numel; i++, p += es) {
+        bool ok = false;
+        switch (n->dtype) {
+        case TJ_F32: {
+            float v;
+            uint32_t bits;
+            memcpy(&v, p, 4);
+            memcpy(&bits, p, 4);
+            ok = (k == K_ONE && v == 1.0f) || (k == K_POS_ZERO && bits == 0) ||
+                 (k == K_NEG_ZERO && bits == 0x80000000u) || (k == K_ZERO && v == 0.0f);
+            break;
+        }
+        case TJ_F64: {
+            double v;
+            uint64_t bits;
+            memcpy(&v, p, 8);
+            memcpy(&bits, p, 8);
+            ok = (k == K_ONE && v == 1.0) || (k == K_POS_ZERO && bits == 0) ||
+                 (k == K_NEG_ZERO && bits == 0x8000000000000000ull) || (k == K_ZERO && v == 0.0);
+            break;
+        }
+        case TJ_I32:
+        case TJ_I64: {
+            int64_t v;
+            if (n->dtype == TJ_I32) {
+                int32_t v32;
+                memcpy(&v32, p, 4);
+                v = v32;
+            } else {
+                memcpy(&v, p, 8);
+            }
+            /* an integer zero converts to +0.0 in a float context */
+            ok = (k == K_ONE && v == 1) || ((k == K_ZERO || k == K_POS_ZERO) && v == 0);
+            break;
+        }
+        case TJ_BOOL:
+            ok = (k == K_TRUE && *p) || (k == K_FALSE && !*p);
+            break;
+        default:
+            break;
+        }
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+static bool shape_known(const ir_node *n) {
+    for (int i = 0; i < n->rank; i++)
+        if (n->dims[i] < 0)
+            return false;
+    return true;
+}
+
+static bool is_reshape_like(int op) {
+    return op == IR_OP_RESHAPE || op == IR_OP_SQUEEZE || op == IR_OP_EXPAND_DIMS;
+}
+
+/* A node equal to x with n's dtype and dims: x itself, or broadcast_to(x) when n is larger. */
+static uint32_t replace_with(pass_rebuild *rb, const ir_node *n, uint32_t x) {
+    const ir_node *xn = ir_node_get(rb->dst, x);
+    if (xn->dtype != n->dtype)
+        return IR_NONE;
+    if (pass_same_shape(xn, n))
+        return x;
+    if (!shape_known(n) || !shape_known(xn) || xn->rank > n->rank)
+        return IR_NONE;
+    if (rb->dry)
+        return 0;
+    ir_node p;
+    memset(&p, 0, sizeof p);
+    p.op = IR_OP_BROADCAST_TO;
+    p.dtype = n->dtype;
+    p.rank = n->rank;
+    memcpy(p.dims, n->dims, sizeof p.dims);
+    return pass_add(rb, &p, &x, 1);
+}
+
+/* op(x) with n's dtype/dims (reshape, broadcast_to) or with the given perm (transpose). */
+static uint32_t make_unary(pass_rebuild *rb, int op, const ir_node *n, uint32_t x,
+                           const int64_t *perm) {
+    if (rb->dry)
+        return 0;
+    ir_node p;
+    memset(&p, 0, sizeof p);
+    p.op = (uint16_t)op;
+    p.dtype = n->dtype;
+    p.rank = n->rank;
+    memcpy(p.dims, n->dims, sizeof p.dims);
+    if (perm) {
+        p.a.n_list = n->rank;
+        memcpy(p.a.list, perm, sizeof(int64_t) * n->rank);
+    }
+    return pass_add(rb, &p, &x, 1);
+}
+
+static uint32_t simplify_transpose(pass_rebuild *rb, const ir_node *n, uint32_t x) {
+    const ir_node *xn = ir_node_get(rb->dst, x);
+    int r = n->rank;
+    if ((int)n->a.n_list != r)
+        return IR_NONE;
+    int64_t q[IR_MAX_RANK];
+    uint32_t base = x;
+    if (xn->op == IR_OP_TRANSPOSE && (int)xn->a.n_list == r && xn->rank == r) {
+        for (int i = 0; i < r; i++)
+            q[i] = xn->a.list[n->a.list[i]];
+        base = ir_inputs(rb->dst, xn)[0];
+    } else {
+        memcpy(q, n->a.list, sizeof(int64_t) * r);
+    }
+    bool ident = true;
+    for (int i = 0; i < r; i++)
+        ident = ident && q[i] == i;
+    if (ident)
+        return replace_with(rb, n, base);
+    return base == x ? IR_NONE : make_unary(rb, IR_OP_TRANSPOSE, n, base, q);
+}
+
+static uint32_t simplify_shape_op(pass_rebuild *rb, const ir_node *n, uint32_t x) {
+    const ir_node *xn = ir_node_get(rb->dst, x);
+    if (xn->dtype == n->dtype && pass_same_shape(xn, n))
+        return x;
+    if (!shape_known(n))
+        return IR_NONE;
+    if (n->op == IR_OP_BROADCAST_TO) {
+        if (xn->op != IR_OP_BROADCAST_TO)
+            return IR_NONE;
+        return make_unary(rb, IR_OP_BROADCAST_TO, n, ir_inputs(rb->dst, xn)[0], NULL);
+    }
+    if (!is_reshape_like(xn->op))
+        return IR_NONE;
+    uint32_t base = ir_inputs(rb->dst, xn)[0];
+    const ir_node *bn = ir_node_get(rb->dst, base);
+    if (bn->dtype != n->dtype || !shape_known(bn))
+        return IR_NONE;
+    if (pass_same_shape(bn, n))
+        return base;
+    return make_unary(rb, IR_OP_RESHAPE, n, base, NULL);
+}
+
+static uint32_t simplify_binary(pass_rebuild *rb, const ir_node *n, const uint32_t *m) {
+    int dt = n->dtype;
+    bool fl = ir_dtype_is_float(dt), in = ir_dtype_is_int(dt);
+    const ir_graph *d = rb->dst;
+    switch (n->op) {
+    case IR_OP_ADD: /* x + 0 (ints), x + -0.0 (floats); strings are concatenation: skip */
+        for (int s = 0; s < 2 && (fl || in); s++)
+            if (const_is(d, m[s], in ? K_ZERO : K_NEG_ZERO))
+                return replace_with(rb, n, m[1 - s]);
+        return IR_NONE;
+    case IR_OP_SUB: /* x - 0 (ints), x - +0.0 (floats) */
+        if ((fl || in) && const_is(d, m[1], in ? K_ZERO : K_POS_ZERO))
+            return replace_with(rb, n, m[0]);
+        return IR_NONE;
+    case IR_OP_MUL:
+        for (int s = 0; s < 2 && (fl || in); s++)
+            if (const_is(d, m[s], K_ONE))
+                return replace_with(rb, n, m[1 - s]);
+        return IR_NONE;
+    case IR_OP_DIV:
+    case IR_OP_POW:
+        if ((fl || in) && const_is(d, m[1], K_ONE))
+            return replace_with(rb, n, m[0]);
+        return IR_NONE;
+    case IR_OP_FLOORDIV: /* floor(x / 1) is x only for integers */
+        if (in && const_is(d, m[1], K_ONE))
+            return replace_with(rb, n, m[0]);
+        return IR_NONE;
+    case IR_OP_MAXIMUM:
+    case IR_OP_MINIMUM:
+    case IR_OP_LOGICAL_AND:
+    case IR_OP_LOGICAL_OR:
+        return m[0] == m[1] ? replace_with(rb, n, m[0]) : IR_NONE;
+    default:
+        return IR_NONE;
+    }
+}
+
+/* The dst id n simplifies to, or IR_NONE (no rewrite, or an error: check the error code). */
+static uint32_t simplify_node(pass_rebuild *rb, const ir_node *n, const uint32_t *m) {
+    const ir_graph *d = rb->dst;
+    switch (n->op) {
+    case IR_OP_NEG:
+    case IR_OP_LOGICAL_NOT: {
+        const ir_node *xn = ir_node_get(d, m[0]);
+        if (xn->op != n->op)
+            return IR_NONE;
+        return replace_with(rb, n, ir_inputs(d, xn)[0]);
+    }
+    case IR_OP_CAST:
+        return replace_with(rb, n, m[0]);
+    case IR_OP_TRANSPOSE:
+        return simplify_transpose(rb, n, m[0]);
+    case IR_OP_RESHAPE:
+    case IR_OP_SQUEEZE:
+    case IR_OP_EXPAND_DIMS:
+    case IR_OP_BROADCAST_TO:
+        return simplify_shape_op(rb, n, m[0]);
+    case IR_OP_SLICE: {
+        int r = n->rank;
+        if ((int)n->a.n_list != 3 * r)
+            return IR_NONE;
+        for (int i = 0; i < r; i++)
+            if (n->a.list[2 * r + i] != 1)
+                return IR_NONE;
+        const ir_node *xn = ir_node_get(d, m[0]);
+        return xn->dtype == n->dtype && pass_same_shape(xn, n) ? m[0] : IR_NONE;
+    }
+    case IR_OP_WHERE:
+        if (m[1] == m[2])
+            return replace_with(rb, n, m[1]);
+        if (const_is(d, m[0], K_TRUE))
+            return replace_with(rb, n, m[1]);
+        if (const_is(d, m[0], K_FALSE))
+            return replace_with(rb, n, m[2]);
+        return IR_NONE;
+    default:
+        if (n->n_in == 2 && (ir_ops[n->op].flags & IR_F_EW))
+            return simplify_binary(rb, n, m);
+        return IR_NONE;
+    }
+}
+
+/* Would any node of g simplify? Rules read only the node and its inputs, so with nothing
+ * rewritten yet (identity map) the first rewrite of a real run is found by one read-only sweep. */
+static bool any_rewrite(const ir_graph *g) {
+    pass_rebuild rb;
+    memset(&rb, 0, sizeof rb);
+    rb.src = g;
+    rb.dst = (ir_graph *)g; /* read only: dry mode adds nothing */
+    rb.dry = true;
+    for (uint32_t id = 0; id < g->n_nodes; id++) {
+        const ir_node *n = ir_node_get(g, id);
+        unsigned f = ir_ops[n->op].flags;
+        if (n->n_in >= 1 && n->n_in <= 3 && !(f & (IR_F_SIDE | IR_F_RAND)) &&
+            n->dtype < TJ_N_DTYPES && simplify_node(&rb, n, ir_inputs(g, n)) != IR_NONE)
+            return true;
+    }
+    return false;
+}
+
+ir_graph *pass_simplify_run(const ir_graph *g, const pass_options *opts, pass_stat *st) {
+    if (!any_rewrite(g))
+        return (ir_graph *)g;
+    pass_rebuild rb;
+    if (pass_rebuild_begin(&rb, g) != TJ_OK)
+        return NULL;
+    uint64_t simplified = 0;
+    uint32_t m[3];
+    for (uint32_t id = 0; id < g->n_nodes; id++) {
+        const ir_node *n = ir_node_get(g, id);
+        uint32_t d = IR_NONE;
+        unsigned f = ir_ops[n->op].flags;
+        if (n->n_in >= 1 && n->n_in <= 3 && !(f & (IR_F_SIDE | IR_F_RAND)) &&
+            n->dtype < TJ_N_DTYPES) {
+            const uint32_t *in = ir_inputs(g, n);
+            for (uint32_t k = 0; k < n->n_in; k++)
+                m[k] = rb.map[in[k]];
+            ir_clear_error();
+            d = simplify_node(&rb, n, m);
+            if (d == IR_NONE && ir_last_code() != TJ_OK)
+                return pass_rebuild_abort(&rb);
+            if (d != IR_NONE)
+                simplified++;
+        }
+        if (d == IR_NONE)
+            d = pass_copy(&rb, id);
+        if (d == IR_NONE)
+            return pass_rebuild_abort(&rb);
+        rb.map[id] = d;
+    }
+    ir_graph *out = pass_rebuild_end(&rb, st);
+    if (out && st)
+        st->simplified += simplified;
+    return out;
+}
