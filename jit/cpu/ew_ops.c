@@ -259,7 +259,19 @@ LLVMValueRef jit_cpu_emit_op(em *e, const ir_node *n, int t, LLVMValueRef *a) {
     case IR_OP_MINIMUM: {
         bool mx = n->op == IR_OP_MAXIMUM;
         if (fl) {
-            LLVMValueRef pick = LLVMBuildFCmp(b, mx ? LLVMRealOGT : LLVMRealOLT, x, y, "");
+            /* IEEE 754-2019: -0 < +0, as the reference kernel (operand order must not matter) */
+            LLVMTypeRef xt = LLVMTypeOf(x);
+            int is_vec = LLVMGetTypeKind(xt) == LLVMVectorTypeKind;
+            LLVMTypeRef et = is_vec ? LLVMGetElementType(xt) : xt;
+            LLVMTypeRef ity = LLVMIntTypeInContext(LLVMGetTypeContext(xt),
+                                                   LLVMGetTypeKind(et) == LLVMFloatTypeKind ? 32 : 64);
+            if (is_vec)
+                ity = LLVMVectorType(ity, LLVMGetVectorSize(xt));
+            LLVMValueRef xneg = LLVMBuildICmp(b, LLVMIntSLT, LLVMBuildBitCast(b, x, ity, ""),
+                                              LLVMConstNull(ity), "");
+            LLVMValueRef eq = LLVMBuildFCmp(b, LLVMRealOEQ, x, y, "");
+            LLVMValueRef tie = LLVMBuildAnd(b, eq, mx ? LLVMBuildNot(b, xneg, "") : xneg, "");
+            LLVMValueRef pick = LLVMBuildOr(b, LLVMBuildFCmp(b, mx ? LLVMRealOGT : LLVMRealOLT, x, y, ""), tie, "");
             LLVMValueRef v = LLVMBuildSelect(b, pick, x, y, "");
             return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, x, y, ""),
                                    LLVMBuildFAdd(b, x, y, ""), v, "");
