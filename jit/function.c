@@ -44,6 +44,7 @@ struct tj_function {
     retired *graveyard;
     atomic_uint_fast64_t n_calls;
     atomic_int n_traces;
+    int has_concrete; /* a trace has succeeded (under mu) */
     uint64_t trace_calls[5]; /* call index of the last 5 traces (retrace warning) */
     int n_warnings;
 };
@@ -217,6 +218,7 @@ static void concrete_free(tj_concrete *c) {
     ir_graph_free(c->graph);
     for (uint32_t i = 0; i < c->n_caps; i++) rt_variable_release(c->caps[i]);
     free(c->caps);
+    free(c->locks);
     sig_free(c->sig, c->nargs);
     free(c);
 }
@@ -412,11 +414,35 @@ static void log_retrace(tj_function *f, const jit_argsig *sig, uint64_t call_idx
     }
 }
 
+static int by_id(const void *a, const void *b) {
+    uint64_t x = (*(tj_variable *const *)a)->id, y = (*(tj_variable *const *)b)->id;
+    return x < y ? -1 : x > y;
+}
+
+/* The variables c's graph assigns, sorted by id so concurrent runs lock them in one order. */
+static tj_status collect_locks(tj_concrete *c) {
+    const ir_graph *g = c->graph;
+    for (uint32_t k = 0; k < g->n_effects; k++) {
+        const ir_node *n = ir_node_get(g, g->effects[k]);
+        if (n->op != IR_OP_ASSIGN || (uint64_t)n->a.i[0] >= c->n_caps) continue;
+        tj_variable *v = c->caps[n->a.i[0]];
+        int seen = 0;
+        for (uint32_t i = 0; i < c->n_locks; i++) seen |= c->locks[i] == v;
+        if (seen) continue;
+        tj_variable **l = realloc(c->locks, (c->n_locks + 1) * sizeof *l);
+        if (!l) return ir_errorf(TJ_ERR_OOM, "out of memory");
+        c->locks = l;
+        c->locks[c->n_locks++] = v;
+    }
+    if (c->n_locks > 1) qsort(c->locks, c->n_locks, sizeof *c->locks, by_id);
+    return TJ_OK;
+}
+
 /* Traces, compiles and publishes a concrete function for sig. Called with f->mu held. */
 static tj_concrete *build_concrete(tj_function *f, const jit_argsig *sig, uint64_t h,
                                    tj_tensor *const *args, uint64_t call_idx) {
     log_retrace(f, sig, call_idx);
-    int first = atomic_load(&f->n_traces) == 0;
+    int first = !f->has_concrete; /* a failed trace does not use up the first trace */
     trace_result tr;
     atomic_fetch_add(&f->n_traces, 1);
     tj_status st = trace_once(f, sig, args, first, &tr);
@@ -454,6 +480,10 @@ static tj_concrete *build_concrete(tj_function *f, const jit_argsig *sig, uint64
         return NULL;
     }
     c->prog->g = c->graph;
+    if (collect_locks(c) != TJ_OK) {
+        concrete_free(c);
+        return NULL;
+    }
     atomic_store(&c->last_used, call_idx);
     /* publish a new snapshot, evicting the least recently used entry beyond the bound */
     snapshot *old = atomic_load(&f->cache);
@@ -475,6 +505,7 @@ static tj_concrete *build_concrete(tj_function *f, const jit_argsig *sig, uint64
         else s->items[s->n++] = old->items[i];
     }
     s->items[s->n++] = c;
+    f->has_concrete = 1;
     atomic_store_explicit(&f->cache, s, memory_order_release);
     if (old) retire(f, old, 0);
     return c;
@@ -500,7 +531,9 @@ static tj_tensor *run_concrete(tj_concrete *c, tj_tensor *const *args) {
     uint32_t n_out = c->graph->n_outputs;
     tj_tensor **outs = n_out <= 8 ? stack_outs : calloc(n_out, sizeof *outs);
     if (!outs) return rt_errorf(TJ_ERR_OOM, "%s: out of memory", c->fn->name);
+    for (uint32_t i = 0; i < c->n_locks; i++) rt_variable_lock(c->locks[i]);
     tj_status st = c->prog->vt->run(c->prog, args, c->nargs, c->caps, outs);
+    for (uint32_t i = c->n_locks; i-- > 0;) rt_variable_unlock(c->locks[i]);
     tj_tensor *res;
     if (st) {
         res = rt_error_from_status(st);

@@ -27,6 +27,8 @@ struct tj_concrete {
     ir_graph *graph; /* optimized */
     tj_variable **caps;
     uint32_t n_caps;
+    tj_variable **locks; /* variables the graph assigns, by id: held during a run */
+    uint32_t n_locks;
     rt_program *prog;
     int result_kind;
     atomic_uint_fast64_t last_used;

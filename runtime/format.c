@@ -120,6 +120,10 @@ char *rt_values_str(const tj_tensor *t) {
 char *tj_tensor_values_str(const tj_tensor *t) { return rt_values_str(t); }
 
 static void symbolic_name(sbuf *b, const tj_tensor *t) {
+    if (!rt_trace_is_live(t)) {
+        sb_printf(b, "<escaped>:0"); /* its trace has ended: the graph is gone */
+        return;
+    }
     const rt_trace *tr = t->trace;
     const ir_node *n = tr && tr->g && t->node < tr->g->n_nodes ? &tr->g->nodes[t->node] : NULL;
     if (n && n->op == IR_OP_PARAM) {

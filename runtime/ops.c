@@ -238,7 +238,7 @@ tj_tensor *tj_range(tj_dtype dt, double start, double limit, double delta) {
     p.a.f[0] = start;
     p.a.f[1] = limit;
     p.a.f[2] = delta;
-    int64_t d[1] = {0}; /* ir_infer computes the length */
+    int64_t d[1] = {-1}; /* ir_infer computes the length */
     return source(&p, dt, 1, d);
 }
 

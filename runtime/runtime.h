@@ -36,7 +36,8 @@ struct tj_tensor {
     void *data;
     rt_buffer *buf;
     /* RT_SYMBOLIC */
-    struct rt_trace *trace;
+    struct rt_trace *trace; /* may dangle once the trace ends: check rt_trace_is_live */
+    uint64_t trace_serial;
     uint32_t node;
     /* RT_ERROR */
     tj_status code;
@@ -76,11 +77,17 @@ char *rt_values_str(const tj_tensor *t);
 /* ---- variables ------------------------------------------------------------------------------- */
 struct tj_variable {
     atomic_int rc; /* the user's reference + one per capturing graph */
-    pthread_mutex_t mu;
-    tj_tensor *value; /* concrete; replaced (not mutated) on assign */
+    pthread_mutex_t mu;        /* guards the value pointer swap */
+    pthread_mutex_t update_mu; /* recursive: held across read-modify-write and compiled runs */
+    tj_tensor *value;          /* concrete; replaced (not mutated) on assign */
+    uint8_t dtype, rank;       /* fixed at creation: every assign must match */
+    int64_t dims[TJ_MAX_RANK];
     char *name;
     uint64_t id;
 };
+/* Serialises updates: assign_add/assign_sub and compiled functions that assign v hold it. */
+void rt_variable_lock(tj_variable *v);
+void rt_variable_unlock(tj_variable *v);
 tj_variable *rt_variable_retain(tj_variable *v);
 void rt_variable_release(tj_variable *v);
 tj_tensor *rt_variable_get(tj_variable *v);        /* +1 ref on the current value */
@@ -99,8 +106,12 @@ typedef struct rt_trace {
     int n_vars_created;
     tj_status err; /* first error recorded while tracing (sticky) */
     char errmsg[512];
+    uint64_t serial; /* unique per trace: a symbolic tensor names (trace, serial) */
     struct rt_trace *parent;
 } rt_trace;
+
+/* Whether symbolic tensor t belongs to a trace that is still open on this thread. */
+int rt_trace_is_live(const tj_tensor *t);
 
 /* Records the thread's current error as the trace's first error (if none yet). */
 void rt_trace_fail(rt_trace *tr, tj_status code);

@@ -237,9 +237,9 @@ static tj_tensor *from_data(tj_dtype dt, int rank, const int64_t *dims, const vo
     tj_tensor *t = rt_tensor_alloc(dt, rank, dims);
     if (!t) return rt_error_from_status(0);
     if (t->numel && !data) {
+        long long n = (long long)t->numel;
         tj_release(t);
-        return rt_errorf(TJ_ERR_INVALID, "tensor_from_data: data is NULL for %lld elements",
-                         (long long)t->numel);
+        return rt_errorf(TJ_ERR_INVALID, "tensor_from_data: data is NULL for %lld elements", n);
     }
     if (dt == TJ_STRING) {
         const char *const *src = data;

@@ -8,10 +8,12 @@
 #include "runtime/runtime.h"
 
 static _Thread_local rt_trace *cur;
+static atomic_uint_fast64_t next_serial = 1;
 
 rt_trace *rt_trace_current(void) { return cur; }
 
 void rt_trace_push(rt_trace *t) {
+    t->serial = atomic_fetch_add(&next_serial, 1);
     t->parent = cur;
     cur = t;
 }
@@ -31,6 +33,7 @@ tj_tensor *rt_symbolic(rt_trace *tr, uint32_t id) {
     t->numel = ir_numel(n->rank, n->dims);
     memcpy(t->dims, n->dims, sizeof t->dims);
     t->trace = tr;
+    t->trace_serial = tr->serial;
     t->node = id;
     return t;
 }
@@ -80,7 +83,7 @@ tj_tensor *rt_const_tensor(const ir_graph *g, const ir_node *n) {
 
 uint32_t rt_trace_lift(rt_trace *tr, tj_tensor *t) {
     if (t->kind == RT_SYMBOLIC) {
-        if (t->trace != tr) {
+        if (t->trace != tr || t->trace_serial != tr->serial) {
             ir_errorf(TJ_ERR_STATE, "a symbolic tensor from another trace was used (it escaped "
                                     "its function, or a value leaked between functions)");
             return IR_NONE;
@@ -123,4 +126,11 @@ void rt_trace_fail(rt_trace *tr, tj_status code) {
     if (tr->err) return;
     tr->err = code ? code : TJ_ERR_INVALID;
     snprintf(tr->errmsg, sizeof tr->errmsg, "%s", ir_last_error());
+}
+
+int rt_trace_is_live(const tj_tensor *t) {
+    /* compare pointers and serials without dereferencing t->trace, which may be gone */
+    for (rt_trace *tr = cur; tr; tr = tr->parent)
+        if (tr == t->trace && tr->serial == t->trace_serial) return 1;
+    return 0;
 }

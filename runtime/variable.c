@@ -19,6 +19,7 @@ void rt_variable_release(tj_variable *v) {
     tj_release(v->value);
     free(v->name);
     pthread_mutex_destroy(&v->mu);
+    pthread_mutex_destroy(&v->update_mu);
     free(v);
 }
 
@@ -29,16 +30,24 @@ tj_tensor *rt_variable_get(tj_variable *v) {
     return t;
 }
 
-tj_status rt_variable_set(tj_variable *v, tj_tensor *value) {
+void rt_variable_lock(tj_variable *v) { pthread_mutex_lock(&v->update_mu); }
+void rt_variable_unlock(tj_variable *v) { pthread_mutex_unlock(&v->update_mu); }
+
+/* Checks a value against the variable's fixed dtype and shape. */
+static tj_status check_value(const tj_variable *v, int dtype, int rank, const int64_t *dims) {
     char a[96], b[96];
-    const tj_tensor *cur = v->value;
+    if (dtype != v->dtype || rank != v->rank || memcmp(dims, v->dims, (size_t)rank * sizeof(int64_t)) != 0)
+        return ir_errorf(TJ_ERR_SHAPE, "assign: variable '%s' is %s%s, value is %s%s", v->name,
+                         ir_dtype_name(v->dtype), ir_fmt_dims(a, sizeof a, v->rank, v->dims),
+                         ir_dtype_name(dtype), ir_fmt_dims(b, sizeof b, rank, dims));
+    return TJ_OK;
+}
+
+tj_status rt_variable_set(tj_variable *v, tj_tensor *value) {
     if (value->kind != RT_CONCRETE)
         return ir_errorf(TJ_ERR_INVALID, "assign: variable '%s': value is not a concrete tensor", v->name);
-    if (value->dtype != cur->dtype || value->rank != cur->rank ||
-        memcmp(value->dims, cur->dims, cur->rank * sizeof(int64_t)) != 0)
-        return ir_errorf(TJ_ERR_SHAPE, "assign: variable '%s' is %s%s, value is %s%s", v->name,
-                         ir_dtype_name(cur->dtype), ir_fmt_dims(a, sizeof a, cur->rank, cur->dims),
-                         ir_dtype_name(value->dtype), ir_fmt_dims(b, sizeof b, value->rank, value->dims));
+    tj_status st = check_value(v, value->dtype, value->rank, value->dims);
+    if (st) return st;
     tj_retain(value);
     pthread_mutex_lock(&v->mu);
     tj_tensor *old = v->value;
@@ -87,7 +96,15 @@ tj_variable *tj_variable_new(tj_tensor *init, const char *name) {
     }
     atomic_init(&v->rc, 1);
     pthread_mutex_init(&v->mu, NULL);
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&v->update_mu, &attr);
+    pthread_mutexattr_destroy(&attr);
     v->value = value ? value : tj_retain(init);
+    v->dtype = v->value->dtype;
+    v->rank = v->value->rank;
+    memcpy(v->dims, v->value->dims, sizeof v->dims);
     v->id = atomic_fetch_add(&next_id, 1);
     if (name) {
         v->name = strdup(name);
@@ -113,11 +130,9 @@ tj_tensor *tj_variable_read(tj_variable *v) {
     memset(&p, 0, sizeof p);
     p.op = IR_OP_VAR_READ;
     p.a.i[0] = slot;
-    pthread_mutex_lock(&v->mu);
-    p.dtype = v->value->dtype;
-    p.rank = v->value->rank;
-    memcpy(p.dims, v->value->dims, sizeof p.dims);
-    pthread_mutex_unlock(&v->mu);
+    p.dtype = v->dtype;
+    p.rank = v->rank;
+    memcpy(p.dims, v->dims, sizeof p.dims);
     uint32_t id = ir_add(tr->g, &p, NULL, 0);
     if (id == IR_NONE) return rt_scoped(rt_error_from_status(0));
     return rt_scoped(rt_symbolic(tr, id));
@@ -129,22 +144,18 @@ tj_tensor *tj_assign(tj_variable *v, tj_tensor *value) {
     if (value->kind == RT_ERROR) return rt_scoped(tj_retain(value));
     rt_trace *tr = rt_trace_current();
     if (!tr) {
+        rt_variable_lock(v);
         tj_status st = rt_variable_set(v, value);
+        rt_variable_unlock(v);
         return rt_scoped(st ? rt_error_from_status(st) : tj_retain(value));
     }
     uint32_t slot = rt_trace_capture(tr, v);
     uint32_t in = slot == IR_NONE ? IR_NONE : rt_trace_lift(tr, value);
     if (in == IR_NONE) return rt_scoped(rt_error_from_status(0));
     const ir_node *vn = &tr->g->nodes[in];
-    char a[96], b[96];
-    if (vn->dtype != v->value->dtype || vn->rank != v->value->rank ||
-        memcmp(vn->dims, v->value->dims, vn->rank * sizeof(int64_t)) != 0) {
-        tj_tensor *e = rt_errorf(TJ_ERR_SHAPE, "assign: variable '%s' is %s%s, value is %s%s", v->name,
-                                 ir_dtype_name(v->value->dtype),
-                                 ir_fmt_dims(a, sizeof a, v->value->rank, v->value->dims),
-                                 ir_dtype_name(vn->dtype), ir_fmt_dims(b, sizeof b, vn->rank, vn->dims));
+    if (check_value(v, vn->dtype, vn->rank, vn->dims)) {
         rt_trace_fail(tr, TJ_ERR_SHAPE);
-        return rt_scoped(e);
+        return rt_scoped(rt_error_from_status(TJ_ERR_SHAPE));
     }
     ir_node p;
     memset(&p, 0, sizeof p);
@@ -158,11 +169,14 @@ tj_tensor *tj_assign(tj_variable *v, tj_tensor *value) {
 
 static tj_tensor *assign_op(tj_variable *v, tj_tensor *delta, int sub) {
     if (!v) return rt_scoped(rt_errorf(TJ_ERR_INVALID, "%s: variable is NULL", sub ? "assign_sub" : "assign_add"));
+    int eager = rt_trace_current() == NULL;
+    if (eager) rt_variable_lock(v); /* read, add and assign as one update */
     tj_scope_begin();
     tj_tensor *cur = tj_variable_read(v);
     tj_tensor *nv = sub ? tj_sub(cur, delta) : tj_add(cur, delta);
     tj_tensor *r = tj_keep(tj_assign(v, nv));
     tj_scope_end();
+    if (eager) rt_variable_unlock(v);
     return r; /* tj_keep already handed it to the enclosing scope or the caller */
 }
 

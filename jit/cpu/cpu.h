@@ -36,6 +36,7 @@ typedef struct jit_cpu_stats {
     double build_ms, opt_ms, emit_ms, link_ms; /* IR build, O3 passes, object emit, ORC add */
     size_t obj_bytes;
     uint32_t n_kernels;
+    int from_cache; /* 0: compiled; 1: shared with a loaded program; 2: loaded from disk */
 } jit_cpu_stats;
 jit_cpu_stats jit_cpu_last_stats(void);
 
@@ -50,6 +51,20 @@ const void *jit_cpu_code_object(const jit_cpu_code *c, size_t *size);
 void jit_cpu_code_free(jit_cpu_code *c);
 /* A process-unique symbol prefix ("tj_k12_"). */
 void jit_cpu_unique_prefix(char *buf, size_t n);
+
+/* ---- shared and cached code (codecache.c) --------------------------------------------------- */
+/* The cache key of g's kernels and the symbol prefix derived from it. */
+void jit_cpu_code_key(const ir_graph *g, bool contract, char *key, size_t n, char *prefix, size_t pn);
+typedef struct jit_cpu_shared jit_cpu_shared;
+/* Finds code for key in the process table (*from = 1) or on disk (*from = 2), fills addrs and
+ * returns a reference; NULL (*from = 0) on a miss. */
+jit_cpu_shared *jit_cpu_shared_find(const char *key, const char *const *syms, uint32_t n, void **addrs,
+                                    int *from);
+/* Registers freshly compiled code (owns it from now on), writes it to the disk cache, fills addrs
+ * (from the entry another thread registered first, if any) and returns a reference. */
+jit_cpu_shared *jit_cpu_shared_add(const char *key, jit_cpu_code *code, const char *const *syms, uint32_t n,
+                                   void **addrs);
+void jit_cpu_shared_release(jit_cpu_shared *s);
 
 /* Kernel ABI: bufs holds the group's input data pointers then its output data pointers;
  * [begin, end) is a range of work units (elements, or rows of the loop shape). */

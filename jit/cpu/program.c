@@ -43,7 +43,7 @@ typedef struct cpu_prog {
     uint32_t n_steps;
     tj_tensor **consts; /* per node: materialised CONST payloads */
     uint32_t *last_use; /* per node: last step reading it; UINT32_MAX: a graph output */
-    jit_cpu_code *code;
+    jit_cpu_shared *shared;
     int64_t par_min;
     uint32_t max_bufs;
 } cpu_prog;
@@ -252,7 +252,7 @@ static void cpu_free(rt_program *p) {
         for (uint32_t i = 0; i < p->g->n_nodes; i++)
             tj_release(cp->consts[i]);
     free(cp->consts);
-    jit_cpu_code_free(cp->code);
+    jit_cpu_shared_release(cp->shared);
     pass_partition_free(cp->part);
     free(cp->steps);
     free(cp->last_use);
@@ -285,34 +285,44 @@ static tj_status compile_kernels(cpu_prog *cp, const jit_cpu_opts *o) {
         return TJ_OK;
     }
     double t0 = now_ms();
-    char prefix[32];
-    jit_cpu_unique_prefix(prefix, sizeof prefix);
+    char prefix[40], key[1536];
+    jit_cpu_code_key(g, !o->no_contract, key, sizeof key, prefix, sizeof prefix);
     char **names = calloc(nk, sizeof *names);
     void **addrs = calloc(nk, sizeof *addrs);
+    tj_status st = names && addrs ? TJ_OK : ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
+    for (uint32_t s = 0, k = 0; s < cp->n_steps && !st; s++) {
+        if (cp->steps[s].kind != STEP_FUSED)
+            continue;
+        if (!(names[k] = malloc(48)))
+            st = ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
+        else
+            snprintf(names[k], 48, "%sg%u", prefix, cp->steps[s].id);
+        k++;
+    }
+    int from = 0;
+    if (!st)
+        cp->shared = jit_cpu_shared_find(key, (const char *const *)names, nk, addrs, &from);
     LLVMContextRef ctx = LLVMContextCreate();
     LLVMModuleRef m = LLVMModuleCreateWithNameInContext("tracejit", ctx);
-    tj_status st = names && addrs ? TJ_OK : ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
     jit_cpu_prepare_module(m);
+    /* emitting also fills each step's plan (work units), which a cached object does not carry */
     for (uint32_t s = 0, k = 0; s < cp->n_steps && !st; s++) {
         step *sp = &cp->steps[s];
         if (sp->kind != STEP_FUSED)
             continue;
-        names[k] = malloc(48);
-        if (!names[k]) {
-            st = ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
-            break;
-        }
-        snprintf(names[k], 48, "%sg%u", prefix, sp->id);
         st = jit_cpu_ew_emit(m, g, &cp->part->groups[sp->id], names[k], !o->no_contract, &sp->plan);
         k++;
     }
-    if (st) {
+    if (st || cp->shared) {
         LLVMDisposeModule(m);
         LLVMContextDispose(ctx);
+        stats.from_cache = from;
+        stats.build_ms = now_ms() - t0;
+        jit_cpu_stats_set(&stats);
     } else {
         double t1 = now_ms();
-        cp->code = jit_cpu_code_compile(m, ctx, (const char *const *)names, nk, addrs);
-        if (!cp->code)
+        jit_cpu_code *code = jit_cpu_code_compile(m, ctx, (const char *const *)names, nk, addrs);
+        if (!code || !(cp->shared = jit_cpu_shared_add(key, code, (const char *const *)names, nk, addrs)))
             st = ir_last_code() ? ir_last_code() : TJ_ERR_RUNTIME;
         stats = jit_cpu_last_stats();
         stats.build_ms = t1 - t0;
@@ -326,7 +336,10 @@ static tj_status compile_kernels(cpu_prog *cp, const jit_cpu_opts *o) {
         free(names[k]);
     free(names);
     free(addrs);
-    if (!st)
+    if (!st && from)
+        rt_log(RT_LOG_COMPILE, "cpu: %u kernels %s in %.2f ms (no compile)", nk,
+               from == 1 ? "shared with a loaded program" : "loaded from the disk cache", stats.build_ms);
+    else if (!st)
         rt_log(RT_LOG_COMPILE,
                "cpu: %u kernels, build %.2f ms, O3 %.2f ms, emit %.2f ms, link "
                "%.2f ms, %zu-byte object",
