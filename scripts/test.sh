@@ -25,8 +25,8 @@ format_check() {
         if ! "$cf" --dry-run --Werror "$f" >/dev/null 2>&1; then
             bad+=("${f#./}")
         fi
-    done < <(find ./include ./ir ./passes ./runtime ./jit ./tests ./examples ./bench \
-                  \( -name '*.c' -o -name '*.h' \) -print0 2>/dev/null)
+    done < <(git ls-files -z -- 'include/*.h' 'ir/*.[ch]' 'passes/*.[ch]' 'runtime/*.[ch]' \
+                 'jit/*.[ch]' 'tests/*.[ch]' 'examples/*.c' 'bench/*.[ch]' 2>/dev/null)
     if [ ${#bad[@]} -eq 0 ]; then
         echo "format: all files match .clang-format"
     else
