@@ -45,8 +45,8 @@ static inline void bench_report(const char *bench, const char *metric, double va
     if (!f) return;
     if (baseline_name)
         fprintf(f, "{\"bench\": \"%s\", \"metric\": \"%s\", \"value\": %.6g, \"unit\": \"%s\", "
-                   "\"baseline\": \"%s\", \"baseline_value\": %.6g, \"ratio\": %.4f}\n",
-                bench, metric, value, unit, baseline_name, baseline, ratio);
+                   "\"baseline\": %.6g, \"baseline_name\": \"%s\", \"ratio\": %.4f}\n",
+                bench, metric, value, unit, baseline, baseline_name, ratio);
     else
         fprintf(f, "{\"bench\": \"%s\", \"metric\": \"%s\", \"value\": %.6g, \"unit\": \"%s\", "
                    "\"baseline\": null, \"ratio\": null}\n", bench, metric, value, unit);
