@@ -56,6 +56,19 @@ int main(int argc, char **argv) {
         v[r] = (bench_now() - t0) / iters * 1e9;
     }
     bench_report("call_overhead", "ns_alloc", bench_median(v, REPS), "ns", NULL, 0, 0);
+    /* the same call writing into a caller-provided tensor */
+    tj_tensor *out = tj_scalar_f32(0);
+    for (int r = 0; r < REPS; r++) {
+        double t0 = bench_now();
+        for (int i = 0; i < iters; i++) tj_call_into(f, 2, args, 1, &out);
+        v[r] = (bench_now() - t0) / iters * 1e9;
+    }
+    if (tj_tensor_get_f64(out, 0) != 3) {
+        fprintf(stderr, "bench_core: call_into gave %g, expected 3\n", tj_tensor_get_f64(out, 0));
+        return 1;
+    }
+    bench_report("call_overhead", "ns_into", bench_median(v, REPS), "ns", NULL, 0, 0);
+    tj_release(out);
     tj_function_free(f);
 
     /* S25: power(x, 100), 10x10 int32 */

@@ -311,6 +311,11 @@ TJ_API tj_function *tj_function_new(const char *name, void *fn, int nargs,
 TJ_API void tj_function_free(tj_function *f);
 /* Calls f. Returns a new reference: the result, a tuple, an empty tuple, or an error tensor. */
 TJ_API tj_tensor *tj_call(tj_function *f, int nargs, tj_tensor *const *args);
+/* Calls f and writes its results into caller-provided concrete tensors (borrowed; their dtype
+ * and shape must match the results; a tuple's items in order). Allocates no result tensor.
+ * Returns TJ_OK or an error status with the message in tj_last_error(). */
+TJ_API tj_status tj_call_into(tj_function *f, int nargs, tj_tensor *const *args, int n_out,
+                              tj_tensor *const *outs);
 /* Like tj_call but always runs the C code eagerly, op by op (S9). */
 TJ_API tj_tensor *tj_call_eager(tj_function *f, int nargs, tj_tensor *const *args);
 

@@ -597,37 +597,36 @@ static char *describe_inputs(const tj_function *f, tj_tensor *const *args) {
     return buf;
 }
 
-tj_tensor *tj_call(tj_function *f, int nargs, tj_tensor *const *args) {
-    tj_tensor *err = check_args("call", f, nargs, args);
-    if (err) return rt_scoped(err);
-    if (f->eager || tj_get_eager() || rt_trace_current()) {
-        /* eager mode, or a nested call while tracing: run the C code inline (S9, S20) */
-        return tj_call_eager(f, nargs, args);
-    }
+/* The concrete function for a call: lock-free lookup, tracing on a miss. NULL with the error set
+ * (*err: an error tensor to return, for tj_call). */
+static tj_concrete *find_concrete(tj_function *f, int nargs, tj_tensor *const *args, tj_tensor **err) {
     uint64_t call_idx = atomic_fetch_add_explicit(&f->n_calls, 1, memory_order_relaxed);
     jit_argsig stack_sig[SIG_STACK];
     jit_argsig *sig = nargs <= SIG_STACK ? stack_sig : calloc((size_t)nargs, sizeof *sig);
-    if (!sig) return rt_scoped(rt_errorf(TJ_ERR_OOM, "call: out of memory"));
+    *err = NULL;
+    if (!sig) {
+        *err = rt_errorf(TJ_ERR_OOM, "call: out of memory");
+        return NULL;
+    }
     tj_concrete *c = NULL;
     uint64_t h;
     if (f->input_sig) {
         for (int i = 0; i < nargs; i++) {
             if (!arg_matches(&f->input_sig[i], args[i])) {
                 char *d = describe_inputs(f, args);
-                tj_tensor *e = rt_errorf(TJ_ERR_SIGNATURE, "%s: inputs incompatible with input_signature "
-                                         "(argument %d):\n%s", f->name, i, d ? d : "");
+                *err = rt_errorf(TJ_ERR_SIGNATURE, "%s: inputs incompatible with input_signature "
+                                 "(argument %d):\n%s", f->name, i, d ? d : "");
                 free(d);
                 if (sig != stack_sig) free(sig);
-                return rt_scoped(e);
+                return NULL;
             }
         }
         memcpy(sig, f->input_sig, (size_t)nargs * sizeof *sig);
         h = 0x1de5u; /* one concrete function for the whole signature */
-        c = lookup(f, h, args, 1);
     } else {
         h = jit_signature(nargs, args, sig);
-        c = lookup(f, h, args, 1);
     }
+    c = lookup(f, h, args, 1);
     if (!c) {
         pthread_mutex_lock(&f->mu);
         c = lookup(f, h, args, 1);
@@ -636,9 +635,68 @@ tj_tensor *tj_call(tj_function *f, int nargs, tj_tensor *const *args) {
         pthread_mutex_unlock(&f->mu);
     }
     if (sig != stack_sig) free(sig);
-    if (!c) return rt_scoped(rt_error_from_status(0));
+    if (!c) {
+        *err = rt_error_from_status(0);
+        return NULL;
+    }
     atomic_store_explicit(&c->last_used, call_idx, memory_order_relaxed);
-    return rt_scoped(run_concrete(c, args));
+    return c;
+}
+
+tj_tensor *tj_call(tj_function *f, int nargs, tj_tensor *const *args) {
+    tj_tensor *err = check_args("call", f, nargs, args);
+    if (err) return rt_scoped(err);
+    if (f->eager || tj_get_eager() || rt_trace_current()) {
+        /* eager mode, or a nested call while tracing: run the C code inline (S9, S20) */
+        return tj_call_eager(f, nargs, args);
+    }
+    tj_concrete *c = find_concrete(f, nargs, args, &err);
+    return rt_scoped(c ? run_concrete(c, args) : err);
+}
+
+/* Copies src's elements into the caller's tensor dst (same dtype and shape). */
+static tj_status copy_into(const tj_function *f, int k, tj_tensor *dst, const tj_tensor *src) {
+    char a[128], b[128];
+    if (!dst || dst->kind != RT_CONCRETE)
+        return ir_errorf(TJ_ERR_INVALID, "call_into: '%s' output %d is not a concrete tensor", f->name, k);
+    if (dst->dtype != src->dtype || dst->rank != src->rank ||
+        memcmp(dst->dims, src->dims, src->rank * sizeof(int64_t)) != 0)
+        return ir_errorf(TJ_ERR_SIGNATURE, "call_into: '%s' result %d is %s%s but output %d is %s%s", f->name, k,
+                         ir_dtype_name(src->dtype), ir_fmt_dims(a, sizeof a, src->rank, src->dims), k,
+                         ir_dtype_name(dst->dtype), ir_fmt_dims(b, sizeof b, dst->rank, dst->dims));
+    if (src->dtype == TJ_STRING)
+        return ir_errorf(TJ_ERR_UNSUPPORTED, "call_into: '%s' result %d is a string tensor", f->name, k);
+    if (dst->data != src->data) memcpy(dst->data, src->data, (size_t)src->numel * ir_dtype_size(src->dtype));
+    return TJ_OK;
+}
+
+tj_status tj_call_into(tj_function *f, int nargs, tj_tensor *const *args, int n_out, tj_tensor *const *outs) {
+    tj_tensor *r = NULL;
+    tj_tensor *err = check_args("call_into", f, nargs, args);
+    tj_concrete *c = NULL;
+    if (!err && (n_out < 0 || (n_out && !outs)))
+        err = rt_errorf(TJ_ERR_INVALID, "call_into: bad output list (n_out=%d)", n_out);
+    if (!err && (f->eager || tj_get_eager() || rt_trace_current())) {
+        tj_scope_begin(); /* own the result whether or not the caller has a scope open */
+        r = tj_retain(tj_call_eager(f, nargs, args));
+        tj_scope_end();
+    } else if (!err && (c = find_concrete(f, nargs, args, &err))) {
+        r = run_concrete(c, args);
+    }
+    tj_status st = TJ_OK;
+    if (err) {
+        st = ir_errorf(err->code, "%s", err->msg);
+    } else if (r->kind == RT_ERROR) {
+        st = ir_errorf(r->code, "%s", r->msg);
+    } else {
+        int n = r->kind == RT_TUPLE ? r->n_items : 1;
+        if (n != n_out) st = ir_errorf(TJ_ERR_INVALID, "call_into: '%s' returns %d results, %d outputs given",
+                                       f->name, n, n_out);
+        for (int k = 0; !st && k < n; k++) st = copy_into(f, k, outs[k], r->kind == RT_TUPLE ? r->items[k] : r);
+    }
+    tj_release(err);
+    tj_release(r);
+    return st;
 }
 
 tj_tensor *tj_call_eager(tj_function *f, int nargs, tj_tensor *const *args) {
