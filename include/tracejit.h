@@ -35,15 +35,16 @@
  *       return tj_relu(tj_add(tj_matmul(x, w), b));   // intermediates belong to the trace scope
  *   }
  *   int main(void) {
- *       tj_tensor *(*fast)(tj_tensor *, tj_tensor *, tj_tensor *) = tj_jit_compile(dense, 3, NULL);
+ *       tj_tensor *(*fast)(tj_tensor *, tj_tensor *, tj_tensor *) =
+ *           tj_jit_compile((void *)dense, 3, NULL);
  *       int64_t d[2] = {2, 2};
  *       float one[4] = {1, 1, 1, 1};
  *       tj_tensor *x = tj_tensor_from_data(TJ_F32, 2, d, one);
  *       tj_tensor *y = fast(x, x, x);           // 1st call per signature: trace + optimize + compile
  *       if (tj_status_of(y)) fprintf(stderr, "%s\n", tj_error_message(y));
- *       else tj_tensor_fprint(stdout, y);       // tj.Tensor([[3, 3], [3, 3]], shape=(2, 2), ...)
+ *       else tj_tensor_fprint(stdout, y);       // tj.Tensor([[3 3] [3 3]], shape=(2, 2), ...)
  *       tj_release(y); tj_release(x);
- *       tj_jit_free(fast);
+ *       tj_jit_free((void *)fast);
  *   }
  */
 #ifndef TRACEJIT_H
