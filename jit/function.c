@@ -12,138 +12,6 @@
 
 #include "jit/jit.h"
 
-#define FN_MAGIC 0x746a666eu
-#define FN_DEAD 0xdeadf00du
-#define SIG_STACK 16
-
-typedef struct snapshot {
-    uint32_t n;
-    tj_concrete *items[];
-} snapshot;
-
-typedef struct retired {
-    void *p;
-    int is_concrete;
-    struct retired *next;
-} retired;
-
-struct tj_function {
-    uint32_t magic;
-    char *name;
-    void *fn;
-    int nargs;
-    ffi_cif cif;
-    ffi_type **arg_types;
-    char **arg_names;
-    jit_argsig *input_sig; /* n_input_sig entries, or NULL */
-    int n_input_sig;
-    int cache_bound;
-    int eager;
-    pthread_mutex_t mu;
-    _Atomic(snapshot *) cache;
-    retired *graveyard;
-    atomic_uint_fast64_t n_calls;
-    atomic_int n_traces;
-    int has_concrete; /* a trace has succeeded (under mu) */
-    uint64_t trace_calls[5]; /* call index of the last 5 traces (retrace warning) */
-    int n_warnings;
-};
-
-/* ---- signatures ------------------------------------------------------------------------------ */
-static uint64_t hash_static(const tj_tensor *t, uint64_t h) {
-    h = ir_hash_mix(h, t->dtype);
-    if (t->dtype == TJ_STRING) {
-        const tj_string *s = t->data;
-        return ir_hash_mix(h, ir_hash_bytes(s->data, s->len, 7));
-    }
-    return ir_hash_mix(h, ir_hash_bytes(t->data, ir_dtype_size(t->dtype), 7));
-}
-
-/* The hash of a signature; calls and get_concrete use it alike, so a spec equal to an earlier
- * call's signature finds that call's concrete function. */
-static uint64_t sig_hash(const jit_argsig *sig, int nargs) {
-    uint64_t h = 0x7472616365u + (uint64_t)nargs;
-    for (int i = 0; i < nargs; i++) {
-        const jit_argsig *s = &sig[i];
-        if (s->is_static) {
-            h = hash_static(s->value, ir_hash_mix(h, 0x5a));
-            continue;
-        }
-        h = ir_hash_mix(h, (uint64_t)s->dtype << 8 | s->rank);
-        for (int d = 0; d < s->rank; d++) h = ir_hash_mix(h, (uint64_t)s->dims[d]);
-    }
-    return h;
-}
-
-uint64_t jit_signature(int nargs, tj_tensor *const *args, jit_argsig *sig) {
-    for (int i = 0; i < nargs; i++) {
-        const tj_tensor *t = args[i];
-        jit_argsig *s = &sig[i];
-        s->is_static = t->is_static;
-        s->dtype = t->dtype;
-        s->rank = t->rank;
-        s->value = t->is_static ? (tj_tensor *)t : NULL;
-        memcpy(s->dims, t->dims, sizeof s->dims);
-    }
-    return sig_hash(sig, nargs);
-}
-
-/* "(2, 3)", "(None,)", "()" as TensorFlow prints shapes. */
-static void tf_shape(char *buf, size_t n, int rank, const int64_t *dims) {
-    size_t l = (size_t)snprintf(buf, n, "(");
-    for (int d = 0; d < rank && l < n; d++) {
-        if (dims[d] < 0) l += (size_t)snprintf(buf + l, n - l, "None");
-        else l += (size_t)snprintf(buf + l, n - l, "%lld", (long long)dims[d]);
-        if (l < n && (d + 1 < rank || rank == 1)) l += (size_t)snprintf(buf + l, n - l, rank == 1 ? "," : ", ");
-    }
-    if (l < n) snprintf(buf + l, n - l, ")");
-}
-
-static int static_equal(const tj_tensor *a, const tj_tensor *b) {
-    if (a->dtype != b->dtype) return 0;
-    if (a->dtype == TJ_STRING) {
-        const tj_string *x = a->data, *y = b->data;
-        return x->len == y->len && memcmp(x->data, y->data, x->len) == 0;
-    }
-    return memcmp(a->data, b->data, ir_dtype_size(a->dtype)) == 0;
-}
-
-/* Does a call's argument match a concrete signature entry (-1 dims match anything)? */
-static int arg_matches(const jit_argsig *want, const tj_tensor *t) {
-    if (want->is_static) return t->is_static && static_equal(want->value, t);
-    if (t->is_static || want->dtype != t->dtype || want->rank != t->rank) return 0;
-    for (int d = 0; d < t->rank; d++)
-        if (want->dims[d] >= 0 && want->dims[d] != t->dims[d]) return 0;
-    return 1;
-}
-
-void jit_argsig_str(const jit_argsig *s, char *buf, size_t n) {
-    if (s->is_static) {
-        char *v = rt_values_str(s->value);
-        snprintf(buf, n, "static %s", v ? v : "?");
-        free(v);
-        return;
-    }
-    char d[128];
-    tf_shape(d, sizeof d, s->rank, s->dims);
-    snprintf(buf, n, "TensorSpec(shape=%s, dtype=%s)", d, ir_dtype_name(s->dtype));
-}
-
-static void sig_free(jit_argsig *sig, uint32_t n) {
-    if (!sig) return;
-    for (uint32_t i = 0; i < n; i++) tj_release(sig[i].value);
-    free(sig);
-}
-
-/* A retained copy of a signature (statics retained). */
-static jit_argsig *sig_copy(const jit_argsig *sig, uint32_t n) {
-    jit_argsig *c = calloc(n ? n : 1, sizeof *c);
-    if (!c) return NULL;
-    memcpy(c, sig, n * sizeof *c);
-    for (uint32_t i = 0; i < n; i++) tj_retain(c[i].value);
-    return c;
-}
-
 /* ---- function objects ------------------------------------------------------------------------ */
 static pthread_mutex_t dead_mu = PTHREAD_MUTEX_INITIALIZER;
 static tj_function *dead_list[4096];
@@ -219,7 +87,7 @@ static void concrete_free(tj_concrete *c) {
     for (uint32_t i = 0; i < c->n_caps; i++) rt_variable_release(c->caps[i]);
     free(c->caps);
     free(c->locks);
-    sig_free(c->sig, c->nargs);
+    jit_sig_free(c->sig, c->nargs);
     free(c);
 }
 
@@ -232,7 +100,6 @@ static void retire(tj_function *f, void *p, int is_concrete) {
     f->graveyard = r;
 }
 
-static int fn_alive(const tj_function *f) { return f && f->magic == FN_MAGIC; }
 
 void tj_function_free(tj_function *f) {
     if (!f || f->magic != FN_MAGIC) return;
@@ -252,7 +119,7 @@ void tj_function_free(tj_function *f) {
     f->graveyard = NULL;
     pthread_mutex_unlock(&f->mu);
     pthread_mutex_destroy(&f->mu);
-    sig_free(f->input_sig, (uint32_t)f->n_input_sig);
+    jit_sig_free(f->input_sig, (uint32_t)f->n_input_sig);
     if (f->arg_names)
         for (int i = 0; i < f->nargs; i++) free(f->arg_names[i]);
     free(f->arg_names);
@@ -273,10 +140,10 @@ __attribute__((destructor)) static void free_dead_functions(void) {
     pthread_mutex_unlock(&dead_mu);
 }
 
-const char *tj_function_name(const tj_function *f) { return fn_alive(f) ? f->name : ""; }
-int tj_function_trace_count(const tj_function *f) { return fn_alive(f) ? atomic_load(&f->n_traces) : -1; }
+const char *tj_function_name(const tj_function *f) { return jit_fn_alive(f) ? f->name : ""; }
+int tj_function_trace_count(const tj_function *f) { return jit_fn_alive(f) ? atomic_load(&f->n_traces) : -1; }
 int tj_function_n_concrete(const tj_function *f) {
-    if (!fn_alive(f)) return -1;
+    if (!jit_fn_alive(f)) return -1;
     snapshot *s = atomic_load_explicit(&((tj_function *)f)->cache, memory_order_acquire);
     return s ? (int)s->n : 0;
 }
@@ -439,7 +306,7 @@ static tj_status collect_locks(tj_concrete *c) {
 }
 
 /* Traces, compiles and publishes a concrete function for sig. Called with f->mu held. */
-static tj_concrete *build_concrete(tj_function *f, const jit_argsig *sig, uint64_t h,
+tj_concrete *jit_build_concrete(tj_function *f, const jit_argsig *sig, uint64_t h,
                                    tj_tensor *const *args, uint64_t call_idx) {
     log_retrace(f, sig, call_idx);
     int first = !f->has_concrete; /* a failed trace does not use up the first trace */
@@ -457,7 +324,7 @@ static tj_concrete *build_concrete(tj_function *f, const jit_argsig *sig, uint64
     }
     if (st) return NULL;
     tj_concrete *c = calloc(1, sizeof *c);
-    if (!c || !(c->sig = sig_copy(sig, (uint32_t)f->nargs))) {
+    if (!c || !(c->sig = jit_sig_copy(sig, (uint32_t)f->nargs))) {
         free(c);
         trace_result_free(&tr);
         return (void)ir_errorf(TJ_ERR_OOM, "%s: out of memory", f->name), NULL;
@@ -519,14 +386,14 @@ static tj_concrete *lookup(tj_function *f, uint64_t h, tj_tensor *const *args, i
         if (exact && c->sig_hash != h) continue;
         if (!exact && !c->has_unknown) continue;
         int ok = 1;
-        for (int k = 0; k < f->nargs && ok; k++) ok = arg_matches(&c->sig[k], args[k]);
+        for (int k = 0; k < f->nargs && ok; k++) ok = jit_arg_matches(&c->sig[k], args[k]);
         if (ok) return c;
     }
     return NULL;
 }
 
 /* ---- running a concrete function ------------------------------------------------------------- */
-static tj_tensor *run_concrete(tj_concrete *c, tj_tensor *const *args) {
+tj_tensor *jit_run_concrete(tj_concrete *c, tj_tensor *const *args) {
     tj_tensor *stack_outs[8];
     uint32_t n_out = c->graph->n_outputs;
     tj_tensor **outs = n_out <= 8 ? stack_outs : calloc(n_out, sizeof *outs);
@@ -547,7 +414,7 @@ static tj_tensor *run_concrete(tj_concrete *c, tj_tensor *const *args) {
     return res;
 }
 
-static tj_tensor *check_args(const char *what, const tj_function *f, int nargs, tj_tensor *const *args) {
+tj_tensor *jit_check_args(const char *what, const tj_function *f, int nargs, tj_tensor *const *args) {
     if (!f) return rt_errorf(TJ_ERR_INVALID, "%s: function is NULL", what);
     if (f->magic == FN_DEAD) return rt_errorf(TJ_ERR_STATE, "%s: the function was freed", what);
     if (f->magic != FN_MAGIC) return rt_errorf(TJ_ERR_INVALID, "%s: not a tj_function", what);
@@ -612,7 +479,7 @@ static tj_concrete *find_concrete(tj_function *f, int nargs, tj_tensor *const *a
     uint64_t h;
     if (f->input_sig) {
         for (int i = 0; i < nargs; i++) {
-            if (!arg_matches(&f->input_sig[i], args[i])) {
+            if (!jit_arg_matches(&f->input_sig[i], args[i])) {
                 char *d = describe_inputs(f, args);
                 *err = rt_errorf(TJ_ERR_SIGNATURE, "%s: inputs incompatible with input_signature "
                                  "(argument %d):\n%s", f->name, i, d ? d : "");
@@ -631,7 +498,7 @@ static tj_concrete *find_concrete(tj_function *f, int nargs, tj_tensor *const *a
         pthread_mutex_lock(&f->mu);
         c = lookup(f, h, args, 1);
         if (!c) c = lookup(f, h, args, 0);
-        if (!c) c = build_concrete(f, sig, h, args, call_idx);
+        if (!c) c = jit_build_concrete(f, sig, h, args, call_idx);
         pthread_mutex_unlock(&f->mu);
     }
     if (sig != stack_sig) free(sig);
@@ -644,14 +511,14 @@ static tj_concrete *find_concrete(tj_function *f, int nargs, tj_tensor *const *a
 }
 
 tj_tensor *tj_call(tj_function *f, int nargs, tj_tensor *const *args) {
-    tj_tensor *err = check_args("call", f, nargs, args);
+    tj_tensor *err = jit_check_args("call", f, nargs, args);
     if (err) return rt_scoped(err);
     if (f->eager || tj_get_eager() || rt_trace_current()) {
         /* eager mode, or a nested call while tracing: run the C code inline (S9, S20) */
         return tj_call_eager(f, nargs, args);
     }
     tj_concrete *c = find_concrete(f, nargs, args, &err);
-    return rt_scoped(c ? run_concrete(c, args) : err);
+    return rt_scoped(c ? jit_run_concrete(c, args) : err);
 }
 
 /* Copies src's elements into the caller's tensor dst (same dtype and shape). */
@@ -672,7 +539,7 @@ static tj_status copy_into(const tj_function *f, int k, tj_tensor *dst, const tj
 
 tj_status tj_call_into(tj_function *f, int nargs, tj_tensor *const *args, int n_out, tj_tensor *const *outs) {
     tj_tensor *r = NULL;
-    tj_tensor *err = check_args("call_into", f, nargs, args);
+    tj_tensor *err = jit_check_args("call_into", f, nargs, args);
     tj_concrete *c = NULL;
     if (!err && (n_out < 0 || (n_out && !outs)))
         err = rt_errorf(TJ_ERR_INVALID, "call_into: bad output list (n_out=%d)", n_out);
@@ -681,7 +548,7 @@ tj_status tj_call_into(tj_function *f, int nargs, tj_tensor *const *args, int n_
         r = tj_retain(tj_call_eager(f, nargs, args));
         tj_scope_end();
     } else if (!err && (c = find_concrete(f, nargs, args, &err))) {
-        r = run_concrete(c, args);
+        r = jit_run_concrete(c, args);
     }
     tj_status st = TJ_OK;
     if (err) {
@@ -700,7 +567,7 @@ tj_status tj_call_into(tj_function *f, int nargs, tj_tensor *const *args, int n_
 }
 
 tj_tensor *tj_call_eager(tj_function *f, int nargs, tj_tensor *const *args) {
-    tj_tensor *err = check_args("call", f, nargs, args);
+    tj_tensor *err = jit_check_args("call", f, nargs, args);
     if (err) return rt_scoped(err);
     tj_scope_begin();
     tj_tensor *r = call_user(f, args);
@@ -710,137 +577,3 @@ tj_tensor *tj_call_eager(tj_function *f, int nargs, tj_tensor *const *args) {
     return r;
 }
 
-/* ---- concrete functions ---------------------------------------------------------------------- */
-tj_concrete *tj_function_get_concrete(tj_function *f, int n, const tj_spec *specs) {
-    tj_tensor *err = check_args("get_concrete", f, n, NULL);
-    if (err && n == 0) {
-        tj_release(err);
-        err = NULL;
-    }
-    if (!f || f->magic != FN_MAGIC || n != f->nargs || (n && !specs)) {
-        tj_release(err);
-        ir_errorf(TJ_ERR_INVALID, "get_concrete: bad function or %d specs for %d arguments", n,
-                  f && f->magic == FN_MAGIC ? f->nargs : -1);
-        return NULL;
-    }
-    tj_release(err);
-    jit_argsig *sig = calloc((size_t)n + 1, sizeof *sig);
-    if (!sig) return (void)ir_errorf(TJ_ERR_OOM, "get_concrete: out of memory"), NULL;
-    for (int i = 0; i < n; i++) {
-        const tj_spec *sp = &specs[i];
-        if (sp->static_value) {
-            if (sp->static_value->kind != RT_CONCRETE || sp->static_value->rank != 0) {
-                free(sig);
-                ir_errorf(TJ_ERR_INVALID, "get_concrete: spec %d: a static value must be a concrete 0-d tensor", i);
-                return NULL;
-            }
-            sig[i].is_static = 1;
-            sig[i].value = sp->static_value;
-            continue;
-        }
-        if (sp->rank < 0 || sp->rank > TJ_MAX_RANK || (int)sp->dtype < 0 || sp->dtype >= TJ_N_DTYPES) {
-            free(sig);
-            ir_errorf(TJ_ERR_INVALID, "get_concrete: spec %d has bad rank %d or dtype %d", i, sp->rank, sp->dtype);
-            return NULL;
-        }
-        sig[i].dtype = (uint8_t)sp->dtype;
-        sig[i].rank = (uint8_t)sp->rank;
-        for (int d = 0; d < sp->rank; d++) sig[i].dims[d] = sp->dims[d] < 0 ? -1 : sp->dims[d];
-    }
-    uint64_t h = sig_hash(sig, n);
-    pthread_mutex_lock(&f->mu);
-    tj_concrete *c = NULL;
-    snapshot *s = atomic_load(&f->cache);
-    for (uint32_t i = 0; s && i < s->n && !c; i++)
-        if (s->items[i]->sig_hash == h) c = s->items[i];
-    if (!c) c = build_concrete(f, sig, h, NULL, atomic_load(&f->n_calls));
-    pthread_mutex_unlock(&f->mu);
-    free(sig);
-    return c;
-}
-
-tj_tensor *tj_concrete_call(tj_concrete *c, int nargs, tj_tensor *const *args) {
-    if (!c) return rt_scoped(rt_errorf(TJ_ERR_INVALID, "concrete_call: concrete function is NULL"));
-    tj_function *f = c->fn;
-    tj_tensor *err = check_args("concrete_call", f, nargs, args);
-    if (err) return rt_scoped(err);
-    for (int i = 0; i < nargs; i++) {
-        const jit_argsig *w = &c->sig[i];
-        const tj_tensor *t = args[i];
-        if (arg_matches(w, t)) continue;
-        char want[160], got[160], d[128];
-        jit_argsig_str(w, want, sizeof want);
-        if (t->is_static) {
-            char *v = rt_values_str(t);
-            snprintf(got, sizeof got, "static %s", v ? v : "?");
-            free(v);
-        } else {
-            snprintf(got, sizeof got, "%s%s", ir_dtype_name(t->dtype), ir_fmt_dims(d, sizeof d, t->rank, t->dims));
-        }
-        if (w->is_static)
-            return rt_scoped(rt_errorf(TJ_ERR_SIGNATURE, "cannot compute %s as input #%d(zero-based) is a "
-                                       "static argument fixed at trace time to %s, got %s", f->name, i, want, got));
-        if (!t->is_static && w->dtype != t->dtype)
-            return rt_scoped(rt_errorf(TJ_ERR_SIGNATURE, "cannot compute %s as input #%d(zero-based) was "
-                                       "expected to be a %s tensor but is a %s tensor", f->name, i,
-                                       ir_dtype_name(w->dtype), ir_dtype_name(t->dtype)));
-        return rt_scoped(rt_errorf(TJ_ERR_SIGNATURE, "cannot compute %s as input #%d(zero-based) was "
-                                   "expected to be %s but is %s", f->name, i, want, got));
-    }
-    return rt_scoped(run_concrete(c, args));
-}
-
-char *tj_concrete_graph_text(const tj_concrete *c) { return c ? ir_print(c->graph) : NULL; }
-int tj_concrete_node_count(const tj_concrete *c) { return c ? (int)c->graph->n_nodes : -1; }
-
-char *tj_function_signatures(const tj_function *f) {
-    if (!fn_alive(f)) return strdup("");
-    tj_function *mf = (tj_function *)f;
-    pthread_mutex_lock(&mf->mu);
-    snapshot *s = atomic_load(&mf->cache);
-    size_t cap = 4096, len = 0;
-    char *buf = calloc(1, cap);
-    for (uint32_t i = 0; buf && s && i < s->n; i++) {
-        const tj_concrete *c = s->items[i];
-        char line[512];
-        int k;
-#define EMIT(...)                                                                               \
-    do {                                                                                        \
-        k = snprintf(line, sizeof line, __VA_ARGS__);                                           \
-        if (len + (size_t)k + 1 > cap) {                                                        \
-            char *p = realloc(buf, cap = (len + (size_t)k + 1) * 2);                            \
-            if (!p) goto out;                                                                   \
-            buf = p;                                                                            \
-        }                                                                                       \
-        memcpy(buf + len, line, (size_t)k + 1);                                                 \
-        len += (size_t)k;                                                                       \
-    } while (0)
-        EMIT("%s%s(", i ? "\n" : "", f->name);
-        for (int a = 0; a < f->nargs; a++) EMIT("%s%s", a ? ", " : "", f->arg_names[a]);
-        EMIT(")\n  Args:\n");
-        for (int a = 0; a < f->nargs; a++) {
-            const jit_argsig *sg = &c->sig[a];
-            if (sg->is_static) {
-                char *v = rt_values_str(sg->value);
-                EMIT("    %s: %s (static)\n", f->arg_names[a], v ? v : "?");
-                free(v);
-                continue;
-            }
-            char shape[160];
-            tf_shape(shape, sizeof shape, sg->rank, sg->dims);
-            EMIT("    %s: %s Tensor, shape=%s\n", f->arg_names[a], ir_dtype_name(sg->dtype), shape);
-        }
-        EMIT("  Returns:\n");
-        if (c->graph->n_outputs == 0) EMIT("    NoneTensorSpec()\n");
-        for (uint32_t o = 0; o < c->graph->n_outputs; o++) {
-            const ir_node *n = ir_node_get(c->graph, c->graph->outputs[o]);
-            char d[128];
-            tf_shape(d, sizeof d, n->rank, n->dims);
-            EMIT("    %s Tensor, shape=%s\n", ir_dtype_name(n->dtype), d);
-        }
-#undef EMIT
-    }
-out:
-    pthread_mutex_unlock(&mf->mu);
-    return buf;
-}

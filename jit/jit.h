@@ -35,6 +35,59 @@ struct tj_concrete {
     int has_unknown; /* some signature dims are -1 */
 };
 
+/* ---- functions and their caches (function.c) ------------------------------------------------- */
+#define FN_MAGIC 0x746a666eu
+#define FN_DEAD 0xdeadf00du
+#define SIG_STACK 16
+
+typedef struct snapshot {
+    uint32_t n;
+    tj_concrete *items[];
+} snapshot;
+
+typedef struct retired {
+    void *p;
+    int is_concrete;
+    struct retired *next;
+} retired;
+
+struct tj_function {
+    uint32_t magic;
+    char *name;
+    void *fn;
+    int nargs;
+    ffi_cif cif;
+    ffi_type **arg_types;
+    char **arg_names;
+    jit_argsig *input_sig; /* n_input_sig entries, or NULL */
+    int n_input_sig;
+    int cache_bound;
+    int eager;
+    pthread_mutex_t mu;
+    _Atomic(snapshot *) cache;
+    retired *graveyard;
+    atomic_uint_fast64_t n_calls;
+    atomic_int n_traces;
+    int has_concrete; /* a trace has succeeded (under mu) */
+    uint64_t trace_calls[5]; /* call index of the last 5 traces (retrace warning) */
+    int n_warnings;
+};
+
+static inline int jit_fn_alive(const tj_function *f) { return f && f->magic == FN_MAGIC; }
+
+/* signature.c */
+uint64_t jit_hash_static(const tj_tensor *t, uint64_t h);
+uint64_t jit_sig_hash(const jit_argsig *sig, int nargs);
+void jit_tf_shape(char *buf, size_t n, int rank, const int64_t *dims); /* "(2, 3)", "(None,)" */
+int jit_arg_matches(const jit_argsig *want, const tj_tensor *t);
+void jit_sig_free(jit_argsig *sig, uint32_t n);
+jit_argsig *jit_sig_copy(const jit_argsig *sig, uint32_t n); /* statics retained */
+/* function.c */
+tj_tensor *jit_check_args(const char *what, const tj_function *f, int nargs, tj_tensor *const *args);
+tj_concrete *jit_build_concrete(tj_function *f, const jit_argsig *sig, uint64_t h,
+                                tj_tensor *const *args, uint64_t call_idx); /* f->mu held */
+tj_tensor *jit_run_concrete(tj_concrete *c, tj_tensor *const *args);
+
 /* Compiles a traced graph into a program: runs the pass pipeline (consuming nothing; returns the
  * optimized graph in *opt) then picks a backend. NULL with the error set. */
 rt_program *jit_compile_graph(const ir_graph *traced, const char *fn_name, uint64_t sig_hash,

@@ -1,0 +1,102 @@
+/* signature.c — call signatures: per argument a dtype and shape (-1: any dim) or a static
+ * value; their hash (the cache key of a call), matching, copying and text forms. The hash is the
+ * same whether a signature comes from a call or from tj_function_get_concrete's specs. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "jit/jit.h"
+
+uint64_t jit_hash_static(const tj_tensor *t, uint64_t h) {
+    h = ir_hash_mix(h, t->dtype);
+    if (t->dtype == TJ_STRING) {
+        const tj_string *s = t->data;
+        return ir_hash_mix(h, ir_hash_bytes(s->data, s->len, 7));
+    }
+    return ir_hash_mix(h, ir_hash_bytes(t->data, ir_dtype_size(t->dtype), 7));
+}
+
+/* The hash of a signature; calls and get_concrete use it alike, so a spec equal to an earlier
+ * call's signature finds that call's concrete function. */
+uint64_t jit_sig_hash(const jit_argsig *sig, int nargs) {
+    uint64_t h = 0x7472616365u + (uint64_t)nargs;
+    for (int i = 0; i < nargs; i++) {
+        const jit_argsig *s = &sig[i];
+        if (s->is_static) {
+            h = jit_hash_static(s->value, ir_hash_mix(h, 0x5a));
+            continue;
+        }
+        h = ir_hash_mix(h, (uint64_t)s->dtype << 8 | s->rank);
+        for (int d = 0; d < s->rank; d++) h = ir_hash_mix(h, (uint64_t)s->dims[d]);
+    }
+    return h;
+}
+
+uint64_t jit_signature(int nargs, tj_tensor *const *args, jit_argsig *sig) {
+    for (int i = 0; i < nargs; i++) {
+        const tj_tensor *t = args[i];
+        jit_argsig *s = &sig[i];
+        s->is_static = t->is_static;
+        s->dtype = t->dtype;
+        s->rank = t->rank;
+        s->value = t->is_static ? (tj_tensor *)t : NULL;
+        memcpy(s->dims, t->dims, sizeof s->dims);
+    }
+    return jit_sig_hash(sig, nargs);
+}
+
+/* "(2, 3)", "(None,)", "()" as TensorFlow prints shapes. */
+void jit_tf_shape(char *buf, size_t n, int rank, const int64_t *dims) {
+    size_t l = (size_t)snprintf(buf, n, "(");
+    for (int d = 0; d < rank && l < n; d++) {
+        if (dims[d] < 0) l += (size_t)snprintf(buf + l, n - l, "None");
+        else l += (size_t)snprintf(buf + l, n - l, "%lld", (long long)dims[d]);
+        if (l < n && (d + 1 < rank || rank == 1)) l += (size_t)snprintf(buf + l, n - l, rank == 1 ? "," : ", ");
+    }
+    if (l < n) snprintf(buf + l, n - l, ")");
+}
+
+static int static_equal(const tj_tensor *a, const tj_tensor *b) {
+    if (a->dtype != b->dtype) return 0;
+    if (a->dtype == TJ_STRING) {
+        const tj_string *x = a->data, *y = b->data;
+        return x->len == y->len && memcmp(x->data, y->data, x->len) == 0;
+    }
+    return memcmp(a->data, b->data, ir_dtype_size(a->dtype)) == 0;
+}
+
+/* Does a call's argument match a concrete signature entry (-1 dims match anything)? */
+int jit_arg_matches(const jit_argsig *want, const tj_tensor *t) {
+    if (want->is_static) return t->is_static && static_equal(want->value, t);
+    if (t->is_static || want->dtype != t->dtype || want->rank != t->rank) return 0;
+    for (int d = 0; d < t->rank; d++)
+        if (want->dims[d] >= 0 && want->dims[d] != t->dims[d]) return 0;
+    return 1;
+}
+
+void jit_argsig_str(const jit_argsig *s, char *buf, size_t n) {
+    if (s->is_static) {
+        char *v = rt_values_str(s->value);
+        snprintf(buf, n, "static %s", v ? v : "?");
+        free(v);
+        return;
+    }
+    char d[128];
+    jit_tf_shape(d, sizeof d, s->rank, s->dims);
+    snprintf(buf, n, "TensorSpec(shape=%s, dtype=%s)", d, ir_dtype_name(s->dtype));
+}
+
+void jit_sig_free(jit_argsig *sig, uint32_t n) {
+    if (!sig) return;
+    for (uint32_t i = 0; i < n; i++) tj_release(sig[i].value);
+    free(sig);
+}
+
+/* A retained copy of a signature (statics retained). */
+jit_argsig *jit_sig_copy(const jit_argsig *sig, uint32_t n) {
+    jit_argsig *c = calloc(n ? n : 1, sizeof *c);
+    if (!c) return NULL;
+    memcpy(c, sig, n * sizeof *c);
+    for (uint32_t i = 0; i < n; i++) tj_retain(c[i].value);
+    return c;
+}
+
