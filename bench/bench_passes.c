@@ -4,14 +4,17 @@
  * appear after folding, and dead code. Needs only the ir + passes objects; a tiny evaluator for
  * f32 add/sub/mul/neg stands in for the reference kernels. Prints a table (median of several
  * runs, ns per input node, and the ratio to building the same graph through ir_add, measured in
- * the same run), writes bench/out/passes.json (run from the repository root, as bench/run does;
- * $TJ_BENCH_OUT overrides the folder) and appends bench.h records to $TJ_BENCH_JSON.
+ * the same run; also the median CPU time per node, which a shared machine disturbs less than wall
+ * time, and the load average), writes bench/out/passes.json (run from the repository root, as
+ * bench/run does; $TJ_BENCH_OUT overrides the folder) and appends bench.h records to
+ * $TJ_BENCH_JSON.
  * --quick: fewer runs. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bench.h"
 #include "ir/ir.h"
@@ -30,6 +33,12 @@ static uint32_t rnd(uint32_t n) {
 static uint64_t now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t cpu_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
@@ -159,20 +168,26 @@ int main(int argc, char **argv) {
     static const uint32_t sizes[] = {100, 1000, 10000, 100000};
     int quick = bench_quick(argc, argv);
     enum { N_SIZES = 4, MAX_RUNS = 15 };
+    double load[3] = {0, 0, 0};
+    if (getloadavg(load, 3) == 3)
+        printf("load average %.2f %.2f %.2f (%ld cpus)\n", load[0], load[1], load[2],
+               sysconf(_SC_NPROCESSORS_ONLN));
     char json[4096];
     size_t jo = 0;
     jo += (size_t)snprintf(json + jo, sizeof json - jo,
                            "{\n  \"bench\": \"passes\",\n"
                            "  \"pipeline\": \"default\",\n"
-                           "  \"results\": [\n");
-    printf("%10s %10s %12s %10s %10s %6s %10s %12s\n", "nodes", "nodes_out", "total_ms", "ns/node",
-           "build_ms", "iters", "x build", "folded");
+                           "  \"load_average\": %.2f,\n"
+                           "  \"results\": [\n",
+                           load[0]);
+    printf("%10s %10s %12s %10s %10s %10s %6s %10s %12s\n", "nodes", "nodes_out", "total_ms",
+           "ns/node", "cpu_ns/n", "build_ms", "iters", "x build", "folded");
     for (int si = 0; si < N_SIZES; si++) {
         uint32_t n = sizes[si];
         int runs = n >= 100000 ? 5 : n >= 10000 ? 9 : MAX_RUNS;
         if (quick)
             runs = 3;
-        uint64_t t[MAX_RUNS], tb[MAX_RUNS];
+        uint64_t t[MAX_RUNS], tb[MAX_RUNS], tc[MAX_RUNS];
         pass_options o;
         memset(&o, 0, sizeof o);
         o.eval = eval;
@@ -184,8 +199,10 @@ int main(int argc, char **argv) {
             ir_graph *g = build(n);
             tb[r] = now_ns() - t0;
             t0 = now_ns();
+            uint64_t c0 = cpu_ns();
             ir_graph *out = pass_pipeline_run(g, &o, &s);
             t[r] = now_ns() - t0;
+            tc[r] = cpu_ns() - c0;
             if (!out) {
                 fprintf(stderr, "bench_passes: pipeline failed: %s\n", ir_last_error());
                 ir_graph_free(g);
@@ -198,10 +215,11 @@ int main(int argc, char **argv) {
         }
         qsort(t, (size_t)runs, sizeof *t, cmp_u64);
         qsort(tb, (size_t)runs, sizeof *tb, cmp_u64);
+        qsort(tc, (size_t)runs, sizeof *tc, cmp_u64);
         double ms = (double)t[runs / 2] / 1e6, bms = (double)tb[runs / 2] / 1e6;
-        double nsn = (double)t[runs / 2] / n_in;
-        printf("%10u %10u %12.3f %10.1f %10.3f %6u %10.2f %12llu\n", n_in, n_out, ms, nsn, bms,
-               s.iterations, ms / bms, (unsigned long long)s.pass[PASS_FOLD].folded);
+        double nsn = (double)t[runs / 2] / n_in, cpun = (double)tc[runs / 2] / n_in;
+        printf("%10u %10u %12.3f %10.1f %10.1f %10.3f %6u %10.2f %12llu\n", n_in, n_out, ms, nsn,
+               cpun, bms, s.iterations, ms / bms, (unsigned long long)s.pass[PASS_FOLD].folded);
         char line[512];
         pass_stats_format(&s, line, sizeof line);
         printf("           %s\n", line);
@@ -211,9 +229,10 @@ int main(int argc, char **argv) {
                      (double)tb[runs / 2] / n_in, ms / bms);
         jo += (size_t)snprintf(json + jo, sizeof json - jo,
                                "    {\"nodes\": %u, \"nodes_out\": %u, \"runs\": %d, "
-                               "\"median_ms\": %.4f, \"ns_per_node\": %.1f, \"build_ms\": %.4f, "
+                               "\"median_ms\": %.4f, \"ns_per_node\": %.1f, "
+                               "\"cpu_ns_per_node\": %.1f, \"build_ms\": %.4f, "
                                "\"ratio_to_build\": %.3f, \"iterations\": %u}%s\n",
-                               n_in, n_out, runs, ms, nsn, bms, ms / bms, s.iterations,
+                               n_in, n_out, runs, ms, nsn, cpun, bms, ms / bms, s.iterations,
                                si + 1 < N_SIZES ? "," : "");
     }
     jo += (size_t)snprintf(json + jo, sizeof json - jo, "  ]\n}\n");

@@ -1,12 +1,32 @@
-/* graph.c — the graph builder: arenas for nodes, edges, blobs and subgraphs (amortised growth),
- * and ir_add, which validates, infers, canonicalises and interns each node. Interning is an
- * open-addressing table of node ids keyed by ir_node_key (blobs by content); side-effect and
- * random nodes bypass it and side-effect nodes are appended to the effect list in program order.
- * Nodes never change once added, so ids stay topological. */
+/* graph.c — the graph builder: arenas for nodes, edges, blobs and subgraphs (amortised growth,
+ * or presized by ir_graph_reserve), and ir_add, which validates, infers, canonicalises and interns
+ * each node. Interning is an open-addressing table keyed by ir_node_key (blobs by content) that
+ * keeps key bits beside each id, so probes and rehashes read a node only on a likely match;
+ * side-effect and random nodes bypass it and side-effect nodes are appended to the effect list in
+ * program order. Nodes never change once added, so ids stay topological. ir_add_inferred is
+ * ir_add without re-inference, for the copies a pass rebuild makes. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "ir/internal.h"
+
+/* Arrays of a few MB (a 10k-node graph's nodes) go on transparent huge pages where the system
+ * allows it (a hint; malloc'd memory either way): a fresh graph then costs a few page faults
+ * instead of one per 4 KB, and random probes into nodes and the intern table miss the TLB less. */
+#define HUGE_PAGE ((size_t)2 << 20)
+#define ITAB_BYTES(cap) ((size_t)(cap) * (2 * sizeof(uint32_t) + 1)) /* see itab_grow */
+static void *big_alloc(size_t size) {
+    if (size < HUGE_PAGE)
+        return malloc(size);
+    size_t r = (size + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+    void *p = aligned_alloc(HUGE_PAGE, r);
+#ifdef MADV_HUGEPAGE
+    if (p)
+        (void)madvise(p, r, MADV_HUGEPAGE);
+#endif
+    return p;
+}
 
 #define GROW(ptr, n, cap, extra)                                                                   \
     grow_((void **)&(ptr), &(cap), (size_t)(n) + (extra), sizeof(*(ptr)))
@@ -90,7 +110,7 @@ ir_graph *ir_graph_clone(const ir_graph *g) {
     COPY(effects, n_effects, cap_effects);
 #undef COPY
     if (g->itab_cap) {
-        c->itab = dup_mem(g->itab, sizeof(uint32_t) * g->itab_cap);
+        c->itab = dup_mem(g->itab, ITAB_BYTES(g->itab_cap));
         if (!c->itab)
             goto fail;
         c->itab_cap = g->itab_cap;
@@ -160,10 +180,15 @@ tj_status ir_add_output(ir_graph *g, uint32_t id) {
 tj_status ir_add_effect(ir_graph *g, uint32_t id) {
     if (!g || id >= g->n_nodes)
         return ir_errorf(TJ_ERR_INVALID, "ir_add_effect: invalid node %u", id);
-    for (uint32_t i = g->n_effects; i-- > 0;)
+    /* the list is increasing, so a duplicate can only be the last entry; the scan runs only on
+     * the error path (an id below the last one), to accept an earlier duplicate as before */
+    uint32_t last = g->n_effects ? g->effects[g->n_effects - 1] : 0;
+    if (g->n_effects && id == last)
+        return TJ_OK;
+    for (uint32_t i = g->n_effects; g->n_effects && id < last && i-- > 0;)
         if (g->effects[i] == id)
             return TJ_OK;
-    if (g->n_effects && id < g->effects[g->n_effects - 1])
+    if (g->n_effects && id < last)
         return ir_errorf(TJ_ERR_INVALID,
                          "ir_add_effect: node %%%u comes before the last effect "
                          "%%%u (effects are kept in program order)",
@@ -285,24 +310,89 @@ static bool internable(const ir_node *n) {
     return !(ir_ops[n->op].flags & (IR_F_SIDE | IR_F_RAND));
 }
 
-static bool itab_grow(ir_graph *g) {
-    uint32_t cap = g->itab_cap ? g->itab_cap * 2 : 64;
-    uint32_t *t = calloc(cap, sizeof *t);
+/* Slot j of the table is itab[2j] = 1 + node id and itab[2j + 1] = the low 32 bits of the key
+ * (the slot index comes from them, so growing never reads a node); after the 2 * cap words come
+ * cap tag bytes (0: empty, else 0x80 | the key's top 7 bits). A probe reads only the tags (a
+ * quarter of a megabyte for 100k nodes, cache resident) until a tag matches. */
+static inline uint8_t *itab_tags(const ir_graph *g) {
+    return (uint8_t *)(g->itab + 2 * (size_t)g->itab_cap);
+}
+static inline uint8_t key_tag(uint64_t h) {
+    return (uint8_t)(0x80 | (h >> 57));
+}
+
+static bool itab_grow(ir_graph *g, uint64_t need) {
+    uint64_t cap = g->itab_cap ? (uint64_t)g->itab_cap * 2 : 64;
+    while (cap < need)
+        cap *= 2;
+    if (cap > ((uint64_t)1 << 31))
+        return false;
+    uint32_t *t = big_alloc(ITAB_BYTES(cap));
     if (!t)
         return false;
-    for (uint32_t id = 0; id < g->n_nodes; id++) {
-        const ir_node *n = &g->nodes[id];
-        if (!internable(n))
+    uint8_t *tt = (uint8_t *)(t + 2 * cap), *ot = g->itab_cap ? itab_tags(g) : NULL;
+    memset(tt, 0, (size_t)cap);
+    uint32_t mask = (uint32_t)cap - 1;
+    for (uint32_t i = 0; i < g->itab_cap; i++) {
+        if (!ot[i])
             continue;
-        uint32_t j = (uint32_t)n->h & (cap - 1);
-        while (t[j])
-            j = (j + 1) & (cap - 1);
-        t[j] = id + 1;
+        uint32_t j = g->itab[2 * i + 1] & mask;
+        while (tt[j])
+            j = (j + 1) & mask;
+        t[2 * j] = g->itab[2 * i];
+        t[2 * j + 1] = g->itab[2 * i + 1];
+        tt[j] = ot[i];
     }
     free(g->itab);
     g->itab = t;
-    g->itab_cap = cap;
+    g->itab_cap = (uint32_t)cap;
     return true;
+}
+
+tj_status ir_graph_reserve(ir_graph *g, uint32_t n_nodes, uint32_t n_edges) {
+    if (!g)
+        return ir_errorf(TJ_ERR_INVALID, "ir_graph_reserve: NULL graph");
+    /* exact sizes: a rebuild knows its bound, and doubling past it only wastes address space */
+    if (n_nodes > g->cap_nodes) {
+        ir_node *p = n_nodes < UINT32_MAX - 1 ? big_alloc(sizeof *p * n_nodes) : NULL;
+        if (!p)
+            return ir_errorf(TJ_ERR_OOM, "ir_graph_reserve: out of memory for %u nodes", n_nodes);
+        if (g->n_nodes)
+            memcpy(p, g->nodes, sizeof *p * g->n_nodes);
+        free(g->nodes);
+        g->nodes = p;
+        g->cap_nodes = n_nodes;
+    }
+    if (n_edges > g->cap_edges) {
+        uint32_t *p = n_edges < UINT32_MAX - 1 ? realloc(g->edges, sizeof *p * n_edges) : NULL;
+        if (!p)
+            return ir_errorf(TJ_ERR_OOM, "ir_graph_reserve: out of memory for %u edges", n_edges);
+        g->edges = p;
+        g->cap_edges = n_edges;
+    }
+    uint64_t need = 2 * ((uint64_t)n_nodes + 1);
+    if (need > g->itab_cap && !itab_grow(g, need))
+        return ir_errorf(TJ_ERR_OOM, "ir_graph_reserve: out of memory for %u nodes", n_nodes);
+    return TJ_OK;
+}
+
+tj_status ir_graph_reset(ir_graph *g, const char *name) {
+    if (!g)
+        return ir_errorf(TJ_ERR_INVALID, "ir_graph_reset: NULL graph");
+    char *nm = strdup(name ? name : "main");
+    if (!nm)
+        return ir_errorf(TJ_ERR_OOM, "ir_graph_reset: out of memory");
+    free(g->name);
+    g->name = nm;
+    for (uint32_t i = 0; i < g->n_blobs; i++)
+        free(g->blobs[i].data);
+    for (uint32_t i = 0; i < g->n_subs; i++)
+        ir_graph_free(g->subs[i]);
+    g->n_nodes = g->n_edges = g->n_blobs = g->n_outputs = g->n_effects = 0;
+    g->n_params = g->n_caps = g->n_subs = 0;
+    if (g->itab_cap)
+        memset(itab_tags(g), 0, g->itab_cap);
+    return TJ_OK;
 }
 
 static uint32_t fail_oom(const char *op) {
@@ -310,36 +400,121 @@ static uint32_t fail_oom(const char *op) {
     return IR_NONE;
 }
 
-uint32_t ir_add(ir_graph *g, const ir_node *proto, const uint32_t *in, uint32_t n_in) {
+/* Checks the op and the input count and ids; NULL (error set) or the op's name. */
+static const char *check_call(const ir_graph *g, const ir_node *proto, const uint32_t *in,
+                              uint32_t n_in) {
     if (!g || !proto) {
         ir_errorf(TJ_ERR_INVALID, "ir_add: NULL argument");
-        return IR_NONE;
+        return NULL;
     }
     if (proto->op >= IR_N_OPS) {
         ir_errorf(TJ_ERR_INVALID, "ir_add: unknown op %u", (unsigned)proto->op);
-        return IR_NONE;
+        return NULL;
     }
     const char *name = ir_ops[proto->op].name;
     int want = ir_ops[proto->op].n_in;
     if ((want >= 0 && n_in != (uint32_t)want) || (n_in && !in)) {
         ir_errorf(TJ_ERR_INVALID, "%s: expected %d inputs, got %u", name, want, n_in);
-        return IR_NONE;
+        return NULL;
     }
-    if (g->n_nodes >= UINT32_MAX - 2 || n_in > UINT32_MAX - 2 - g->n_edges)
+    if (g->n_nodes >= UINT32_MAX - 2 || n_in > UINT32_MAX - 2 - g->n_edges) {
+        fail_oom(name);
+        return NULL;
+    }
+    for (uint32_t k = 0; k < n_in; k++)
+        if (in[k] >= g->n_nodes) {
+            ir_errorf(TJ_ERR_INVALID, "%s: input %u refers to unknown node %u", name, k, in[k]);
+            return NULL;
+        }
+    return name;
+}
+
+/* Copies the inputs to the end of the edge array (not yet counted) in canonical operand order
+ * and makes room in the intern table for one more node; NULL on OOM. */
+static uint32_t *stage(ir_graph *g, const ir_node *n, const uint32_t *in, uint32_t n_in) {
+    if (!GROW(g->edges, g->n_edges, g->cap_edges, n_in))
+        return NULL;
+    uint64_t need = 2 * ((uint64_t)g->n_nodes + 1);
+    if (internable(n) && need > g->itab_cap && !itab_grow(g, need))
+        return NULL;
+    uint32_t *e = g->edges + g->n_edges;
+    if (n_in)
+        memcpy(e, in, sizeof(uint32_t) * n_in);
+    if ((ir_ops[n->op].flags & IR_F_COMM) && n_in == 2 &&
+        !(n->op == IR_OP_ADD && n->dtype == TJ_STRING) && e[0] > e[1]) {
+        uint32_t t = e[0];
+        e[0] = e[1];
+        e[1] = t;
+    }
+    return e;
+}
+
+/* The second half of ir_add, for an inferred and checked node n whose inputs are staged at e and
+ * whose n_in, in_off and key are set: interning, then the append. n may point at
+ * g->nodes[g->n_nodes] (room reserved). */
+static uint32_t commit(ir_graph *g, ir_node *n, const uint32_t *e, uint32_t n_in,
+                       const char *name) {
+    unsigned fl = ir_ops[n->op].flags;
+    bool intern = internable(n);
+    uint32_t slot = 0;
+    if (intern) {
+        const uint8_t *tags = itab_tags(g), tag = key_tag(n->h);
+        uint32_t mask = g->itab_cap - 1, h32 = (uint32_t)n->h, j = h32 & mask;
+        for (; tags[j]; j = (j + 1) & mask) {
+            if (tags[j] != tag || g->itab[2 * j + 1] != h32)
+                continue;
+            const ir_node *m = &g->nodes[g->itab[2 * j] - 1];
+            if (node_eq(g, m, g->edges + m->in_off, n, e))
+                return g->itab[2 * j] - 1;
+        }
+        slot = j;
+    }
+    if (n->op == IR_OP_PARAM && (uint64_t)n->a.i[0] < g->n_params) {
+        for (uint32_t j = 0; j < g->n_nodes; j++) {
+            const ir_node *m = &g->nodes[j];
+            if (m->op == IR_OP_PARAM && m->a.i[0] == n->a.i[0]) {
+                char s[200];
+                ir_errorf(TJ_ERR_INVALID, "param: index %lld is already defined as %s%s",
+                          (long long)n->a.i[0], ir_dtype_short(m->dtype),
+                          ir_fmt_dims(s, sizeof s, m->rank, m->dims));
+                return IR_NONE;
+            }
+        }
+    }
+    if ((fl & IR_F_SIDE) && !GROW(g->effects, g->n_effects, g->cap_effects, 1))
         return fail_oom(name);
+    uint32_t id = g->n_nodes;
+    if (n != &g->nodes[id]) {
+        if (!GROW(g->nodes, g->n_nodes, g->cap_nodes, 1))
+            return fail_oom(name);
+        g->nodes[id] = *n;
+    }
+    g->n_nodes++;
+    g->n_edges += n_in;
+    if (intern) {
+        g->itab[2 * slot] = id + 1;
+        g->itab[2 * slot + 1] = (uint32_t)n->h;
+        itab_tags(g)[slot] = key_tag(n->h);
+    }
+    if (fl & IR_F_SIDE)
+        g->effects[g->n_effects++] = id;
+    if (n->op == IR_OP_PARAM && (uint64_t)n->a.i[0] + 1 > g->n_params)
+        g->n_params = (uint32_t)n->a.i[0] + 1;
+    if ((n->op == IR_OP_VAR_READ || n->op == IR_OP_ASSIGN) && (uint64_t)n->a.i[0] + 1 > g->n_caps)
+        g->n_caps = (uint32_t)n->a.i[0] + 1;
+    return id;
+}
+
+uint32_t ir_add(ir_graph *g, const ir_node *proto, const uint32_t *in, uint32_t n_in) {
+    const char *name = check_call(g, proto, in, n_in);
+    if (!name)
+        return IR_NONE;
     const ir_node *stack_ins[16] = {NULL};
     const ir_node **ins = n_in <= 16 ? stack_ins : malloc(sizeof *ins * n_in);
     if (!ins)
         return fail_oom(name);
-    for (uint32_t k = 0; k < n_in; k++) {
-        if (in[k] >= g->n_nodes) {
-            if (ins != stack_ins)
-                free(ins);
-            ir_errorf(TJ_ERR_INVALID, "%s: input %u refers to unknown node %u", name, k, in[k]);
-            return IR_NONE;
-        }
+    for (uint32_t k = 0; k < n_in; k++)
         ins[k] = &g->nodes[in[k]];
-    }
     ir_node n = *proto;
     n.n_in = n_in;
     tj_status st = ir_infer(&n, ins, n_in);
@@ -347,61 +522,40 @@ uint32_t ir_add(ir_graph *g, const ir_node *proto, const uint32_t *in, uint32_t 
         free(ins);
     if (st || ir_check_payload(g, &n))
         return IR_NONE;
-    if (!GROW(g->edges, g->n_edges, g->cap_edges, n_in))
+    uint32_t *e = stage(g, &n, in, n_in);
+    if (!e)
         return fail_oom(name);
-    uint32_t *e = g->edges + g->n_edges;
-    if (n_in)
-        memcpy(e, in, sizeof(uint32_t) * n_in);
-    unsigned fl = ir_ops[n.op].flags;
-    if ((fl & IR_F_COMM) && n_in == 2 && !(n.op == IR_OP_ADD && n.dtype == TJ_STRING) &&
-        e[0] > e[1]) {
-        uint32_t t = e[0];
-        e[0] = e[1];
-        e[1] = t;
-    }
     n.in_off = g->n_edges;
     n.h = ir_node_key(g, &n, e);
-    bool intern = internable(&n);
-    if (intern) {
-        if ((uint64_t)(g->n_nodes + 1) * 2 > g->itab_cap && !itab_grow(g))
-            return fail_oom(name);
-        uint32_t mask = g->itab_cap - 1, j = (uint32_t)n.h & mask;
-        for (; g->itab[j]; j = (j + 1) & mask) {
-            const ir_node *m = &g->nodes[g->itab[j] - 1];
-            if (node_eq(g, m, g->edges + m->in_off, &n, e))
-                return g->itab[j] - 1;
-        }
-    }
-    if (n.op == IR_OP_PARAM && (uint64_t)n.a.i[0] < g->n_params) {
-        for (uint32_t j = 0; j < g->n_nodes; j++) {
-            const ir_node *m = &g->nodes[j];
-            if (m->op == IR_OP_PARAM && m->a.i[0] == n.a.i[0]) {
-                char s[200];
-                ir_errorf(TJ_ERR_INVALID, "param: index %lld is already defined as %s%s",
-                          (long long)n.a.i[0], ir_dtype_short(m->dtype),
-                          ir_fmt_dims(s, sizeof s, m->rank, m->dims));
-                return IR_NONE;
-            }
-        }
-    }
-    if (!GROW(g->nodes, g->n_nodes, g->cap_nodes, 1))
+    return commit(g, &n, e, n_in, name);
+}
+
+uint32_t ir_add_inferred(ir_graph *g, const ir_node *node, const uint32_t *in, uint32_t n_in) {
+    const char *name = check_call(g, node, in, n_in);
+    if (!name)
+        return IR_NONE;
+    if (node->rank > IR_MAX_RANK || node->a.n_list > IR_MAX_LIST || node->a.blob > g->n_blobs ||
+        node->a.sub[0] > g->n_subs || node->a.sub[1] > g->n_subs)
+        return ir_add(g, node, in, n_in); /* not a node of a valid graph: let ir_add report it */
+    uintptr_t at = (uintptr_t)node, lo = (uintptr_t)g->nodes;
+    if (at >= lo && at < lo + sizeof *g->nodes * g->cap_nodes)
+        return ir_add(g, node, in, n_in); /* one of g's own nodes: growing g would move it */
+    if (node->n_in != n_in)
+        return ir_add(g, node, in, n_in);
+    uint32_t *e = stage(g, node, in, n_in);
+    if (!e || !GROW(g->nodes, g->n_nodes, g->cap_nodes, 1))
         return fail_oom(name);
-    if ((fl & IR_F_SIDE) && !GROW(g->effects, g->n_effects, g->cap_effects, 1))
-        return fail_oom(name);
-    uint32_t id = g->n_nodes++;
-    g->nodes[id] = n;
-    g->n_edges += n_in;
-    if (intern) {
-        uint32_t mask = g->itab_cap - 1, j = (uint32_t)n.h & mask;
-        while (g->itab[j])
-            j = (j + 1) & mask;
-        g->itab[j] = id + 1;
+    /* the key first: the probe's cache miss then overlaps the copy of the node into the next
+     * slot (a merge leaves that slot unused) */
+    uint64_t h = ir_node_key(g, node, e);
+    if (internable(node)) {
+        uint32_t j = (uint32_t)h & (g->itab_cap - 1);
+        __builtin_prefetch(itab_tags(g) + j);
+        __builtin_prefetch(g->itab + 2 * (size_t)j);
     }
-    if (fl & IR_F_SIDE)
-        g->effects[g->n_effects++] = id;
-    if (n.op == IR_OP_PARAM && (uint64_t)n.a.i[0] + 1 > g->n_params)
-        g->n_params = (uint32_t)n.a.i[0] + 1;
-    if ((n.op == IR_OP_VAR_READ || n.op == IR_OP_ASSIGN) && (uint64_t)n.a.i[0] + 1 > g->n_caps)
-        g->n_caps = (uint32_t)n.a.i[0] + 1;
-    return id;
+    ir_node *n = &g->nodes[g->n_nodes];
+    *n = *node;
+    n->in_off = g->n_edges;
+    n->h = h;
+    return commit(g, n, e, n_in, name);
 }

@@ -116,7 +116,7 @@ typedef struct ir_graph {
     uint32_t n_caps;   /* captured variable slots used by var_read / assign */
     struct ir_graph **subs;
     uint32_t n_subs, cap_subs;
-    uint32_t *itab; /* interning table (open addressing over node ids) */
+    uint32_t *itab; /* interning table (graph.c): itab_cap slots of 2 words, then a tag byte each */
     uint32_t itab_cap;
 } ir_graph;
 
@@ -129,6 +129,18 @@ ir_graph *ir_graph_clone(const ir_graph *g);
  * canonicalises (commutative operands ordered, axes normalised), interns. Returns the node id,
  * or IR_NONE with the error set (message names the op, the argument and the shapes). */
 uint32_t ir_add(ir_graph *g, const ir_node *proto, const uint32_t *in, uint32_t n_in);
+/* ir_add for a node that is already inferred and canonical: a copy of a node of a graph built by
+ * ir_add (blob and subgraph handles translated to g) whose inputs in[k] have the dtypes and dims
+ * the original's inputs had. The caller guarantees that (a pass rebuild tracks it); the result
+ * is then what ir_add would return, without the cost of inference and payload checks. Operand
+ * order, the key, interning, effects and params are handled as in ir_add. */
+uint32_t ir_add_inferred(ir_graph *g, const ir_node *node, const uint32_t *in, uint32_t n_in);
+/* Presizes g for n_nodes nodes and n_edges edges in all (arrays and interning table), so a
+ * graph of known size is built without regrowing. TJ_ERR_OOM with the error set. */
+tj_status ir_graph_reserve(ir_graph *g, uint32_t n_nodes, uint32_t n_edges);
+/* Empties g (nodes, edges, blobs, subgraphs, outputs, effects, params, caps) and renames it,
+ * keeping its arrays, so a graph of similar size is built in memory that is already mapped. */
+tj_status ir_graph_reset(ir_graph *g, const char *name);
 /* Copies `size` bytes into a new blob; returns the value for ir_attrs.blob (1 + index). */
 uint32_t ir_add_blob(ir_graph *g, const void *data, size_t size);
 tj_status ir_add_output(ir_graph *g, uint32_t id);

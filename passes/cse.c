@@ -9,15 +9,36 @@
 
 #include "passes/passes.h"
 
-tj_status pass_rebuild_begin(pass_rebuild *rb, const ir_graph *src) {
+static _Thread_local ir_graph *spare;
+
+void pass_spare_put(ir_graph *g) {
+    if (g && spare && spare->cap_nodes >= g->cap_nodes) {
+        ir_graph_free(g);
+        return;
+    }
+    ir_graph_free(spare);
+    spare = g;
+}
+
+tj_status pass_rebuild_begin(pass_rebuild *rb, const ir_graph *src, uint32_t n_nodes,
+                             uint32_t n_edges) {
     memset(rb, 0, sizeof *rb);
     rb->src = src;
-    rb->dst = ir_graph_new(src->name);
+    rb->dst = spare;
+    spare = NULL;
+    if (rb->dst && ir_graph_reset(rb->dst, src->name) != TJ_OK) {
+        ir_graph_free(rb->dst);
+        rb->dst = NULL;
+    }
+    if (!rb->dst)
+        rb->dst = ir_graph_new(src->name);
     size_t nn = src->n_nodes ? src->n_nodes : 1;
     rb->map = malloc(nn * sizeof *rb->map);
     rb->blob_map = calloc(src->n_blobs ? src->n_blobs : 1, sizeof *rb->blob_map);
     rb->sub_map = calloc(src->n_subs ? src->n_subs : 1, sizeof *rb->sub_map);
-    bool ok = rb->dst && rb->map && rb->blob_map && rb->sub_map;
+    rb->flags = calloc(nn, 1);
+    bool ok = rb->dst && rb->map && rb->blob_map && rb->sub_map && rb->flags &&
+              ir_graph_reserve(rb->dst, n_nodes, n_edges) == TJ_OK;
     /* subgraphs are copied up front, in order, so their handles stay the same */
     for (uint32_t i = 0; ok && i < src->n_subs; i++) {
         ir_graph *c = ir_graph_clone(src->subs[i]);
@@ -40,45 +61,58 @@ ir_graph *pass_rebuild_abort(pass_rebuild *rb) {
     free(rb->blob_map);
     free(rb->sub_map);
     free(rb->scratch);
+    free(rb->flags);
     memset(rb, 0, sizeof *rb);
     return NULL;
 }
 
-uint32_t pass_add(pass_rebuild *rb, const ir_node *proto, const uint32_t *in, uint32_t n_in) {
-    ir_node p = *proto;
+/* pass_add, and pass_copy when `inferred` (see ir_add_inferred). */
+static uint32_t add_translated(pass_rebuild *rb, const ir_node *proto, const uint32_t *in,
+                               uint32_t n_in, bool inferred) {
     const ir_graph *src = rb->src;
-    if (p.a.blob) {
-        uint32_t b = p.a.blob - 1;
-        if (b >= src->n_blobs) {
-            ir_errorf(TJ_ERR_INVALID, "%s: blob %u out of range", ir_ops[p.op].name, p.a.blob);
-            return IR_NONE;
-        }
-        if (!rb->blob_map[b]) {
-            rb->blob_map[b] = ir_add_blob(rb->dst, src->blobs[b].data, src->blobs[b].size);
-            if (!rb->blob_map[b])
+    ir_node p;
+    if (proto->a.blob || proto->a.sub[0] || proto->a.sub[1]) {
+        p = *proto;
+        if (p.a.blob) {
+            uint32_t b = p.a.blob - 1;
+            if (b >= src->n_blobs) {
+                ir_errorf(TJ_ERR_INVALID, "%s: blob %u out of range", ir_ops[p.op].name, p.a.blob);
                 return IR_NONE;
+            }
+            if (!rb->blob_map[b]) {
+                rb->blob_map[b] = ir_add_blob(rb->dst, src->blobs[b].data, src->blobs[b].size);
+                if (!rb->blob_map[b])
+                    return IR_NONE;
+            }
+            p.a.blob = rb->blob_map[b];
         }
-        p.a.blob = rb->blob_map[b];
-    }
-    for (int k = 0; k < 2; k++) {
-        if (p.a.sub[k] > src->n_subs) {
-            ir_errorf(TJ_ERR_INVALID, "%s: subgraph %u out of range", ir_ops[p.op].name,
-                      p.a.sub[k]);
-            return IR_NONE;
+        for (int k = 0; k < 2; k++) {
+            if (p.a.sub[k] > src->n_subs) {
+                ir_errorf(TJ_ERR_INVALID, "%s: subgraph %u out of range", ir_ops[p.op].name,
+                          p.a.sub[k]);
+                return IR_NONE;
+            }
+            if (p.a.sub[k])
+                p.a.sub[k] = rb->sub_map[p.a.sub[k] - 1];
         }
-        if (p.a.sub[k])
-            p.a.sub[k] = rb->sub_map[p.a.sub[k] - 1];
+        proto = &p;
     }
     uint32_t before = rb->dst->n_nodes;
-    uint32_t id = ir_add(rb->dst, &p, in, n_in);
+    uint32_t id =
+        inferred ? ir_add_inferred(rb->dst, proto, in, n_in) : ir_add(rb->dst, proto, in, n_in);
     if (id < before)
         rb->merged++;
     return id;
 }
 
+uint32_t pass_add(pass_rebuild *rb, const ir_node *proto, const uint32_t *in, uint32_t n_in) {
+    return add_translated(rb, proto, in, n_in, false);
+}
+
 uint32_t pass_copy(pass_rebuild *rb, uint32_t id) {
-    const ir_node *n = ir_node_get(rb->src, id);
-    const uint32_t *in = ir_inputs(rb->src, n);
+    const ir_graph *src = rb->src;
+    const ir_node *n = ir_node_get(src, id);
+    const uint32_t *in = ir_inputs(src, n);
     if (n->n_in > rb->cap_scratch) {
         uint32_t cap = n->n_in < 16 ? 16 : n->n_in * 2;
         uint32_t *s = realloc(rb->scratch, cap * sizeof *s);
@@ -89,15 +123,28 @@ uint32_t pass_copy(pass_rebuild *rb, uint32_t id) {
         rb->scratch = s;
         rb->cap_scratch = cap;
     }
+    /* the inputs keep their dtypes and dims (every rewrite does), so n is already inferred:
+     * only when a flag says otherwise does ir_add infer it again */
+    bool same = true;
     for (uint32_t i = 0; i < n->n_in; i++) {
-        rb->scratch[i] = rb->map[in[i]];
+        rb->scratch[i] = in[i] < src->n_nodes ? rb->map[in[i]] : IR_NONE;
         if (rb->scratch[i] == IR_NONE) {
             ir_errorf(TJ_ERR_INVALID, "passes: node %u (%s) uses node %u, which was dropped", id,
                       ir_ops[n->op].name, in[i]);
             return IR_NONE;
         }
+        same = same && (rb->flags[in[i]] & PASS_M_SAME);
     }
-    return pass_add(rb, n, rb->scratch, n->n_in);
+    return add_translated(rb, n, rb->scratch, n->n_in, same);
+}
+
+void pass_map(pass_rebuild *rb, uint32_t id, uint32_t d) {
+    const ir_node *s = ir_node_get(rb->src, id), *t = ir_node_get(rb->dst, d);
+    bool same = s->dtype == t->dtype && s->rank == t->rank && s->rank <= IR_MAX_RANK &&
+                !memcmp(s->dims, t->dims, sizeof(int64_t) * s->rank);
+    rb->map[id] = d;
+    rb->flags[id] = (uint8_t)((same ? PASS_M_SAME : 0) |
+                              (t->op == IR_OP_CONST && t->a.blob ? PASS_M_CONST : 0));
 }
 
 ir_graph *pass_rebuild_end(pass_rebuild *rb, pass_stat *st) {
@@ -123,10 +170,7 @@ ir_graph *pass_rebuild_end(pass_rebuild *rb, pass_stat *st) {
                       src->effects[i]);
             return pass_rebuild_abort(rb);
         }
-        bool seen = false;
-        for (uint32_t j = dst->n_effects; j-- > 0 && !seen;)
-            seen = dst->effects[j] == d;
-        if (!seen && ir_add_effect(dst, d) != TJ_OK)
+        if (ir_add_effect(dst, d) != TJ_OK) /* a repeated effect is accepted once */
             return pass_rebuild_abort(rb);
     }
     dst->n_params = src->n_params;
@@ -171,12 +215,13 @@ static bool same_node(const ir_graph *g, const ir_node *a, const ir_node *b) {
 }
 
 /* Does g hold two identical internable nodes? (Never, for a graph built through ir_add alone;
- * a graph assembled another way may.) -1 on OOM. */
+ * a graph assembled another way may.) -1 on OOM. Slots keep the low key bits beside the id, so
+ * only a likely match reads an earlier node. */
 static int has_duplicates(const ir_graph *g) {
     uint32_t cap = 64;
     while (cap < 2 * (uint64_t)g->n_nodes + 2)
         cap *= 2;
-    uint32_t *t = calloc(cap, sizeof *t);
+    uint32_t *t = calloc(2 * (size_t)cap, sizeof *t);
     if (!t)
         return -1;
     int dup = 0;
@@ -184,10 +229,11 @@ static int has_duplicates(const ir_graph *g) {
         const ir_node *n = ir_node_get(g, id);
         if (ir_ops[n->op].flags & (IR_F_SIDE | IR_F_RAND))
             continue;
-        uint32_t j = (uint32_t)n->h & (cap - 1);
-        for (; t[j] && !dup; j = (j + 1) & (cap - 1))
-            dup = same_node(g, ir_node_get(g, t[j] - 1), n);
-        t[j] = id + 1;
+        uint32_t h32 = (uint32_t)n->h, j = h32 & (cap - 1);
+        for (; t[2 * j] && !dup; j = (j + 1) & (cap - 1))
+            dup = t[2 * j + 1] == h32 && same_node(g, ir_node_get(g, t[2 * j] - 1), n);
+        t[2 * j] = id + 1;
+        t[2 * j + 1] = h32;
     }
     free(t);
     return dup;
@@ -202,13 +248,13 @@ ir_graph *pass_cse_run(const ir_graph *g, const pass_options *opts, pass_stat *s
     if (!dup)
         return (ir_graph *)g;
     pass_rebuild rb;
-    if (pass_rebuild_begin(&rb, g) != TJ_OK)
+    if (pass_rebuild_begin(&rb, g, g->n_nodes, g->n_edges) != TJ_OK)
         return NULL;
     for (uint32_t id = 0; id < g->n_nodes; id++) {
         uint32_t d = pass_copy(&rb, id);
         if (d == IR_NONE)
             return pass_rebuild_abort(&rb);
-        rb.map[id] = d;
+        pass_map(&rb, id, d);
     }
     return pass_rebuild_end(&rb, st);
 }

@@ -59,7 +59,8 @@ ir_graph *pass_fold_run(const ir_graph *g, const pass_options *opts, pass_stat *
     if (!any)
         return (ir_graph *)g;
     pass_rebuild rb;
-    if (pass_rebuild_begin(&rb, g) != TJ_OK)
+    /* a rebuild never makes more nodes or edges than its source */
+    if (pass_rebuild_begin(&rb, g, g->n_nodes, g->n_edges) != TJ_OK)
         return NULL;
     uint64_t folded = 0, failed = 0;
     uint32_t in_buf[16];
@@ -74,7 +75,9 @@ ir_graph *pass_fold_run(const ir_graph *g, const pass_options *opts, pass_stat *
             size_t in_bytes = 0;
             for (uint32_t k = 0; k < n->n_in && all_const; k++) {
                 in_buf[k] = rb.map[in[k]];
-                const ir_blob *b = in_buf[k] == IR_NONE ? NULL : pass_const_blob(rb.dst, in_buf[k]);
+                const ir_blob *b = (rb.flags[in[k]] & PASS_M_CONST)
+                                       ? pass_const_blob(rb.dst, in_buf[k])
+                                       : NULL; /* the flag spares a read of a non-const */
                 all_const = b != NULL;
                 in_bytes += b ? b->size : 0;
             }
@@ -113,7 +116,7 @@ ir_graph *pass_fold_run(const ir_graph *g, const pass_options *opts, pass_stat *
             d = pass_copy(&rb, id);
         if (d == IR_NONE)
             return pass_rebuild_abort(&rb);
-        rb.map[id] = d;
+        pass_map(&rb, id, d);
     }
     ir_graph *out = pass_rebuild_end(&rb, st);
     if (out && st) {

@@ -131,12 +131,27 @@ typedef struct pass_rebuild {
     uint32_t *blob_map; /* src blob handle - 1 -> dst blob handle (0: not yet copied) */
     uint32_t *sub_map;  /* src subgraph handle - 1 -> dst subgraph handle */
     uint32_t *scratch;  /* input-id buffer for pass_copy */
+    uint8_t *flags;     /* per src id, set by pass_map: PASS_M_SAME, PASS_M_CONST */
     uint32_t cap_scratch;
     uint64_t merged; /* pass_add calls that returned an existing node (interning) */
     bool dry;        /* simplify's scan: dst == src, identity map, nothing is added */
 } pass_rebuild;
 
-tj_status pass_rebuild_begin(pass_rebuild *rb, const ir_graph *src);
+/* What pass_map learns of map[id] while both nodes are in cache, so later reads need neither:
+ * SAME: it has src node id's dtype and dims (copies of its users skip re-inference);
+ * CONST: it is a CONST of dst with a payload. */
+enum { PASS_M_SAME = 1, PASS_M_CONST = 2 };
+
+/* dst is presized for n_nodes nodes and n_edges edges (src's counts bound every pass; prune
+ * knows the live counts), so it is built without regrowing. */
+tj_status pass_rebuild_begin(pass_rebuild *rb, const ir_graph *src, uint32_t n_nodes,
+                             uint32_t n_edges);
+/* The pipeline hands over the graphs it is done with; the next pass_rebuild_begin on this thread
+ * builds its dst in that storage (no fresh pages to fault in and zero). One is kept, the larger;
+ * NULL frees it. */
+void pass_spare_put(ir_graph *g);
+/* Sets map[id] = d (a dst id) and flags[id]. */
+void pass_map(pass_rebuild *rb, uint32_t id, uint32_t d);
 /* Copies src node `id` with inputs already mapped through rb->map; returns the dst id. */
 uint32_t pass_copy(pass_rebuild *rb, uint32_t id);
 /* Adds `proto` (a node of src: its blob/subgraph handles are translated) with dst inputs. */

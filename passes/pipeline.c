@@ -190,7 +190,7 @@ ir_graph *pass_pipeline_run(const ir_graph *g, const pass_options *opts, pass_st
             }
             if (next != cur) {
                 if (cur != g)
-                    ir_graph_free(cur);
+                    pass_spare_put(cur); /* the next rebuild reuses its storage */
                 cur = next;
                 changed += changes(ps) - before;
                 if (opts->verify && !verify_ok(cur, names[id]))
@@ -205,6 +205,7 @@ ir_graph *pass_pipeline_run(const ir_graph *g, const pass_options *opts, pass_st
         if (!changed)
             break;
     }
+    pass_spare_put(NULL);
     if (failed) {
         if (cur != g)
             ir_graph_free(cur);

@@ -21,6 +21,7 @@ ir_graph *pass_prune_run(const ir_graph *g, const pass_options *opts, pass_stat 
     for (uint32_t i = 0; i < g->n_effects; i++)
         if (g->effects[i] < n)
             live[g->effects[i]] = 1;
+    uint32_t e_live = 0; /* edges of the live nodes: the rebuild's size */
     for (uint32_t id = n; id-- > 0;) {
         const ir_node *nd = ir_node_get(g, id);
         if (ir_ops[nd->op].flags & IR_F_SIDE)
@@ -29,6 +30,7 @@ ir_graph *pass_prune_run(const ir_graph *g, const pass_options *opts, pass_stat 
             live[id] = 1;
         if (!live[id])
             continue;
+        e_live += nd->n_in;
         const uint32_t *in = ir_inputs(g, nd);
         for (uint32_t k = 0; k < nd->n_in; k++)
             live[in[k]] = 1;
@@ -41,7 +43,7 @@ ir_graph *pass_prune_run(const ir_graph *g, const pass_options *opts, pass_stat 
         return (ir_graph *)g;
     }
     pass_rebuild rb;
-    if (pass_rebuild_begin(&rb, g) != TJ_OK) {
+    if (pass_rebuild_begin(&rb, g, n_live, e_live) != TJ_OK) {
         free(live);
         return NULL;
     }
@@ -56,7 +58,7 @@ ir_graph *pass_prune_run(const ir_graph *g, const pass_options *opts, pass_stat 
             free(live);
             return pass_rebuild_abort(&rb);
         }
-        rb.map[id] = d;
+        pass_map(&rb, id, d);
     }
     free(live);
     ir_graph *out = pass_rebuild_end(&rb, st);

@@ -71,6 +71,12 @@ static bool const_is(const ir_graph *g, uint32_t id, int k) {
     return true;
 }
 
+/* const_is for input s of a node, skipped when `cmask` (bit s: input s may be a CONST; the
+ * rebuild knows it from pass_map) rules it out, which spares a read of the input node. */
+static bool in_is(const ir_graph *g, const uint32_t *m, unsigned cmask, int s, int k) {
+    return (cmask >> s & 1) && const_is(g, m[s], k);
+}
+
 static bool shape_known(const ir_node *n) {
     for (int i = 0; i < n->rank; i++)
         if (n->dims[i] < 0)
@@ -164,32 +170,33 @@ static uint32_t simplify_shape_op(pass_rebuild *rb, const ir_node *n, uint32_t x
     return make_unary(rb, IR_OP_RESHAPE, n, base, NULL);
 }
 
-static uint32_t simplify_binary(pass_rebuild *rb, const ir_node *n, const uint32_t *m) {
+static uint32_t simplify_binary(pass_rebuild *rb, const ir_node *n, const uint32_t *m,
+                                unsigned cmask) {
     int dt = n->dtype;
     bool fl = ir_dtype_is_float(dt), in = ir_dtype_is_int(dt);
     const ir_graph *d = rb->dst;
     switch (n->op) {
     case IR_OP_ADD: /* x + 0 (ints), x + -0.0 (floats); strings are concatenation: skip */
         for (int s = 0; s < 2 && (fl || in); s++)
-            if (const_is(d, m[s], in ? K_ZERO : K_NEG_ZERO))
+            if (in_is(d, m, cmask, s, in ? K_ZERO : K_NEG_ZERO))
                 return replace_with(rb, n, m[1 - s]);
         return IR_NONE;
     case IR_OP_SUB: /* x - 0 (ints), x - +0.0 (floats) */
-        if ((fl || in) && const_is(d, m[1], in ? K_ZERO : K_POS_ZERO))
+        if ((fl || in) && in_is(d, m, cmask, 1, in ? K_ZERO : K_POS_ZERO))
             return replace_with(rb, n, m[0]);
         return IR_NONE;
     case IR_OP_MUL:
         for (int s = 0; s < 2 && (fl || in); s++)
-            if (const_is(d, m[s], K_ONE))
+            if (in_is(d, m, cmask, s, K_ONE))
                 return replace_with(rb, n, m[1 - s]);
         return IR_NONE;
     case IR_OP_DIV:
     case IR_OP_POW:
-        if ((fl || in) && const_is(d, m[1], K_ONE))
+        if ((fl || in) && in_is(d, m, cmask, 1, K_ONE))
             return replace_with(rb, n, m[0]);
         return IR_NONE;
     case IR_OP_FLOORDIV: /* floor(x / 1) is x only for integers */
-        if (in && const_is(d, m[1], K_ONE))
+        if (in && in_is(d, m, cmask, 1, K_ONE))
             return replace_with(rb, n, m[0]);
         return IR_NONE;
     case IR_OP_MAXIMUM:
@@ -203,7 +210,8 @@ static uint32_t simplify_binary(pass_rebuild *rb, const ir_node *n, const uint32
 }
 
 /* The dst id n simplifies to, or IR_NONE (no rewrite, or an error: check the error code). */
-static uint32_t simplify_node(pass_rebuild *rb, const ir_node *n, const uint32_t *m) {
+static uint32_t simplify_node(pass_rebuild *rb, const ir_node *n, const uint32_t *m,
+                              unsigned cmask) {
     const ir_graph *d = rb->dst;
     switch (n->op) {
     case IR_OP_NEG:
@@ -235,17 +243,19 @@ static uint32_t simplify_node(pass_rebuild *rb, const ir_node *n, const uint32_t
     case IR_OP_WHERE:
         if (m[1] == m[2])
             return replace_with(rb, n, m[1]);
-        if (const_is(d, m[0], K_TRUE))
+        if (in_is(d, m, cmask, 0, K_TRUE))
             return replace_with(rb, n, m[1]);
-        if (const_is(d, m[0], K_FALSE))
+        if (in_is(d, m, cmask, 0, K_FALSE))
             return replace_with(rb, n, m[2]);
         return IR_NONE;
     default:
         if (n->n_in == 2 && (ir_ops[n->op].flags & IR_F_EW))
-            return simplify_binary(rb, n, m);
+            return simplify_binary(rb, n, m, cmask);
         return IR_NONE;
     }
 }
+
+#define ALL_MAY_BE_CONST 7u /* the scan keeps no flags: every input may be a CONST */
 
 /* Would any node of g simplify? Rules read only the node and its inputs, so with nothing
  * rewritten yet (identity map) the first rewrite of a real run is found by one read-only sweep. */
@@ -259,7 +269,8 @@ static bool any_rewrite(const ir_graph *g) {
         const ir_node *n = ir_node_get(g, id);
         unsigned f = ir_ops[n->op].flags;
         if (n->n_in >= 1 && n->n_in <= 3 && !(f & (IR_F_SIDE | IR_F_RAND)) &&
-            n->dtype < TJ_N_DTYPES && simplify_node(&rb, n, ir_inputs(g, n)) != IR_NONE)
+            n->dtype < TJ_N_DTYPES &&
+            simplify_node(&rb, n, ir_inputs(g, n), ALL_MAY_BE_CONST) != IR_NONE)
             return true;
     }
     return false;
@@ -269,7 +280,8 @@ ir_graph *pass_simplify_run(const ir_graph *g, const pass_options *opts, pass_st
     if (!any_rewrite(g))
         return (ir_graph *)g;
     pass_rebuild rb;
-    if (pass_rebuild_begin(&rb, g) != TJ_OK)
+    /* a rebuild never makes more nodes or edges than its source */
+    if (pass_rebuild_begin(&rb, g, g->n_nodes, g->n_edges) != TJ_OK)
         return NULL;
     uint64_t simplified = 0;
     uint32_t m[3];
@@ -280,10 +292,13 @@ ir_graph *pass_simplify_run(const ir_graph *g, const pass_options *opts, pass_st
         if (n->n_in >= 1 && n->n_in <= 3 && !(f & (IR_F_SIDE | IR_F_RAND)) &&
             n->dtype < TJ_N_DTYPES) {
             const uint32_t *in = ir_inputs(g, n);
-            for (uint32_t k = 0; k < n->n_in; k++)
+            unsigned cmask = 0;
+            for (uint32_t k = 0; k < n->n_in; k++) {
                 m[k] = rb.map[in[k]];
+                cmask |= (rb.flags[in[k]] & PASS_M_CONST) ? 1u << k : 0;
+            }
             ir_clear_error();
-            d = simplify_node(&rb, n, m);
+            d = simplify_node(&rb, n, m, cmask);
             if (d == IR_NONE && ir_last_code() != TJ_OK)
                 return pass_rebuild_abort(&rb);
             if (d != IR_NONE)
@@ -293,7 +308,7 @@ ir_graph *pass_simplify_run(const ir_graph *g, const pass_options *opts, pass_st
             d = pass_copy(&rb, id);
         if (d == IR_NONE)
             return pass_rebuild_abort(&rb);
-        rb.map[id] = d;
+        pass_map(&rb, id, d);
     }
     ir_graph *out = pass_rebuild_end(&rb, st);
     if (out && st)
