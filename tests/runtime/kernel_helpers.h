@@ -58,8 +58,8 @@ static inline ir_node proto(int op) {
 /* Infers, allocates and runs. Returns the output (caller releases) or NULL with *st set. */
 static inline tj_tensor *run_n(ir_node p, tj_tensor *const *in, uint32_t n, tj_status *st) {
     ir_node descs[8];
-    const ir_node *ptrs[8];
-    for (uint32_t k = 0; k < n; k++) {
+    const ir_node *ptrs[8] = {0};
+    for (uint32_t k = 0; k < n && k < 8; k++) {
         rt_desc(in[k], &descs[k]);
         ptrs[k] = &descs[k];
     }
