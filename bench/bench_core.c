@@ -1,7 +1,7 @@
 /* bench_core.c — the core benchmarks of the foundation: cache-hit call overhead, the seed's
  * power(x, 100) on a 10x10 int32 matrix (S25: eager vs compiled, against the same loop
- * hand-written in C and compiled -O3 -march=native in this file), and first-call latency of a
- * 50-op function (trace + passes + compile). Timings are medians; ratios are measured in the
+ * hand-written in C and compiled -O3 -march=native in this file). Compile latency is in
+ * bench_cpu.c (compile_50op, compile_disk_hit). Timings are medians; ratios are measured in the
  * same run. */
 #include <stdint.h>
 
@@ -14,12 +14,6 @@ static tj_tensor *power100(tj_tensor *x) {
     tj_tensor *r = tj_eye(TJ_I32, 10, 10);
     for (int i = 0; i < 100; i++) r = tj_matmul(x, r);
     return r;
-}
-
-static tj_tensor *chain50(tj_tensor *x) {
-    tj_tensor *y = x;
-    for (int i = 0; i < 25; i++) y = tj_sub(tj_mul(y, tj_scalar_f32(1.0001f)), tj_scalar_f32(0.5f));
-    return y;
 }
 
 __attribute__((noinline)) static void power_c(const int32_t *x, int32_t *r) {
@@ -108,19 +102,5 @@ int main(int argc, char **argv) {
     tj_function_free(pw);
     tj_release(x);
 
-    /* first-call latency of a 50-op elementwise function: trace + passes + compile + run */
-    int64_t d1[1] = {16};
-    float ones[16];
-    for (int i = 0; i < 16; i++) ones[i] = 1;
-    tj_tensor *in = tj_tensor_from_data(TJ_F32, 1, d1, ones);
-    for (int r = 0; r < REPS; r++) {
-        tj_function *c = tj_function_new("chain50", (void *)chain50, 1, NULL);
-        double t0 = bench_now();
-        tj_release(tj_call(c, 1, &in));
-        v[r] = (bench_now() - t0) * 1e3;
-        tj_function_free(c);
-    }
-    bench_report("compile_50op", "ms_median", bench_median(v, REPS), "ms", NULL, 0, 0);
-    tj_release(in);
     return 0;
 }
