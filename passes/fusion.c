@@ -104,7 +104,26 @@ static tj_status fill_groups(const ir_graph *g, pass_partition *p, const uint8_t
     return TJ_OK;
 }
 
+/* Whether node nd may join reduce group gr: not an output, the loop shape, and every input of
+ * the loop shape or a single element (so the kernel indexes inputs without broadcasting). */
+static bool joins_reduce(const ir_graph *g, const ir_node *nd, const pass_group *gr, bool is_out) {
+    if (is_out || !same_dims(nd, gr->rank, gr->dims))
+        return false;
+    const uint32_t *in = ir_inputs(g, nd);
+    for (uint32_t j = 0; j < nd->n_in; j++) {
+        const ir_node *x = ir_node_get(g, in[j]);
+        if (ir_numel(x->rank, x->dims) != 1 && !same_dims(x, gr->rank, gr->dims))
+            return false;
+    }
+    return true;
+}
+
 pass_partition *pass_fusion_run(const ir_graph *g, pass_fusable_fn fusable, void *user) {
+    return pass_fusion_run2(g, fusable, NULL, user);
+}
+
+pass_partition *pass_fusion_run2(const ir_graph *g, pass_fusable_fn fusable,
+                                 pass_fusable_fn reducible, void *user) {
     if (!fusable)
         fusable = default_fusable;
     uint32_t n = g->n_nodes;
@@ -179,7 +198,10 @@ pass_partition *pass_fusion_run(const ir_graph *g, pass_fusable_fn fusable, void
             for (uint32_t c = cons_off[id]; c < cons_off[id + 1] && join != IR_NONE; c++)
                 if (p->group_of[cons[c]] != join)
                     join = IR_NONE;
-            if (join != IR_NONE && !p->groups[join].fused)
+            if (join != IR_NONE && p->groups[join].reduce &&
+                !joins_reduce(g, nd, &p->groups[join], is_out[id]))
+                join = IR_NONE;
+            else if (join != IR_NONE && !p->groups[join].fused && !p->groups[join].reduce)
                 join = IR_NONE;
             if (join != IR_NONE && is_out[id] &&
                 !same_dims(nd, p->groups[join].rank, p->groups[join].dims))
@@ -193,6 +215,13 @@ pass_partition *pass_fusion_run(const ir_graph *g, pass_fusable_fn fusable, void
         gr->fused = fuse;
         gr->rank = nd->rank;
         memcpy(gr->dims, nd->dims, sizeof gr->dims);
+        if (!fuse && reducible && nd->n_in == 1 && (ir_ops[nd->op].flags & IR_F_RED) &&
+            reducible(g, id, user)) {
+            const ir_node *x = ir_node_get(g, ir_inputs(g, nd)[0]);
+            gr->reduce = true;
+            gr->rank = x->rank;
+            memcpy(gr->dims, x->dims, sizeof gr->dims);
+        }
         p->group_of[id] = ng++;
     }
     /* renumber so that groups run in ascending order of their last node */
@@ -258,7 +287,7 @@ char *pass_partition_str(const pass_partition *p) {
     sb_printf(&buf, &len, &cap, "%s", "");
     for (uint32_t gi = 0; p && gi < p->n_groups; gi++) {
         const pass_group *gr = &p->groups[gi];
-        sb_printf(&buf, &len, &cap, "%s", gr->fused ? "fused" : "node");
+        sb_printf(&buf, &len, &cap, "%s", gr->fused ? "fused" : gr->reduce ? "reduce" : "node");
         for (uint32_t k = 0; k < gr->n_nodes; k++)
             sb_printf(&buf, &len, &cap, " %%%u", gr->nodes[k]);
         sb_printf(&buf, &len, &cap, " <-");

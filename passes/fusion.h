@@ -2,7 +2,8 @@
  * runs as one unit. A fused group is a convex set of elementwise nodes (IR_F_EW: arithmetic,
  * comparisons, logical ops, cast, where) with one loop shape, whose values are used only inside
  * the group except for the group's outputs; every other live node is a singleton group. Groups
- * come in a valid execution order. Side-effect nodes are never fused. */
+ * come in a valid execution order. Side-effect nodes are never fused. A backend may also ask for
+ * reduce groups: a reduction with the elementwise producers only it reads. */
 #ifndef TJ_PASSES_FUSION_H
 #define TJ_PASSES_FUSION_H
 
@@ -20,6 +21,10 @@ typedef struct pass_group {
     uint32_t *outputs;
     int rank; /* fused groups: the loop shape, which every output has */
     int64_t dims[IR_MAX_RANK];
+    /* a reduce group: its last node is a reduction (the only output), the others elementwise
+     * producers of the reduction's input shape (the loop shape) whose inputs outside the group
+     * have the loop shape or one element. fused is false. */
+    bool reduce;
 } pass_group;
 
 typedef struct pass_partition {
@@ -36,6 +41,10 @@ typedef bool (*pass_fusable_fn)(const ir_graph *g, uint32_t id, void *user);
 /* Partitions the live nodes of g (those the outputs and the side effects depend on). Returns
  * a partition the caller frees with pass_partition_free, or NULL with the error set (OOM). */
 pass_partition *pass_fusion_run(const ir_graph *g, pass_fusable_fn fusable, void *user);
+/* As pass_fusion_run; reductions for which `reducible` says yes (NULL: none) start reduce groups
+ * that absorb their elementwise producers. */
+pass_partition *pass_fusion_run2(const ir_graph *g, pass_fusable_fn fusable,
+                                 pass_fusable_fn reducible, void *user);
 void pass_partition_free(pass_partition *p);
 /* Text summary for dumps and tests: one line per group, "fused %3 %4 %5 <- %0 %1 -> %5".
  * Caller frees. */

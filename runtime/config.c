@@ -33,6 +33,8 @@ static void cfg_init(void) {
     cfg.passes = getenv("TJ_PASSES");
     cfg.cache_dir = getenv("TJ_CACHE_DIR");
     cfg.backend = getenv("TJ_BACKEND");
+    const char *x = getenv("TJ_EXACT_MATH");
+    cfg.exact_math = x && *x && strcmp(x, "0") != 0;
     const char *c = getenv("TJ_CACHE");
     cfg.cache_enabled = !(c && strcmp(c, "0") == 0);
     const char *n = getenv("TJ_NUM_THREADS");

@@ -172,6 +172,7 @@ typedef struct rt_config {
     int cache_enabled;
     int num_threads;
     const char *backend; /* TJ_BACKEND: "cpu" (default) or "interp" */
+    int exact_math;      /* TJ_EXACT_MATH=1: compiled transcendentals call libm (bit-exact) */
 } rt_config;
 enum { RT_LOG_RETRACE = 1, RT_LOG_COMPILE = 2, RT_LOG_PASSES = 4 };
 const rt_config *rt_config_get(void);

@@ -191,7 +191,7 @@ static tj_status emit_body(em *e, const ir_graph *g, const pass_group *gr, LLVMV
 }
 
 tj_status jit_cpu_ew_emit(LLVMModuleRef m, const ir_graph *g, const pass_group *gr,
-                          const char *name, bool contract, jit_cpu_ew_plan *plan) {
+                          const char *name, bool contract, bool exact_math, jit_cpu_ew_plan *plan) {
     layout L = {0};
     tj_status st = layout_compute(g, gr, &L);
     uint32_t ni = gr->n_inputs, nb = gr->n_inputs + gr->n_outputs;
@@ -209,7 +209,7 @@ tj_status jit_cpu_ew_emit(LLVMModuleRef m, const ir_graph *g, const pass_group *
     plan->unit_len = L.flat ? 1 : len;
     plan->n_units = numel == 0 ? 0 : L.flat ? numel : numel / len;
 
-    em E = {.c = LLVMGetModuleContext(m), .m = m, .contract = contract};
+    em E = {.c = LLVMGetModuleContext(m), .m = m, .contract = contract, .exact_math = exact_math};
     em *e = &E;
     e->i1 = LLVMInt1TypeInContext(e->c);
     e->i8 = LLVMInt8TypeInContext(e->c);

@@ -15,7 +15,13 @@
 typedef struct jit_cpu_opts {
     bool no_contract; /* forbid FMA contraction (bit-exact results vs the reference kernels) */
     int64_t par_min;  /* elements above which a kernel is split across threads (0: 65536) */
+    bool exact_math;  /* transcendentals call libm as the reference kernels do (bit-identical);
+                         default: vectorizable approximations (approx.c). TJ_EXACT_MATH=1 too */
 } jit_cpu_opts;
+
+/* Whether o (may be NULL) or the environment (TJ_EXACT_MATH=1) asks for exact math. Part of the
+ * code's cache key: approximate and exact kernels differ. */
+bool jit_cpu_exact_math(const jit_cpu_opts *o);
 
 /* Compiles g (borrowed: must outlive the program) for the host CPU. Returns a program whose
  * run() executes fused groups as native kernels and every other node with the reference
@@ -78,6 +84,53 @@ typedef struct jit_cpu_ew_plan {
 /* Whether the codegen supports node `id` inside a fused group (op and dtypes). */
 bool jit_cpu_ew_supported(const ir_graph *g, uint32_t id);
 
+/* ---- OpenBLAS (blas.c), opened with dlopen on first use ----------------------------------- */
+typedef void (*jit_cpu_sgemm_fn)(int order, int ta, int tb, int m, int n, int k, float alpha,
+                                 const float *a, int lda, const float *b, int ldb, float beta,
+                                 float *c, int ldc);
+typedef void (*jit_cpu_dgemm_fn)(int order, int ta, int tb, int m, int n, int k, double alpha,
+                                 const double *a, int lda, const double *b, int ldb, double beta,
+                                 double *c, int ldc);
+typedef struct jit_cpu_blas {
+    jit_cpu_sgemm_fn sgemm; /* cblas_sgemm */
+    jit_cpu_dgemm_fn dgemm; /* cblas_dgemm */
+} jit_cpu_blas;
+/* The library (static), or NULL when it is absent or TJ_NO_BLAS=1 (read at every call). */
+const jit_cpu_blas *jit_cpu_blas_get(void);
+/* "openblas core=Zen threads=2" or why it is unavailable: what the benchmarks report. Static. */
+const char *jit_cpu_blas_info(void);
+
+/* ---- matrix products (codegen_mm.c) ------------------------------------------------------- */
+/* A MATMUL node's geometry: batches of [m,k] x [k,n], NumPy-broadcast batch dims whose strides
+ * (in matrices, 0 where broadcast) locate each batch's operands. */
+typedef struct jit_cpu_mm {
+    int dt;
+    int64_t m, k, n, batches;
+    int rank; /* batch rank of the output */
+    int64_t dims[IR_MAX_RANK], sa[IR_MAX_RANK], sb[IR_MAX_RANK];
+} jit_cpu_mm;
+/* Fills s for node id; false if it is not a matmul of concrete numeric shapes. */
+bool jit_cpu_mm_shape(const ir_graph *g, uint32_t id, jit_cpu_mm *s);
+/* Every dimension at most 64: generated inline, no BLAS. */
+bool jit_cpu_mm_small(const jit_cpu_mm *s);
+/* Byte offsets of batch bi's operands. */
+void jit_cpu_mm_batch(const jit_cpu_mm *s, int64_t bi, int64_t *a_off, int64_t *b_off);
+
+/* ---- reductions and softmax (codegen_red.c) ----------------------------------------------- */
+/* Whether reduction node id has a generated kernel (which may absorb elementwise producers). */
+bool jit_cpu_red_supported(const ir_graph *g, uint32_t id);
+/* Whether SOFTMAX / LOG_SOFTMAX node id has a generated kernel (last axis, f32/f64). */
+bool jit_cpu_softmax_supported(const ir_graph *g, uint32_t id);
+
+/* A member of a chain (codegen_chain.c): a kernel of the module run once over all its units, its
+ * buffers being node ids (inputs then outputs, the kernel ABI's order). */
+typedef struct jit_cpu_member {
+    const char *fn;
+    int64_t n_units;
+    uint32_t n_in, n_out;
+    const uint32_t *in, *out;
+} jit_cpu_member;
+
 #ifdef TJ_HAVE_LLVM
 #include <llvm-c/Core.h>
 #include <llvm-c/TargetMachine.h>
@@ -92,7 +145,7 @@ jit_cpu_code *jit_cpu_code_compile(LLVMModuleRef m, LLVMContextRef ctx, const ch
                                    uint32_t n_syms, void **addrs);
 /* Emits into m a kernel named `name` for fused group gr of g; fills *plan. */
 tj_status jit_cpu_ew_emit(LLVMModuleRef m, const ir_graph *g, const pass_group *gr,
-                          const char *name, bool contract, jit_cpu_ew_plan *plan);
+                          const char *name, bool contract, bool exact_math, jit_cpu_ew_plan *plan);
 void jit_cpu_stats_set(const jit_cpu_stats *s);
 
 /* Emission state shared by codegen_ew.c (loops) and ew_ops.c (one element of one op). */
@@ -101,6 +154,7 @@ typedef struct jit_cpu_em {
     LLVMModuleRef m;
     LLVMBuilderRef b;
     bool contract; /* FMA contraction allowed on fadd/fsub/fmul */
+    bool exact_math; /* transcendentals call libm (bit-identical to the reference kernels) */
     LLVMTypeRef i1, i8, i32, i64, f32, f64, ptr;
 } jit_cpu_em;
 /* Register type of a dtype (bool is i1; in memory it is i8). */
@@ -108,6 +162,37 @@ LLVMTypeRef jit_cpu_reg_ty(jit_cpu_em *e, int dt);
 /* One element of node n from its inputs' values a[] (t: dtype of the value operands, i.e. input
  * 0, or input 1 for where). NULL if the op has no lowering. */
 LLVMValueRef jit_cpu_emit_op(jit_cpu_em *e, const ir_node *n, int t, LLVMValueRef *a);
+
+/* Transcendentals (approx.c) on x of type ty: float or double, scalar or vector. Straight-line IR
+ * (selects, no calls, no branches) so loops using them vectorize; error bounds at the top of
+ * approx.c; NaN, +-inf, +-0, overflow and underflow as libm. With e->exact_math they call libm
+ * instead (per lane for vectors), bit-identical to the reference kernels. */
+LLVMValueRef jit_cpu_emit_exp(jit_cpu_em *e, LLVMValueRef x, LLVMTypeRef ty);
+LLVMValueRef jit_cpu_emit_log(jit_cpu_em *e, LLVMValueRef x, LLVMTypeRef ty);
+LLVMValueRef jit_cpu_emit_tanh(jit_cpu_em *e, LLVMValueRef x, LLVMTypeRef ty);
+LLVMValueRef jit_cpu_emit_sigmoid(jit_cpu_em *e, LLVMValueRef x, LLVMTypeRef ty);
+
+/* Fills e's types and a builder for module m (dispose e->b when done). */
+void jit_cpu_em_init(jit_cpu_em *e, LLVMModuleRef m, bool contract, bool exact_math);
+/* The kernel entry `name(bufs, begin, end)`; positions e->b in its entry block and loads the
+ * n_bufs buffer pointers into ptrs. Its arguments 1 and 2 are begin and end. */
+LLVMValueRef jit_cpu_kernel_begin(jit_cpu_em *e, const char *name, uint32_t n_bufs,
+                                  LLVMValueRef *ptrs);
+/* A kernel over rows of matmul node id (units: batches*m rows of the output); bufs a, b, out. */
+tj_status jit_cpu_mm_emit(LLVMModuleRef m, const ir_graph *g, uint32_t id, const char *name,
+                          const jit_cpu_opts *o, jit_cpu_ew_plan *plan);
+/* A kernel for reduce group gr (its elementwise producers computed in registers); units are
+ * output elements. */
+tj_status jit_cpu_red_emit(LLVMModuleRef m, const ir_graph *g, const pass_group *gr,
+                           const char *name, const jit_cpu_opts *o, jit_cpu_ew_plan *plan);
+/* A kernel for softmax node id; units are rows. */
+tj_status jit_cpu_softmax_emit(LLVMModuleRef m, const ir_graph *g, uint32_t id, const char *name,
+                               const jit_cpu_opts *o, jit_cpu_ew_plan *plan);
+/* One kernel `name` running members in order on one thread (ABI: ins then outs); values that
+ * no one outside reads live in stack slots. Member kernels become internal to the module. */
+tj_status jit_cpu_chain_emit(LLVMModuleRef m, const ir_graph *g, const jit_cpu_member *mem,
+                             uint32_t n_mem, const uint32_t *ins, uint32_t n_ins,
+                             const uint32_t *outs, uint32_t n_outs, const char *name);
 #endif
 
 #endif /* TJ_JIT_CPU_H */

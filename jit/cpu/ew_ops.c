@@ -2,8 +2,10 @@
  * combinations may be fused (jit_cpu_ew_supported) and the LLVM IR computing one element of a
  * node from its inputs' values (jit_cpu_emit_op). Semantics mirror runtime/kernels/ exactly: NaN
  * propagation in maximum/minimum, relu and sign keeping NaN and -0, saturating float-to-int casts,
- * wrapping integers, Python's floor mod; transcendentals call the same libm functions as the
- * reference kernels (expf for f32, exp for f64), so results are bit-identical. */
+ * wrapping integers, Python's floor mod. exp, log, tanh and sigmoid are vectorizable approximations
+ * (approx.c, error bounds there) unless exact math is asked for; sin, cos and pow (and all four in
+ * exact mode) call the same libm functions as the reference kernels (sinf for f32, sin for f64),
+ * so those results are bit-identical. */
 #include <stdio.h>
 #include <string.h>
 
@@ -208,20 +210,17 @@ LLVMValueRef jit_cpu_emit_op(em *e, const ir_node *n, int t, LLVMValueRef *a) {
     case IR_OP_RSQRT:
         return LLVMBuildFDiv(b, one, intrin1(e, "llvm.sqrt", x), "");
     case IR_OP_EXP:
-        return libm(e, "exp", a, 1);
+        return jit_cpu_emit_exp(e, x, LLVMTypeOf(x));
     case IR_OP_LOG:
-        return libm(e, "log", a, 1);
+        return jit_cpu_emit_log(e, x, LLVMTypeOf(x));
     case IR_OP_TANH:
-        return libm(e, "tanh", a, 1);
+        return jit_cpu_emit_tanh(e, x, LLVMTypeOf(x));
     case IR_OP_SIN:
         return libm(e, "sin", a, 1);
     case IR_OP_COS:
         return libm(e, "cos", a, 1);
-    case IR_OP_SIGMOID: {
-        LLVMValueRef nx = LLVMBuildFNeg(b, x, "");
-        LLVMValueRef ex = libm(e, "exp", &nx, 1);
-        return LLVMBuildFDiv(b, one, LLVMBuildFAdd(b, one, ex, ""), "");
-    }
+    case IR_OP_SIGMOID:
+        return jit_cpu_emit_sigmoid(e, x, LLVMTypeOf(x));
     case IR_OP_LOGICAL_NOT:
         return LLVMBuildNot(b, x, "");
     case IR_OP_ISNAN:
@@ -263,15 +262,16 @@ LLVMValueRef jit_cpu_emit_op(em *e, const ir_node *n, int t, LLVMValueRef *a) {
             LLVMTypeRef xt = LLVMTypeOf(x);
             int is_vec = LLVMGetTypeKind(xt) == LLVMVectorTypeKind;
             LLVMTypeRef et = is_vec ? LLVMGetElementType(xt) : xt;
-            LLVMTypeRef ity = LLVMIntTypeInContext(LLVMGetTypeContext(xt),
-                                                   LLVMGetTypeKind(et) == LLVMFloatTypeKind ? 32 : 64);
+            LLVMTypeRef ity = LLVMIntTypeInContext(
+                LLVMGetTypeContext(xt), LLVMGetTypeKind(et) == LLVMFloatTypeKind ? 32 : 64);
             if (is_vec)
                 ity = LLVMVectorType(ity, LLVMGetVectorSize(xt));
             LLVMValueRef xneg = LLVMBuildICmp(b, LLVMIntSLT, LLVMBuildBitCast(b, x, ity, ""),
                                               LLVMConstNull(ity), "");
             LLVMValueRef eq = LLVMBuildFCmp(b, LLVMRealOEQ, x, y, "");
             LLVMValueRef tie = LLVMBuildAnd(b, eq, mx ? LLVMBuildNot(b, xneg, "") : xneg, "");
-            LLVMValueRef pick = LLVMBuildOr(b, LLVMBuildFCmp(b, mx ? LLVMRealOGT : LLVMRealOLT, x, y, ""), tie, "");
+            LLVMValueRef pick =
+                LLVMBuildOr(b, LLVMBuildFCmp(b, mx ? LLVMRealOGT : LLVMRealOLT, x, y, ""), tie, "");
             LLVMValueRef v = LLVMBuildSelect(b, pick, x, y, "");
             return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, x, y, ""),
                                    LLVMBuildFAdd(b, x, y, ""), v, "");

@@ -1,14 +1,14 @@
-/* program.c — the CPU backend's program (rt_program_vt): the graph's live nodes partitioned by
- * passes/fusion.c, every fused elementwise group compiled (all of them in one LLVM module, one
- * kernel each) and every other node run as the interpreter runs it (reference kernels; CONST,
- * PARAM, VAR_READ, ASSIGN, PRINT and HOST_CALLBACK as in runtime/interp.c). Groups run in order;
- * large kernels are split across the runtime's thread pool. Only concrete shapes are compiled:
- * a graph with unknown dims is refused with TJ_ERR_UNSUPPORTED (the caller interprets it). */
+/* program.c — running the CPU backend's program (rt_program_vt); plan.c builds its steps. Steps
+ * run in order: generated kernels (elementwise and reduce groups, matmuls, softmaxes, chains of
+ * small ones) split across the runtime's thread pool when large; OpenBLAS products followed by
+ * their fused epilogue block by block; every other node as the interpreter runs it (reference
+ * kernels; CONST, PARAM, VAR_READ, ASSIGN, PRINT and HOST_CALLBACK as in runtime/interp.c). A
+ * value is released after its last reader. Only concrete shapes are compiled: a graph with
+ * unknown dims is refused with TJ_ERR_UNSUPPORTED (the caller interprets it). */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "jit/cpu/cpu.h"
+#include "jit/cpu/program.h"
 #include "runtime/rt_pool.h"
 
 rt_program *jit_cpu_compile(const ir_graph *g) {
@@ -26,27 +26,6 @@ const pass_partition *jit_cpu_program_partition(const rt_program *p) {
 }
 
 #else
-
-enum { STEP_FUSED, STEP_NODE };
-
-typedef struct step {
-    int kind;
-    uint32_t id; /* STEP_FUSED: the group; STEP_NODE: the node */
-    jit_cpu_kernel_fn fn;
-    jit_cpu_ew_plan plan;
-} step;
-
-typedef struct cpu_prog {
-    rt_program base;
-    pass_partition *part;
-    step *steps;
-    uint32_t n_steps;
-    tj_tensor **consts; /* per node: materialised CONST payloads */
-    uint32_t *last_use; /* per node: last step reading it; UINT32_MAX: a graph output */
-    jit_cpu_shared *shared;
-    int64_t par_min;
-    uint32_t max_bufs;
-} cpu_prog;
 
 static const rt_program_vt cpu_vt;
 
@@ -104,33 +83,121 @@ static tj_tensor *out_tensor(const ir_node *n) {
     return t;
 }
 
-static tj_status run_fused(cpu_prog *cp, const step *s, tj_tensor **vals, void **bufs) {
-    const ir_graph *g = cp->base.g;
-    const pass_group *gr = &cp->part->groups[s->id];
-    for (uint32_t k = 0; k < gr->n_inputs; k++)
-        bufs[k] = vals[gr->inputs[k]]->data;
-    for (uint32_t k = 0; k < gr->n_outputs; k++) {
-        const ir_node *n = ir_node_get(g, gr->outputs[k]);
-        tj_tensor *t = out_tensor(n);
-        if (!t)
-            return TJ_ERR_OOM;
-        vals[gr->outputs[k]] = t;
-        bufs[gr->n_inputs + k] = t->data;
-    }
-    int64_t units = s->plan.n_units;
+/* Runs fn over [0, units), split across the pool when the work is large. */
+static void run_units(cpu_prog *cp, jit_cpu_kernel_fn fn, const jit_cpu_ew_plan *plan,
+                      void *const *bufs) {
+    int64_t units = plan->n_units;
     if (units == 0)
-        return TJ_OK;
-    int threads = units * s->plan.unit_len >= cp->par_min ? rt_pool_size() : 1;
+        return;
+    int threads = units * plan->unit_len >= cp->par_min ? rt_pool_size() : 1;
     if (threads <= 1 || units < 2) {
-        s->fn(bufs, 0, units);
-        return TJ_OK;
+        fn(bufs, 0, units);
+        return;
     }
     int64_t n_tasks = (int64_t)threads * 4 < units ? (int64_t)threads * 4 : units;
     int64_t chunk = (units + n_tasks - 1) / n_tasks;
-    if (s->plan.unit_len == 1)
+    if (plan->unit_len == 1)
         chunk = (chunk + 63) & ~(int64_t)63; /* whole cache lines */
-    par_ctx c = {s->fn, bufs, units, chunk};
+    par_ctx c = {fn, bufs, units, chunk};
     rt_parallel_for((units + chunk - 1) / chunk, par_task, &c);
+}
+
+static tj_status run_gen(cpu_prog *cp, const step *s, tj_tensor **vals, void **bufs) {
+    const ir_graph *g = cp->base.g;
+    for (uint32_t k = 0; k < s->n_in; k++)
+        bufs[k] = vals[s->in[k]]->data;
+    for (uint32_t k = 0; k < s->n_out; k++) {
+        tj_tensor *t = out_tensor(ir_node_get(g, s->out[k]));
+        if (!t)
+            return TJ_ERR_OOM;
+        vals[s->out[k]] = t;
+        bufs[s->n_in + k] = t->data;
+    }
+    run_units(cp, s->fn, &s->plan, bufs);
+    return TJ_OK;
+}
+
+/* Rows of the product per gemm call when an epilogue follows: about 2 MiB of output, so the
+ * epilogue reads it from cache; a multiple of what keeps the epilogue's units whole. 0: the
+ * epilogue's units do not align with rows (it then runs once, after every gemm). */
+static int64_t blas_block_rows(const step *s) {
+    const jit_cpu_mm *mm = &s->mm;
+    int64_t ul = s->plan.unit_len, n = mm->n, step_rows = 1;
+    if (!s->epi)
+        return mm->m;
+    if (n % ul != 0) {
+        if (ul % n != 0 || mm->m % (ul / n) != 0)
+            return 0;
+        step_rows = ul / n;
+    }
+    int64_t rows = ((int64_t)2 << 20) / (n * (int64_t)ir_dtype_size(mm->dt) + 1);
+    rows = rows < 16 ? 16 : rows;
+    rows = (rows + step_rows - 1) / step_rows * step_rows;
+    return rows;
+}
+
+static tj_status run_blas(cpu_prog *cp, const step *s, tj_tensor **vals, void **bufs) {
+    const ir_graph *g = cp->base.g;
+    const jit_cpu_mm *mm = &s->mm;
+    const ir_node *mn = ir_node_get(g, s->id);
+    const uint32_t *min = ir_inputs(g, mn);
+    const char *A = vals[min[0]]->data, *B = vals[min[1]]->data;
+    size_t es = ir_dtype_size(mm->dt), bytes = (size_t)(mm->batches * mm->m * mm->n) * es;
+    char *C;
+    void *tmp = NULL;
+    if (s->epi) {
+        if (!(C = tmp = rt_alloc(bytes)))
+            return ir_errorf(TJ_ERR_OOM, "cpu program: out of memory for matmul %%%u", s->id);
+        const pass_group *gr = s->epi;
+        for (uint32_t k = 0; k < gr->n_inputs; k++)
+            bufs[k] = gr->inputs[k] == s->id ? (void *)C : vals[gr->inputs[k]]->data;
+        for (uint32_t k = 0; k < gr->n_outputs; k++) {
+            tj_tensor *t = out_tensor(ir_node_get(g, gr->outputs[k]));
+            if (!t) {
+                rt_free(tmp, bytes);
+                return TJ_ERR_OOM;
+            }
+            vals[gr->outputs[k]] = t;
+            bufs[gr->n_inputs + k] = t->data;
+        }
+    } else {
+        tj_tensor *t = out_tensor(mn);
+        if (!t)
+            return TJ_ERR_OOM;
+        vals[s->id] = t;
+        C = t->data;
+    }
+    int64_t rb = blas_block_rows(s), m = mm->m, n = mm->n, k = mm->k;
+    int64_t ul = s->plan.unit_len ? s->plan.unit_len : 1;
+    if (k == 0)
+        memset(C, 0, bytes);
+    for (int64_t bi = 0; bi < mm->batches && m * n > 0; bi++) {
+        int64_t ao, bo;
+        jit_cpu_mm_batch(mm, bi, &ao, &bo);
+        int64_t step_rows = rb > 0 ? rb : m;
+        for (int64_t r0 = 0; r0 < m; r0 += step_rows) {
+            int64_t r1 = r0 + step_rows < m ? r0 + step_rows : m;
+            char *c = C + (size_t)((bi * m + r0) * n) * es;
+            const char *a = A + ao + (size_t)(r0 * k) * es, *b = B + bo;
+            int ldb = (int)n;
+            if (k > 0 && mm->dt == TJ_F32)
+                s->blas->sgemm(101, 111, 111, (int)(r1 - r0), (int)n, (int)k, 1.0f,
+                               (const float *)a, (int)k, (const float *)b, ldb, 0.0f, (float *)c,
+                               (int)n);
+            else if (k > 0)
+                s->blas->dgemm(101, 111, 111, (int)(r1 - r0), (int)n, (int)k, 1.0,
+                               (const double *)a, (int)k, (const double *)b, ldb, 0.0, (double *)c,
+                               (int)n);
+            /* the epilogue on this thread while the block is in cache; OpenBLAS's threads are
+             * idle (spinning) meanwhile, so the pool would only compete with them */
+            if (s->epi && rb > 0)
+                s->fn(bufs, (bi * m + r0) * n / ul, (bi * m + r1) * n / ul);
+        }
+    }
+    if (s->epi && rb == 0)
+        run_units(cp, s->fn, &s->plan, bufs);
+    if (tmp)
+        rt_free(tmp, bytes);
     return TJ_OK;
 }
 
@@ -213,25 +280,17 @@ static tj_status cpu_run(rt_program *p, tj_tensor *const *args, uint32_t n_args,
     tj_status st = TJ_OK;
     for (uint32_t s = 0; s < cp->n_steps && !st; s++) {
         const step *sp = &cp->steps[s];
-        if (sp->kind == STEP_FUSED)
-            st = run_fused(cp, sp, vals, scratch);
+        if (sp->kind == STEP_GEN)
+            st = run_gen(cp, sp, vals, scratch);
+        else if (sp->kind == STEP_BLAS)
+            st = run_blas(cp, sp, vals, scratch);
         else
             st = run_node(cp, sp->id, args, n_args, caps, vals, (tj_tensor **)scratch);
         /* drop values whose last reader was this step */
-        const uint32_t *ins;
-        uint32_t n_ins;
-        if (sp->kind == STEP_FUSED) {
-            ins = cp->part->groups[sp->id].inputs;
-            n_ins = cp->part->groups[sp->id].n_inputs;
-        } else {
-            const ir_node *n = ir_node_get(g, sp->id);
-            ins = ir_inputs(g, n);
-            n_ins = n->n_in;
-        }
-        for (uint32_t k = 0; k < n_ins; k++) {
-            if (cp->last_use[ins[k]] == s) {
-                tj_release(vals[ins[k]]);
-                vals[ins[k]] = NULL;
+        for (uint32_t k = 0; k < sp->n_in; k++) {
+            if (cp->last_use[sp->in[k]] == s) {
+                tj_release(vals[sp->in[k]]);
+                vals[sp->in[k]] = NULL;
             }
         }
     }
@@ -254,6 +313,10 @@ static void cpu_free(rt_program *p) {
     free(cp->consts);
     jit_cpu_shared_release(cp->shared);
     pass_partition_free(cp->part);
+    for (uint32_t s = 0; cp->steps && s < cp->n_steps; s++) {
+        free(cp->steps[s].in);
+        free(cp->steps[s].out);
+    }
     free(cp->steps);
     free(cp->last_use);
     free(cp);
@@ -261,94 +324,9 @@ static void cpu_free(rt_program *p) {
 
 static const rt_program_vt cpu_vt = {cpu_run, cpu_free, "cpu"};
 
-/* ---- compiling ------------------------------------------------------------------------------- */
-static bool fusable(const ir_graph *g, uint32_t id, void *user) {
-    return jit_cpu_ew_supported(g, id);
-}
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-/* Builds one module with a kernel per fused group, compiles it and fills the steps' fn. */
-static tj_status compile_kernels(cpu_prog *cp, const jit_cpu_opts *o) {
-    const ir_graph *g = cp->base.g;
-    uint32_t nk = 0;
-    for (uint32_t s = 0; s < cp->n_steps; s++)
-        nk += cp->steps[s].kind == STEP_FUSED;
-    jit_cpu_stats stats = {0};
-    stats.n_kernels = nk;
-    if (nk == 0) {
-        jit_cpu_stats_set(&stats);
-        return TJ_OK;
-    }
-    double t0 = now_ms();
-    char prefix[40], key[1536];
-    jit_cpu_code_key(g, !o->no_contract, key, sizeof key, prefix, sizeof prefix);
-    char **names = calloc(nk, sizeof *names);
-    void **addrs = calloc(nk, sizeof *addrs);
-    tj_status st = names && addrs ? TJ_OK : ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
-    for (uint32_t s = 0, k = 0; s < cp->n_steps && !st; s++) {
-        if (cp->steps[s].kind != STEP_FUSED)
-            continue;
-        if (!(names[k] = malloc(48)))
-            st = ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
-        else
-            snprintf(names[k], 48, "%sg%u", prefix, cp->steps[s].id);
-        k++;
-    }
-    int from = 0;
-    if (!st)
-        cp->shared = jit_cpu_shared_find(key, (const char *const *)names, nk, addrs, &from);
-    LLVMContextRef ctx = LLVMContextCreate();
-    LLVMModuleRef m = LLVMModuleCreateWithNameInContext("tracejit", ctx);
-    jit_cpu_prepare_module(m);
-    /* emitting also fills each step's plan (work units), which a cached object does not carry */
-    for (uint32_t s = 0, k = 0; s < cp->n_steps && !st; s++) {
-        step *sp = &cp->steps[s];
-        if (sp->kind != STEP_FUSED)
-            continue;
-        st = jit_cpu_ew_emit(m, g, &cp->part->groups[sp->id], names[k], !o->no_contract, &sp->plan);
-        k++;
-    }
-    if (st || cp->shared) {
-        LLVMDisposeModule(m);
-        LLVMContextDispose(ctx);
-        stats.from_cache = from;
-        stats.build_ms = now_ms() - t0;
-        jit_cpu_stats_set(&stats);
-    } else {
-        double t1 = now_ms();
-        jit_cpu_code *code = jit_cpu_code_compile(m, ctx, (const char *const *)names, nk, addrs);
-        if (!code || !(cp->shared = jit_cpu_shared_add(key, code, (const char *const *)names, nk, addrs)))
-            st = ir_last_code() ? ir_last_code() : TJ_ERR_RUNTIME;
-        stats = jit_cpu_last_stats();
-        stats.build_ms = t1 - t0;
-        stats.n_kernels = nk;
-        jit_cpu_stats_set(&stats);
-    }
-    for (uint32_t s = 0, k = 0; s < cp->n_steps && !st; s++)
-        if (cp->steps[s].kind == STEP_FUSED)
-            cp->steps[s].fn = (jit_cpu_kernel_fn)addrs[k++];
-    for (uint32_t k = 0; names && k < nk; k++)
-        free(names[k]);
-    free(names);
-    free(addrs);
-    if (!st && from)
-        rt_log(RT_LOG_COMPILE, "cpu: %u kernels %s in %.2f ms (no compile)", nk,
-               from == 1 ? "shared with a loaded program" : "loaded from the disk cache", stats.build_ms);
-    else if (!st)
-        rt_log(RT_LOG_COMPILE,
-               "cpu: %u kernels, build %.2f ms, O3 %.2f ms, emit %.2f ms, link "
-               "%.2f ms, %zu-byte object",
-               nk, stats.build_ms, stats.opt_ms, stats.emit_ms, stats.link_ms, stats.obj_bytes);
-    return st;
-}
-
 rt_program *jit_cpu_compile_opts(const ir_graph *g, const jit_cpu_opts *opts) {
     jit_cpu_opts o = opts ? *opts : (jit_cpu_opts){0};
+    o.exact_math = jit_cpu_exact_math(opts);
     if (!g) {
         ir_errorf(TJ_ERR_INVALID, "cpu jit: graph is NULL");
         return NULL;
@@ -373,7 +351,6 @@ rt_program *jit_cpu_compile_opts(const ir_graph *g, const jit_cpu_opts *opts) {
     if (jit_cpu_llvm_init() != TJ_OK)
         return NULL;
     cpu_prog *cp = calloc(1, sizeof *cp);
-    uint32_t nn = g->n_nodes + 1;
     if (!cp) {
         ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
         return NULL;
@@ -381,48 +358,12 @@ rt_program *jit_cpu_compile_opts(const ir_graph *g, const jit_cpu_opts *opts) {
     cp->base.vt = &cpu_vt;
     cp->base.g = g;
     cp->par_min = o.par_min > 0 ? o.par_min : 65536;
-    cp->part = pass_fusion_run(g, fusable, NULL);
-    if (!cp->part)
-        goto fail;
-    cp->steps = calloc(cp->part->n_groups + 1, sizeof *cp->steps);
-    cp->consts = calloc(nn, sizeof *cp->consts);
-    cp->last_use = calloc(nn, sizeof *cp->last_use);
-    if (!cp->steps || !cp->consts || !cp->last_use) {
-        ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
-        goto fail;
+    o.par_min = cp->par_min;
+    if (jit_cpu_plan(cp, &o) != TJ_OK) {
+        cpu_free(&cp->base);
+        return NULL;
     }
-    cp->max_bufs = 8;
-    for (uint32_t gi = 0; gi < cp->part->n_groups; gi++) {
-        const pass_group *gr = &cp->part->groups[gi];
-        step *sp = &cp->steps[cp->n_steps++];
-        if (gr->fused) {
-            sp->kind = STEP_FUSED;
-            sp->id = gi;
-            if (gr->n_inputs + gr->n_outputs > cp->max_bufs)
-                cp->max_bufs = gr->n_inputs + gr->n_outputs;
-            for (uint32_t k = 0; k < gr->n_inputs; k++)
-                cp->last_use[gr->inputs[k]] = gi;
-        } else {
-            sp->kind = STEP_NODE;
-            sp->id = gr->nodes[0];
-            const ir_node *n = ir_node_get(g, sp->id);
-            if (n->n_in > cp->max_bufs)
-                cp->max_bufs = n->n_in;
-            const uint32_t *in = ir_inputs(g, n);
-            for (uint32_t k = 0; k < n->n_in; k++)
-                cp->last_use[in[k]] = gi;
-            if (n->op == IR_OP_CONST && !(cp->consts[sp->id] = rt_const_tensor(g, n)))
-                goto fail;
-        }
-    }
-    for (uint32_t k = 0; k < g->n_outputs; k++)
-        cp->last_use[g->outputs[k]] = UINT32_MAX;
-    if (compile_kernels(cp, &o) != TJ_OK)
-        goto fail;
     return &cp->base;
-fail:
-    cpu_free(&cp->base);
-    return NULL;
 }
 
 #endif /* TJ_HAVE_LLVM */

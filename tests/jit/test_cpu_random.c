@@ -1,7 +1,8 @@
 /* test_cpu_random.c — 600 random elementwise graphs (mixed dtypes, casts, comparisons, where,
  * broadcasting params, scalar constants, empty and odd sizes, one or two outputs) compiled by the
- * CPU JIT with FMA contraction off and compared bit for bit with the interpreter (reference
- * kernels). The seed is printed; TJ_TEST_SEED=<n> replays a run. */
+ * CPU JIT with FMA contraction off and exact math (libm transcendentals; the approximations are
+ * tested in test_cpu_approx.c) and compared bit for bit with the interpreter (reference kernels).
+ * The seed is printed; TJ_TEST_SEED=<n> replays a run. */
 #include <time.h>
 
 #include "check.h"
@@ -158,6 +159,10 @@ static void check_partition(const ir_graph *g, const pass_partition *p, int it) 
 }
 
 int main(void) {
+    /* exact math through the environment too (read once, before anything reads it), and no disk
+     * cache: kernels cached in the other math mode must not be loaded */
+    setenv("TJ_EXACT_MATH", "1", 1);
+    setenv("TJ_CACHE", "0", 1);
     if (!jit_cpu_available()) {
         printf("skip: %s\n", ir_last_error());
         return 77;
@@ -172,7 +177,8 @@ int main(void) {
         int np, pdt[3], prank[3];
         int64_t pdims[3][3];
         ir_graph *g = random_graph(&np, pdt, prank, pdims);
-        rt_program *p = jit_cpu_compile_opts(g, &(jit_cpu_opts){.no_contract = true});
+        rt_program *p =
+            jit_cpu_compile_opts(g, &(jit_cpu_opts){.no_contract = true, .exact_math = true});
         rt_program *ref = rt_interp_new(g);
         CHECK_MSG(p && ref, "graph %d: %s", it, ir_last_error());
         if (p && ref) {

@@ -1,0 +1,70 @@
+/* blas.c — OpenBLAS as an external kernel of the CPU backend (the way XLA calls Eigen): opened
+ * with dlopen("libopenblas.so.0") on first use, so tracejit builds and runs where it is absent
+ * (large float products are then generated like the small ones). OpenBLAS picks its kernel in a
+ * constructor from OPENBLAS_CORETYPE; an environment forcing an older core would halve its speed,
+ * so the variable is unset around the dlopen (under a lock) and restored after. Its thread count
+ * is the runtime pool's (TJ_NUM_THREADS). TJ_NO_BLAS=1, read at each compile, turns it off. */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jit/cpu/cpu.h"
+#include "runtime/rt_pool.h"
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t env_mu = PTHREAD_MUTEX_INITIALIZER;
+static jit_cpu_blas lib;
+static bool have;
+static char info[256] = "openblas: not loaded";
+
+static void load(void) {
+    pthread_mutex_lock(&env_mu);
+    const char *ct = getenv("OPENBLAS_CORETYPE");
+    char *saved = ct ? strdup(ct) : NULL;
+    if (ct)
+        unsetenv("OPENBLAS_CORETYPE");
+    /* already in the process (a user linked it): dlopen returns that copy, its core is fixed */
+    bool preloaded = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_NOLOAD) != NULL;
+    void *h = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
+    if (saved)
+        setenv("OPENBLAS_CORETYPE", saved, 1);
+    pthread_mutex_unlock(&env_mu);
+    if (!h) {
+        const char *why = dlerror();
+        snprintf(info, sizeof info, "openblas: unavailable (%s)", why ? why : "dlopen failed");
+        free(saved);
+        return;
+    }
+    lib.sgemm = (jit_cpu_sgemm_fn)dlsym(h, "cblas_sgemm");
+    lib.dgemm = (jit_cpu_dgemm_fn)dlsym(h, "cblas_dgemm");
+    void (*set_threads)(int) = (void (*)(int))dlsym(h, "openblas_set_num_threads");
+    char *(*corename)(void) = (char *(*)(void))dlsym(h, "openblas_get_corename");
+    if (!lib.sgemm || !lib.dgemm) {
+        snprintf(info, sizeof info, "openblas: cblas_sgemm/cblas_dgemm missing");
+        free(saved);
+        return;
+    }
+    int threads = rt_pool_size();
+    if (set_threads)
+        set_threads(threads);
+    snprintf(info, sizeof info, "openblas core=%s threads=%d%s%s%s%s", corename ? corename() : "?",
+             threads, preloaded ? " (preloaded)" : "", saved ? " (OPENBLAS_CORETYPE=" : "",
+             saved ? saved : "", saved ? " ignored)" : "");
+    free(saved);
+    have = true;
+}
+
+const jit_cpu_blas *jit_cpu_blas_get(void) {
+    const char *off = getenv("TJ_NO_BLAS");
+    if (off && *off && strcmp(off, "0") != 0)
+        return NULL;
+    pthread_once(&once, load);
+    return have ? &lib : NULL;
+}
+
+const char *jit_cpu_blas_info(void) {
+    pthread_once(&once, load);
+    return info;
+}

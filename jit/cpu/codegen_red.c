@@ -1,0 +1,364 @@
+/* codegen_red.c — generated reductions and softmax. A reduce group (passes/fusion.c) computes its
+ * elementwise producers in registers inside the reduction loop, so no intermediate buffer
+ * exists. Handled: SUM MEAN MAX MIN PROD over a suffix of the axes (ignoring size-1 axes: rows,
+ * or everything) of f32/f64/i32/i64; units of work are output elements. Semantics are the
+ * reference kernel's (runtime/kernels/reduce.c): floats accumulate in double, integers wrap in
+ * their width (equal to the reference's uint64 sum truncated). With no_contract the float
+ * accumulation is sequential, in input order (bit-identical); by default it may be reassociated
+ * (vectorised partial sums, still in double), and MAX/MIN use llvm.maximum/minimum (NaN
+ * propagates; only the sign of a zero maximum may differ). Softmax / log-softmax over the last
+ * axis: max, exp-sum, normalise per row; in the input type with approx.c's exp by default, in
+ * double with libm and sequential sums (the reference's arithmetic) with exact_math. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jit/cpu/cpu.h"
+
+/* Reduced-axes geometry: outer output elements, each reducing len contiguous inputs. */
+static bool red_geometry(const ir_graph *g, const ir_node *n, int64_t *outer, int64_t *len) {
+    const ir_node *x = ir_node_get(g, ir_inputs(g, n)[0]);
+    int64_t xn = ir_numel(x->rank, x->dims), on = ir_numel(n->rank, n->dims);
+    if (xn < 0 || on < 0 || n->a.n_list > (uint32_t)x->rank)
+        return false;
+    bool red[IR_MAX_RANK] = {false};
+    for (uint32_t k = 0; k < n->a.n_list; k++) {
+        if (n->a.list[k] < 0 || n->a.list[k] >= x->rank)
+            return false;
+        red[n->a.list[k]] = true;
+    }
+    if (n->a.n_list == 0 && xn != on)
+        for (int d = 0; d < x->rank; d++)
+            red[d] = true;
+    *outer = *len = 1;
+    bool in_suffix = false;
+    for (int d = 0; d < x->rank; d++) {
+        if (x->dims[d] == 1)
+            continue;
+        if (in_suffix && !red[d])
+            return false;
+        in_suffix |= red[d];
+        *(red[d] ? len : outer) *= x->dims[d];
+    }
+    return *outer == on;
+}
+
+bool jit_cpu_red_supported(const ir_graph *g, uint32_t id) {
+    const ir_node *n = ir_node_get(g, id);
+    if (n->n_in != 1 || n->op < IR_OP_SUM || n->op > IR_OP_PROD)
+        return false;
+    int dt = n->dtype;
+    if (!ir_dtype_is_numeric(dt) || ir_node_get(g, ir_inputs(g, n)[0])->dtype != dt)
+        return false;
+    int64_t outer, len;
+    if (!red_geometry(g, n, &outer, &len))
+        return false;
+    bool no_identity =
+        n->op == IR_OP_MAX || n->op == IR_OP_MIN || (n->op == IR_OP_MEAN && ir_dtype_is_int(dt));
+    return !(len == 0 && outer > 0 && no_identity); /* the reference reports that error */
+}
+
+bool jit_cpu_softmax_supported(const ir_graph *g, uint32_t id) {
+    const ir_node *n = ir_node_get(g, id);
+    if ((n->op != IR_OP_SOFTMAX && n->op != IR_OP_LOG_SOFTMAX) || n->n_in != 1)
+        return false;
+    const ir_node *x = ir_node_get(g, ir_inputs(g, n)[0]);
+    return ir_dtype_is_float(n->dtype) && x->dtype == n->dtype && x->rank >= 1 &&
+           n->a.i[0] == x->rank - 1 && ir_numel(x->rank, x->dims) >= 0;
+}
+
+#ifdef TJ_HAVE_LLVM
+
+typedef jit_cpu_em em;
+
+static LLVMValueRef c64(em *e, int64_t v) {
+    return LLVMConstInt(e->i64, (unsigned long long)v, 1);
+}
+
+typedef struct loop {
+    LLVMValueRef i;
+    LLVMBasicBlockRef head;
+} loop;
+
+/* for (i = from; i < to; i++), entered only when from < to (the caller guarantees it). */
+static loop loop_begin(em *e, LLVMValueRef fn, LLVMValueRef from) {
+    loop l;
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(e->b);
+    l.head = LLVMAppendBasicBlockInContext(e->c, fn, "l");
+    LLVMBuildBr(e->b, l.head);
+    LLVMPositionBuilderAtEnd(e->b, l.head);
+    l.i = LLVMBuildPhi(e->b, e->i64, "");
+    LLVMAddIncoming(l.i, &from, &pre, 1);
+    return l;
+}
+
+/* Closes l; returns the latch block (for phis carried around the loop). */
+static LLVMBasicBlockRef loop_end(em *e, LLVMValueRef fn, loop *l, LLVMValueRef to) {
+    LLVMValueRef nx = LLVMBuildNSWAdd(e->b, l->i, c64(e, 1), "");
+    LLVMBasicBlockRef cur = LLVMGetInsertBlock(e->b);
+    LLVMBasicBlockRef out = LLVMAppendBasicBlockInContext(e->c, fn, "x");
+    LLVMBuildCondBr(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, nx, to, ""), l->head, out);
+    LLVMAddIncoming(l->i, &nx, &cur, 1);
+    LLVMPositionBuilderAtEnd(e->b, out);
+    return cur;
+}
+
+static LLVMValueRef intrin2(em *e, const char *name, LLVMValueRef x, LLVMValueRef y) {
+    LLVMTypeRef t = LLVMTypeOf(x);
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    LLVMValueRef f = LLVMGetIntrinsicDeclaration(e->m, id, &t, 1);
+    LLVMValueRef a[2] = {x, y};
+    return LLVMBuildCall2(e->b, LLVMIntrinsicGetType(e->c, id, &t, 1), f, a, 2, "");
+}
+
+static LLVMValueRef fast(LLVMValueRef v, LLVMFastMathFlags f) {
+    if (f && LLVMIsAInstruction(v) && LLVMCanValueUseFastMathFlags(v))
+        LLVMSetFastMathFlags(v, f);
+    return v;
+}
+
+static LLVMValueRef load_at(em *e, LLVMValueRef base, int dt, LLVMValueRef off) {
+    LLVMTypeRef mt = dt == TJ_BOOL ? e->i8 : jit_cpu_reg_ty(e, dt);
+    LLVMValueRef v =
+        LLVMBuildLoad2(e->b, mt, LLVMBuildInBoundsGEP2(e->b, mt, base, &off, 1, ""), "");
+    return dt == TJ_BOOL ? LLVMBuildICmp(e->b, LLVMIntNE, v, LLVMConstInt(e->i8, 0, 0), "") : v;
+}
+
+/* The value of the reduction's input at element `off` of the loop shape. */
+static LLVMValueRef eval_group(em *e, const ir_graph *g, const pass_group *gr, LLVMValueRef *ptrs,
+                               LLVMValueRef *pre, LLVMValueRef off, LLVMValueRef *vals) {
+    const ir_node *root = ir_node_get(g, gr->nodes[gr->n_nodes - 1]);
+    uint32_t want = ir_inputs(g, root)[0];
+    LLVMValueRef *inv = vals + gr->n_nodes;
+    for (uint32_t i = 0; i < gr->n_inputs; i++)
+        inv[i] = pre[i] ? pre[i] : load_at(e, ptrs[i], ir_node_get(g, gr->inputs[i])->dtype, off);
+    for (uint32_t k = 0; k + 1 < gr->n_nodes; k++) {
+        const ir_node *n = ir_node_get(g, gr->nodes[k]);
+        const uint32_t *in = ir_inputs(g, n);
+        LLVMValueRef a[3] = {NULL, NULL, NULL};
+        for (uint32_t j = 0; j < n->n_in && j < 3; j++) {
+            for (uint32_t i = 0; i < gr->n_inputs; i++)
+                if (gr->inputs[i] == in[j])
+                    a[j] = inv[i];
+            for (uint32_t q = 0; q < k && !a[j]; q++)
+                if (gr->nodes[q] == in[j])
+                    a[j] = vals[q];
+        }
+        int t = n->n_in ? ir_node_get(g, in[n->op == IR_OP_WHERE ? 1 : 0])->dtype : -1;
+        if (!(vals[k] = jit_cpu_emit_op(e, n, t, a)))
+            return NULL;
+    }
+    for (uint32_t i = 0; i < gr->n_inputs; i++)
+        if (gr->inputs[i] == want)
+            return inv[i];
+    for (uint32_t k = 0; k + 1 < gr->n_nodes; k++)
+        if (gr->nodes[k] == want)
+            return vals[k];
+    return NULL;
+}
+
+tj_status jit_cpu_red_emit(LLVMModuleRef m, const ir_graph *g, const pass_group *gr,
+                           const char *name, const jit_cpu_opts *o, jit_cpu_ew_plan *plan) {
+    const ir_node *root = ir_node_get(g, gr->nodes[gr->n_nodes - 1]);
+    int64_t outer, len;
+    if (!gr->reduce || !red_geometry(g, root, &outer, &len))
+        return ir_errorf(TJ_ERR_UNSUPPORTED, "cpu jit: %s: reduction not generated",
+                         ir_ops[root->op].name);
+    int op = root->op, dt = root->dtype;
+    bool fl = ir_dtype_is_float(dt), strict = o->no_contract;
+    plan->n_units = outer;
+    plan->unit_len = len ? len : 1;
+    em E;
+    jit_cpu_em_init(&E, m, !o->no_contract, o->exact_math);
+    em *e = &E;
+    LLVMBuilderRef b = e->b;
+    uint32_t ni = gr->n_inputs;
+    LLVMValueRef *ptrs = calloc(ni + 2, sizeof *ptrs), *pre = calloc(ni + 1, sizeof *pre);
+    LLVMValueRef *vals = calloc(gr->n_nodes + ni + 1, sizeof *vals);
+    if (!ptrs || !pre || !vals) {
+        free(ptrs);
+        free(pre);
+        free(vals);
+        LLVMDisposeBuilder(b);
+        return ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
+    }
+    LLVMValueRef fn = jit_cpu_kernel_begin(e, name, ni + 1, ptrs);
+    for (uint32_t i = 0; i < ni; i++) {
+        const ir_node *x = ir_node_get(g, gr->inputs[i]);
+        if (ir_numel(x->rank, x->dims) == 1 && len * outer != 1)
+            pre[i] = load_at(e, ptrs[i], x->dtype, c64(e, 0));
+    }
+    LLVMTypeRef t = jit_cpu_reg_ty(e, dt);
+    bool in_dbl = fl && (op == IR_OP_SUM || op == IR_OP_MEAN || op == IR_OP_PROD);
+    LLVMTypeRef at = in_dbl ? e->f64 : t;
+    LLVMValueRef init;
+    if (op == IR_OP_MAX || op == IR_OP_MIN)
+        init =
+            fl ? LLVMConstReal(at, op == IR_OP_MAX ? -INFINITY : INFINITY)
+               : LLVMConstInt(at,
+                              op == IR_OP_MAX ? (dt == TJ_I32 ? 0x80000000ull : 1ull << 63)
+                                              : (dt == TJ_I32 ? 0x7fffffffull : (1ull << 63) - 1),
+                              0);
+    else
+        init = fl ? LLVMConstReal(at, op == IR_OP_PROD) : LLVMConstInt(at, op == IR_OP_PROD, 0);
+    LLVMFastMathFlags ff = strict ? 0 : LLVMFastMathAllowReassoc;
+    tj_status st = TJ_OK;
+    LLVMValueRef begin = LLVMGetParam(fn, 1), end = LLVMGetParam(fn, 2);
+    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(e->c, fn, "rows");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(e->c, fn, "done");
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, begin, end, ""), body, done);
+    LLVMPositionBuilderAtEnd(b, body);
+    loop u = loop_begin(e, fn, begin);
+    LLVMValueRef acc = init;
+    if (len > 0) {
+        LLVMValueRef base = LLVMBuildNSWMul(b, u.i, c64(e, len), "");
+        LLVMBasicBlockRef pre_bb = LLVMGetInsertBlock(b);
+        loop l = loop_begin(e, fn, c64(e, 0));
+        LLVMValueRef phi = LLVMBuildPhi(b, at, "acc");
+        LLVMAddIncoming(phi, &init, &pre_bb, 1);
+        LLVMValueRef v = eval_group(e, g, gr, ptrs, pre, LLVMBuildNSWAdd(b, base, l.i, ""), vals);
+        if (!v) {
+            st = ir_errorf(TJ_ERR_UNSUPPORTED, "cpu jit: %s: a producer has no lowering",
+                           ir_ops[op].name);
+            v = init;
+        }
+        if (at != t)
+            v = LLVMBuildFPExt(b, v, at, "");
+        LLVMValueRef nacc;
+        switch (op) {
+        case IR_OP_PROD:
+            nacc = fl ? fast(LLVMBuildFMul(b, phi, v, ""), ff) : LLVMBuildMul(b, phi, v, "");
+            break;
+        case IR_OP_MAX:
+        case IR_OP_MIN: {
+            bool mx = op == IR_OP_MAX;
+            if (fl && !strict) {
+                nacc = intrin2(e, mx ? "llvm.maximum" : "llvm.minimum", phi, v);
+            } else if (fl) { /* (v > a || v != v) ? v : a, as the reference */
+                LLVMValueRef c =
+                    LLVMBuildOr(b, LLVMBuildFCmp(b, mx ? LLVMRealOGT : LLVMRealOLT, v, phi, ""),
+                                LLVMBuildFCmp(b, LLVMRealUNO, v, v, ""), "");
+                nacc = LLVMBuildSelect(b, c, v, phi, "");
+            } else {
+                nacc = LLVMBuildSelect(
+                    b, LLVMBuildICmp(b, mx ? LLVMIntSGT : LLVMIntSLT, v, phi, ""), v, phi, "");
+            }
+            break;
+        }
+        default:
+            nacc = fl ? fast(LLVMBuildFAdd(b, phi, v, ""), ff) : LLVMBuildAdd(b, phi, v, "");
+            break;
+        }
+        LLVMBasicBlockRef latch = loop_end(e, fn, &l, c64(e, len));
+        LLVMAddIncoming(phi, &nacc, &latch, 1);
+        acc = nacc;
+    }
+    if (op == IR_OP_MEAN) {
+        if (fl)
+            acc = len ? LLVMBuildFDiv(b, acc, LLVMConstReal(at, (double)len), "")
+                      : LLVMConstReal(at, NAN);
+        else if (len) /* the wrapped sum divided, truncating */
+            acc = LLVMBuildTrunc(
+                b, LLVMBuildSDiv(b, LLVMBuildSExt(b, acc, e->i64, ""), c64(e, len), ""), t, "");
+    }
+    if (at != t)
+        acc = LLVMBuildFPTrunc(b, acc, t, "");
+    LLVMBuildStore(b, acc, LLVMBuildInBoundsGEP2(b, t, ptrs[ni], &u.i, 1, ""));
+    loop_end(e, fn, &u, end);
+    LLVMBuildBr(b, done);
+    LLVMPositionBuilderAtEnd(b, done);
+    LLVMBuildRetVoid(b);
+    LLVMDisposeBuilder(b);
+    free(ptrs);
+    free(pre);
+    free(vals);
+    return st;
+}
+
+tj_status jit_cpu_softmax_emit(LLVMModuleRef m, const ir_graph *g, uint32_t id, const char *name,
+                               const jit_cpu_opts *o, jit_cpu_ew_plan *plan) {
+    if (!jit_cpu_softmax_supported(g, id))
+        return ir_errorf(TJ_ERR_UNSUPPORTED, "cpu jit: softmax %%%u not generated", id);
+    const ir_node *n = ir_node_get(g, id);
+    const ir_node *x = ir_node_get(g, ir_inputs(g, n)[0]);
+    int64_t len = x->dims[x->rank - 1], numel = ir_numel(x->rank, x->dims);
+    plan->n_units = len ? numel / len : 0;
+    plan->unit_len = len ? len : 1;
+    bool is_log = n->op == IR_OP_LOG_SOFTMAX, exact = o->exact_math;
+    em E;
+    jit_cpu_em_init(&E, m, !o->no_contract, exact);
+    em *e = &E;
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef p[2];
+    LLVMValueRef fn = jit_cpu_kernel_begin(e, name, 2, p);
+    LLVMTypeRef t = jit_cpu_reg_ty(e, n->dtype), ct = exact ? e->f64 : t; /* computed in ct */
+    LLVMFastMathFlags ff = exact ? 0 : LLVMFastMathAllowReassoc;
+    LLVMValueRef begin = LLVMGetParam(fn, 1), end = LLVMGetParam(fn, 2);
+    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(e->c, fn, "rows");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(e->c, fn, "done");
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, begin, end, ""), body, done);
+    LLVMPositionBuilderAtEnd(b, body);
+    loop u = loop_begin(e, fn, begin);
+    LLVMValueRef base = LLVMBuildNSWMul(b, u.i, c64(e, len), "");
+#define LOAD_X(i)                                                                                  \
+    (ct != t ? LLVMBuildFPExt(b, load_at(e, p[0], n->dtype, LLVMBuildNSWAdd(b, base, (i), "")),    \
+                              ct, "")                                                              \
+             : load_at(e, p[0], n->dtype, LLVMBuildNSWAdd(b, base, (i), "")))
+    /* pass 1: the row's maximum (NaN propagates) */
+    LLVMValueRef ninf = LLVMConstReal(ct, -INFINITY), zero = LLVMConstReal(ct, 0);
+    LLVMBasicBlockRef bb = LLVMGetInsertBlock(b);
+    loop l1 = loop_begin(e, fn, c64(e, 0));
+    LLVMValueRef mx = LLVMBuildPhi(b, ct, "m");
+    LLVMAddIncoming(mx, &ninf, &bb, 1);
+    LLVMValueRef v = LOAD_X(l1.i), nm;
+    if (exact) /* (v > m || v != v) ? v : m */
+        nm = LLVMBuildSelect(b,
+                             LLVMBuildOr(b, LLVMBuildFCmp(b, LLVMRealOGT, v, mx, ""),
+                                         LLVMBuildFCmp(b, LLVMRealUNO, v, v, ""), ""),
+                             v, mx, "");
+    else
+        nm = intrin2(e, "llvm.maximum", mx, v);
+    bb = loop_end(e, fn, &l1, c64(e, len));
+    LLVMAddIncoming(mx, &nm, &bb, 1);
+    /* pass 2: sum of exp(x - m); softmax keeps exp(x - m) in the output */
+    bb = LLVMGetInsertBlock(b);
+    loop l2 = loop_begin(e, fn, c64(e, 0));
+    LLVMValueRef sum = LLVMBuildPhi(b, ct, "s");
+    LLVMAddIncoming(sum, &zero, &bb, 1);
+    LLVMValueRef ex = jit_cpu_emit_exp(e, LLVMBuildFSub(b, LOAD_X(l2.i), nm, ""), ct);
+    if (!is_log && !exact) {
+        LLVMValueRef off = LLVMBuildNSWAdd(b, base, l2.i, "");
+        LLVMBuildStore(b, ex, LLVMBuildInBoundsGEP2(b, t, p[1], &off, 1, ""));
+    }
+    LLVMValueRef ns = fast(LLVMBuildFAdd(b, sum, ex, ""), ff);
+    bb = loop_end(e, fn, &l2, c64(e, len));
+    LLVMAddIncoming(sum, &ns, &bb, 1);
+    /* pass 3: normalise */
+    LLVMValueRef lsum = is_log ? jit_cpu_emit_log(e, ns, ct) : NULL;
+    /* a multiply by the reciprocal (one more rounding) instead of a divide per element */
+    LLVMValueRef rcp = !is_log && !exact ? LLVMBuildFDiv(b, LLVMConstReal(ct, 1), ns, "") : NULL;
+    loop l3 = loop_begin(e, fn, c64(e, 0));
+    LLVMValueRef off = LLVMBuildNSWAdd(b, base, l3.i, ""), r;
+    if (is_log)
+        r = LLVMBuildFSub(b, LLVMBuildFSub(b, LOAD_X(l3.i), nm, ""), lsum, "");
+    else if (exact)
+        r = LLVMBuildFDiv(b, jit_cpu_emit_exp(e, LLVMBuildFSub(b, LOAD_X(l3.i), nm, ""), ct), ns,
+                          "");
+    else
+        r = LLVMBuildFMul(
+            b, LLVMBuildLoad2(b, t, LLVMBuildInBoundsGEP2(b, t, p[1], &off, 1, ""), ""), rcp, "");
+#undef LOAD_X
+    if (ct != t)
+        r = LLVMBuildFPTrunc(b, r, t, "");
+    LLVMBuildStore(b, r, LLVMBuildInBoundsGEP2(b, t, p[1], &off, 1, ""));
+    loop_end(e, fn, &l3, c64(e, len));
+    loop_end(e, fn, &u, end);
+    LLVMBuildBr(b, done);
+    LLVMPositionBuilderAtEnd(b, done);
+    LLVMBuildRetVoid(b);
+    LLVMDisposeBuilder(b);
+    return TJ_OK;
+}
+
+#endif /* TJ_HAVE_LLVM */

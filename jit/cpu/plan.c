@@ -1,0 +1,382 @@
+/* plan.c — builds the CPU program's steps from the fusion partition: elementwise and reduce
+ * groups, matmuls and softmaxes become generated kernels; large float matmuls call OpenBLAS and
+ * take their fused consumer group as an epilogue (moved to the product's position, which is
+ * valid because that group is the product's only reader); runs of consecutive small generated
+ * kernels become one chain function (power(x, 100): one native call); every other node runs its
+ * reference kernel (TJ_LOG=compile names each such compute node). All kernels go into one LLVM
+ * module whose symbols are derived from the cache key, which also names what changes the plan. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "jit/cpu/program.h"
+
+#ifdef TJ_HAVE_LLVM
+
+static bool fusable(const ir_graph *g, uint32_t id, void *user) {
+    return jit_cpu_ew_supported(g, id);
+}
+static bool reducible(const ir_graph *g, uint32_t id, void *user) {
+    return jit_cpu_red_supported(g, id);
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static uint32_t *ids_dup(const uint32_t *a, uint32_t n) {
+    uint32_t *p = malloc((n + 1) * sizeof *p);
+    if (p && n)
+        memcpy(p, a, n * sizeof *p);
+    return p;
+}
+
+static bool is_plumbing(int op) {
+    return op == IR_OP_CONST || op == IR_OP_PARAM || op == IR_OP_VAR_READ || op == IR_OP_ASSIGN ||
+           op == IR_OP_PRINT || op == IR_OP_HOST_CALLBACK;
+}
+
+/* One step per group; matmuls, softmaxes and unsupported nodes decided here. */
+static tj_status build_steps(cpu_prog *cp, const jit_cpu_opts *o) {
+    const ir_graph *g = cp->base.g;
+    const jit_cpu_blas *blas = NULL;
+    bool blas_asked = false;
+    for (uint32_t gi = 0; gi < cp->part->n_groups; gi++) {
+        const pass_group *gr = &cp->part->groups[gi];
+        step *sp = &cp->steps[cp->n_steps++];
+        if (gr->fused || gr->reduce) {
+            sp->kind = STEP_GEN;
+            sp->sub = gr->fused ? SUB_EW : SUB_RED;
+            sp->id = gi;
+            sp->n_in = gr->n_inputs;
+            sp->n_out = gr->n_outputs;
+            sp->in = ids_dup(gr->inputs, gr->n_inputs);
+            sp->out = ids_dup(gr->outputs, gr->n_outputs);
+        } else {
+            uint32_t id = gr->nodes[0];
+            const ir_node *n = ir_node_get(g, id);
+            sp->id = id;
+            sp->kind = STEP_NODE;
+            const char *why = "no generated lowering";
+            if (n->op == IR_OP_MATMUL && jit_cpu_mm_shape(g, id, &sp->mm)) {
+                if (ir_dtype_is_float(sp->mm.dt) && !jit_cpu_mm_small(&sp->mm)) {
+                    if (!blas_asked)
+                        blas = jit_cpu_blas_get();
+                    blas_asked = true;
+                }
+                sp->kind = STEP_GEN;
+                sp->sub = SUB_MM;
+                if (ir_dtype_is_float(sp->mm.dt) && !jit_cpu_mm_small(&sp->mm) && blas &&
+                    sp->mm.m < INT32_MAX && sp->mm.n < INT32_MAX && sp->mm.k < INT32_MAX) {
+                    sp->kind = STEP_BLAS;
+                    sp->blas = blas;
+                }
+            } else if ((n->op == IR_OP_SOFTMAX || n->op == IR_OP_LOG_SOFTMAX) &&
+                       jit_cpu_softmax_supported(g, id)) {
+                sp->kind = STEP_GEN;
+                sp->sub = SUB_SOFTMAX;
+            } else if (ir_ops[n->op].flags & IR_F_RED) {
+                why = "reduction axes, dtype or empty input not generated";
+            } else if (n->op == IR_OP_SOFTMAX || n->op == IR_OP_LOG_SOFTMAX) {
+                why = "softmax over a non-last axis or a non-float dtype";
+            }
+            if (sp->kind == STEP_NODE && !is_plumbing(n->op))
+                rt_log(RT_LOG_COMPILE, "cpu: %%%u %s %s: reference kernel (%s)", id,
+                       ir_ops[n->op].name, ir_dtype_short(n->dtype), why);
+            sp->n_in = n->n_in;
+            sp->in = ids_dup(ir_inputs(g, n), n->n_in);
+            sp->n_out = 1;
+            sp->out = ids_dup(&id, 1);
+            if (n->op == IR_OP_CONST && !(cp->consts[id] = rt_const_tensor(g, n)))
+                return ir_last_code() ? ir_last_code() : TJ_ERR_OOM;
+        }
+        if (!sp->in || !sp->out)
+            return ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
+    }
+    return TJ_OK;
+}
+
+/* A BLAS product read only by one elementwise group of its own shape takes that group as its
+ * epilogue and moves to the group's position. */
+static tj_status merge_epilogues(cpu_prog *cp, const uint8_t *is_out) {
+    const ir_graph *g = cp->base.g;
+    for (uint32_t s = 0; s < cp->n_steps; s++) {
+        step *sp = &cp->steps[s];
+        if (sp->kind != STEP_BLAS || is_out[sp->id])
+            continue;
+        uint32_t reader = UINT32_MAX, n_readers = 0;
+        for (uint32_t t = s + 1; t < cp->n_steps; t++)
+            for (uint32_t k = 0; k < cp->steps[t].n_in; k++)
+                if (cp->steps[t].in[k] == sp->id) {
+                    reader = t;
+                    n_readers++;
+                }
+        if (n_readers != 1 || cp->steps[reader].kind != STEP_GEN || cp->steps[reader].sub != SUB_EW)
+            continue;
+        step *ep = &cp->steps[reader];
+        const pass_group *gr = &cp->part->groups[ep->id];
+        const ir_node *mn = ir_node_get(g, sp->id);
+        if (gr->rank != mn->rank || memcmp(gr->dims, mn->dims, (size_t)mn->rank * 8) != 0)
+            continue;
+        /* the merged step reads the product's operands and the group's other inputs */
+        const uint32_t *min = ir_inputs(g, mn);
+        uint32_t *in = malloc((gr->n_inputs + 2) * sizeof *in), n_in = 0;
+        if (!in)
+            return ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
+        in[n_in++] = min[0];
+        if (min[1] != min[0])
+            in[n_in++] = min[1];
+        for (uint32_t k = 0; k < gr->n_inputs; k++)
+            if (gr->inputs[k] != sp->id && gr->inputs[k] != min[0] && gr->inputs[k] != min[1])
+                in[n_in++] = gr->inputs[k];
+        step merged = *sp;
+        merged.epi = gr;
+        free(merged.in);
+        merged.in = in;
+        merged.n_in = n_in;
+        free(merged.out);
+        merged.out = ep->out;
+        merged.n_out = ep->n_out;
+        free(ep->in);
+        *ep = merged;
+        memmove(sp, sp + 1, (cp->n_steps - s - 1) * sizeof *sp);
+        cp->n_steps--;
+        s--;
+    }
+    return TJ_OK;
+}
+
+static tj_status emit_step(LLVMModuleRef m, cpu_prog *cp, step *sp, const jit_cpu_opts *o) {
+    const ir_graph *g = cp->base.g;
+    bool contract = !o->no_contract;
+    if (sp->kind == STEP_BLAS)
+        return sp->epi ? jit_cpu_ew_emit(m, g, sp->epi, sp->name, contract, o->exact_math, &sp->plan)
+                       : TJ_OK;
+    switch (sp->sub) {
+    case SUB_EW:
+        return jit_cpu_ew_emit(m, g, &cp->part->groups[sp->id], sp->name, contract, o->exact_math,
+                               &sp->plan);
+    case SUB_RED:
+        return jit_cpu_red_emit(m, g, &cp->part->groups[sp->id], sp->name, o, &sp->plan);
+    case SUB_MM:
+        return jit_cpu_mm_emit(m, g, sp->id, sp->name, o, &sp->plan);
+    default:
+        return jit_cpu_softmax_emit(m, g, sp->id, sp->name, o, &sp->plan);
+    }
+}
+
+/* Whether a generated step is small enough to run inside a chain: it would not be split across
+ * threads, and each output fits a stack slot. */
+static bool chainable(const cpu_prog *cp, const step *sp) {
+    if (sp->kind != STEP_GEN || sp->sub == SUB_CHAIN ||
+        sp->plan.n_units * sp->plan.unit_len >= cp->par_min)
+        return false;
+    for (uint32_t k = 0; k < sp->n_out; k++) {
+        const ir_node *n = ir_node_get(cp->base.g, sp->out[k]);
+        if (ir_numel(n->rank, n->dims) * (int64_t)ir_dtype_size(n->dtype) > 65536)
+            return false;
+    }
+    return true;
+}
+
+static bool has_id(const uint32_t *a, uint32_t n, uint32_t id) {
+    for (uint32_t k = 0; k < n; k++)
+        if (a[k] == id)
+            return true;
+    return false;
+}
+
+/* Replaces steps [s0, s1] by one chain step named `name`, emitted into m. */
+static tj_status make_chain(LLVMModuleRef m, cpu_prog *cp, uint32_t s0, uint32_t s1,
+                            const uint32_t *last_reader, const uint8_t *is_out, const char *name) {
+    uint32_t n_mem = s1 - s0 + 1, n_all = 0;
+    for (uint32_t s = s0; s <= s1; s++)
+        n_all += cp->steps[s].n_in + cp->steps[s].n_out;
+    jit_cpu_member *mem = calloc(n_mem, sizeof *mem);
+    uint32_t *in = malloc((n_all + 1) * sizeof *in), *out = malloc((n_all + 1) * sizeof *out);
+    uint32_t n_in = 0, n_out = 0;
+    tj_status st = mem && in && out ? TJ_OK : ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
+    for (uint32_t s = s0; s <= s1 && !st; s++) {
+        const step *sp = &cp->steps[s];
+        mem[s - s0] =
+            (jit_cpu_member){sp->name, sp->plan.n_units, sp->n_in, sp->n_out, sp->in, sp->out};
+        for (uint32_t k = 0; k < sp->n_in; k++) {
+            bool inside = false;
+            for (uint32_t t = s0; t < s && !inside; t++)
+                inside = has_id(cp->steps[t].out, cp->steps[t].n_out, sp->in[k]);
+            if (!inside && !has_id(in, n_in, sp->in[k]))
+                in[n_in++] = sp->in[k];
+        }
+        for (uint32_t k = 0; k < sp->n_out; k++)
+            if (is_out[sp->out[k]] || last_reader[sp->out[k]] > s1)
+                out[n_out++] = sp->out[k];
+    }
+    if (!st)
+        st = jit_cpu_chain_emit(m, cp->base.g, mem, n_mem, in, n_in, out, n_out, name);
+    if (st) {
+        free(mem);
+        free(in);
+        free(out);
+        return st;
+    }
+    step ch = {.kind = STEP_GEN,
+               .sub = SUB_CHAIN,
+               .id = cp->steps[s0].id,
+               .n_in = n_in,
+               .n_out = n_out,
+               .in = in,
+               .out = out};
+    ch.plan.n_units = 1;
+    ch.plan.unit_len = 1;
+    snprintf(ch.name, sizeof ch.name, "%s", name);
+    for (uint32_t s = s0; s <= s1; s++) {
+        free(cp->steps[s].in);
+        free(cp->steps[s].out);
+    }
+    free(mem);
+    cp->steps[s0] = ch;
+    memmove(&cp->steps[s0 + 1], &cp->steps[s1 + 1], (cp->n_steps - s1 - 1) * sizeof(step));
+    cp->n_steps -= n_mem - 1;
+    return TJ_OK;
+}
+
+static tj_status form_chains(LLVMModuleRef m, cpu_prog *cp, const uint8_t *is_out,
+                             const char *prefix) {
+    const ir_graph *g = cp->base.g;
+    uint32_t *last_reader = calloc(g->n_nodes + 1, sizeof *last_reader);
+    if (!last_reader)
+        return ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
+    for (uint32_t s = 0; s < cp->n_steps; s++)
+        for (uint32_t k = 0; k < cp->steps[s].n_in; k++)
+            last_reader[cp->steps[s].in[k]] = s;
+    tj_status st = TJ_OK;
+    uint32_t n_chains = 0;
+    /* from the back, so that replacing a run keeps the indices of the runs before it */
+    for (uint32_t s1 = cp->n_steps; s1-- > 0 && !st;) {
+        if (!chainable(cp, &cp->steps[s1]))
+            continue;
+        uint32_t s0 = s1;
+        while (s0 > 0 && chainable(cp, &cp->steps[s0 - 1]))
+            s0--;
+        if (s1 > s0) {
+            char name[64];
+            snprintf(name, sizeof name, "%.40sc%u", prefix, n_chains++);
+            st = make_chain(m, cp, s0, s1, last_reader, is_out, name);
+        }
+        s1 = s0;
+    }
+    free(last_reader);
+    return st;
+}
+
+tj_status jit_cpu_plan(cpu_prog *cp, const jit_cpu_opts *o) {
+    const ir_graph *g = cp->base.g;
+    uint32_t nn = g->n_nodes + 1;
+    double t0 = now_ms();
+    cp->part = pass_fusion_run2(g, fusable, reducible, NULL);
+    if (!cp->part)
+        return ir_last_code() ? ir_last_code() : TJ_ERR_OOM;
+    cp->steps = calloc(cp->part->n_groups + 1, sizeof *cp->steps);
+    cp->consts = calloc(nn, sizeof *cp->consts);
+    cp->last_use = calloc(nn, sizeof *cp->last_use);
+    uint8_t *is_out = calloc(nn, 1);
+    if (!cp->steps || !cp->consts || !cp->last_use || !is_out) {
+        free(is_out);
+        return ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
+    }
+    for (uint32_t k = 0; k < g->n_outputs; k++)
+        is_out[g->outputs[k]] = 1;
+    tj_status st = build_steps(cp, o);
+    if (!st)
+        st = merge_epilogues(cp, is_out);
+
+    /* the key names everything that changes the code; symbols derive from it */
+    char base[1536], key[1700], prefix[40];
+    jit_cpu_code_key(g, !o->no_contract, base, sizeof base, prefix, sizeof prefix);
+    int n_blas = 0;
+    for (uint32_t s = 0; s < cp->n_steps; s++)
+        n_blas += cp->steps[s].kind == STEP_BLAS;
+    snprintf(key, sizeof key, "%s;plan=2;blas=%d;exact=%d;par=%lld", base, n_blas > 0,
+             o->exact_math, (long long)cp->par_min);
+    snprintf(prefix, sizeof prefix, "tj_%016llx_",
+             (unsigned long long)ir_hash_bytes(key, strlen(key), 11));
+
+    LLVMContextRef ctx = LLVMContextCreate();
+    LLVMModuleRef m = LLVMModuleCreateWithNameInContext("tracejit", ctx);
+    jit_cpu_prepare_module(m);
+    /* emitting fills each step's plan (work units), which a cached object does not carry */
+    for (uint32_t s = 0; s < cp->n_steps && !st; s++) {
+        step *sp = &cp->steps[s];
+        if (sp->kind == STEP_NODE || (sp->kind == STEP_BLAS && !sp->epi))
+            continue;
+        snprintf(sp->name, sizeof sp->name, "%.40sk%u", prefix, s);
+        st = emit_step(m, cp, sp, o);
+    }
+    if (!st)
+        st = form_chains(m, cp, is_out, prefix);
+    free(is_out);
+
+    uint32_t nk = 0;
+    for (uint32_t s = 0; s < cp->n_steps; s++)
+        nk += cp->steps[s].name[0] != 0;
+    const char **names = calloc(nk + 1, sizeof *names);
+    void **addrs = calloc(nk + 1, sizeof *addrs);
+    if (!st && (!names || !addrs))
+        st = ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
+    for (uint32_t s = 0, k = 0; s < cp->n_steps && !st; s++)
+        if (cp->steps[s].name[0])
+            names[k++] = cp->steps[s].name;
+    int from = 0;
+    jit_cpu_stats stats = {0};
+    if (!st && nk)
+        cp->shared = jit_cpu_shared_find(key, names, nk, addrs, &from);
+    if (st || cp->shared || nk == 0) {
+        LLVMDisposeModule(m);
+        LLVMContextDispose(ctx);
+        stats.from_cache = from;
+        stats.build_ms = now_ms() - t0;
+    } else {
+        double t1 = now_ms();
+        jit_cpu_code *code = jit_cpu_code_compile(m, ctx, names, nk, addrs);
+        if (!code || !(cp->shared = jit_cpu_shared_add(key, code, names, nk, addrs)))
+            st = ir_last_code() ? ir_last_code() : TJ_ERR_RUNTIME;
+        stats = jit_cpu_last_stats();
+        stats.build_ms = t1 - t0;
+    }
+    stats.n_kernels = nk;
+    jit_cpu_stats_set(&stats);
+    for (uint32_t s = 0, k = 0; s < cp->n_steps && !st; s++)
+        if (cp->steps[s].name[0])
+            cp->steps[s].fn = (jit_cpu_kernel_fn)addrs[k++];
+    free(names);
+    free(addrs);
+    if (st)
+        return st;
+
+    cp->max_bufs = 8;
+    for (uint32_t s = 0; s < cp->n_steps; s++) {
+        const step *sp = &cp->steps[s];
+        uint32_t nb = sp->epi ? sp->epi->n_inputs + sp->epi->n_outputs : sp->n_in + sp->n_out;
+        if (nb > cp->max_bufs)
+            cp->max_bufs = nb;
+        for (uint32_t k = 0; k < sp->n_in; k++)
+            cp->last_use[sp->in[k]] = s;
+    }
+    for (uint32_t k = 0; k < g->n_outputs; k++)
+        cp->last_use[g->outputs[k]] = UINT32_MAX;
+    if (from)
+        rt_log(RT_LOG_COMPILE, "cpu: %u kernels %s in %.2f ms (no compile)", nk,
+               from == 1 ? "shared with a loaded program" : "loaded from the disk cache",
+               stats.build_ms);
+    else if (nk)
+        rt_log(RT_LOG_COMPILE,
+               "cpu: %u kernels, build %.2f ms, O3 %.2f ms, emit %.2f ms, link %.2f ms, "
+               "%zu-byte object",
+               nk, stats.build_ms, stats.opt_ms, stats.emit_ms, stats.link_ms, stats.obj_bytes);
+    return TJ_OK;
+}
+
+#endif /* TJ_HAVE_LLVM */

@@ -1,0 +1,50 @@
+/* program.h — private to program.c (running) and plan.c (building): the CPU program's steps.
+ * plan.c turns the fusion partition into steps (generated kernels, chains of small kernels,
+ * OpenBLAS products with their epilogues, reference-kernel nodes), emits and compiles the
+ * module and fills each step's kernel address; program.c runs the steps in order. */
+#ifndef TJ_JIT_CPU_PROGRAM_H
+#define TJ_JIT_CPU_PROGRAM_H
+
+#include "jit/cpu/cpu.h"
+
+#ifdef TJ_HAVE_LLVM
+/* How a step runs. STEP_GEN: a generated kernel (an elementwise group, a reduce group, a matmul,
+ * a softmax, or a chain of those run as one function); STEP_BLAS: OpenBLAS's gemm, then the fused
+ * consumer group (the epilogue) block by block while the product is in cache; STEP_NODE: the
+ * reference kernel (or a source / side effect, as the interpreter runs it). */
+enum { STEP_NODE, STEP_GEN, STEP_BLAS };
+enum { SUB_EW, SUB_RED, SUB_MM, SUB_SOFTMAX, SUB_CHAIN };
+
+typedef struct step {
+    int kind, sub;
+    uint32_t id; /* NODE, BLAS: the node; GEN: the group (SUB_EW/RED) or the node */
+    uint32_t n_in, n_out;
+    uint32_t *in, *out; /* node ids: the kernel's buffers, inputs then outputs */
+    jit_cpu_kernel_fn fn;
+    jit_cpu_ew_plan plan;
+    char name[64];
+    bool chained; /* member of a chain: runs inside it, not on its own */
+    /* STEP_BLAS */
+    jit_cpu_mm mm;
+    const jit_cpu_blas *blas;
+    const pass_group *epi; /* the fused consumer of the product; NULL: none */
+} step;
+
+typedef struct cpu_prog {
+    rt_program base;
+    pass_partition *part;
+    step *steps;
+    uint32_t n_steps;
+    tj_tensor **consts; /* per node: materialised CONST payloads */
+    uint32_t *last_use; /* per node: last step reading it; UINT32_MAX: a graph output */
+    jit_cpu_shared *shared;
+    int64_t par_min;
+    uint32_t max_bufs;
+} cpu_prog;
+
+/* Partitions cp->base.g, builds cp's steps, consts and last_use, compiles (or finds cached)
+ * kernels. o is complete (par_min and exact_math resolved). */
+tj_status jit_cpu_plan(cpu_prog *cp, const jit_cpu_opts *o);
+#endif
+
+#endif /* TJ_JIT_CPU_PROGRAM_H */
