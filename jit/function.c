@@ -394,7 +394,7 @@ static tj_concrete *lookup(tj_function *f, uint64_t h, tj_tensor *const *args, i
 
 /* ---- running a concrete function ------------------------------------------------------------- */
 tj_tensor *jit_run_concrete(tj_concrete *c, tj_tensor *const *args) {
-    tj_tensor *stack_outs[8];
+    tj_tensor *stack_outs[8] = {0};
     uint32_t n_out = c->graph->n_outputs;
     tj_tensor **outs = n_out <= 8 ? stack_outs : calloc(n_out, sizeof *outs);
     if (!outs) return rt_errorf(TJ_ERR_OOM, "%s: out of memory", c->fn->name);
@@ -521,48 +521,67 @@ tj_tensor *tj_call(tj_function *f, int nargs, tj_tensor *const *args) {
     return rt_scoped(c ? jit_run_concrete(c, args) : err);
 }
 
-/* Copies src's elements into the caller's tensor dst (same dtype and shape). */
-static tj_status copy_into(const tj_function *f, int k, tj_tensor *dst, const tj_tensor *src) {
-    char a[128], b[128];
-    if (!dst || dst->kind != RT_CONCRETE)
-        return ir_errorf(TJ_ERR_INVALID, "call_into: '%s' output %d is not a concrete tensor", f->name, k);
-    if (dst->dtype != src->dtype || dst->rank != src->rank ||
-        memcmp(dst->dims, src->dims, src->rank * sizeof(int64_t)) != 0)
-        return ir_errorf(TJ_ERR_SIGNATURE, "call_into: '%s' result %d is %s%s but output %d is %s%s", f->name, k,
-                         ir_dtype_name(src->dtype), ir_fmt_dims(a, sizeof a, src->rank, src->dims), k,
-                         ir_dtype_name(dst->dtype), ir_fmt_dims(b, sizeof b, dst->rank, dst->dims));
-    if (src->dtype == TJ_STRING)
-        return ir_errorf(TJ_ERR_UNSUPPORTED, "call_into: '%s' result %d is a string tensor", f->name, k);
-    if (dst->data != src->data) memcpy(dst->data, src->data, (size_t)src->numel * ir_dtype_size(src->dtype));
+/* Checks the caller's output tensors against c's outputs (dims known at trace time). */
+static tj_status check_outputs(const tj_concrete *c, int n_out, tj_tensor *const *outs) {
+    const ir_graph *g = c->graph;
+    const char *name = c->fn->name;
+    if ((uint32_t)n_out != g->n_outputs)
+        return ir_errorf(TJ_ERR_INVALID, "call_into: '%s' returns %u results, %d outputs given", name,
+                         g->n_outputs, n_out);
+    for (int k = 0; k < n_out; k++) {
+        const ir_node *n = ir_node_get(g, g->outputs[k]);
+        const tj_tensor *t = outs[k];
+        char a[128], b[128];
+        if (!t || t->kind != RT_CONCRETE)
+            return ir_errorf(TJ_ERR_INVALID, "call_into: '%s' output %d is not a concrete tensor", name, k);
+        int ok = t->dtype == n->dtype && t->rank == n->rank && n->dtype != TJ_STRING;
+        for (int d = 0; ok && d < n->rank; d++) ok = n->dims[d] < 0 || n->dims[d] == t->dims[d];
+        if (!ok)
+            return ir_errorf(TJ_ERR_SIGNATURE, "call_into: '%s' result %d is %s%s but output %d is %s%s", name, k,
+                             ir_dtype_name(n->dtype), ir_fmt_dims(a, sizeof a, n->rank, n->dims), k,
+                             ir_dtype_name(t->dtype), ir_fmt_dims(b, sizeof b, t->rank, t->dims));
+    }
     return TJ_OK;
 }
 
 tj_status tj_call_into(tj_function *f, int nargs, tj_tensor *const *args, int n_out, tj_tensor *const *outs) {
-    tj_tensor *r = NULL;
     tj_tensor *err = jit_check_args("call_into", f, nargs, args);
-    tj_concrete *c = NULL;
+    tj_status st = TJ_OK;
     if (!err && (n_out < 0 || (n_out && !outs)))
         err = rt_errorf(TJ_ERR_INVALID, "call_into: bad output list (n_out=%d)", n_out);
-    if (!err && (f->eager || tj_get_eager() || rt_trace_current())) {
-        tj_scope_begin(); /* own the result whether or not the caller has a scope open */
-        r = tj_retain(tj_call_eager(f, nargs, args));
-        tj_scope_end();
-    } else if (!err && (c = find_concrete(f, nargs, args, &err))) {
-        r = jit_run_concrete(c, args);
-    }
-    tj_status st = TJ_OK;
     if (err) {
         st = ir_errorf(err->code, "%s", err->msg);
-    } else if (r->kind == RT_ERROR) {
-        st = ir_errorf(r->code, "%s", r->msg);
-    } else {
-        int n = r->kind == RT_TUPLE ? r->n_items : 1;
-        if (n != n_out) st = ir_errorf(TJ_ERR_INVALID, "call_into: '%s' returns %d results, %d outputs given",
-                                       f->name, n, n_out);
-        for (int k = 0; !st && k < n; k++) st = copy_into(f, k, outs[k], r->kind == RT_TUPLE ? r->items[k] : r);
+        tj_release(err);
+        return st;
     }
-    tj_release(err);
-    tj_release(r);
+    if (f->eager || tj_get_eager() || rt_trace_current()) {
+        tj_scope_begin(); /* own the result whether or not the caller has a scope open */
+        tj_tensor *r = tj_call_eager(f, nargs, args);
+        int n = r->kind == RT_TUPLE ? r->n_items : 1;
+        if (r->kind == RT_ERROR) st = ir_errorf(r->code, "%s", r->msg);
+        else if (n != n_out) st = ir_errorf(TJ_ERR_INVALID, "call_into: '%s' returns %d results, %d outputs given",
+                                            f->name, n, n_out);
+        for (int k = 0; !st && k < n; k++)
+            if ((st = rt_copy_into(outs[k], r->kind == RT_TUPLE ? r->items[k] : r)))
+                st = ir_errorf(st, "call_into: '%s' output %d: %s", f->name, k, ir_last_error());
+        tj_scope_end();
+        return st;
+    }
+    tj_concrete *c = find_concrete(f, nargs, args, &err);
+    if (!c) {
+        st = ir_errorf(err->code, "%s", err->msg);
+        tj_release(err);
+        return st;
+    }
+    if ((st = check_outputs(c, n_out, outs))) return st;
+    /* the program writes straight into the caller's tensors: nothing is allocated for results */
+    tj_tensor *stack_outs[8], **o = n_out <= 8 ? stack_outs : malloc((size_t)n_out * sizeof *o);
+    if (!o) return ir_errorf(TJ_ERR_OOM, "call_into: out of memory");
+    for (int k = 0; k < n_out; k++) o[k] = outs[k];
+    for (uint32_t i = 0; i < c->n_locks; i++) rt_variable_lock(c->locks[i]);
+    st = c->prog->vt->run(c->prog, args, c->nargs, c->caps, o);
+    for (uint32_t i = c->n_locks; i-- > 0;) rt_variable_unlock(c->locks[i]);
+    if (o != stack_outs) free(o);
     return st;
 }
 

@@ -145,7 +145,10 @@ static tj_status interp_run(rt_program *p, tj_tensor *const *args, uint32_t n_ar
     if (!vals) return ir_errorf(TJ_ERR_OOM, "interp: out of memory");
     tj_status st = run(g, ip->live, ip->last_use, ip->consts, ip->has_unknown, args, n_args, caps, 1,
                        IR_NONE, vals);
-    for (uint32_t k = 0; k < g->n_outputs; k++) outs[k] = st ? NULL : tj_retain(vals[g->outputs[k]]);
+    for (uint32_t k = 0; k < g->n_outputs && !st; k++) {
+        if (!outs[k]) outs[k] = tj_retain(vals[g->outputs[k]]);
+        else st = rt_copy_into(outs[k], vals[g->outputs[k]]); /* tj_call_into */
+    }
     for (uint32_t i = 0; i < g->n_nodes; i++) tj_release(vals[i]);
     if (vals != stack_vals) free(vals);
     return st;

@@ -57,6 +57,8 @@ tj_tensor *rt_error_from_status(tj_status code);
 tj_tensor *rt_errorf(tj_status code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* An unscoped tuple retaining its items. */
 tj_tensor *rt_tuple_new(int n, tj_tensor *const *items);
+/* Copies src's elements into dst (a caller's tensor): same dtype and dims, not strings. */
+tj_status rt_copy_into(tj_tensor *dst, const tj_tensor *src);
 /* Registers a new reference in the innermost scope, if any; returns t. Every public function
  * returning a tensor passes it through here. */
 tj_tensor *rt_scoped(tj_tensor *t);
@@ -136,7 +138,9 @@ tj_tensor *rt_apply(ir_node *proto, tj_tensor *const *in, uint32_t n_in);
 typedef struct rt_program rt_program;
 typedef struct rt_program_vt {
     /* Runs with concrete args (already checked against the signature) and the captured
-     * variables; writes g->n_outputs new unscoped references into outs. */
+     * variables. For each output k: if outs[k] is NULL on entry, a new unscoped reference is
+     * written there; otherwise outs[k] is a caller tensor of the output's dtype and shape that
+     * receives the values (tj_call_into) and is left as it is. */
     tj_status (*run)(rt_program *p, tj_tensor *const *args, uint32_t n_args, tj_variable **caps,
                      tj_tensor **outs);
     void (*free)(rt_program *p);

@@ -371,3 +371,16 @@ void rt_desc(const tj_tensor *t, ir_node *desc) {
 const char *tj_dtype_name(tj_dtype dt) { return ir_dtype_name(dt); }
 size_t tj_dtype_size(tj_dtype dt) { return ir_dtype_size(dt); }
 const char *tj_version(void) { return "0.1.0"; }
+
+tj_status rt_copy_into(tj_tensor *dst, const tj_tensor *src) {
+    char a[128], b[128];
+    if (!dst || dst->kind != RT_CONCRETE) return ir_errorf(TJ_ERR_INVALID, "output is not a concrete tensor");
+    if (dst->dtype != src->dtype || dst->rank != src->rank ||
+        memcmp(dst->dims, src->dims, src->rank * sizeof(int64_t)) != 0)
+        return ir_errorf(TJ_ERR_SIGNATURE, "output is %s%s but the result is %s%s", ir_dtype_name(dst->dtype),
+                         ir_fmt_dims(a, sizeof a, dst->rank, dst->dims), ir_dtype_name(src->dtype),
+                         ir_fmt_dims(b, sizeof b, src->rank, src->dims));
+    if (src->dtype == TJ_STRING) return ir_errorf(TJ_ERR_UNSUPPORTED, "cannot write a string result into a tensor");
+    if (dst->data != src->data) memcpy(dst->data, src->data, (size_t)src->numel * ir_dtype_size(src->dtype));
+    return TJ_OK;
+}

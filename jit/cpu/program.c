@@ -102,12 +102,30 @@ static void run_units(cpu_prog *cp, jit_cpu_kernel_fn fn, const jit_cpu_ew_plan 
     rt_parallel_for((units + chunk - 1) / chunk, par_task, &c);
 }
 
-static tj_status run_gen(cpu_prog *cp, const step *s, tj_tensor **vals, void **bufs) {
+/* A caller tensor (tj_call_into) that can take node id's values directly: same dtype and dims,
+ * and not aliasing an argument (a kernel must not write what it is still reading). */
+static tj_tensor *bound_output(const cpu_prog *cp, uint32_t id, tj_tensor *const *outs,
+                               tj_tensor *const *args, uint32_t n_args) {
+    int32_t k = cp->out_slot[id];
+    tj_tensor *t = k >= 0 && outs ? outs[k] : NULL;
+    const ir_node *n = ir_node_get(cp->base.g, id);
+    if (!t || t->kind != RT_CONCRETE || t->dtype != n->dtype || t->rank != n->rank ||
+        memcmp(t->dims, n->dims, n->rank * sizeof(int64_t)) != 0)
+        return NULL;
+    for (uint32_t a = 0; a < n_args; a++)
+        if (args[a]->data == t->data)
+            return NULL;
+    return t;
+}
+
+static tj_status run_gen(cpu_prog *cp, const step *s, tj_tensor **vals, void **bufs,
+                         tj_tensor *const *outs, tj_tensor *const *args, uint32_t n_args) {
     const ir_graph *g = cp->base.g;
     for (uint32_t k = 0; k < s->n_in; k++)
         bufs[k] = vals[s->in[k]]->data;
     for (uint32_t k = 0; k < s->n_out; k++) {
-        tj_tensor *t = out_tensor(ir_node_get(g, s->out[k]));
+        tj_tensor *t = bound_output(cp, s->out[k], outs, args, n_args);
+        t = t ? tj_retain(t) : out_tensor(ir_node_get(g, s->out[k]));
         if (!t)
             return TJ_ERR_OOM;
         vals[s->out[k]] = t;
@@ -270,18 +288,25 @@ static tj_status cpu_run(rt_program *p, tj_tensor *const *args, uint32_t n_args,
                          tj_tensor **outs) {
     cpu_prog *cp = (cpu_prog *)p;
     const ir_graph *g = p->g;
-    tj_tensor **vals = calloc(g->n_nodes + 1, sizeof *vals);
-    void **scratch = calloc(cp->max_bufs + 1, sizeof(void *));
+    /* small programs keep their per-call state on the stack: the hit path allocates nothing */
+    tj_tensor *stack_vals[64];
+    void *stack_scratch[64];
+    tj_tensor **vals = g->n_nodes < 64 ? stack_vals : calloc(g->n_nodes + 1, sizeof *vals);
+    void **scratch = cp->max_bufs < 64 ? stack_scratch : calloc(cp->max_bufs + 1, sizeof(void *));
+    if (vals == stack_vals)
+        memset(stack_vals, 0, g->n_nodes * sizeof *vals); /* only what this graph uses */
     if (!vals || !scratch) {
-        free(vals);
-        free(scratch);
+        if (vals != stack_vals)
+            free(vals);
+        if (scratch != stack_scratch)
+            free(scratch);
         return ir_errorf(TJ_ERR_OOM, "cpu program: out of memory");
     }
     tj_status st = TJ_OK;
     for (uint32_t s = 0; s < cp->n_steps && !st; s++) {
         const step *sp = &cp->steps[s];
         if (sp->kind == STEP_GEN)
-            st = run_gen(cp, sp, vals, scratch);
+            st = run_gen(cp, sp, vals, scratch, outs, args, n_args);
         else if (sp->kind == STEP_BLAS)
             st = run_blas(cp, sp, vals, scratch);
         else
@@ -294,12 +319,19 @@ static tj_status cpu_run(rt_program *p, tj_tensor *const *args, uint32_t n_args,
             }
         }
     }
-    for (uint32_t k = 0; k < g->n_outputs; k++)
-        outs[k] = st ? NULL : tj_retain(vals[g->outputs[k]]);
+    for (uint32_t k = 0; k < g->n_outputs && !st; k++) {
+        tj_tensor *v = vals[g->outputs[k]];
+        if (!outs[k])
+            outs[k] = tj_retain(v);
+        else if (outs[k] != v) /* not written in place: copy into the caller's tensor */
+            st = rt_copy_into(outs[k], v);
+    }
     for (uint32_t i = 0; i < g->n_nodes; i++)
         tj_release(vals[i]);
-    free(vals);
-    free(scratch);
+    if (vals != stack_vals)
+        free(vals);
+    if (scratch != stack_scratch)
+        free(scratch);
     return st;
 }
 
@@ -319,6 +351,7 @@ static void cpu_free(rt_program *p) {
     }
     free(cp->steps);
     free(cp->last_use);
+    free(cp->out_slot);
     free(cp);
 }
 
@@ -359,6 +392,15 @@ rt_program *jit_cpu_compile_opts(const ir_graph *g, const jit_cpu_opts *opts) {
     cp->base.g = g;
     cp->par_min = o.par_min > 0 ? o.par_min : 65536;
     o.par_min = cp->par_min;
+    if (!(cp->out_slot = malloc((g->n_nodes + 1) * sizeof *cp->out_slot))) {
+        cpu_free(&cp->base);
+        ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
+        return NULL;
+    }
+    for (uint32_t i = 0; i < g->n_nodes; i++)
+        cp->out_slot[i] = -1;
+    for (uint32_t k = g->n_outputs; k-- > 0;)
+        cp->out_slot[g->outputs[k]] = (int32_t)k;
     if (jit_cpu_plan(cp, &o) != TJ_OK) {
         cpu_free(&cp->base);
         return NULL;

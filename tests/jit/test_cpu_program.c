@@ -136,6 +136,7 @@ static void test_errors(void) {
         CHECK(out && ((int32_t *)out->data)[0] == -3 && ((int32_t *)out->data)[1] == 4 &&
               ((int32_t *)out->data)[2] == 1);
         tj_release(out);
+        out = NULL;
         tj_release(args2[1]);
         int64_t n4 = 4;
         tj_tensor *wrong[2] = {args[0], rt_tensor_alloc(TJ_I32, 1, &n4)};

@@ -158,6 +158,8 @@ static inline int64_t tu_diff(const tj_tensor *a, const tj_tensor *b, double tol
 /* Runs program p; outs must hold g->n_outputs slots. */
 static inline tj_status tu_run(rt_program *p, tj_tensor *const *args, uint32_t n,
                                tj_tensor **outs) {
+    for (uint32_t k = 0; k < p->g->n_outputs; k++)
+        outs[k] = NULL; /* NULL: the program allocates; non-NULL would mean "write into this" */
     return p->vt->run(p, args, n, NULL, outs);
 }
 
