@@ -65,7 +65,10 @@ rt_program *jit_compile_graph(const ir_graph *traced, const char *fn_name, uint6
     rt_program *p = NULL;
     const char *backend = cfg->backend ? cfg->backend : "cpu";
     if (strcmp(backend, "interp") != 0) {
-        p = jit_cpu_compile(g);
+        /* TJ_EXACT_MATH=1: results bit-identical to the reference kernels (libm transcendentals,
+         * no FMA contraction); the default trades that for vectorized approximations and FMA */
+        jit_cpu_opts co = {.exact_math = cfg->exact_math != 0, .no_contract = cfg->exact_math != 0};
+        p = jit_cpu_compile_opts(g, &co);
         if (!p) {
             /* unknown dims, subgraphs, or no LLVM: the interpreter runs this signature */
             rt_log(RT_LOG_COMPILE, "%s: cpu backend declined (%s); using the interpreter", fn_name,
