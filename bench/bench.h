@@ -27,29 +27,37 @@ static inline double bench_median(double *v, int n) {
 
 static inline int bench_quick(int argc, char **argv) {
     for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--quick") == 0) return 1;
+        if (strcmp(argv[i], "--quick") == 0)
+            return 1;
     return 0;
 }
 
 /* Prints a row and appends a JSON record. baseline_name may be NULL (no ratio). */
-static inline void bench_report(const char *bench, const char *metric, double value, const char *unit,
-                                const char *baseline_name, double baseline, double ratio) {
+static inline void bench_report(const char *bench, const char *metric, double value,
+                                const char *unit, const char *baseline_name, double baseline,
+                                double ratio) {
     if (baseline_name)
-        printf("%-24s %-14s %12.4g %-8s %-26s %12.4g  %6.2fx\n", bench, metric, value, unit, baseline_name,
-               baseline, ratio);
+        printf("%-24s %-14s %12.4g %-8s %-26s %12.4g  %6.2fx\n", bench, metric, value, unit,
+               baseline_name, baseline, ratio);
     else
-        printf("%-24s %-14s %12.4g %-8s %-26s %12s  %7s\n", bench, metric, value, unit, "-", "-", "-");
+        printf("%-24s %-14s %12.4g %-8s %-26s %12s  %7s\n", bench, metric, value, unit, "-", "-",
+               "-");
     const char *path = getenv("TJ_BENCH_JSON");
-    if (!path) return;
+    if (!path)
+        return;
     FILE *f = fopen(path, "a");
-    if (!f) return;
+    if (!f)
+        return;
     if (baseline_name)
-        fprintf(f, "{\"bench\": \"%s\", \"metric\": \"%s\", \"value\": %.6g, \"unit\": \"%s\", "
-                   "\"baseline\": %.6g, \"baseline_name\": \"%s\", \"ratio\": %.4f}\n",
+        fprintf(f,
+                "{\"bench\": \"%s\", \"metric\": \"%s\", \"value\": %.6g, \"unit\": \"%s\", "
+                "\"baseline\": %.6g, \"baseline_name\": \"%s\", \"ratio\": %.4f}\n",
                 bench, metric, value, unit, baseline, baseline_name, ratio);
     else
-        fprintf(f, "{\"bench\": \"%s\", \"metric\": \"%s\", \"value\": %.6g, \"unit\": \"%s\", "
-                   "\"baseline\": null, \"ratio\": null}\n", bench, metric, value, unit);
+        fprintf(f,
+                "{\"bench\": \"%s\", \"metric\": \"%s\", \"value\": %.6g, \"unit\": \"%s\", "
+                "\"baseline\": null, \"ratio\": null}\n",
+                bench, metric, value, unit);
     fclose(f);
 }
 #endif

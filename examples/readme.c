@@ -7,7 +7,8 @@ static tj_tensor *dense(tj_tensor *x, tj_tensor *w, tj_tensor *b) {
 }
 
 int main(void) {
-    tj_tensor *(*fast)(tj_tensor *, tj_tensor *, tj_tensor *) = tj_jit_compile((void *)dense, 3, NULL);
+    tj_tensor *(*fast)(tj_tensor *, tj_tensor *, tj_tensor *) =
+        tj_jit_compile((void *)dense, 3, NULL);
     int64_t d[2] = {2, 2};
     float one[4] = {1, 1, 1, 1};
     tj_tensor *x = tj_tensor_from_data(TJ_F32, 2, d, one);

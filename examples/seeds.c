@@ -8,16 +8,20 @@
 #include <tracejit.h>
 
 static int failures;
-#define EXPECT(cond)                                                                            \
-    do {                                                                                        \
-        if (!(cond)) {                                                                          \
-            failures++;                                                                         \
-            fprintf(stderr, "seeds.c:%d: unexpected: %s\n", __LINE__, #cond);                   \
-        }                                                                                       \
+#define EXPECT(cond)                                                                               \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            failures++;                                                                            \
+            fprintf(stderr, "seeds.c:%d: unexpected: %s\n", __LINE__, #cond);                      \
+        }                                                                                          \
     } while (0)
 
-static void show(tj_tensor *t) { tj_tensor_fprint(stdout, t); }
-static void section(const char *s) { printf("\n== %s\n", s); }
+static void show(tj_tensor *t) {
+    tj_tensor_fprint(stdout, t);
+}
+static void section(const char *s) {
+    printf("\n== %s\n", s);
+}
 
 /* S1, S3: polymorphism */
 static tj_tensor *dbl(tj_tensor *a) {
@@ -37,7 +41,8 @@ static tj_tensor *traced_with(tj_tensor *x) {
 }
 
 static tj_tensor *train(tj_tensor *num_steps) {
-    char *s = tj_tensor_is_symbolic(num_steps) ? tj_tensor_str(num_steps) : tj_tensor_values_str(num_steps);
+    char *s = tj_tensor_is_symbolic(num_steps) ? tj_tensor_str(num_steps)
+                                               : tj_tensor_values_str(num_steps);
     printf("Tracing with num_steps = %s\n", s);
     free(s);
     return NULL;
@@ -57,19 +62,23 @@ static tj_tensor *next_collatz(tj_tensor *x) {
     free(s);
     tj_tensor *two = tj_scalar_i32(2);
     tj_tensor *even = tj_equal(tj_mod(x, two), tj_scalar_i32(0));
-    return tj_where(even, tj_floordiv(x, two), tj_add(tj_mul(tj_scalar_i32(3), x), tj_scalar_i32(1)));
+    return tj_where(even, tj_floordiv(x, two),
+                    tj_add(tj_mul(tj_scalar_i32(3), x), tj_scalar_i32(1)));
 }
 
 /* S10 */
 static tj_variable *counter;
-static tj_tensor *increment(void) { return tj_assign_add(counter, tj_scalar_i32(1)); }
+static tj_tensor *increment(void) {
+    return tj_assign_add(counter, tj_scalar_i32(1));
+}
 
 /* S11 */
 static tj_variable *state[2];
 static tj_tensor *stateful(tj_tensor *x) {
     if (!state[0]) {
         state[0] = tj_variable_new(tj_mul(tj_scalar_f32(2.0f), x), "state0");
-        state[1] = tj_variable_new(tj_mul(tj_variable_read(state[0]), tj_scalar_f32(3.0f)), "state1");
+        state[1] =
+            tj_variable_new(tj_mul(tj_variable_read(state[0]), tj_scalar_f32(3.0f)), "state1");
     }
     return tj_mul(tj_mul(tj_variable_read(state[0]), x), tj_variable_read(state[1]));
 }
@@ -91,7 +100,8 @@ static int n_external;
 static void side_effect(void *user, tj_tensor *x) {
     (void)user;
     printf("Host side effect\n");
-    if (n_external < 16) external_list[n_external++] = (int64_t)tj_tensor_get_f64(x, 0);
+    if (n_external < 16)
+        external_list[n_external++] = (int64_t)tj_tensor_get_f64(x, 0);
 }
 static tj_tensor *with_callback(tj_tensor *x) {
     tj_host_callback((void *)side_effect, NULL, 1, &x);
@@ -108,7 +118,9 @@ static tj_tensor *buggy_consume_next(void) {
 }
 
 /* S20 */
-static tj_tensor *add_fn(tj_tensor *a, tj_tensor *b) { return tj_add(a, b); }
+static tj_tensor *add_fn(tj_tensor *a, tj_tensor *b) {
+    return tj_add(a, b);
+}
 static tj_function *add_function;
 static tj_tensor *dense_layer(tj_tensor *x, tj_tensor *w, tj_tensor *b) {
     tj_tensor *args[2] = {tj_matmul(x, w), b};
@@ -125,7 +137,8 @@ int main(void) {
     tj_scope_begin();
 
     section("S1/S3: tracing and polymorphism");
-    tj_function *f = tj_function_new("double", (void *)dbl, 1, &(tj_function_options){.arg_names = (const char *[]){"a"}});
+    tj_function *f = tj_function_new("double", (void *)dbl, 1,
+                                     &(tj_function_options){.arg_names = (const char *[]){"a"}});
     tj_tensor *r = tj_call(f, 1, (tj_tensor *[]){tj_scalar_i32(1)});
     show(r);
     EXPECT(tj_tensor_get_f64(r, 0) == 2);
@@ -137,7 +150,8 @@ int main(void) {
     EXPECT(fabs(tj_tensor_get_f64(r, 0) - 2.2) < 1e-6);
     r = tj_call(f, 1, (tj_tensor *[]){tj_scalar_str("a")});
     show(r);
-    EXPECT(tj_tensor_dtype(r) == TJ_STRING && strcmp(((const tj_string *)tj_tensor_data(r))->data, "aa") == 0);
+    EXPECT(tj_tensor_dtype(r) == TJ_STRING &&
+           strcmp(((const tj_string *)tj_tensor_data(r))->data, "aa") == 0);
     EXPECT(tj_function_trace_count(f) == 3);
 
     section("S2: host arrays are tensors too");
@@ -175,19 +189,24 @@ int main(void) {
 
     section("S7: input signatures");
     tj_spec sig = {.dtype = TJ_I32, .rank = 1, .dims = {-1}};
-    tj_function *collatz = tj_function_new("next_collatz", (void *)next_collatz, 1,
-        &(tj_function_options){.n_input_signature = 1, .input_signature = &sig, .arg_names = (const char *[]){"x"}});
+    tj_function *collatz = tj_function_new(
+        "next_collatz", (void *)next_collatz, 1,
+        &(tj_function_options){
+            .n_input_signature = 1, .input_signature = &sig, .arg_names = (const char *[]){"x"}});
     int64_t d2[1] = {2}, d22[2] = {2, 2};
     r = tj_call(collatz, 1, (tj_tensor *[]){tj_tensor_from_data(TJ_I32, 1, d2, (int32_t[]){1, 2})});
     show(r);
     EXPECT(tj_tensor_get_f64(r, 0) == 4 && tj_tensor_get_f64(r, 1) == 1);
-    r = tj_call(collatz, 1, (tj_tensor *[]){tj_tensor_from_data(TJ_I32, 2, d22, (int32_t[]){1, 2, 3, 4})});
+    r = tj_call(collatz, 1,
+                (tj_tensor *[]){tj_tensor_from_data(TJ_I32, 2, d22, (int32_t[]){1, 2, 3, 4})});
     printf("Caught expected error: %s\n", tj_error_message(r));
     EXPECT(tj_status_of(r) == TJ_ERR_SIGNATURE);
     tj_function_free(collatz);
 
     section("S4: static arguments retrace per value");
-    tj_function *tr = tj_function_new("train", (void *)train, 1, &(tj_function_options){.arg_names = (const char *[]){"num_steps"}});
+    tj_function *tr =
+        tj_function_new("train", (void *)train, 1,
+                        &(tj_function_options){.arg_names = (const char *[]){"num_steps"}});
     tj_call(tr, 1, (tj_tensor *[]){tj_static_i64(10)});
     tj_call(tr, 1, (tj_tensor *[]){tj_static_i64(20)});
     tj_call(tr, 1, (tj_tensor *[]){tj_scalar_i32(10)});
@@ -205,7 +224,8 @@ int main(void) {
 
     section("S13: host callbacks run on every call");
     tj_function *cb = tj_function_new("f", (void *)with_callback, 1, NULL);
-    for (int i = 0; i < 3; i++) tj_call(cb, 1, (tj_tensor *[]){tj_scalar_i32(1)});
+    for (int i = 0; i < 3; i++)
+        tj_call(cb, 1, (tj_tensor *[]){tj_scalar_i32(1)});
     printf("external_list has %d items, first %lld\n", n_external, (long long)external_list[0]);
     EXPECT(n_external == 3 && external_list[0] == 1);
     tj_function_free(cb);
@@ -213,7 +233,8 @@ int main(void) {
     section("S14: host state is frozen into the trace");
     external_var = tj_variable_new(tj_scalar_i32(0), "external_var");
     tj_function *bc = tj_function_new("buggy_consume_next", (void *)buggy_consume_next, 0, NULL);
-    for (int i = 0; i < 3; i++) tj_call(bc, 0, NULL);
+    for (int i = 0; i < 3; i++)
+        tj_call(bc, 0, NULL);
     EXPECT(iter_pos == 1);
     tj_function_free(bc);
     tj_variable_free(external_var);
@@ -249,7 +270,8 @@ int main(void) {
 
     section("S20: nested functions");
     add_function = tj_function_new("add", (void *)add_fn, 2, NULL);
-    tj_tensor *(*dense)(tj_tensor *, tj_tensor *, tj_tensor *) = tj_jit_compile((void *)dense_layer, 3, NULL);
+    tj_tensor *(*dense)(tj_tensor *, tj_tensor *, tj_tensor *) =
+        tj_jit_compile((void *)dense_layer, 3, NULL);
     int64_t d32[2] = {3, 2}, d2b[1] = {2};
     r = dense(tj_ones(TJ_F32, 2, d32), tj_ones(TJ_F32, 2, d22), tj_ones(TJ_F32, 1, d2b));
     show(r);
@@ -258,10 +280,12 @@ int main(void) {
     tj_function_free(add_function);
 
     section("S23: non-strict execution");
-    r = tj_gather(tj_tensor_from_data(TJ_I32, 1, (int64_t[]){1}, (int32_t[]){7}), tj_scalar_i32(1), 0);
+    r = tj_gather(tj_tensor_from_data(TJ_I32, 1, (int64_t[]){1}, (int32_t[]){7}), tj_scalar_i32(1),
+                  0);
     printf("Eager gather fails: %s\n", tj_error_message(r));
     tj_function *ug = tj_function_new("unused_gather", (void *)unused_gather, 1, NULL);
-    r = tj_call(ug, 1, (tj_tensor *[]){tj_tensor_from_data(TJ_I32, 1, (int64_t[]){1}, (int32_t[]){7})});
+    r = tj_call(ug, 1,
+                (tj_tensor *[]){tj_tensor_from_data(TJ_I32, 1, (int64_t[]){1}, (int32_t[]){7})});
     show(r);
     EXPECT(tj_status_of(r) == TJ_OK);
     tj_function_free(ug);

@@ -40,11 +40,10 @@
  *       int64_t d[2] = {2, 2};
  *       float one[4] = {1, 1, 1, 1};
  *       tj_tensor *x = tj_tensor_from_data(TJ_F32, 2, d, one);
- *       tj_tensor *y = fast(x, x, x);           // 1st call per signature: trace + optimize + compile
- *       if (tj_status_of(y)) fprintf(stderr, "%s\n", tj_error_message(y));
- *       else tj_tensor_fprint(stdout, y);       // tj.Tensor([[3 3] [3 3]], shape=(2, 2), ...)
- *       tj_release(y); tj_release(x);
- *       tj_jit_free((void *)fast);
+ *       tj_tensor *y = fast(x, x, x);           // 1st call per signature: trace + optimize +
+ * compile if (tj_status_of(y)) fprintf(stderr, "%s\n", tj_error_message(y)); else
+ * tj_tensor_fprint(stdout, y);       // tj.Tensor([[3 3] [3 3]], shape=(2, 2), ...) tj_release(y);
+ * tj_release(x); tj_jit_free((void *)fast);
  *   }
  */
 #ifndef TRACEJIT_H
@@ -108,7 +107,7 @@ typedef struct tj_string {
 } tj_string;
 
 TJ_API const char *tj_dtype_name(tj_dtype dt); /* "float32", "int32", ... (static) */
-TJ_API size_t tj_dtype_size(tj_dtype dt);      /* bytes per element (sizeof(tj_string) for strings) */
+TJ_API size_t tj_dtype_size(tj_dtype dt); /* bytes per element (sizeof(tj_string) for strings) */
 
 /* A tensor spec: dtype and dims, -1 for an unknown dimension. For a static argument, set
  * `static_value` (borrowed) and leave the rest zero. */
@@ -148,7 +147,7 @@ TJ_API int tj_is_static(const tj_tensor *t);
 
 /* A tuple of results (multiple outputs). Items are retained by the tuple. */
 TJ_API tj_tensor *tj_tuple(int n, tj_tensor *const *items);
-TJ_API int tj_tuple_size(const tj_tensor *t);             /* -1 if not a tuple */
+TJ_API int tj_tuple_size(const tj_tensor *t);              /* -1 if not a tuple */
 TJ_API tj_tensor *tj_tuple_get(const tj_tensor *t, int i); /* borrowed */
 
 TJ_API tj_tensor *tj_retain(tj_tensor *t); /* +1 reference, returns t; NULL-safe */
@@ -242,7 +241,7 @@ TJ_API tj_tensor *tj_softmax(tj_tensor *x, int axis);
 TJ_API tj_tensor *tj_log_softmax(tj_tensor *x, int axis);
 /* shape ops */
 TJ_API tj_tensor *tj_reshape(tj_tensor *x, int rank, const int64_t *dims); /* one -1 allowed */
-TJ_API tj_tensor *tj_transpose(tj_tensor *x, const int *perm);           /* NULL: reverse */
+TJ_API tj_tensor *tj_transpose(tj_tensor *x, const int *perm);             /* NULL: reverse */
 TJ_API tj_tensor *tj_broadcast_to(tj_tensor *x, int rank, const int64_t *dims);
 TJ_API tj_tensor *tj_expand_dims(tj_tensor *x, int axis);
 TJ_API tj_tensor *tj_squeeze(tj_tensor *x, int n_axes, const int *axes); /* 0: all size-1 axes */
@@ -296,11 +295,11 @@ typedef struct tj_function tj_function;
 typedef struct tj_concrete tj_concrete;
 
 typedef struct tj_function_options {
-    int n_input_signature;         /* > 0: calls must match these specs (S7) */
+    int n_input_signature; /* > 0: calls must match these specs (S7) */
     const tj_spec *input_signature;
-    const char *const *arg_names;  /* names used in symbolic tensors ("a:0"), default x0, x1 */
-    int cache_bound;               /* concrete functions kept per function (LRU), 0: 64 */
-    int eager;                     /* 1: always run eagerly (as TJ_EAGER=1) */
+    const char *const *arg_names; /* names used in symbolic tensors ("a:0"), default x0, x1 */
+    int cache_bound;              /* concrete functions kept per function (LRU), 0: 64 */
+    int eager;                    /* 1: always run eagerly (as TJ_EAGER=1) */
 } tj_function_options;
 
 /* `fn` is a C function taking `nargs` tj_tensor* (borrowed) and returning a tj_tensor* (a new
@@ -335,8 +334,8 @@ TJ_API tj_concrete *tj_function_get_concrete(tj_function *f, int n, const tj_spe
 TJ_API tj_tensor *tj_concrete_call(tj_concrete *c, int nargs, tj_tensor *const *args);
 /* Pretty-printed list of concrete signatures (S8). Caller frees. */
 TJ_API char *tj_function_signatures(const tj_function *f);
-TJ_API int tj_function_trace_count(const tj_function *f);   /* traces run so far */
-TJ_API int tj_function_n_concrete(const tj_function *f);    /* concrete functions cached */
+TJ_API int tj_function_trace_count(const tj_function *f); /* traces run so far */
+TJ_API int tj_function_n_concrete(const tj_function *f);  /* concrete functions cached */
 TJ_API const char *tj_function_name(const tj_function *f);
 /* Text IR of a concrete function's optimized graph (caller frees). */
 TJ_API char *tj_concrete_graph_text(const tj_concrete *c);

@@ -75,12 +75,12 @@ int ir_op_from_name(const char *s, size_t len); /* -1 if unknown */
 
 /* ---- nodes and graphs ------------------------------------------------------------------------ */
 typedef struct ir_attrs {
-    int64_t i[4];               /* scalar ints (see ops.def) */
-    double f[3];                /* scalar floats */
-    uint32_t n_list;            /* ints list: axes, perm, slice begin/end/step */
+    int64_t i[4];    /* scalar ints (see ops.def) */
+    double f[3];     /* scalar floats */
+    uint32_t n_list; /* ints list: axes, perm, slice begin/end/step */
     int64_t list[IR_MAX_LIST];
-    uint32_t blob;              /* 1 + index into graph blobs; 0: none */
-    uint32_t sub[2];            /* 1 + index into graph subgraphs; 0: none (control flow) */
+    uint32_t blob;   /* 1 + index into graph blobs; 0: none */
+    uint32_t sub[2]; /* 1 + index into graph subgraphs; 0: none (control flow) */
 } ir_attrs;
 
 typedef struct ir_node {
@@ -96,8 +96,8 @@ typedef struct ir_node {
 
 typedef struct ir_blob {
     size_t size;
-    void *data;  /* owned by the graph */
-    uint64_t h;  /* content hash */
+    void *data; /* owned by the graph */
+    uint64_t h; /* content hash */
 } ir_blob;
 
 typedef struct ir_graph {
@@ -147,7 +147,9 @@ tj_status ir_add_output(ir_graph *g, uint32_t id);
 tj_status ir_add_effect(ir_graph *g, uint32_t id); /* ir_add does this for IR_F_SIDE ops */
 uint32_t ir_add_sub(ir_graph *g, ir_graph *sub);   /* takes ownership; returns 1 + index */
 
-static inline const ir_node *ir_node_get(const ir_graph *g, uint32_t id) { return &g->nodes[id]; }
+static inline const ir_node *ir_node_get(const ir_graph *g, uint32_t id) {
+    return &g->nodes[id];
+}
 static inline const uint32_t *ir_inputs(const ir_graph *g, const ir_node *n) {
     return g->edges + n->in_off;
 }

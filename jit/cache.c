@@ -3,10 +3,10 @@
  * and features, compiler and tracejit versions, codegen options, format version).
  * Two levels: memory (LRU, bounded by bytes) and disk ($TJ_CACHE_DIR, else
  * $XDG_CACHE_HOME/tracejit, else ~/.cache/tracejit). A disk entry is
- *   magic "TJCACHE1" | u32 format | u32 key length | u64 payload size | u64 checksum | key | payload
- * written to a temporary file and renamed, so readers never see half an entry. An entry whose
- * magic, format, key, size or checksum disagrees is deleted and reported as a miss: it is never
- * loaded. TJ_CACHE=0 turns both levels off. */
+ *   magic "TJCACHE1" | u32 format | u32 key length | u64 payload size | u64 checksum | key |
+ * payload written to a temporary file and renamed, so readers never see half an entry. An entry
+ * whose magic, format, key, size or checksum disagrees is deleted and reported as a miss: it is
+ * never loaded. TJ_CACHE=0 turns both levels off. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -53,13 +53,17 @@ static const char *cache_dir(char *buf, size_t n) {
         snprintf(buf, n, "%s", d);
     } else {
         const char *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-        if (x && *x) snprintf(buf, n, "%s/tracejit", x);
-        else if (home && *home) snprintf(buf, n, "%s/.cache/tracejit", home);
-        else return "";
+        if (x && *x)
+            snprintf(buf, n, "%s/tracejit", x);
+        else if (home && *home)
+            snprintf(buf, n, "%s/.cache/tracejit", home);
+        else
+            return "";
     }
     /* mkdir -p */
     for (char *p = buf + 1; *p; p++) {
-        if (*p != '/') continue;
+        if (*p != '/')
+            continue;
         *p = 0;
         mkdir(buf, 0755);
         *p = '/';
@@ -78,7 +82,8 @@ static void mem_evict_to(size_t bound) {
     while (mem_bytes > bound && entries) {
         entry **oldest = &entries;
         for (entry **e = &entries; *e; e = &(*e)->next)
-            if ((*e)->stamp < (*oldest)->stamp) oldest = e;
+            if ((*e)->stamp < (*oldest)->stamp)
+                oldest = e;
         entry *victim = *oldest;
         *oldest = victim->next;
         mem_bytes -= victim->size;
@@ -89,12 +94,15 @@ static void mem_evict_to(size_t bound) {
 }
 
 static void mem_put(const char *key, uint64_t kh, const void *data, size_t size) {
-    if (size > mem_bound) return;
+    if (size > mem_bound)
+        return;
     for (entry *e = entries; e; e = e->next)
-        if (e->key_hash == kh && strcmp(e->key, key) == 0) return;
+        if (e->key_hash == kh && strcmp(e->key, key) == 0)
+            return;
     entry *e = calloc(1, sizeof *e);
     if (!e || !(e->key = strdup(key)) || !(e->data = malloc(size ? size : 1))) {
-        if (e) free(e->key);
+        if (e)
+            free(e->key);
         free(e);
         return;
     }
@@ -122,7 +130,8 @@ static int read_all(int fd, void *p, size_t n) {
     while (n) {
         ssize_t k = read(fd, c, n);
         if (k <= 0) {
-            if (k < 0 && errno == EINTR) continue;
+            if (k < 0 && errno == EINTR)
+                continue;
             return -1;
         }
         c += k;
@@ -136,7 +145,8 @@ static int write_all(int fd, const void *p, size_t n) {
     while (n) {
         ssize_t k = write(fd, c, n);
         if (k <= 0) {
-            if (k < 0 && errno == EINTR) continue;
+            if (k < 0 && errno == EINTR)
+                continue;
             return -1;
         }
         c += k;
@@ -148,22 +158,25 @@ static int write_all(int fd, const void *p, size_t n) {
 /* 1: found (data malloc'd); 0: absent; -1: present but corrupt (deleted). */
 static int disk_get(const char *key, void **data, size_t *size) {
     char dir[1024], path[1200];
-    if (!*cache_dir(dir, sizeof dir)) return 0;
+    if (!*cache_dir(dir, sizeof dir))
+        return 0;
     entry_path(path, sizeof path, dir, key);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 0;
+    if (fd < 0)
+        return 0;
     header h;
     size_t key_len = strlen(key);
     struct stat stt;
     char *kbuf = NULL, *payload = NULL;
     int ok = fstat(fd, &stt) == 0 && read_all(fd, &h, sizeof h) == 0 &&
-             memcmp(h.magic, CACHE_MAGIC, 8) == 0 && h.format == CACHE_FORMAT && h.key_len == key_len &&
-             (uint64_t)stt.st_size == sizeof h + h.key_len + h.size;
+             memcmp(h.magic, CACHE_MAGIC, 8) == 0 && h.format == CACHE_FORMAT &&
+             h.key_len == key_len && (uint64_t)stt.st_size == sizeof h + h.key_len + h.size;
     if (ok) {
         kbuf = malloc(key_len + 1);
         payload = malloc(h.size ? h.size : 1);
-        ok = kbuf && payload && read_all(fd, kbuf, key_len) == 0 && memcmp(kbuf, key, key_len) == 0 &&
-             read_all(fd, payload, h.size) == 0 && checksum(key, key_len, payload, h.size) == h.sum;
+        ok = kbuf && payload && read_all(fd, kbuf, key_len) == 0 &&
+             memcmp(kbuf, key, key_len) == 0 && read_all(fd, payload, h.size) == 0 &&
+             checksum(key, key_len, payload, h.size) == h.sum;
     }
     close(fd);
     free(kbuf);
@@ -179,11 +192,14 @@ static int disk_get(const char *key, void **data, size_t *size) {
 
 static tj_status disk_put(const char *key, const void *data, size_t size) {
     char dir[1024], path[1200], tmp[1300];
-    if (!*cache_dir(dir, sizeof dir)) return ir_errorf(TJ_ERR_IO, "cache: no cache directory (set TJ_CACHE_DIR)");
+    if (!*cache_dir(dir, sizeof dir))
+        return ir_errorf(TJ_ERR_IO, "cache: no cache directory (set TJ_CACHE_DIR)");
     entry_path(path, sizeof path, dir, key);
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%lu", path, (long)getpid(), (unsigned long)pthread_self());
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%lu", path, (long)getpid(),
+             (unsigned long)pthread_self());
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return ir_errorf(TJ_ERR_IO, "cache: cannot write %s: %s", tmp, strerror(errno));
+    if (fd < 0)
+        return ir_errorf(TJ_ERR_IO, "cache: cannot write %s: %s", tmp, strerror(errno));
     header h;
     memcpy(h.magic, CACHE_MAGIC, 8);
     h.format = CACHE_FORMAT;
@@ -204,11 +220,13 @@ static tj_status disk_put(const char *key, const void *data, size_t size) {
 tj_status jit_cache_get(const char *key, void **data, size_t *size) {
     *data = NULL;
     *size = 0;
-    if (!cache_enabled()) return TJ_ERR_INVALID;
+    if (!cache_enabled())
+        return TJ_ERR_INVALID;
     uint64_t kh = ir_hash_bytes(key, strlen(key), 3);
     pthread_mutex_lock(&mu);
     for (entry *e = entries; e; e = e->next) {
-        if (e->key_hash != kh || strcmp(e->key, key) != 0) continue;
+        if (e->key_hash != kh || strcmp(e->key, key) != 0)
+            continue;
         *data = malloc(e->size ? e->size : 1);
         if (*data) {
             memcpy(*data, e->data, e->size);
@@ -225,14 +243,16 @@ tj_status jit_cache_get(const char *key, void **data, size_t *size) {
         mem_put(key, kh, *data, *size);
     } else {
         stats.misses++;
-        if (r < 0) stats.corrupt++;
+        if (r < 0)
+            stats.corrupt++;
     }
     pthread_mutex_unlock(&mu);
     return r == 1 ? TJ_OK : TJ_ERR_INVALID;
 }
 
 tj_status jit_cache_put(const char *key, const void *data, size_t size) {
-    if (!cache_enabled()) return TJ_OK;
+    if (!cache_enabled())
+        return TJ_OK;
     uint64_t kh = ir_hash_bytes(key, strlen(key), 3);
     pthread_mutex_lock(&mu);
     mem_put(key, kh, data, size);
@@ -253,7 +273,8 @@ void jit_cache_configure(const char *dir, int enabled, size_t mem_bound_bytes) {
     pthread_mutex_lock(&mu);
     snprintf(dir_override, sizeof dir_override, "%s", dir ? dir : "");
     enabled_override = enabled;
-    if (mem_bound_bytes) mem_bound = mem_bound_bytes;
+    if (mem_bound_bytes)
+        mem_bound = mem_bound_bytes;
     mem_evict_to(mem_bound);
     pthread_mutex_unlock(&mu);
 }
@@ -270,10 +291,12 @@ tj_status tj_cache_clear(void) {
     pthread_mutex_lock(&mu);
     const char *d = cache_dir(dir, sizeof dir);
     pthread_mutex_unlock(&mu);
-    if (!*d) return TJ_OK;
+    if (!*d)
+        return TJ_OK;
     char cmd_path[1200];
     DIR *dp = opendir(d);
-    if (!dp) return ir_errorf(TJ_ERR_IO, "cache_clear: cannot open %s", d);
+    if (!dp)
+        return ir_errorf(TJ_ERR_IO, "cache_clear: cannot open %s", d);
     struct dirent *de;
     while ((de = readdir(dp))) {
         size_t l = strlen(de->d_name);
@@ -286,4 +309,6 @@ tj_status tj_cache_clear(void) {
     return TJ_OK;
 }
 
-__attribute__((destructor)) static void cache_free_all(void) { jit_cache_clear_memory(); }
+__attribute__((destructor)) static void cache_free_all(void) {
+    jit_cache_clear_memory();
+}

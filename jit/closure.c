@@ -26,9 +26,11 @@ static void trampoline(ffi_cif *cif, void *ret, void **args, void *user) {
     if (!a) {
         r = rt_scoped(rt_errorf(TJ_ERR_OOM, "jit: out of memory"));
     } else {
-        for (int i = 0; i < n; i++) a[i] = *(tj_tensor **)args[i];
+        for (int i = 0; i < n; i++)
+            a[i] = *(tj_tensor **)args[i];
         r = tj_call(e->fn, n, a);
-        if (a != stack) free(a);
+        if (a != stack)
+            free(a);
     }
     *(tj_tensor **)ret = r;
 }
@@ -37,14 +39,17 @@ void *tj_jit_compile(void *fn, int nargs, const tj_function_options *opts) {
     char name[64];
     snprintf(name, sizeof name, "fn_%p", fn);
     tj_function *f = tj_function_new(name, fn, nargs, opts);
-    if (!f) return NULL;
+    if (!f)
+        return NULL;
     closure_entry *e = calloc(1, sizeof *e);
     void *code = NULL;
     ffi_closure *cl = e ? ffi_closure_alloc(sizeof(ffi_closure), &code) : NULL;
     ffi_cif *cif = cl ? malloc(sizeof *cif) : NULL;
     ffi_type **types = cif ? calloc((size_t)nargs + 1, sizeof *types) : NULL;
-    if (!types) goto fail;
-    for (int i = 0; i < nargs; i++) types[i] = &ffi_type_pointer;
+    if (!types)
+        goto fail;
+    for (int i = 0; i < nargs; i++)
+        types[i] = &ffi_type_pointer;
     if (ffi_prep_cif(cif, FFI_DEFAULT_ABI, (unsigned)nargs, &ffi_type_pointer, types) != FFI_OK ||
         ffi_prep_closure_loc(cl, cif, trampoline, e, code) != FFI_OK)
         goto fail;
@@ -59,7 +64,8 @@ void *tj_jit_compile(void *fn, int nargs, const tj_function_options *opts) {
 fail:
     free(types);
     free(cif);
-    if (cl) ffi_closure_free(cl);
+    if (cl)
+        ffi_closure_free(cl);
     free(e);
     tj_function_free(f);
     ir_errorf(TJ_ERR_OOM, "jit_compile: could not allocate an ffi closure");
@@ -68,12 +74,14 @@ fail:
 
 static closure_entry *find(void *code) {
     for (closure_entry *e = registry; e; e = e->next)
-        if (e->code == code) return e;
+        if (e->code == code)
+            return e;
     return NULL;
 }
 
 void tj_jit_free(void *compiled) {
-    if (!compiled) return;
+    if (!compiled)
+        return;
     pthread_mutex_lock(&reg_mu);
     closure_entry *e = find(compiled);
     if (e && !e->freed) {
@@ -95,7 +103,8 @@ __attribute__((destructor)) static void free_closures(void) {
     pthread_mutex_lock(&reg_mu);
     for (closure_entry *e = registry, *next; e; e = next) {
         next = e->next;
-        if (!e->freed) tj_function_free(e->fn);
+        if (!e->freed)
+            tj_function_free(e->fn);
         free(e->closure->cif->arg_types);
         free(e->closure->cif);
         ffi_closure_free(e->closure);

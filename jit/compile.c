@@ -10,9 +10,10 @@
 #include "jit/jit.h"
 
 tj_status jit_fold_eval(void *user, ir_graph *g, const ir_node *node, const uint32_t *in,
-                           uint32_t n_in, uint32_t *blob_out) {
+                        uint32_t n_in, uint32_t *blob_out) {
     tj_tensor *ins[16];
-    if (n_in > 16) return ir_errorf(TJ_ERR_UNSUPPORTED, "fold: too many inputs");
+    if (n_in > 16)
+        return ir_errorf(TJ_ERR_UNSUPPORTED, "fold: too many inputs");
     tj_status st = TJ_OK;
     uint32_t k = 0;
     for (; k < n_in; k++)
@@ -21,16 +22,20 @@ tj_status jit_fold_eval(void *user, ir_graph *g, const ir_node *node, const uint
             break;
         }
     tj_tensor *out = st ? NULL : rt_tensor_alloc(node->dtype, node->rank, node->dims);
-    if (!st && !out) st = ir_last_code();
+    if (!st && !out)
+        st = ir_last_code();
     ir_node n = *node; /* the pass leaves n_in unset; kernels read it */
     n.n_in = n_in;
-    if (!st) st = rt_ref_kernel(&n, ins, out);
+    if (!st)
+        st = rt_ref_kernel(&n, ins, out);
     if (!st) {
         *blob_out = rt_const_blob(g, out);
-        if (!*blob_out && out->numel) st = ir_errorf(TJ_ERR_OOM, "fold: out of memory");
+        if (!*blob_out && out->numel)
+            st = ir_errorf(TJ_ERR_OOM, "fold: out of memory");
     }
     tj_release(out);
-    for (uint32_t j = 0; j < k; j++) tj_release(ins[j]);
+    for (uint32_t j = 0; j < k; j++)
+        tj_release(ins[j]);
     return st;
 }
 
@@ -56,7 +61,8 @@ rt_program *jit_compile_graph(const ir_graph *traced, const char *fn_name, uint6
 #endif
     pass_stats stats;
     ir_graph *g = pass_pipeline_run(traced, &po, &stats);
-    if (!g) return NULL;
+    if (!g)
+        return NULL;
     if (rt_log_enabled(RT_LOG_PASSES)) {
         char line[1024];
         pass_stats_format(&stats, line, sizeof line);
@@ -76,7 +82,8 @@ rt_program *jit_compile_graph(const ir_graph *traced, const char *fn_name, uint6
             ir_clear_error();
         }
     }
-    if (!p) p = rt_interp_new(g);
+    if (!p)
+        p = rt_interp_new(g);
     if (!p) {
         ir_graph_free(g);
         return NULL;

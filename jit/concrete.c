@@ -20,49 +20,59 @@ tj_concrete *tj_function_get_concrete(tj_function *f, int n, const tj_spec *spec
     }
     tj_release(err);
     jit_argsig *sig = calloc((size_t)n + 1, sizeof *sig);
-    if (!sig) return (void)ir_errorf(TJ_ERR_OOM, "get_concrete: out of memory"), NULL;
+    if (!sig)
+        return (void)ir_errorf(TJ_ERR_OOM, "get_concrete: out of memory"), NULL;
     for (int i = 0; i < n; i++) {
         const tj_spec *sp = &specs[i];
         if (sp->static_value) {
             if (sp->static_value->kind != RT_CONCRETE || sp->static_value->rank != 0) {
                 free(sig);
-                ir_errorf(TJ_ERR_INVALID, "get_concrete: spec %d: a static value must be a concrete 0-d tensor", i);
+                ir_errorf(TJ_ERR_INVALID,
+                          "get_concrete: spec %d: a static value must be a concrete 0-d tensor", i);
                 return NULL;
             }
             sig[i].is_static = 1;
             sig[i].value = sp->static_value;
             continue;
         }
-        if (sp->rank < 0 || sp->rank > TJ_MAX_RANK || (int)sp->dtype < 0 || sp->dtype >= TJ_N_DTYPES) {
+        if (sp->rank < 0 || sp->rank > TJ_MAX_RANK || (int)sp->dtype < 0 ||
+            sp->dtype >= TJ_N_DTYPES) {
             free(sig);
-            ir_errorf(TJ_ERR_INVALID, "get_concrete: spec %d has bad rank %d or dtype %d", i, sp->rank, sp->dtype);
+            ir_errorf(TJ_ERR_INVALID, "get_concrete: spec %d has bad rank %d or dtype %d", i,
+                      sp->rank, sp->dtype);
             return NULL;
         }
         sig[i].dtype = (uint8_t)sp->dtype;
         sig[i].rank = (uint8_t)sp->rank;
-        for (int d = 0; d < sp->rank; d++) sig[i].dims[d] = sp->dims[d] < 0 ? -1 : sp->dims[d];
+        for (int d = 0; d < sp->rank; d++)
+            sig[i].dims[d] = sp->dims[d] < 0 ? -1 : sp->dims[d];
     }
     uint64_t h = jit_sig_hash(sig, n);
     pthread_mutex_lock(&f->mu);
     tj_concrete *c = NULL;
     snapshot *s = atomic_load(&f->cache);
     for (uint32_t i = 0; s && i < s->n && !c; i++)
-        if (s->items[i]->sig_hash == h) c = s->items[i];
-    if (!c) c = jit_build_concrete(f, sig, h, NULL, atomic_load(&f->n_calls));
+        if (s->items[i]->sig_hash == h)
+            c = s->items[i];
+    if (!c)
+        c = jit_build_concrete(f, sig, h, NULL, atomic_load(&f->n_calls));
     pthread_mutex_unlock(&f->mu);
     free(sig);
     return c;
 }
 
 tj_tensor *tj_concrete_call(tj_concrete *c, int nargs, tj_tensor *const *args) {
-    if (!c) return rt_scoped(rt_errorf(TJ_ERR_INVALID, "concrete_call: concrete function is NULL"));
+    if (!c)
+        return rt_scoped(rt_errorf(TJ_ERR_INVALID, "concrete_call: concrete function is NULL"));
     tj_function *f = c->fn;
     tj_tensor *err = jit_check_args("concrete_call", f, nargs, args);
-    if (err) return rt_scoped(err);
+    if (err)
+        return rt_scoped(err);
     for (int i = 0; i < nargs; i++) {
         const jit_argsig *w = &c->sig[i];
         const tj_tensor *t = args[i];
-        if (jit_arg_matches(w, t)) continue;
+        if (jit_arg_matches(w, t))
+            continue;
         char want[160], got[160], d[128];
         jit_argsig_str(w, want, sizeof want);
         if (t->is_static) {
@@ -70,26 +80,38 @@ tj_tensor *tj_concrete_call(tj_concrete *c, int nargs, tj_tensor *const *args) {
             snprintf(got, sizeof got, "static %s", v ? v : "?");
             free(v);
         } else {
-            snprintf(got, sizeof got, "%s%s", ir_dtype_name(t->dtype), ir_fmt_dims(d, sizeof d, t->rank, t->dims));
+            snprintf(got, sizeof got, "%s%s", ir_dtype_name(t->dtype),
+                     ir_fmt_dims(d, sizeof d, t->rank, t->dims));
         }
         if (w->is_static)
-            return rt_scoped(rt_errorf(TJ_ERR_SIGNATURE, "cannot compute %s as input #%d(zero-based) is a "
-                                       "static argument fixed at trace time to %s, got %s", f->name, i, want, got));
+            return rt_scoped(rt_errorf(TJ_ERR_SIGNATURE,
+                                       "cannot compute %s as input #%d(zero-based) is a "
+                                       "static argument fixed at trace time to %s, got %s",
+                                       f->name, i, want, got));
         if (!t->is_static && w->dtype != t->dtype)
-            return rt_scoped(rt_errorf(TJ_ERR_SIGNATURE, "cannot compute %s as input #%d(zero-based) was "
-                                       "expected to be a %s tensor but is a %s tensor", f->name, i,
-                                       ir_dtype_name(w->dtype), ir_dtype_name(t->dtype)));
-        return rt_scoped(rt_errorf(TJ_ERR_SIGNATURE, "cannot compute %s as input #%d(zero-based) was "
-                                   "expected to be %s but is %s", f->name, i, want, got));
+            return rt_scoped(rt_errorf(TJ_ERR_SIGNATURE,
+                                       "cannot compute %s as input #%d(zero-based) was "
+                                       "expected to be a %s tensor but is a %s tensor",
+                                       f->name, i, ir_dtype_name(w->dtype),
+                                       ir_dtype_name(t->dtype)));
+        return rt_scoped(rt_errorf(TJ_ERR_SIGNATURE,
+                                   "cannot compute %s as input #%d(zero-based) was "
+                                   "expected to be %s but is %s",
+                                   f->name, i, want, got));
     }
     return rt_scoped(jit_run_concrete(c, args));
 }
 
-char *tj_concrete_graph_text(const tj_concrete *c) { return c ? ir_print(c->graph) : NULL; }
-int tj_concrete_node_count(const tj_concrete *c) { return c ? (int)c->graph->n_nodes : -1; }
+char *tj_concrete_graph_text(const tj_concrete *c) {
+    return c ? ir_print(c->graph) : NULL;
+}
+int tj_concrete_node_count(const tj_concrete *c) {
+    return c ? (int)c->graph->n_nodes : -1;
+}
 
 char *tj_function_signatures(const tj_function *f) {
-    if (!jit_fn_alive(f)) return strdup("");
+    if (!jit_fn_alive(f))
+        return strdup("");
     tj_function *mf = (tj_function *)f;
     pthread_mutex_lock(&mf->mu);
     snapshot *s = atomic_load(&mf->cache);
@@ -99,19 +121,21 @@ char *tj_function_signatures(const tj_function *f) {
         const tj_concrete *c = s->items[i];
         char line[512];
         int k;
-#define EMIT(...)                                                                               \
-    do {                                                                                        \
-        k = snprintf(line, sizeof line, __VA_ARGS__);                                           \
-        if (len + (size_t)k + 1 > cap) {                                                        \
-            char *p = realloc(buf, cap = (len + (size_t)k + 1) * 2);                            \
-            if (!p) goto out;                                                                   \
-            buf = p;                                                                            \
-        }                                                                                       \
-        memcpy(buf + len, line, (size_t)k + 1);                                                 \
-        len += (size_t)k;                                                                       \
+#define EMIT(...)                                                                                  \
+    do {                                                                                           \
+        k = snprintf(line, sizeof line, __VA_ARGS__);                                              \
+        if (len + (size_t)k + 1 > cap) {                                                           \
+            char *p = realloc(buf, cap = (len + (size_t)k + 1) * 2);                               \
+            if (!p)                                                                                \
+                goto out;                                                                          \
+            buf = p;                                                                               \
+        }                                                                                          \
+        memcpy(buf + len, line, (size_t)k + 1);                                                    \
+        len += (size_t)k;                                                                          \
     } while (0)
         EMIT("%s%s(", i ? "\n" : "", f->name);
-        for (int a = 0; a < f->nargs; a++) EMIT("%s%s", a ? ", " : "", f->arg_names[a]);
+        for (int a = 0; a < f->nargs; a++)
+            EMIT("%s%s", a ? ", " : "", f->arg_names[a]);
         EMIT(")\n  Args:\n");
         for (int a = 0; a < f->nargs; a++) {
             const jit_argsig *sg = &c->sig[a];
@@ -126,7 +150,8 @@ char *tj_function_signatures(const tj_function *f) {
             EMIT("    %s: %s Tensor, shape=%s\n", f->arg_names[a], ir_dtype_name(sg->dtype), shape);
         }
         EMIT("  Returns:\n");
-        if (c->graph->n_outputs == 0) EMIT("    NoneTensorSpec()\n");
+        if (c->graph->n_outputs == 0)
+            EMIT("    NoneTensorSpec()\n");
         for (uint32_t o = 0; o < c->graph->n_outputs; o++) {
             const ir_node *n = ir_node_get(c->graph, c->graph->outputs[o]);
             char d[128];
@@ -139,4 +164,3 @@ out:
     pthread_mutex_unlock(&mf->mu);
     return buf;
 }
-

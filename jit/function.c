@@ -17,12 +17,17 @@ static pthread_mutex_t dead_mu = PTHREAD_MUTEX_INITIALIZER;
 static tj_function *dead_list[4096];
 static int n_dead;
 
-tj_function *tj_function_new(const char *name, void *fn, int nargs, const tj_function_options *opts) {
-    if (!fn) return (void)ir_errorf(TJ_ERR_INVALID, "function_new: fn is NULL"), NULL;
+tj_function *tj_function_new(const char *name, void *fn, int nargs,
+                             const tj_function_options *opts) {
+    if (!fn)
+        return (void)ir_errorf(TJ_ERR_INVALID, "function_new: fn is NULL"), NULL;
     if (nargs < 0 || nargs > 256)
-        return (void)ir_errorf(TJ_ERR_INVALID, "function_new: nargs %d out of range [0, 256]", nargs), NULL;
+        return (void)ir_errorf(TJ_ERR_INVALID, "function_new: nargs %d out of range [0, 256]",
+                               nargs),
+               NULL;
     tj_function *f = calloc(1, sizeof *f);
-    if (!f) return (void)ir_errorf(TJ_ERR_OOM, "function_new: out of memory"), NULL;
+    if (!f)
+        return (void)ir_errorf(TJ_ERR_OOM, "function_new: out of memory"), NULL;
     f->magic = FN_MAGIC;
     f->name = strdup(name ? name : "function");
     f->fn = fn;
@@ -32,27 +37,35 @@ tj_function *tj_function_new(const char *name, void *fn, int nargs, const tj_fun
     pthread_mutex_init(&f->mu, NULL);
     f->arg_types = calloc((size_t)nargs + 1, sizeof *f->arg_types);
     f->arg_names = calloc((size_t)nargs + 1, sizeof *f->arg_names);
-    if (!f->name || !f->arg_types || !f->arg_names) goto oom;
+    if (!f->name || !f->arg_types || !f->arg_names)
+        goto oom;
     for (int i = 0; i < nargs; i++) {
         f->arg_types[i] = &ffi_type_pointer;
         char buf[32];
         const char *an = opts && opts->arg_names && opts->arg_names[i] ? opts->arg_names[i] : NULL;
-        if (!an) snprintf(buf, sizeof buf, "x%d", i);
-        if (!(f->arg_names[i] = strdup(an ? an : buf))) goto oom;
+        if (!an)
+            snprintf(buf, sizeof buf, "x%d", i);
+        if (!(f->arg_names[i] = strdup(an ? an : buf)))
+            goto oom;
     }
-    if (ffi_prep_cif(&f->cif, FFI_DEFAULT_ABI, (unsigned)nargs, &ffi_type_pointer, f->arg_types) != FFI_OK) {
-        ir_errorf(TJ_ERR_INVALID, "function_new: libffi cannot call a function of %d arguments", nargs);
+    if (ffi_prep_cif(&f->cif, FFI_DEFAULT_ABI, (unsigned)nargs, &ffi_type_pointer, f->arg_types) !=
+        FFI_OK) {
+        ir_errorf(TJ_ERR_INVALID, "function_new: libffi cannot call a function of %d arguments",
+                  nargs);
         tj_function_free(f);
         return NULL;
     }
     if (opts && opts->n_input_signature > 0) {
         if (opts->n_input_signature != nargs || !opts->input_signature) {
-            ir_errorf(TJ_ERR_INVALID, "function_new: '%s' takes %d arguments but its input signature "
-                                      "has %d specs", f->name, nargs, opts->n_input_signature);
+            ir_errorf(TJ_ERR_INVALID,
+                      "function_new: '%s' takes %d arguments but its input signature "
+                      "has %d specs",
+                      f->name, nargs, opts->n_input_signature);
             tj_function_free(f);
             return NULL;
         }
-        if (!(f->input_sig = calloc((size_t)nargs, sizeof *f->input_sig))) goto oom;
+        if (!(f->input_sig = calloc((size_t)nargs, sizeof *f->input_sig)))
+            goto oom;
         f->n_input_sig = nargs;
         for (int i = 0; i < nargs; i++) {
             const tj_spec *sp = &opts->input_signature[i];
@@ -62,9 +75,11 @@ tj_function *tj_function_new(const char *name, void *fn, int nargs, const tj_fun
                 s->value = tj_retain(sp->static_value);
                 continue;
             }
-            if (sp->rank < 0 || sp->rank > TJ_MAX_RANK || (int)sp->dtype < 0 || sp->dtype >= TJ_N_DTYPES) {
-                ir_errorf(TJ_ERR_INVALID, "function_new: input signature %d has bad rank %d or dtype %d",
-                          i, sp->rank, sp->dtype);
+            if (sp->rank < 0 || sp->rank > TJ_MAX_RANK || (int)sp->dtype < 0 ||
+                sp->dtype >= TJ_N_DTYPES) {
+                ir_errorf(TJ_ERR_INVALID,
+                          "function_new: input signature %d has bad rank %d or dtype %d", i,
+                          sp->rank, sp->dtype);
                 tj_function_free(f);
                 return NULL;
             }
@@ -81,10 +96,13 @@ oom:
 }
 
 static void concrete_free(tj_concrete *c) {
-    if (!c) return;
-    if (c->prog) c->prog->vt->free(c->prog);
+    if (!c)
+        return;
+    if (c->prog)
+        c->prog->vt->free(c->prog);
     ir_graph_free(c->graph);
-    for (uint32_t i = 0; i < c->n_caps; i++) rt_variable_release(c->caps[i]);
+    for (uint32_t i = 0; i < c->n_caps; i++)
+        rt_variable_release(c->caps[i]);
     free(c->caps);
     free(c->locks);
     jit_sig_free(c->sig, c->nargs);
@@ -93,27 +111,31 @@ static void concrete_free(tj_concrete *c) {
 
 static void retire(tj_function *f, void *p, int is_concrete) {
     retired *r = malloc(sizeof *r);
-    if (!r) return; /* leak rather than risk a reader touching freed memory */
+    if (!r)
+        return; /* leak rather than risk a reader touching freed memory */
     r->p = p;
     r->is_concrete = is_concrete;
     r->next = f->graveyard;
     f->graveyard = r;
 }
 
-
 void tj_function_free(tj_function *f) {
-    if (!f || f->magic != FN_MAGIC) return;
+    if (!f || f->magic != FN_MAGIC)
+        return;
     pthread_mutex_lock(&f->mu);
     snapshot *s = atomic_load(&f->cache);
     if (s) {
-        for (uint32_t i = 0; i < s->n; i++) concrete_free(s->items[i]);
+        for (uint32_t i = 0; i < s->n; i++)
+            concrete_free(s->items[i]);
         free(s);
     }
     atomic_store(&f->cache, NULL);
     for (retired *r = f->graveyard, *next; r; r = next) {
         next = r->next;
-        if (r->is_concrete) concrete_free(r->p);
-        else free(r->p);
+        if (r->is_concrete)
+            concrete_free(r->p);
+        else
+            free(r->p);
         free(r);
     }
     f->graveyard = NULL;
@@ -121,41 +143,54 @@ void tj_function_free(tj_function *f) {
     pthread_mutex_destroy(&f->mu);
     jit_sig_free(f->input_sig, (uint32_t)f->n_input_sig);
     if (f->arg_names)
-        for (int i = 0; i < f->nargs; i++) free(f->arg_names[i]);
+        for (int i = 0; i < f->nargs; i++)
+            free(f->arg_names[i]);
     free(f->arg_names);
     free(f->arg_types);
     free(f->name);
     /* keep the header so that a later call reports "freed" instead of crashing */
     f->magic = FN_DEAD;
     pthread_mutex_lock(&dead_mu);
-    if (n_dead < (int)(sizeof dead_list / sizeof *dead_list)) dead_list[n_dead++] = f;
-    else free(f);
+    if (n_dead < (int)(sizeof dead_list / sizeof *dead_list))
+        dead_list[n_dead++] = f;
+    else
+        free(f);
     pthread_mutex_unlock(&dead_mu);
 }
 
 __attribute__((destructor)) static void free_dead_functions(void) {
     pthread_mutex_lock(&dead_mu);
-    for (int i = 0; i < n_dead; i++) free(dead_list[i]);
+    for (int i = 0; i < n_dead; i++)
+        free(dead_list[i]);
     n_dead = 0;
     pthread_mutex_unlock(&dead_mu);
 }
 
-const char *tj_function_name(const tj_function *f) { return jit_fn_alive(f) ? f->name : ""; }
-int tj_function_trace_count(const tj_function *f) { return jit_fn_alive(f) ? atomic_load(&f->n_traces) : -1; }
+const char *tj_function_name(const tj_function *f) {
+    return jit_fn_alive(f) ? f->name : "";
+}
+int tj_function_trace_count(const tj_function *f) {
+    return jit_fn_alive(f) ? atomic_load(&f->n_traces) : -1;
+}
 int tj_function_n_concrete(const tj_function *f) {
-    if (!jit_fn_alive(f)) return -1;
+    if (!jit_fn_alive(f))
+        return -1;
     snapshot *s = atomic_load_explicit(&((tj_function *)f)->cache, memory_order_acquire);
     return s ? (int)s->n : 0;
 }
 
 /* ---- calling the user's C function ----------------------------------------------------------- */
 static tj_tensor *call_user(tj_function *f, tj_tensor *const *args) {
-    void *vals_stack[SIG_STACK], **vals = f->nargs <= SIG_STACK ? vals_stack : malloc(f->nargs * sizeof *vals);
-    if (!vals) return rt_errorf(TJ_ERR_OOM, "%s: out of memory", f->name);
-    for (int i = 0; i < f->nargs; i++) vals[i] = (void *)&args[i];
+    void *vals_stack[SIG_STACK],
+        **vals = f->nargs <= SIG_STACK ? vals_stack : malloc(f->nargs * sizeof *vals);
+    if (!vals)
+        return rt_errorf(TJ_ERR_OOM, "%s: out of memory", f->name);
+    for (int i = 0; i < f->nargs; i++)
+        vals[i] = (void *)&args[i];
     void *ret = NULL;
     ffi_call(&f->cif, FFI_FN(f->fn), &ret, vals);
-    if (vals != vals_stack) free(vals);
+    if (vals != vals_stack)
+        free(vals);
     return ret;
 }
 
@@ -172,7 +207,8 @@ typedef struct trace_result {
 
 static tj_status add_output(rt_trace *tr, tj_tensor *t) {
     uint32_t id = rt_trace_lift(tr, t);
-    if (id == IR_NONE) return ir_last_code();
+    if (id == IR_NONE)
+        return ir_last_code();
     return ir_add_output(tr->g, id);
 }
 
@@ -182,13 +218,15 @@ static tj_status trace_once(tj_function *f, const jit_argsig *sig, tj_tensor *co
     memset(out, 0, sizeof *out);
     rt_trace tr;
     memset(&tr, 0, sizeof tr);
-    if (!(tr.g = ir_graph_new(f->name))) return ir_last_code();
+    if (!(tr.g = ir_graph_new(f->name)))
+        return ir_last_code();
     tr.args = args;
     tr.n_args = (uint32_t)f->nargs;
     tr.arg_names = (const char *const *)f->arg_names;
     tr.allow_var_create = allow_vars;
     tj_status st = TJ_OK;
-    tj_tensor *stack_sym[SIG_STACK], **sym = f->nargs <= SIG_STACK ? stack_sym : calloc(f->nargs, sizeof *sym);
+    tj_tensor *stack_sym[SIG_STACK],
+        **sym = f->nargs <= SIG_STACK ? stack_sym : calloc(f->nargs, sizeof *sym);
     if (!sym) {
         ir_graph_free(tr.g);
         return ir_errorf(TJ_ERR_OOM, "%s: out of memory", f->name);
@@ -208,8 +246,10 @@ static tj_status trace_once(tj_function *f, const jit_argsig *sig, tj_tensor *co
         memcpy(p.dims, sig[i].dims, sizeof p.dims);
         p.a.i[0] = i;
         uint32_t id = ir_add(tr.g, &p, NULL, 0);
-        if (id == IR_NONE) st = ir_last_code();
-        else sym[i] = rt_scoped(rt_symbolic(&tr, id));
+        if (id == IR_NONE)
+            st = ir_last_code();
+        else
+            sym[i] = rt_scoped(rt_symbolic(&tr, id));
     }
     tj_tensor *res = st ? NULL : call_user(f, sym);
     if (!st && tr.err) {
@@ -220,18 +260,21 @@ static tj_status trace_once(tj_function *f, const jit_argsig *sig, tj_tensor *co
         out->result_kind = JIT_RESULT_NONE;
     } else if (!st && res->kind == RT_TUPLE) {
         out->result_kind = JIT_RESULT_TUPLE;
-        for (int k = 0; k < res->n_items && !st; k++) st = add_output(&tr, res->items[k]);
+        for (int k = 0; k < res->n_items && !st; k++)
+            st = add_output(&tr, res->items[k]);
     } else if (!st) {
         out->result_kind = JIT_RESULT_SINGLE;
         st = add_output(&tr, res);
     }
     tj_scope_end();
     rt_trace_pop();
-    if (sym != stack_sym) free(sym);
+    if (sym != stack_sym)
+        free(sym);
     out->vars_created = tr.n_vars_created;
     free(tr.cap_value);
     if (st) {
-        for (uint32_t i = 0; i < tr.n_caps; i++) rt_variable_release(tr.caps[i]);
+        for (uint32_t i = 0; i < tr.n_caps; i++)
+            rt_variable_release(tr.caps[i]);
         free(tr.caps);
         ir_graph_free(tr.g);
         return st;
@@ -244,7 +287,8 @@ static tj_status trace_once(tj_function *f, const jit_argsig *sig, tj_tensor *co
 }
 
 static void trace_result_free(trace_result *r) {
-    for (uint32_t i = 0; i < r->n_caps; i++) rt_variable_release(r->caps[i]);
+    for (uint32_t i = 0; i < r->n_caps; i++)
+        rt_variable_release(r->caps[i]);
     free(r->caps);
     ir_graph_free(r->g);
 }
@@ -257,16 +301,18 @@ static void log_retrace(tj_function *f, const jit_argsig *sig, uint64_t call_idx
         snapshot *s = atomic_load(&f->cache);
         tj_concrete *last = NULL;
         for (uint32_t i = 0; s && i < s->n; i++)
-            if (!last || s->items[i]->last_used > last->last_used) last = s->items[i];
+            if (!last || s->items[i]->last_used > last->last_used)
+                last = s->items[i];
         for (int i = 0; last && i < f->nargs; i++) {
             char a[160], b[160];
             jit_argsig_str(&last->sig[i], a, sizeof a);
             jit_argsig_str(&sig[i], b, sizeof b);
-            if (strcmp(a, b) == 0) continue;
+            if (strcmp(a, b) == 0)
+                continue;
             const char *what = last->sig[i].is_static != sig[i].is_static ? "kind"
                                : sig[i].is_static                         ? "static value"
-                               : last->sig[i].dtype != sig[i].dtype        ? "dtype"
-                                                                            : "shape";
+                               : last->sig[i].dtype != sig[i].dtype       ? "dtype"
+                                                                          : "shape";
             rt_log(RT_LOG_RETRACE, "retracing '%s': argument %d (%s) changed %s: %s -> %s", f->name,
                    i, f->arg_names[i], what, a, b);
         }
@@ -275,9 +321,11 @@ static void log_retrace(tj_function *f, const jit_argsig *sig, uint64_t call_idx
     f->trace_calls[4] = call_idx;
     if (n >= 4 && call_idx - f->trace_calls[0] < 10) {
         f->n_warnings++;
-        rt_log(RT_LOG_RETRACE, "warning: 5 of the last 10 calls of '%s' triggered tf.function-style "
-                               "retracing; pass tensors instead of static values, or give an input "
-                               "signature", f->name);
+        rt_log(RT_LOG_RETRACE,
+               "warning: 5 of the last 10 calls of '%s' triggered tf.function-style "
+               "retracing; pass tensors instead of static values, or give an input "
+               "signature",
+               f->name);
     }
 }
 
@@ -291,23 +339,28 @@ static tj_status collect_locks(tj_concrete *c) {
     const ir_graph *g = c->graph;
     for (uint32_t k = 0; k < g->n_effects; k++) {
         const ir_node *n = ir_node_get(g, g->effects[k]);
-        if (n->op != IR_OP_ASSIGN || (uint64_t)n->a.i[0] >= c->n_caps) continue;
+        if (n->op != IR_OP_ASSIGN || (uint64_t)n->a.i[0] >= c->n_caps)
+            continue;
         tj_variable *v = c->caps[n->a.i[0]];
         int seen = 0;
-        for (uint32_t i = 0; i < c->n_locks; i++) seen |= c->locks[i] == v;
-        if (seen) continue;
+        for (uint32_t i = 0; i < c->n_locks; i++)
+            seen |= c->locks[i] == v;
+        if (seen)
+            continue;
         tj_variable **l = realloc(c->locks, (c->n_locks + 1) * sizeof *l);
-        if (!l) return ir_errorf(TJ_ERR_OOM, "out of memory");
+        if (!l)
+            return ir_errorf(TJ_ERR_OOM, "out of memory");
         c->locks = l;
         c->locks[c->n_locks++] = v;
     }
-    if (c->n_locks > 1) qsort(c->locks, c->n_locks, sizeof *c->locks, by_id);
+    if (c->n_locks > 1)
+        qsort(c->locks, c->n_locks, sizeof *c->locks, by_id);
     return TJ_OK;
 }
 
 /* Traces, compiles and publishes a concrete function for sig. Called with f->mu held. */
 tj_concrete *jit_build_concrete(tj_function *f, const jit_argsig *sig, uint64_t h,
-                                   tj_tensor *const *args, uint64_t call_idx) {
+                                tj_tensor *const *args, uint64_t call_idx) {
     log_retrace(f, sig, call_idx);
     int first = !f->has_concrete; /* a failed trace does not use up the first trace */
     trace_result tr;
@@ -322,7 +375,8 @@ tj_concrete *jit_build_concrete(tj_function *f, const jit_argsig *sig, uint64_t 
         trace_result_free(&tr);
         tr = again;
     }
-    if (st) return NULL;
+    if (st)
+        return NULL;
     tj_concrete *c = calloc(1, sizeof *c);
     if (!c || !(c->sig = jit_sig_copy(sig, (uint32_t)f->nargs))) {
         free(c);
@@ -339,7 +393,8 @@ tj_concrete *jit_build_concrete(tj_function *f, const jit_argsig *sig, uint64_t 
     tr.n_caps = 0;
     for (int i = 0; i < f->nargs; i++)
         for (int d = 0; d < sig[i].rank && !sig[i].is_static; d++)
-            if (sig[i].dims[d] < 0) c->has_unknown = 1;
+            if (sig[i].dims[d] < 0)
+                c->has_unknown = 1;
     c->prog = jit_compile_graph(tr.g, f->name, h, &c->graph);
     trace_result_free(&tr);
     if (!c->prog) {
@@ -359,7 +414,8 @@ tj_concrete *jit_build_concrete(tj_function *f, const jit_argsig *sig, uint64_t 
     if (n >= (uint32_t)f->cache_bound) {
         uint64_t best = UINT64_MAX;
         for (uint32_t i = 0; i < n; i++)
-            if (old->items[i]->last_used < best) best = old->items[i]->last_used, evict = i;
+            if (old->items[i]->last_used < best)
+                best = old->items[i]->last_used, evict = i;
     }
     snapshot *s = malloc(sizeof *s + (n + 1) * sizeof(tj_concrete *));
     if (!s) {
@@ -368,26 +424,34 @@ tj_concrete *jit_build_concrete(tj_function *f, const jit_argsig *sig, uint64_t 
     }
     s->n = 0;
     for (uint32_t i = 0; i < n; i++) {
-        if (i == evict) retire(f, old->items[i], 1);
-        else s->items[s->n++] = old->items[i];
+        if (i == evict)
+            retire(f, old->items[i], 1);
+        else
+            s->items[s->n++] = old->items[i];
     }
     s->items[s->n++] = c;
     f->has_concrete = 1;
     atomic_store_explicit(&f->cache, s, memory_order_release);
-    if (old) retire(f, old, 0);
+    if (old)
+        retire(f, old, 0);
     return c;
 }
 
 static tj_concrete *lookup(tj_function *f, uint64_t h, tj_tensor *const *args, int exact) {
     snapshot *s = atomic_load_explicit(&f->cache, memory_order_acquire);
-    if (!s) return NULL;
+    if (!s)
+        return NULL;
     for (uint32_t i = 0; i < s->n; i++) {
         tj_concrete *c = s->items[i];
-        if (exact && c->sig_hash != h) continue;
-        if (!exact && !c->has_unknown) continue;
+        if (exact && c->sig_hash != h)
+            continue;
+        if (!exact && !c->has_unknown)
+            continue;
         int ok = 1;
-        for (int k = 0; k < f->nargs && ok; k++) ok = jit_arg_matches(&c->sig[k], args[k]);
-        if (ok) return c;
+        for (int k = 0; k < f->nargs && ok; k++)
+            ok = jit_arg_matches(&c->sig[k], args[k]);
+        if (ok)
+            return c;
     }
     return NULL;
 }
@@ -397,10 +461,13 @@ tj_tensor *jit_run_concrete(tj_concrete *c, tj_tensor *const *args) {
     tj_tensor *stack_outs[8] = {0};
     uint32_t n_out = c->graph->n_outputs;
     tj_tensor **outs = n_out <= 8 ? stack_outs : calloc(n_out, sizeof *outs);
-    if (!outs) return rt_errorf(TJ_ERR_OOM, "%s: out of memory", c->fn->name);
-    for (uint32_t i = 0; i < c->n_locks; i++) rt_variable_lock(c->locks[i]);
+    if (!outs)
+        return rt_errorf(TJ_ERR_OOM, "%s: out of memory", c->fn->name);
+    for (uint32_t i = 0; i < c->n_locks; i++)
+        rt_variable_lock(c->locks[i]);
     tj_status st = c->prog->vt->run(c->prog, args, c->nargs, c->caps, outs);
-    for (uint32_t i = c->n_locks; i-- > 0;) rt_variable_unlock(c->locks[i]);
+    for (uint32_t i = c->n_locks; i-- > 0;)
+        rt_variable_unlock(c->locks[i]);
     tj_tensor *res;
     if (st) {
         res = rt_error_from_status(st);
@@ -408,22 +475,32 @@ tj_tensor *jit_run_concrete(tj_concrete *c, tj_tensor *const *args) {
         res = outs[0];
     } else {
         res = rt_tuple_new((int)n_out, outs);
-        for (uint32_t k = 0; k < n_out; k++) tj_release(outs[k]);
+        for (uint32_t k = 0; k < n_out; k++)
+            tj_release(outs[k]);
     }
-    if (outs != stack_outs) free(outs);
+    if (outs != stack_outs)
+        free(outs);
     return res;
 }
 
-tj_tensor *jit_check_args(const char *what, const tj_function *f, int nargs, tj_tensor *const *args) {
-    if (!f) return rt_errorf(TJ_ERR_INVALID, "%s: function is NULL", what);
-    if (f->magic == FN_DEAD) return rt_errorf(TJ_ERR_STATE, "%s: the function was freed", what);
-    if (f->magic != FN_MAGIC) return rt_errorf(TJ_ERR_INVALID, "%s: not a tj_function", what);
+tj_tensor *jit_check_args(const char *what, const tj_function *f, int nargs,
+                          tj_tensor *const *args) {
+    if (!f)
+        return rt_errorf(TJ_ERR_INVALID, "%s: function is NULL", what);
+    if (f->magic == FN_DEAD)
+        return rt_errorf(TJ_ERR_STATE, "%s: the function was freed", what);
+    if (f->magic != FN_MAGIC)
+        return rt_errorf(TJ_ERR_INVALID, "%s: not a tj_function", what);
     if (nargs != f->nargs)
-        return rt_errorf(TJ_ERR_INVALID, "%s: '%s' takes %d arguments, got %d", what, f->name, f->nargs, nargs);
-    if (nargs && !args) return rt_errorf(TJ_ERR_INVALID, "%s: args is NULL", what);
+        return rt_errorf(TJ_ERR_INVALID, "%s: '%s' takes %d arguments, got %d", what, f->name,
+                         f->nargs, nargs);
+    if (nargs && !args)
+        return rt_errorf(TJ_ERR_INVALID, "%s: args is NULL", what);
     for (int i = 0; i < nargs; i++) {
-        if (!args[i]) return rt_errorf(TJ_ERR_INVALID, "%s: '%s' argument %d is NULL", what, f->name, i);
-        if (args[i]->kind == RT_ERROR) return tj_retain(args[i]);
+        if (!args[i])
+            return rt_errorf(TJ_ERR_INVALID, "%s: '%s' argument %d is NULL", what, f->name, i);
+        if (args[i]->kind == RT_ERROR)
+            return tj_retain(args[i]);
         if (args[i]->kind == RT_TUPLE)
             return rt_errorf(TJ_ERR_INVALID, "%s: '%s' argument %d is a tuple", what, f->name, i);
     }
@@ -433,7 +510,8 @@ tj_tensor *jit_check_args(const char *what, const tj_function *f, int nargs, tj_
 static char *describe_inputs(const tj_function *f, tj_tensor *const *args) {
     size_t cap = 1024, len = 0;
     char *buf = malloc(cap);
-    if (!buf) return NULL;
+    if (!buf)
+        return NULL;
     len += (size_t)snprintf(buf, cap, "  inputs: (");
     for (int i = 0; i < f->nargs; i++) {
         char *s = tj_tensor_str(args[i]);
@@ -442,7 +520,8 @@ static char *describe_inputs(const tj_function *f, tj_tensor *const *args) {
         size_t need = len + strlen(s ? s : "") + 8;
         if (need > cap) {
             char *p = realloc(buf, cap = need * 2);
-            if (!p) break;
+            if (!p)
+                break;
             buf = p;
         }
         len += (size_t)snprintf(buf + len, cap - len, "%s%s", i ? ", " : "", s ? s : "");
@@ -457,7 +536,8 @@ static char *describe_inputs(const tj_function *f, tj_tensor *const *args) {
     }
     if (len + strlen(sigs) + 64 > cap) {
         char *p = realloc(buf, cap = len + strlen(sigs) + 64);
-        if (!p) return buf;
+        if (!p)
+            return buf;
         buf = p;
     }
     snprintf(buf + len, cap - len, ")\n  input_signature: (%s)", sigs);
@@ -466,7 +546,8 @@ static char *describe_inputs(const tj_function *f, tj_tensor *const *args) {
 
 /* The concrete function for a call: lock-free lookup, tracing on a miss. NULL with the error set
  * (*err: an error tensor to return, for tj_call). */
-static tj_concrete *find_concrete(tj_function *f, int nargs, tj_tensor *const *args, tj_tensor **err) {
+static tj_concrete *find_concrete(tj_function *f, int nargs, tj_tensor *const *args,
+                                  tj_tensor **err) {
     uint64_t call_idx = atomic_fetch_add_explicit(&f->n_calls, 1, memory_order_relaxed);
     jit_argsig stack_sig[SIG_STACK];
     jit_argsig *sig = nargs <= SIG_STACK ? stack_sig : calloc((size_t)nargs, sizeof *sig);
@@ -481,10 +562,13 @@ static tj_concrete *find_concrete(tj_function *f, int nargs, tj_tensor *const *a
         for (int i = 0; i < nargs; i++) {
             if (!jit_arg_matches(&f->input_sig[i], args[i])) {
                 char *d = describe_inputs(f, args);
-                *err = rt_errorf(TJ_ERR_SIGNATURE, "%s: inputs incompatible with input_signature "
-                                 "(argument %d):\n%s", f->name, i, d ? d : "");
+                *err = rt_errorf(TJ_ERR_SIGNATURE,
+                                 "%s: inputs incompatible with input_signature "
+                                 "(argument %d):\n%s",
+                                 f->name, i, d ? d : "");
                 free(d);
-                if (sig != stack_sig) free(sig);
+                if (sig != stack_sig)
+                    free(sig);
                 return NULL;
             }
         }
@@ -497,11 +581,14 @@ static tj_concrete *find_concrete(tj_function *f, int nargs, tj_tensor *const *a
     if (!c) {
         pthread_mutex_lock(&f->mu);
         c = lookup(f, h, args, 1);
-        if (!c) c = lookup(f, h, args, 0);
-        if (!c) c = jit_build_concrete(f, sig, h, args, call_idx);
+        if (!c)
+            c = lookup(f, h, args, 0);
+        if (!c)
+            c = jit_build_concrete(f, sig, h, args, call_idx);
         pthread_mutex_unlock(&f->mu);
     }
-    if (sig != stack_sig) free(sig);
+    if (sig != stack_sig)
+        free(sig);
     if (!c) {
         *err = rt_error_from_status(0);
         return NULL;
@@ -512,7 +599,8 @@ static tj_concrete *find_concrete(tj_function *f, int nargs, tj_tensor *const *a
 
 tj_tensor *tj_call(tj_function *f, int nargs, tj_tensor *const *args) {
     tj_tensor *err = jit_check_args("call", f, nargs, args);
-    if (err) return rt_scoped(err);
+    if (err)
+        return rt_scoped(err);
     if (f->eager || tj_get_eager() || rt_trace_current()) {
         /* eager mode, or a nested call while tracing: run the C code inline (S9, S20) */
         return tj_call_eager(f, nargs, args);
@@ -526,25 +614,29 @@ static tj_status check_outputs(const tj_concrete *c, int n_out, tj_tensor *const
     const ir_graph *g = c->graph;
     const char *name = c->fn->name;
     if ((uint32_t)n_out != g->n_outputs)
-        return ir_errorf(TJ_ERR_INVALID, "call_into: '%s' returns %u results, %d outputs given", name,
-                         g->n_outputs, n_out);
+        return ir_errorf(TJ_ERR_INVALID, "call_into: '%s' returns %u results, %d outputs given",
+                         name, g->n_outputs, n_out);
     for (int k = 0; k < n_out; k++) {
         const ir_node *n = ir_node_get(g, g->outputs[k]);
         const tj_tensor *t = outs[k];
         char a[128], b[128];
         if (!t || t->kind != RT_CONCRETE)
-            return ir_errorf(TJ_ERR_INVALID, "call_into: '%s' output %d is not a concrete tensor", name, k);
+            return ir_errorf(TJ_ERR_INVALID, "call_into: '%s' output %d is not a concrete tensor",
+                             name, k);
         int ok = t->dtype == n->dtype && t->rank == n->rank && n->dtype != TJ_STRING;
-        for (int d = 0; ok && d < n->rank; d++) ok = n->dims[d] < 0 || n->dims[d] == t->dims[d];
+        for (int d = 0; ok && d < n->rank; d++)
+            ok = n->dims[d] < 0 || n->dims[d] == t->dims[d];
         if (!ok)
-            return ir_errorf(TJ_ERR_SIGNATURE, "call_into: '%s' result %d is %s%s but output %d is %s%s", name, k,
+            return ir_errorf(TJ_ERR_SIGNATURE,
+                             "call_into: '%s' result %d is %s%s but output %d is %s%s", name, k,
                              ir_dtype_name(n->dtype), ir_fmt_dims(a, sizeof a, n->rank, n->dims), k,
                              ir_dtype_name(t->dtype), ir_fmt_dims(b, sizeof b, t->rank, t->dims));
     }
     return TJ_OK;
 }
 
-tj_status tj_call_into(tj_function *f, int nargs, tj_tensor *const *args, int n_out, tj_tensor *const *outs) {
+tj_status tj_call_into(tj_function *f, int nargs, tj_tensor *const *args, int n_out,
+                       tj_tensor *const *outs) {
     tj_tensor *err = jit_check_args("call_into", f, nargs, args);
     tj_status st = TJ_OK;
     if (!err && (n_out < 0 || (n_out && !outs)))
@@ -558,9 +650,11 @@ tj_status tj_call_into(tj_function *f, int nargs, tj_tensor *const *args, int n_
         tj_scope_begin(); /* own the result whether or not the caller has a scope open */
         tj_tensor *r = tj_call_eager(f, nargs, args);
         int n = r->kind == RT_TUPLE ? r->n_items : 1;
-        if (r->kind == RT_ERROR) st = ir_errorf(r->code, "%s", r->msg);
-        else if (n != n_out) st = ir_errorf(TJ_ERR_INVALID, "call_into: '%s' returns %d results, %d outputs given",
-                                            f->name, n, n_out);
+        if (r->kind == RT_ERROR)
+            st = ir_errorf(r->code, "%s", r->msg);
+        else if (n != n_out)
+            st = ir_errorf(TJ_ERR_INVALID, "call_into: '%s' returns %d results, %d outputs given",
+                           f->name, n, n_out);
         for (int k = 0; !st && k < n; k++)
             if ((st = rt_copy_into(outs[k], r->kind == RT_TUPLE ? r->items[k] : r)))
                 st = ir_errorf(st, "call_into: '%s' output %d: %s", f->name, k, ir_last_error());
@@ -573,26 +667,33 @@ tj_status tj_call_into(tj_function *f, int nargs, tj_tensor *const *args, int n_
         tj_release(err);
         return st;
     }
-    if ((st = check_outputs(c, n_out, outs))) return st;
+    if ((st = check_outputs(c, n_out, outs)))
+        return st;
     /* the program writes straight into the caller's tensors: nothing is allocated for results */
     tj_tensor *stack_outs[8], **o = n_out <= 8 ? stack_outs : malloc((size_t)n_out * sizeof *o);
-    if (!o) return ir_errorf(TJ_ERR_OOM, "call_into: out of memory");
-    for (int k = 0; k < n_out; k++) o[k] = outs[k];
-    for (uint32_t i = 0; i < c->n_locks; i++) rt_variable_lock(c->locks[i]);
+    if (!o)
+        return ir_errorf(TJ_ERR_OOM, "call_into: out of memory");
+    for (int k = 0; k < n_out; k++)
+        o[k] = outs[k];
+    for (uint32_t i = 0; i < c->n_locks; i++)
+        rt_variable_lock(c->locks[i]);
     st = c->prog->vt->run(c->prog, args, c->nargs, c->caps, o);
-    for (uint32_t i = c->n_locks; i-- > 0;) rt_variable_unlock(c->locks[i]);
-    if (o != stack_outs) free(o);
+    for (uint32_t i = c->n_locks; i-- > 0;)
+        rt_variable_unlock(c->locks[i]);
+    if (o != stack_outs)
+        free(o);
     return st;
 }
 
 tj_tensor *tj_call_eager(tj_function *f, int nargs, tj_tensor *const *args) {
     tj_tensor *err = jit_check_args("call", f, nargs, args);
-    if (err) return rt_scoped(err);
+    if (err)
+        return rt_scoped(err);
     tj_scope_begin();
     tj_tensor *r = call_user(f, args);
-    if (!r) r = tj_tuple(0, NULL);
+    if (!r)
+        r = tj_tuple(0, NULL);
     r = tj_keep(r);
     tj_scope_end();
     return r;
 }
-

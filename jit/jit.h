@@ -68,12 +68,14 @@ struct tj_function {
     retired *graveyard;
     atomic_uint_fast64_t n_calls;
     atomic_int n_traces;
-    int has_concrete; /* a trace has succeeded (under mu) */
+    int has_concrete;        /* a trace has succeeded (under mu) */
     uint64_t trace_calls[5]; /* call index of the last 5 traces (retrace warning) */
     int n_warnings;
 };
 
-static inline int jit_fn_alive(const tj_function *f) { return f && f->magic == FN_MAGIC; }
+static inline int jit_fn_alive(const tj_function *f) {
+    return f && f->magic == FN_MAGIC;
+}
 
 /* signature.c */
 uint64_t jit_hash_static(const tj_tensor *t, uint64_t h);
@@ -83,7 +85,8 @@ int jit_arg_matches(const jit_argsig *want, const tj_tensor *t);
 void jit_sig_free(jit_argsig *sig, uint32_t n);
 jit_argsig *jit_sig_copy(const jit_argsig *sig, uint32_t n); /* statics retained */
 /* function.c */
-tj_tensor *jit_check_args(const char *what, const tj_function *f, int nargs, tj_tensor *const *args);
+tj_tensor *jit_check_args(const char *what, const tj_function *f, int nargs,
+                          tj_tensor *const *args);
 tj_concrete *jit_build_concrete(tj_function *f, const jit_argsig *sig, uint64_t h,
                                 tj_tensor *const *args, uint64_t call_idx); /* f->mu held */
 tj_tensor *jit_run_concrete(tj_concrete *c, tj_tensor *const *args);

@@ -26,7 +26,8 @@ uint64_t jit_sig_hash(const jit_argsig *sig, int nargs) {
             continue;
         }
         h = ir_hash_mix(h, (uint64_t)s->dtype << 8 | s->rank);
-        for (int d = 0; d < s->rank; d++) h = ir_hash_mix(h, (uint64_t)s->dims[d]);
+        for (int d = 0; d < s->rank; d++)
+            h = ir_hash_mix(h, (uint64_t)s->dims[d]);
     }
     return h;
 }
@@ -48,15 +49,20 @@ uint64_t jit_signature(int nargs, tj_tensor *const *args, jit_argsig *sig) {
 void jit_tf_shape(char *buf, size_t n, int rank, const int64_t *dims) {
     size_t l = (size_t)snprintf(buf, n, "(");
     for (int d = 0; d < rank && l < n; d++) {
-        if (dims[d] < 0) l += (size_t)snprintf(buf + l, n - l, "None");
-        else l += (size_t)snprintf(buf + l, n - l, "%lld", (long long)dims[d]);
-        if (l < n && (d + 1 < rank || rank == 1)) l += (size_t)snprintf(buf + l, n - l, rank == 1 ? "," : ", ");
+        if (dims[d] < 0)
+            l += (size_t)snprintf(buf + l, n - l, "None");
+        else
+            l += (size_t)snprintf(buf + l, n - l, "%lld", (long long)dims[d]);
+        if (l < n && (d + 1 < rank || rank == 1))
+            l += (size_t)snprintf(buf + l, n - l, rank == 1 ? "," : ", ");
     }
-    if (l < n) snprintf(buf + l, n - l, ")");
+    if (l < n)
+        snprintf(buf + l, n - l, ")");
 }
 
 static int static_equal(const tj_tensor *a, const tj_tensor *b) {
-    if (a->dtype != b->dtype) return 0;
+    if (a->dtype != b->dtype)
+        return 0;
     if (a->dtype == TJ_STRING) {
         const tj_string *x = a->data, *y = b->data;
         return x->len == y->len && memcmp(x->data, y->data, x->len) == 0;
@@ -66,10 +72,13 @@ static int static_equal(const tj_tensor *a, const tj_tensor *b) {
 
 /* Does a call's argument match a concrete signature entry (-1 dims match anything)? */
 int jit_arg_matches(const jit_argsig *want, const tj_tensor *t) {
-    if (want->is_static) return t->is_static && static_equal(want->value, t);
-    if (t->is_static || want->dtype != t->dtype || want->rank != t->rank) return 0;
+    if (want->is_static)
+        return t->is_static && static_equal(want->value, t);
+    if (t->is_static || want->dtype != t->dtype || want->rank != t->rank)
+        return 0;
     for (int d = 0; d < t->rank; d++)
-        if (want->dims[d] >= 0 && want->dims[d] != t->dims[d]) return 0;
+        if (want->dims[d] >= 0 && want->dims[d] != t->dims[d])
+            return 0;
     return 1;
 }
 
@@ -86,17 +95,20 @@ void jit_argsig_str(const jit_argsig *s, char *buf, size_t n) {
 }
 
 void jit_sig_free(jit_argsig *sig, uint32_t n) {
-    if (!sig) return;
-    for (uint32_t i = 0; i < n; i++) tj_release(sig[i].value);
+    if (!sig)
+        return;
+    for (uint32_t i = 0; i < n; i++)
+        tj_release(sig[i].value);
     free(sig);
 }
 
 /* A retained copy of a signature (statics retained). */
 jit_argsig *jit_sig_copy(const jit_argsig *sig, uint32_t n) {
     jit_argsig *c = calloc(n ? n : 1, sizeof *c);
-    if (!c) return NULL;
+    if (!c)
+        return NULL;
     memcpy(c, sig, n * sizeof *c);
-    for (uint32_t i = 0; i < n; i++) tj_retain(c[i].value);
+    for (uint32_t i = 0; i < n; i++)
+        tj_retain(c[i].value);
     return c;
 }
-

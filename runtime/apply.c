@@ -16,19 +16,27 @@ static tj_tensor *convert_scalar(const tj_tensor *s, int dt) {
     double v = tj_tensor_get_f64(s, 0);
     int64_t iv = s->dtype == TJ_I64 ? ((const int64_t *)s->data)[0] : (int64_t)v;
     tj_tensor *t = rt_tensor_alloc(dt, 0, NULL);
-    if (!t) return NULL;
+    if (!t)
+        return NULL;
     switch (dt) {
-    case TJ_F32: *(float *)t->data = (float)v; break;
-    case TJ_F64: *(double *)t->data = v; break;
+    case TJ_F32:
+        *(float *)t->data = (float)v;
+        break;
+    case TJ_F64:
+        *(double *)t->data = v;
+        break;
     case TJ_I32:
-        if (v != floor(v) || v < INT32_MIN || v > INT32_MAX) goto inexact;
+        if (v != floor(v) || v < INT32_MIN || v > INT32_MAX)
+            goto inexact;
         *(int32_t *)t->data = (int32_t)iv;
         break;
     case TJ_I64:
-        if (ir_dtype_is_float(s->dtype) && (v != floor(v) || fabs(v) > 9.2e18)) goto inexact;
+        if (ir_dtype_is_float(s->dtype) && (v != floor(v) || fabs(v) > 9.2e18))
+            goto inexact;
         *(int64_t *)t->data = iv;
         break;
-    default: goto inexact;
+    default:
+        goto inexact;
     }
     return t;
 inexact:
@@ -47,7 +55,8 @@ tj_tensor *rt_apply(ir_node *proto, tj_tensor *const *in_args, uint32_t n_in) {
     tj_tensor *stack_in[8];
     tj_tensor **in = n_in <= 8 ? stack_in : malloc(n_in * sizeof *in);
     tj_tensor *res = NULL;
-    if (!in) return rt_scoped(rt_errorf(TJ_ERR_OOM, "%s: out of memory", opname));
+    if (!in)
+        return rt_scoped(rt_errorf(TJ_ERR_OOM, "%s: out of memory", opname));
     for (uint32_t k = 0; k < n_in; k++) {
         if (!in_args[k]) {
             res = rt_errorf(TJ_ERR_INVALID, "%s: argument %u is NULL", opname, k);
@@ -68,11 +77,13 @@ tj_tensor *rt_apply(ir_node *proto, tj_tensor *const *in_args, uint32_t n_in) {
         uint32_t first = proto->op == IR_OP_WHERE ? 1 : 0;
         for (uint32_t k = first; k < n_in; k++) {
             uint32_t o = first + (k == first ? 1 : 0);
-            if (o >= n_in || in[k]->dtype == in[o]->dtype) continue;
+            if (o >= n_in || in[k]->dtype == in[o]->dtype)
+                continue;
             if (in[k]->kind == RT_CONCRETE && in[k]->rank == 0 &&
                 (in[o]->kind != RT_CONCRETE || in[o]->rank > 0 || in[k]->is_static)) {
                 conv[k] = convert_scalar(in[k], in[o]->dtype);
-                if (conv[k]) in[k] = conv[k];
+                if (conv[k])
+                    in[k] = conv[k];
             }
         }
     }
@@ -86,9 +97,12 @@ tj_tensor *rt_apply(ir_node *proto, tj_tensor *const *in_args, uint32_t n_in) {
         uint32_t id = IR_NONE;
         uint32_t k = 0;
         for (; k < n_in; k++)
-            if ((pid[k] = rt_trace_lift(tr, in[k])) == IR_NONE) break;
-        if (k == n_in) id = ir_add(tr->g, proto, pid, n_in);
-        if (pid != ids) free(pid);
+            if ((pid[k] = rt_trace_lift(tr, in[k])) == IR_NONE)
+                break;
+        if (k == n_in)
+            id = ir_add(tr->g, proto, pid, n_in);
+        if (pid != ids)
+            free(pid);
         if (id == IR_NONE) {
             res = rt_error_from_status(0);
             rt_trace_fail(tr, ir_last_code());
@@ -99,8 +113,10 @@ tj_tensor *rt_apply(ir_node *proto, tj_tensor *const *in_args, uint32_t n_in) {
     }
     for (uint32_t k = 0; k < n_in; k++) {
         if (in[k]->kind == RT_SYMBOLIC) {
-            res = rt_errorf(TJ_ERR_STATE, "%s: argument %u is a symbolic tensor outside its trace "
-                                          "(it escaped the traced function)", opname, k);
+            res = rt_errorf(TJ_ERR_STATE,
+                            "%s: argument %u is a symbolic tensor outside its trace "
+                            "(it escaped the traced function)",
+                            opname, k);
             goto done;
         }
     }
@@ -119,7 +135,8 @@ tj_tensor *rt_apply(ir_node *proto, tj_tensor *const *in_args, uint32_t n_in) {
             res = rt_error_from_status(st);
         } else {
             tj_tensor *out = rt_tensor_alloc(proto->dtype, proto->rank, proto->dims);
-            if (!out) res = rt_error_from_status(0);
+            if (!out)
+                res = rt_error_from_status(0);
             else if ((st = rt_ref_kernel(proto, in, out)) != TJ_OK) {
                 tj_release(out);
                 res = rt_error_from_status(st);
@@ -128,10 +145,14 @@ tj_tensor *rt_apply(ir_node *proto, tj_tensor *const *in_args, uint32_t n_in) {
             }
         }
     }
-    if (pdesc != descs) free(pdesc);
-    if (pd != dptr) free(pd);
+    if (pdesc != descs)
+        free(pdesc);
+    if (pd != dptr)
+        free(pd);
 done:
-    for (int k = 0; k < 4; k++) tj_release(conv[k]);
-    if (in != stack_in) free(in);
+    for (int k = 0; k < 4; k++)
+        tj_release(conv[k]);
+    if (in != stack_in)
+        free(in);
     return rt_scoped(res);
 }

@@ -17,11 +17,16 @@ static void *log_user;
 
 static unsigned parse_topics(const char *s) {
     unsigned t = 0;
-    if (!s) return 0;
-    if (strstr(s, "retrace")) t |= RT_LOG_RETRACE;
-    if (strstr(s, "compile")) t |= RT_LOG_COMPILE;
-    if (strstr(s, "passes")) t |= RT_LOG_PASSES;
-    if (strstr(s, "all")) t |= RT_LOG_RETRACE | RT_LOG_COMPILE | RT_LOG_PASSES;
+    if (!s)
+        return 0;
+    if (strstr(s, "retrace"))
+        t |= RT_LOG_RETRACE;
+    if (strstr(s, "compile"))
+        t |= RT_LOG_COMPILE;
+    if (strstr(s, "passes"))
+        t |= RT_LOG_PASSES;
+    if (strstr(s, "all"))
+        t |= RT_LOG_RETRACE | RT_LOG_COMPILE | RT_LOG_PASSES;
     return t;
 }
 
@@ -39,7 +44,8 @@ static void cfg_init(void) {
     cfg.cache_enabled = !(c && strcmp(c, "0") == 0);
     const char *n = getenv("TJ_NUM_THREADS");
     long nt = n ? strtol(n, NULL, 10) : 0;
-    if (nt <= 0) nt = sysconf(_SC_NPROCESSORS_ONLN);
+    if (nt <= 0)
+        nt = sysconf(_SC_NPROCESSORS_ONLN);
     cfg.num_threads = nt > 0 && nt < 1024 ? (int)nt : 1;
 }
 
@@ -48,7 +54,9 @@ const rt_config *rt_config_get(void) {
     return &cfg;
 }
 
-void tj_set_eager(int on) { atomic_store(&eager_override, on ? 1 : 0); }
+void tj_set_eager(int on) {
+    atomic_store(&eager_override, on ? 1 : 0);
+}
 int tj_get_eager(void) {
     int o = atomic_load(&eager_override);
     return o >= 0 ? o : rt_config_get()->eager;
@@ -58,7 +66,9 @@ void tj_set_log(tj_log_fn fn, void *user) {
     log_fn = fn;
     log_user = user;
 }
-void tj_set_log_topics(const char *topics) { atomic_store(&topics_override, parse_topics(topics)); }
+void tj_set_log_topics(const char *topics) {
+    atomic_store(&topics_override, parse_topics(topics));
+}
 
 int rt_log_enabled(unsigned topic) {
     unsigned o = atomic_load(&topics_override);
@@ -71,7 +81,8 @@ static const char *topic_name(unsigned topic) {
 }
 
 void rt_log(unsigned topic, const char *fmt, ...) {
-    if (!rt_log_enabled(topic)) return;
+    if (!rt_log_enabled(topic))
+        return;
     char buf[2048];
     va_list ap;
     va_start(ap, fmt);

@@ -18,14 +18,17 @@ void tj_set_print_sink(tj_print_sink sink, void *user) {
 tj_status rt_do_print(const char *prefix, tj_tensor *const *xs, uint32_t n) {
     size_t cap = 256, len = 0;
     char *line = malloc(cap);
-    if (!line) return ir_errorf(TJ_ERR_OOM, "print: out of memory");
+    if (!line)
+        return ir_errorf(TJ_ERR_OOM, "print: out of memory");
     line[0] = 0;
     for (uint32_t i = 0; i <= n; i++) {
         char *s = i == 0 ? strdup(prefix ? prefix : "") : rt_values_str(xs[i - 1]);
-        if (!s) continue;
+        if (!s)
+            continue;
         size_t k = strlen(s);
         if (len + k + 2 > cap) {
-            while (len + k + 2 > cap) cap *= 2;
+            while (len + k + 2 > cap)
+                cap *= 2;
             char *p = realloc(line, cap);
             if (!p) {
                 free(s);
@@ -34,7 +37,8 @@ tj_status rt_do_print(const char *prefix, tj_tensor *const *xs, uint32_t n) {
             }
             line = p;
         }
-        if (len && k) line[len++] = ' ';
+        if (len && k)
+            line[len++] = ' ';
         memcpy(line + len, s, k + 1);
         len += k;
         free(s);
@@ -51,7 +55,8 @@ tj_status rt_do_print(const char *prefix, tj_tensor *const *xs, uint32_t n) {
 }
 
 tj_status rt_do_callback(void *fn, void *user, tj_tensor *const *xs, uint32_t n) {
-    if (!fn) return ir_errorf(TJ_ERR_INVALID, "host_callback: function is NULL");
+    if (!fn)
+        return ir_errorf(TJ_ERR_INVALID, "host_callback: function is NULL");
     ffi_cif cif;
     ffi_type *stack_types[17];
     void *stack_vals[17];
@@ -70,48 +75,62 @@ tj_status rt_do_callback(void *fn, void *user, tj_tensor *const *xs, uint32_t n)
         vals[i] = &ptrs[i];
     }
     if (ffi_prep_cif(&cif, FFI_DEFAULT_ABI, n + 1, &ffi_type_void, types) != FFI_OK) {
-        st = ir_errorf(TJ_ERR_INVALID, "host_callback: libffi could not prepare a call with %u args", n);
+        st = ir_errorf(TJ_ERR_INVALID,
+                       "host_callback: libffi could not prepare a call with %u args", n);
         goto out;
     }
     ffi_call(&cif, FFI_FN(fn), NULL, vals);
 out:
-    if (types != stack_types) free(types);
-    if (vals != stack_vals) free(vals);
-    if (ptrs != stack_ptrs) free(ptrs);
+    if (types != stack_types)
+        free(types);
+    if (vals != stack_vals)
+        free(vals);
+    if (ptrs != stack_ptrs)
+        free(ptrs);
     return st;
 }
 
 /* Records a side-effect node, or checks the inputs eagerly. */
 static tj_status effect(int op, const void *blob, size_t blob_size, int n, tj_tensor *const *xs) {
     const char *name = ir_ops[op].name;
-    if (n < 0 || (n > 0 && !xs)) return ir_errorf(TJ_ERR_INVALID, "%s: bad tensor list (n=%d)", name, n);
+    if (n < 0 || (n > 0 && !xs))
+        return ir_errorf(TJ_ERR_INVALID, "%s: bad tensor list (n=%d)", name, n);
     for (int i = 0; i < n; i++) {
-        if (!xs[i]) return ir_errorf(TJ_ERR_INVALID, "%s: argument %d is NULL", name, i);
-        if (xs[i]->kind == RT_ERROR) return ir_errorf(xs[i]->code, "%s", xs[i]->msg);
-        if (xs[i]->kind == RT_TUPLE) return ir_errorf(TJ_ERR_INVALID, "%s: argument %d is a tuple", name, i);
+        if (!xs[i])
+            return ir_errorf(TJ_ERR_INVALID, "%s: argument %d is NULL", name, i);
+        if (xs[i]->kind == RT_ERROR)
+            return ir_errorf(xs[i]->code, "%s", xs[i]->msg);
+        if (xs[i]->kind == RT_TUPLE)
+            return ir_errorf(TJ_ERR_INVALID, "%s: argument %d is a tuple", name, i);
     }
     rt_trace *tr = rt_trace_current();
     if (!tr) {
         for (int i = 0; i < n; i++)
             if (xs[i]->kind != RT_CONCRETE)
-                return ir_errorf(TJ_ERR_STATE, "%s: argument %d is a symbolic tensor outside its trace", name, i);
+                return ir_errorf(TJ_ERR_STATE,
+                                 "%s: argument %d is a symbolic tensor outside its trace", name, i);
         return 1; /* eager: the caller performs the effect */
     }
     uint32_t stack_ids[16], *ids = n <= 16 ? stack_ids : malloc((size_t)n * sizeof *ids);
-    if (!ids) return ir_errorf(TJ_ERR_OOM, "%s: out of memory", name);
+    if (!ids)
+        return ir_errorf(TJ_ERR_OOM, "%s: out of memory", name);
     tj_status st = TJ_OK;
     for (int i = 0; i < n && !st; i++)
-        if ((ids[i] = rt_trace_lift(tr, xs[i])) == IR_NONE) st = ir_last_code();
+        if ((ids[i] = rt_trace_lift(tr, xs[i])) == IR_NONE)
+            st = ir_last_code();
     if (!st) {
         ir_node p;
         memset(&p, 0, sizeof p);
         p.op = (uint16_t)op;
         p.dtype = IR_VOID;
         p.a.blob = ir_add_blob(tr->g, blob, blob_size);
-        if (ir_add(tr->g, &p, ids, (uint32_t)n) == IR_NONE) st = ir_last_code();
+        if (ir_add(tr->g, &p, ids, (uint32_t)n) == IR_NONE)
+            st = ir_last_code();
     }
-    if (ids != stack_ids) free(ids);
-    if (st) rt_trace_fail(tr, st);
+    if (ids != stack_ids)
+        free(ids);
+    if (st)
+        rt_trace_fail(tr, st);
     return st;
 }
 
@@ -122,7 +141,8 @@ tj_status tj_print(const char *prefix, int n, tj_tensor *const *xs) {
 }
 
 tj_status tj_host_callback(void *fn, void *user, int n, tj_tensor *const *xs) {
-    if (!fn) return ir_errorf(TJ_ERR_INVALID, "host_callback: function is NULL");
+    if (!fn)
+        return ir_errorf(TJ_ERR_INVALID, "host_callback: function is NULL");
     void *blob[2] = {fn, user};
     tj_status st = effect(IR_OP_HOST_CALLBACK, blob, sizeof blob, n, xs);
     return st == 1 ? rt_do_callback(fn, user, xs, (uint32_t)n) : st;

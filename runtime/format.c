@@ -19,11 +19,13 @@ static void sb_printf(sbuf *b, const char *fmt, ...) {
     va_start(ap, fmt);
     int k = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
-    if (k < 0) return;
+    if (k < 0)
+        return;
     if (b->n + (size_t)k + 1 > b->cap) {
         size_t cap = (b->cap ? b->cap * 2 : 128) + (size_t)k;
         char *p = realloc(b->p, cap);
-        if (!p) return;
+        if (!p)
+            return;
         b->p = p;
         b->cap = cap;
     }
@@ -34,14 +36,18 @@ static void sb_printf(sbuf *b, const char *fmt, ...) {
 }
 
 static void fmt_float(sbuf *b, double v, int is_f32) {
-    if (v != v) return sb_printf(b, "nan");
-    if (v == __builtin_inf()) return sb_printf(b, "inf");
-    if (v == -__builtin_inf()) return sb_printf(b, "-inf");
+    if (v != v)
+        return sb_printf(b, "nan");
+    if (v == __builtin_inf())
+        return sb_printf(b, "inf");
+    if (v == -__builtin_inf())
+        return sb_printf(b, "-inf");
     char tmp[64];
     for (int prec = 1; prec <= 17; prec++) {
         snprintf(tmp, sizeof tmp, "%.*g", prec, v);
         double back = strtod(tmp, NULL);
-        if (is_f32 ? (float)back == (float)v : back == v) break;
+        if (is_f32 ? (float)back == (float)v : back == v)
+            break;
     }
     /* keep a float looking like a float: "2" -> "2." is NumPy's habit; TF prints "2" */
     sb_printf(b, "%s", tmp);
@@ -49,24 +55,37 @@ static void fmt_float(sbuf *b, double v, int is_f32) {
 
 static void fmt_elem(sbuf *b, const tj_tensor *t, int64_t i, int quote) {
     switch (t->dtype) {
-    case TJ_F32: fmt_float(b, ((const float *)t->data)[i], 1); break;
-    case TJ_F64: fmt_float(b, ((const double *)t->data)[i], 0); break;
-    case TJ_I32: sb_printf(b, "%d", ((const int32_t *)t->data)[i]); break;
-    case TJ_I64: sb_printf(b, "%lld", (long long)((const int64_t *)t->data)[i]); break;
-    case TJ_BOOL: sb_printf(b, "%s", ((const uint8_t *)t->data)[i] ? "True" : "False"); break;
+    case TJ_F32:
+        fmt_float(b, ((const float *)t->data)[i], 1);
+        break;
+    case TJ_F64:
+        fmt_float(b, ((const double *)t->data)[i], 0);
+        break;
+    case TJ_I32:
+        sb_printf(b, "%d", ((const int32_t *)t->data)[i]);
+        break;
+    case TJ_I64:
+        sb_printf(b, "%lld", (long long)((const int64_t *)t->data)[i]);
+        break;
+    case TJ_BOOL:
+        sb_printf(b, "%s", ((const uint8_t *)t->data)[i] ? "True" : "False");
+        break;
     case TJ_STRING: {
         const tj_string *s = &((const tj_string *)t->data)[i];
         sb_printf(b, quote ? "b'%s'" : "%s", s->data ? s->data : "");
         break;
     }
-    default: sb_printf(b, "?");
+    default:
+        sb_printf(b, "?");
     }
 }
 
 static void fmt_rec(sbuf *b, const tj_tensor *t, int axis, int64_t off, int quote, int summarize) {
-    if (axis == t->rank) return fmt_elem(b, t, off, quote);
+    if (axis == t->rank)
+        return fmt_elem(b, t, off, quote);
     int64_t stride = 1;
-    for (int k = axis + 1; k < t->rank; k++) stride *= t->dims[k];
+    for (int k = axis + 1; k < t->rank; k++)
+        stride *= t->dims[k];
     int64_t n = t->dims[axis];
     sb_printf(b, "[");
     for (int64_t i = 0; i < n; i++) {
@@ -76,7 +95,8 @@ static void fmt_rec(sbuf *b, const tj_tensor *t, int axis, int64_t off, int quot
             continue;
         }
         fmt_rec(b, t, axis + 1, off + i * stride, quote, summarize);
-        if (i + 1 < n) sb_printf(b, " ");
+        if (i + 1 < n)
+            sb_printf(b, " ");
     }
     sb_printf(b, "]");
 }
@@ -88,23 +108,30 @@ static void fmt_values(sbuf *b, const tj_tensor *t, int quote) {
 static void fmt_shape(sbuf *b, const tj_tensor *t) {
     sb_printf(b, "(");
     for (int i = 0; i < t->rank; i++) {
-        if (t->dims[i] < 0) sb_printf(b, "None");
-        else sb_printf(b, "%lld", (long long)t->dims[i]);
-        if (i + 1 < t->rank || t->rank == 1) sb_printf(b, t->rank == 1 ? "," : ", ");
+        if (t->dims[i] < 0)
+            sb_printf(b, "None");
+        else
+            sb_printf(b, "%lld", (long long)t->dims[i]);
+        if (i + 1 < t->rank || t->rank == 1)
+            sb_printf(b, t->rank == 1 ? "," : ", ");
     }
     sb_printf(b, ")");
 }
 
 static char *finish(sbuf *b) {
-    if (!b->p) return strdup("");
+    if (!b->p)
+        return strdup("");
     return b->p;
 }
 
 char *rt_values_str(const tj_tensor *t) {
     sbuf b = {0};
-    if (!t) sb_printf(&b, "NULL");
-    else if (t->kind == RT_CONCRETE) fmt_values(&b, t, 0);
-    else if (t->kind == RT_ERROR) sb_printf(&b, "Error(%s: %s)", tj_status_name(t->code), t->msg);
+    if (!t)
+        sb_printf(&b, "NULL");
+    else if (t->kind == RT_CONCRETE)
+        fmt_values(&b, t, 0);
+    else if (t->kind == RT_ERROR)
+        sb_printf(&b, "Error(%s: %s)", tj_status_name(t->code), t->msg);
     else if (t->kind == RT_TUPLE) {
         sb_printf(&b, "(");
         for (int i = 0; i < t->n_items; i++) {
@@ -113,11 +140,14 @@ char *rt_values_str(const tj_tensor *t) {
             free(s);
         }
         sb_printf(&b, ")");
-    } else sb_printf(&b, "<symbolic>");
+    } else
+        sb_printf(&b, "<symbolic>");
     return finish(&b);
 }
 
-char *tj_tensor_values_str(const tj_tensor *t) { return rt_values_str(t); }
+char *tj_tensor_values_str(const tj_tensor *t) {
+    return rt_values_str(t);
+}
 
 static void symbolic_name(sbuf *b, const tj_tensor *t) {
     if (!rt_trace_is_live(t)) {
@@ -128,8 +158,10 @@ static void symbolic_name(sbuf *b, const tj_tensor *t) {
     const ir_node *n = tr && tr->g && t->node < tr->g->n_nodes ? &tr->g->nodes[t->node] : NULL;
     if (n && n->op == IR_OP_PARAM) {
         int64_t k = n->a.i[0];
-        if (tr->arg_names && tr->arg_names[k]) sb_printf(b, "%s:0", tr->arg_names[k]);
-        else sb_printf(b, "x%lld:0", (long long)k);
+        if (tr->arg_names && tr->arg_names[k])
+            sb_printf(b, "%s:0", tr->arg_names[k]);
+        else
+            sb_printf(b, "x%lld:0", (long long)k);
     } else if (n) {
         sb_printf(b, "%s_%u:0", ir_ops[n->op].name, t->node);
     } else {

@@ -16,25 +16,33 @@ typedef struct interp {
 } interp;
 
 static void mark_live(const ir_graph *g, uint8_t *live) {
-    for (uint32_t k = 0; k < g->n_outputs; k++) live[g->outputs[k]] = 1;
-    for (uint32_t k = 0; k < g->n_effects; k++) live[g->effects[k]] = 1;
+    for (uint32_t k = 0; k < g->n_outputs; k++)
+        live[g->outputs[k]] = 1;
+    for (uint32_t k = 0; k < g->n_effects; k++)
+        live[g->effects[k]] = 1;
     for (uint32_t i = g->n_nodes; i-- > 0;) {
-        if (!live[i]) continue;
+        if (!live[i])
+            continue;
         const ir_node *n = &g->nodes[i];
         const uint32_t *in = ir_inputs(g, n);
-        for (uint32_t k = 0; k < n->n_in; k++) live[in[k]] = 1;
+        for (uint32_t k = 0; k < n->n_in; k++)
+            live[in[k]] = 1;
     }
 }
 
 static void compute_last_use(const ir_graph *g, const uint8_t *live, uint32_t *last_use) {
-    for (uint32_t i = 0; i < g->n_nodes; i++) last_use[i] = 0;
+    for (uint32_t i = 0; i < g->n_nodes; i++)
+        last_use[i] = 0;
     for (uint32_t i = 0; i < g->n_nodes; i++) {
-        if (!live[i]) continue;
+        if (!live[i])
+            continue;
         const ir_node *n = &g->nodes[i];
         const uint32_t *in = ir_inputs(g, n);
-        for (uint32_t k = 0; k < n->n_in; k++) last_use[in[k]] = i;
+        for (uint32_t k = 0; k < n->n_in; k++)
+            last_use[in[k]] = i;
     }
-    for (uint32_t k = 0; k < g->n_outputs; k++) last_use[g->outputs[k]] = IR_NONE;
+    for (uint32_t k = 0; k < g->n_outputs; k++)
+        last_use[g->outputs[k]] = IR_NONE;
 }
 
 /* Runs one pure node on concrete inputs. */
@@ -43,18 +51,24 @@ static tj_tensor *run_kernel(const ir_node *n, tj_tensor **ins, int reinfer) {
     if (reinfer) {
         ir_node descs[8], *pd = n->n_in <= 8 ? descs : malloc(n->n_in * sizeof *pd);
         const ir_node *ptr[8], **pp = n->n_in <= 8 ? ptr : malloc(n->n_in * sizeof *pp);
-        tj_status st = (!pd || !pp) ? ir_errorf(TJ_ERR_OOM, "%s: out of memory", ir_ops[n->op].name) : TJ_OK;
+        tj_status st =
+            (!pd || !pp) ? ir_errorf(TJ_ERR_OOM, "%s: out of memory", ir_ops[n->op].name) : TJ_OK;
         for (uint32_t k = 0; !st && k < n->n_in; k++) {
             rt_desc(ins[k], &pd[k]);
             pp[k] = &pd[k];
         }
-        if (!st) st = ir_infer(&proto, pp, n->n_in);
-        if (pd != descs) free(pd);
-        if (pp != ptr) free(pp);
-        if (st) return NULL;
+        if (!st)
+            st = ir_infer(&proto, pp, n->n_in);
+        if (pd != descs)
+            free(pd);
+        if (pp != ptr)
+            free(pp);
+        if (st)
+            return NULL;
     }
     tj_tensor *out = rt_tensor_alloc(proto.dtype, proto.rank, proto.dims);
-    if (!out) return NULL;
+    if (!out)
+        return NULL;
     if (rt_ref_kernel(&proto, ins, out) != TJ_OK) {
         tj_release(out);
         return NULL;
@@ -70,17 +84,21 @@ static tj_status run(const ir_graph *g, const uint8_t *live, const uint32_t *las
     tj_tensor *stack_ins[8];
     tj_status st = TJ_OK;
     for (uint32_t i = 0; i < g->n_nodes && !st; i++) {
-        if (!live[i]) continue;
+        if (!live[i])
+            continue;
         const ir_node *n = &g->nodes[i];
         const uint32_t *in = ir_inputs(g, n);
         tj_tensor **ins = n->n_in <= 8 ? stack_ins : malloc(n->n_in * sizeof *ins);
-        if (!ins) return ir_errorf(TJ_ERR_OOM, "interp: out of memory");
-        for (uint32_t k = 0; k < n->n_in; k++) ins[k] = vals[in[k]];
+        if (!ins)
+            return ir_errorf(TJ_ERR_OOM, "interp: out of memory");
+        for (uint32_t k = 0; k < n->n_in; k++)
+            ins[k] = vals[in[k]];
         const ir_blob *blob = ir_blob_get(g, n->a.blob);
         switch (n->op) {
         case IR_OP_CONST:
             vals[i] = consts ? tj_retain(consts[i]) : rt_const_tensor(g, n);
-            if (!vals[i]) st = ir_last_code();
+            if (!vals[i])
+                st = ir_last_code();
             break;
         case IR_OP_PARAM:
             if ((uint64_t)n->a.i[0] >= n_args)
@@ -91,21 +109,25 @@ static tj_status run(const ir_graph *g, const uint8_t *live, const uint32_t *las
             break;
         case IR_OP_VAR_READ:
             if (!caps || !caps[n->a.i[0]])
-                st = ir_errorf(TJ_ERR_STATE, "interp: variable slot %lld is not bound", (long long)n->a.i[0]);
+                st = ir_errorf(TJ_ERR_STATE, "interp: variable slot %lld is not bound",
+                               (long long)n->a.i[0]);
             else
                 vals[i] = rt_variable_get(caps[n->a.i[0]]);
             break;
         case IR_OP_ASSIGN:
             if (effects) {
                 if (!caps || !caps[n->a.i[0]])
-                    st = ir_errorf(TJ_ERR_STATE, "interp: variable slot %lld is not bound", (long long)n->a.i[0]);
+                    st = ir_errorf(TJ_ERR_STATE, "interp: variable slot %lld is not bound",
+                                   (long long)n->a.i[0]);
                 else
                     st = rt_variable_set(caps[n->a.i[0]], ins[0]);
             }
-            if (!st) vals[i] = tj_retain(ins[0]);
+            if (!st)
+                vals[i] = tj_retain(ins[0]);
             break;
         case IR_OP_PRINT:
-            if (effects) st = rt_do_print(blob ? blob->data : "", ins, n->n_in);
+            if (effects)
+                st = rt_do_print(blob ? blob->data : "", ins, n->n_in);
             break;
         case IR_OP_HOST_CALLBACK:
             if (effects && blob && blob->size == 2 * sizeof(void *)) {
@@ -115,9 +137,11 @@ static tj_status run(const ir_graph *g, const uint8_t *live, const uint32_t *las
             break;
         default:
             vals[i] = run_kernel(n, ins, reinfer);
-            if (!vals[i]) st = ir_last_code() ? ir_last_code() : TJ_ERR_RUNTIME;
+            if (!vals[i])
+                st = ir_last_code() ? ir_last_code() : TJ_ERR_RUNTIME;
         }
-        if (ins != stack_ins) free(ins);
+        if (ins != stack_ins)
+            free(ins);
         for (uint32_t k = 0; k < n->n_in; k++) {
             uint32_t j = in[k];
             if (last_use[j] == i && j != keep) {
@@ -132,32 +156,39 @@ static tj_status run(const ir_graph *g, const uint8_t *live, const uint32_t *las
 static int graph_has_unknown(const ir_graph *g) {
     for (uint32_t i = 0; i < g->n_nodes; i++)
         for (int d = 0; d < g->nodes[i].rank; d++)
-            if (g->nodes[i].dims[d] < 0) return 1;
+            if (g->nodes[i].dims[d] < 0)
+                return 1;
     return 0;
 }
 
-static tj_status interp_run(rt_program *p, tj_tensor *const *args, uint32_t n_args, tj_variable **caps,
-                            tj_tensor **outs) {
+static tj_status interp_run(rt_program *p, tj_tensor *const *args, uint32_t n_args,
+                            tj_variable **caps, tj_tensor **outs) {
     interp *ip = (interp *)p;
     const ir_graph *g = p->g;
     tj_tensor *stack_vals[64] = {0};
     tj_tensor **vals = g->n_nodes <= 64 ? stack_vals : calloc(g->n_nodes, sizeof *vals);
-    if (!vals) return ir_errorf(TJ_ERR_OOM, "interp: out of memory");
-    tj_status st = run(g, ip->live, ip->last_use, ip->consts, ip->has_unknown, args, n_args, caps, 1,
-                       IR_NONE, vals);
+    if (!vals)
+        return ir_errorf(TJ_ERR_OOM, "interp: out of memory");
+    tj_status st = run(g, ip->live, ip->last_use, ip->consts, ip->has_unknown, args, n_args, caps,
+                       1, IR_NONE, vals);
     for (uint32_t k = 0; k < g->n_outputs && !st; k++) {
-        if (!outs[k]) outs[k] = tj_retain(vals[g->outputs[k]]);
-        else st = rt_copy_into(outs[k], vals[g->outputs[k]]); /* tj_call_into */
+        if (!outs[k])
+            outs[k] = tj_retain(vals[g->outputs[k]]);
+        else
+            st = rt_copy_into(outs[k], vals[g->outputs[k]]); /* tj_call_into */
     }
-    for (uint32_t i = 0; i < g->n_nodes; i++) tj_release(vals[i]);
-    if (vals != stack_vals) free(vals);
+    for (uint32_t i = 0; i < g->n_nodes; i++)
+        tj_release(vals[i]);
+    if (vals != stack_vals)
+        free(vals);
     return st;
 }
 
 static void interp_free(rt_program *p) {
     interp *ip = (interp *)p;
     if (ip->consts)
-        for (uint32_t i = 0; i < p->g->n_nodes; i++) tj_release(ip->consts[i]);
+        for (uint32_t i = 0; i < p->g->n_nodes; i++)
+            tj_release(ip->consts[i]);
     free(ip->consts);
     free(ip->live);
     free(ip->last_use);
@@ -185,7 +216,8 @@ rt_program *rt_interp_new(const ir_graph *g) {
     compute_last_use(g, ip->live, ip->last_use);
     ip->has_unknown = graph_has_unknown(g);
     for (uint32_t i = 0; i < g->n_nodes; i++) {
-        if (g->nodes[i].op == IR_OP_CONST && ip->live[i] && !(ip->consts[i] = rt_const_tensor(g, &g->nodes[i]))) {
+        if (g->nodes[i].op == IR_OP_CONST && ip->live[i] &&
+            !(ip->consts[i] = rt_const_tensor(g, &g->nodes[i]))) {
             interp_free(&ip->base);
             return NULL;
         }
@@ -195,7 +227,8 @@ rt_program *rt_interp_new(const ir_graph *g) {
 
 tj_tensor *rt_eval_node(const ir_graph *g, uint32_t id, tj_tensor *const *args, uint32_t n_args,
                         tj_variable **caps) {
-    if (id >= g->n_nodes) return (void)ir_errorf(TJ_ERR_INVALID, "eval: node %u out of range", id), NULL;
+    if (id >= g->n_nodes)
+        return (void)ir_errorf(TJ_ERR_INVALID, "eval: node %u out of range", id), NULL;
     uint32_t n = g->n_nodes;
     uint8_t *live = calloc(n, 1);
     uint32_t *last_use = calloc(n, sizeof *last_use);
@@ -204,15 +237,19 @@ tj_tensor *rt_eval_node(const ir_graph *g, uint32_t id, tj_tensor *const *args, 
     if (live && last_use && vals) {
         live[id] = 1;
         for (uint32_t i = id + 1; i-- > 0;) {
-            if (!live[i]) continue;
+            if (!live[i])
+                continue;
             const ir_node *nd = &g->nodes[i];
             const uint32_t *in = ir_inputs(g, nd);
-            for (uint32_t k = 0; k < nd->n_in; k++) live[in[k]] = 1;
+            for (uint32_t k = 0; k < nd->n_in; k++)
+                live[in[k]] = 1;
         }
         compute_last_use(g, live, last_use);
-        if (run(g, live, last_use, NULL, graph_has_unknown(g), args, n_args, caps, 0, id, vals) == TJ_OK)
+        if (run(g, live, last_use, NULL, graph_has_unknown(g), args, n_args, caps, 0, id, vals) ==
+            TJ_OK)
             res = tj_retain(vals[id]);
-        for (uint32_t i = 0; i < n; i++) tj_release(vals[i]);
+        for (uint32_t i = 0; i < n; i++)
+            tj_release(vals[i]);
     } else {
         ir_errorf(TJ_ERR_OOM, "eval: out of memory");
     }

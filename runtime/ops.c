@@ -24,9 +24,14 @@ static tj_tensor *apply2(int op, tj_tensor *a, tj_tensor *b) {
     return rt_apply(&p, in, 2);
 }
 
-#define UNARY(fn, OP) tj_tensor *tj_##fn(tj_tensor *x) { return apply1(IR_OP_##OP, x); }
-#define BINARY(fn, OP) \
-    tj_tensor *tj_##fn(tj_tensor *a, tj_tensor *b) { return apply2(IR_OP_##OP, a, b); }
+#define UNARY(fn, OP)                                                                              \
+    tj_tensor *tj_##fn(tj_tensor *x) {                                                             \
+        return apply1(IR_OP_##OP, x);                                                              \
+    }
+#define BINARY(fn, OP)                                                                             \
+    tj_tensor *tj_##fn(tj_tensor *a, tj_tensor *b) {                                               \
+        return apply2(IR_OP_##OP, a, b);                                                           \
+    }
 
 UNARY(neg, NEG)
 UNARY(abs, ABS)
@@ -68,7 +73,8 @@ BINARY(matmul, MATMUL)
 tj_tensor *tj_str_concat(tj_tensor *a, tj_tensor *b) {
     if (a && b && a->kind != RT_ERROR && b->kind != RT_ERROR &&
         (a->dtype != TJ_STRING || b->dtype != TJ_STRING))
-        return rt_scoped(rt_errorf(TJ_ERR_DTYPE, "str_concat: expected string tensors, got %s and %s",
+        return rt_scoped(rt_errorf(TJ_ERR_DTYPE,
+                                   "str_concat: expected string tensors, got %s and %s",
                                    ir_dtype_name(a->dtype), ir_dtype_name(b->dtype)));
     return apply2(IR_OP_ADD, a, b);
 }
@@ -85,16 +91,27 @@ static tj_tensor *reduce(int op, tj_tensor *x, int n_axes, const int *axes, int 
         return rt_scoped(rt_errorf(TJ_ERR_INVALID, "%s: bad axes list (n_axes=%d)", name, n_axes));
     ir_node p = proto_of(op);
     p.a.n_list = (uint32_t)n_axes;
-    for (int i = 0; i < n_axes; i++) p.a.list[i] = axes[i];
+    for (int i = 0; i < n_axes; i++)
+        p.a.list[i] = axes[i];
     p.a.i[0] = keepdims != 0;
     return rt_apply(&p, &x, 1);
 }
 
-tj_tensor *tj_sum(tj_tensor *x, int n, const int *axes, int kd) { return reduce(IR_OP_SUM, x, n, axes, kd); }
-tj_tensor *tj_mean(tj_tensor *x, int n, const int *axes, int kd) { return reduce(IR_OP_MEAN, x, n, axes, kd); }
-tj_tensor *tj_max(tj_tensor *x, int n, const int *axes, int kd) { return reduce(IR_OP_MAX, x, n, axes, kd); }
-tj_tensor *tj_min(tj_tensor *x, int n, const int *axes, int kd) { return reduce(IR_OP_MIN, x, n, axes, kd); }
-tj_tensor *tj_prod(tj_tensor *x, int n, const int *axes, int kd) { return reduce(IR_OP_PROD, x, n, axes, kd); }
+tj_tensor *tj_sum(tj_tensor *x, int n, const int *axes, int kd) {
+    return reduce(IR_OP_SUM, x, n, axes, kd);
+}
+tj_tensor *tj_mean(tj_tensor *x, int n, const int *axes, int kd) {
+    return reduce(IR_OP_MEAN, x, n, axes, kd);
+}
+tj_tensor *tj_max(tj_tensor *x, int n, const int *axes, int kd) {
+    return reduce(IR_OP_MAX, x, n, axes, kd);
+}
+tj_tensor *tj_min(tj_tensor *x, int n, const int *axes, int kd) {
+    return reduce(IR_OP_MIN, x, n, axes, kd);
+}
+tj_tensor *tj_prod(tj_tensor *x, int n, const int *axes, int kd) {
+    return reduce(IR_OP_PROD, x, n, axes, kd);
+}
 
 static tj_tensor *with_axis(int op, tj_tensor *x, int axis) {
     ir_node p = proto_of(op);
@@ -102,15 +119,26 @@ static tj_tensor *with_axis(int op, tj_tensor *x, int axis) {
     return rt_apply(&p, &x, 1);
 }
 
-tj_tensor *tj_argmax(tj_tensor *x, int axis) { return with_axis(IR_OP_ARGMAX, x, axis); }
-tj_tensor *tj_argmin(tj_tensor *x, int axis) { return with_axis(IR_OP_ARGMIN, x, axis); }
-tj_tensor *tj_softmax(tj_tensor *x, int axis) { return with_axis(IR_OP_SOFTMAX, x, axis); }
-tj_tensor *tj_log_softmax(tj_tensor *x, int axis) { return with_axis(IR_OP_LOG_SOFTMAX, x, axis); }
-tj_tensor *tj_expand_dims(tj_tensor *x, int axis) { return with_axis(IR_OP_EXPAND_DIMS, x, axis); }
+tj_tensor *tj_argmax(tj_tensor *x, int axis) {
+    return with_axis(IR_OP_ARGMAX, x, axis);
+}
+tj_tensor *tj_argmin(tj_tensor *x, int axis) {
+    return with_axis(IR_OP_ARGMIN, x, axis);
+}
+tj_tensor *tj_softmax(tj_tensor *x, int axis) {
+    return with_axis(IR_OP_SOFTMAX, x, axis);
+}
+tj_tensor *tj_log_softmax(tj_tensor *x, int axis) {
+    return with_axis(IR_OP_LOG_SOFTMAX, x, axis);
+}
+tj_tensor *tj_expand_dims(tj_tensor *x, int axis) {
+    return with_axis(IR_OP_EXPAND_DIMS, x, axis);
+}
 
 static int bad_dims(const char *op, int rank, const int64_t *dims, tj_tensor **err) {
     if (rank < 0 || rank > TJ_MAX_RANK) {
-        *err = rt_scoped(rt_errorf(TJ_ERR_SHAPE, "%s: rank %d out of range [0, %d]", op, rank, TJ_MAX_RANK));
+        *err = rt_scoped(
+            rt_errorf(TJ_ERR_SHAPE, "%s: rank %d out of range [0, %d]", op, rank, TJ_MAX_RANK));
         return 1;
     }
     if (rank > 0 && !dims) {
@@ -122,10 +150,12 @@ static int bad_dims(const char *op, int rank, const int64_t *dims, tj_tensor **e
 
 static tj_tensor *with_dims(int op, tj_tensor *x, int rank, const int64_t *dims) {
     tj_tensor *err;
-    if (bad_dims(ir_ops[op].name, rank, dims, &err)) return err;
+    if (bad_dims(ir_ops[op].name, rank, dims, &err))
+        return err;
     ir_node p = proto_of(op);
     p.rank = (uint8_t)rank;
-    for (int i = 0; i < rank; i++) p.dims[i] = dims[i];
+    for (int i = 0; i < rank; i++)
+        p.dims[i] = dims[i];
     return rt_apply(&p, &x, 1);
 }
 
@@ -140,7 +170,8 @@ tj_tensor *tj_transpose(tj_tensor *x, const int *perm) {
     ir_node p = proto_of(IR_OP_TRANSPOSE);
     if (perm && x && x->kind != RT_ERROR && x->kind != RT_TUPLE) {
         p.a.n_list = x->rank;
-        for (int i = 0; i < x->rank; i++) p.a.list[i] = perm[i];
+        for (int i = 0; i < x->rank; i++)
+            p.a.list[i] = perm[i];
     }
     return rt_apply(&p, &x, 1);
 }
@@ -150,12 +181,14 @@ tj_tensor *tj_squeeze(tj_tensor *x, int n_axes, const int *axes) {
         return rt_scoped(rt_errorf(TJ_ERR_INVALID, "squeeze: bad axes list (n_axes=%d)", n_axes));
     ir_node p = proto_of(IR_OP_SQUEEZE);
     p.a.n_list = (uint32_t)n_axes;
-    for (int i = 0; i < n_axes; i++) p.a.list[i] = axes[i];
+    for (int i = 0; i < n_axes; i++)
+        p.a.list[i] = axes[i];
     return rt_apply(&p, &x, 1);
 }
 
 tj_tensor *tj_concat(int n, tj_tensor *const *xs, int axis) {
-    if (n <= 0 || !xs) return rt_scoped(rt_errorf(TJ_ERR_INVALID, "concat: needs at least one tensor (n=%d)", n));
+    if (n <= 0 || !xs)
+        return rt_scoped(rt_errorf(TJ_ERR_INVALID, "concat: needs at least one tensor (n=%d)", n));
     ir_node p = proto_of(IR_OP_CONCAT);
     p.a.i[0] = axis;
     return rt_apply(&p, xs, (uint32_t)n);
@@ -184,7 +217,8 @@ tj_tensor *tj_gather(tj_tensor *params, tj_tensor *indices, int axis) {
 }
 
 tj_tensor *tj_cast(tj_tensor *x, tj_dtype dt) {
-    if ((int)dt < 0 || dt >= TJ_N_DTYPES) return rt_scoped(rt_errorf(TJ_ERR_DTYPE, "cast: bad dtype %d", dt));
+    if ((int)dt < 0 || dt >= TJ_N_DTYPES)
+        return rt_scoped(rt_errorf(TJ_ERR_DTYPE, "cast: bad dtype %d", dt));
     ir_node p = proto_of(IR_OP_CAST);
     p.dtype = (uint8_t)dt;
     return rt_apply(&p, &x, 1);
@@ -193,18 +227,21 @@ tj_tensor *tj_cast(tj_tensor *x, tj_dtype dt) {
 /* ---- constructors: a source node (eye, range, random) or a broadcast scalar ------------------ */
 static tj_tensor *source(ir_node *p, int dt, int rank, const int64_t *dims) {
     tj_tensor *err;
-    if (bad_dims(ir_ops[p->op].name, rank, dims, &err)) return err;
+    if (bad_dims(ir_ops[p->op].name, rank, dims, &err))
+        return err;
     if ((int)dt < 0 || dt >= TJ_N_DTYPES)
         return rt_scoped(rt_errorf(TJ_ERR_DTYPE, "%s: bad dtype %d", ir_ops[p->op].name, dt));
     p->dtype = (uint8_t)dt;
     p->rank = (uint8_t)rank;
-    for (int i = 0; i < rank; i++) p->dims[i] = dims[i];
+    for (int i = 0; i < rank; i++)
+        p->dims[i] = dims[i];
     return rt_apply(p, NULL, 0);
 }
 
 tj_tensor *tj_fill(int rank, const int64_t *dims, tj_tensor *value) {
     if (value && value->kind == RT_CONCRETE && value->rank != 0)
-        return rt_scoped(rt_errorf(TJ_ERR_SHAPE, "fill: value must be 0-d, got rank %d", value->rank));
+        return rt_scoped(
+            rt_errorf(TJ_ERR_SHAPE, "fill: value must be 0-d, got rank %d", value->rank));
     return tj_broadcast_to(value, rank, dims);
 }
 
@@ -212,20 +249,35 @@ static tj_tensor *filled(tj_dtype dt, int rank, const int64_t *dims, double v) {
     tj_scope_begin();
     tj_tensor *s = NULL;
     switch (dt) {
-    case TJ_F32: s = tj_scalar_f32((float)v); break;
-    case TJ_F64: s = tj_scalar_f64(v); break;
-    case TJ_I32: s = tj_scalar_i32((int32_t)v); break;
-    case TJ_I64: s = tj_scalar_i64((int64_t)v); break;
-    case TJ_BOOL: s = tj_scalar_bool(v != 0); break;
-    default: s = tj_error_new(TJ_ERR_DTYPE, "zeros/ones: unsupported dtype %s", ir_dtype_name(dt));
+    case TJ_F32:
+        s = tj_scalar_f32((float)v);
+        break;
+    case TJ_F64:
+        s = tj_scalar_f64(v);
+        break;
+    case TJ_I32:
+        s = tj_scalar_i32((int32_t)v);
+        break;
+    case TJ_I64:
+        s = tj_scalar_i64((int64_t)v);
+        break;
+    case TJ_BOOL:
+        s = tj_scalar_bool(v != 0);
+        break;
+    default:
+        s = tj_error_new(TJ_ERR_DTYPE, "zeros/ones: unsupported dtype %s", ir_dtype_name(dt));
     }
     tj_tensor *r = tj_keep(tj_fill(rank, dims, s));
     tj_scope_end();
     return r; /* tj_keep already handed it to the enclosing scope or the caller */
 }
 
-tj_tensor *tj_zeros(tj_dtype dt, int rank, const int64_t *dims) { return filled(dt, rank, dims, 0); }
-tj_tensor *tj_ones(tj_dtype dt, int rank, const int64_t *dims) { return filled(dt, rank, dims, 1); }
+tj_tensor *tj_zeros(tj_dtype dt, int rank, const int64_t *dims) {
+    return filled(dt, rank, dims, 0);
+}
+tj_tensor *tj_ones(tj_dtype dt, int rank, const int64_t *dims) {
+    return filled(dt, rank, dims, 1);
+}
 
 tj_tensor *tj_eye(tj_dtype dt, int64_t n, int64_t m) {
     ir_node p = proto_of(IR_OP_EYE);

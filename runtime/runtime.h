@@ -78,7 +78,7 @@ char *rt_values_str(const tj_tensor *t);
 
 /* ---- variables ------------------------------------------------------------------------------- */
 struct tj_variable {
-    atomic_int rc; /* the user's reference + one per capturing graph */
+    atomic_int rc;             /* the user's reference + one per capturing graph */
     pthread_mutex_t mu;        /* guards the value pointer swap */
     pthread_mutex_t update_mu; /* recursive: held across read-modify-write and compiled runs */
     tj_tensor *value;          /* concrete; replaced (not mutated) on assign */
@@ -92,7 +92,7 @@ void rt_variable_lock(tj_variable *v);
 void rt_variable_unlock(tj_variable *v);
 tj_variable *rt_variable_retain(tj_variable *v);
 void rt_variable_release(tj_variable *v);
-tj_tensor *rt_variable_get(tj_variable *v);        /* +1 ref on the current value */
+tj_tensor *rt_variable_get(tj_variable *v);                  /* +1 ref on the current value */
 tj_status rt_variable_set(tj_variable *v, tj_tensor *value); /* checks dtype/shape; retains */
 
 /* ---- tracing: ops record into the innermost trace of the thread ------------------------------ */

@@ -13,12 +13,15 @@
 /* ---- buffers --------------------------------------------------------------------------------- */
 /* One allocation holds the buffer header and its data (data 64-byte aligned after the header). */
 #define BUF_HEAD ((sizeof(rt_buffer) + 63) & ~(size_t)63)
-static size_t block_size(size_t size) { return BUF_HEAD + (size ? (size + 63) & ~(size_t)63 : 64); }
+static size_t block_size(size_t size) {
+    return BUF_HEAD + (size ? (size + 63) & ~(size_t)63 : 64);
+}
 
 static rt_buffer *buffer_new(size_t size) {
     /* the caching allocator: a freed result's memory serves the next call (no page faults) */
     char *block = rt_alloc_zeroed(block_size(size));
-    if (!block) return NULL;
+    if (!block)
+        return NULL;
     rt_buffer *b = (rt_buffer *)block;
     b->data = block + BUF_HEAD;
     b->size = size;
@@ -28,21 +31,27 @@ static rt_buffer *buffer_new(size_t size) {
 }
 
 static void buffer_release(rt_buffer *b) {
-    if (!b || atomic_fetch_sub(&b->rc, 1) != 1) return;
+    if (!b || atomic_fetch_sub(&b->rc, 1) != 1)
+        return;
     if (b->release) {
         b->release(b->user);
     } else {
         tj_string *s = b->data;
-        for (int64_t i = 0; i < b->n_strings; i++) free(s[i].data);
-        if (!b->inline_data) free(b->data);
+        for (int64_t i = 0; i < b->n_strings; i++)
+            free(s[i].data);
+        if (!b->inline_data)
+            free(b->data);
     }
-    if (b->inline_data) rt_free(b, block_size(b->size));
-    else free(b);
+    if (b->inline_data)
+        rt_free(b, block_size(b->size));
+    else
+        free(b);
 }
 
 static tj_tensor *header_new(int kind) {
     tj_tensor *t = calloc(1, sizeof *t);
-    if (!t) return NULL;
+    if (!t)
+        return NULL;
     atomic_init(&t->rc, 1);
     t->kind = (uint8_t)kind;
     return t;
@@ -59,20 +68,25 @@ static void set_shape(tj_tensor *t, int dtype, int rank, const int64_t *dims) {
 }
 
 static tj_status check_shape(const char *op, int dtype, int rank, const int64_t *dims) {
-    if (dtype < 0 || dtype >= TJ_N_DTYPES) return ir_errorf(TJ_ERR_DTYPE, "%s: bad dtype %d", op, dtype);
+    if (dtype < 0 || dtype >= TJ_N_DTYPES)
+        return ir_errorf(TJ_ERR_DTYPE, "%s: bad dtype %d", op, dtype);
     if (rank < 0 || rank > TJ_MAX_RANK)
         return ir_errorf(TJ_ERR_SHAPE, "%s: rank %d out of range [0, %d]", op, rank, TJ_MAX_RANK);
-    if (rank > 0 && !dims) return ir_errorf(TJ_ERR_INVALID, "%s: dims is NULL for rank %d", op, rank);
+    if (rank > 0 && !dims)
+        return ir_errorf(TJ_ERR_INVALID, "%s: dims is NULL for rank %d", op, rank);
     for (int i = 0; i < rank; i++)
         if (dims[i] < 0 || dims[i] > ((int64_t)1 << 40))
-            return ir_errorf(TJ_ERR_SHAPE, "%s: bad dimension %lld at axis %d", op, (long long)dims[i], i);
+            return ir_errorf(TJ_ERR_SHAPE, "%s: bad dimension %lld at axis %d", op,
+                             (long long)dims[i], i);
     return TJ_OK;
 }
 
 tj_tensor *rt_tensor_alloc(int dtype, int rank, const int64_t *dims) {
-    if (check_shape("alloc", dtype, rank, dims)) return NULL;
+    if (check_shape("alloc", dtype, rank, dims))
+        return NULL;
     tj_tensor *t = header_new(RT_CONCRETE);
-    if (!t) return (void)ir_errorf(TJ_ERR_OOM, "alloc: out of memory"), NULL;
+    if (!t)
+        return (void)ir_errorf(TJ_ERR_OOM, "alloc: out of memory"), NULL;
     set_shape(t, dtype, rank, dims);
     t->buf = buffer_new((size_t)t->numel * ir_dtype_size(dtype));
     if (!t->buf) {
@@ -80,14 +94,16 @@ tj_tensor *rt_tensor_alloc(int dtype, int rank, const int64_t *dims) {
         free(t);
         return NULL;
     }
-    if (dtype == TJ_STRING) t->buf->n_strings = t->numel;
+    if (dtype == TJ_STRING)
+        t->buf->n_strings = t->numel;
     t->data = t->buf->data;
     return t;
 }
 
 tj_tensor *rt_tensor_view(tj_tensor *src, int rank, const int64_t *dims) {
     tj_tensor *t = header_new(RT_CONCRETE);
-    if (!t) return NULL;
+    if (!t)
+        return NULL;
     set_shape(t, src->dtype, rank, dims);
     t->buf = src->buf;
     atomic_fetch_add(&t->buf->rc, 1);
@@ -97,8 +113,10 @@ tj_tensor *rt_tensor_view(tj_tensor *src, int rank, const int64_t *dims) {
 
 char *rt_strdup_len(const char *s, size_t n) {
     char *p = malloc(n + 1);
-    if (!p) return NULL;
-    if (n) memcpy(p, s, n);
+    if (!p)
+        return NULL;
+    if (n)
+        memcpy(p, s, n);
     p[n] = 0;
     return p;
 }
@@ -106,7 +124,8 @@ char *rt_strdup_len(const char *s, size_t n) {
 /* ---- errors ---------------------------------------------------------------------------------- */
 static tj_tensor *error_new(tj_status code, const char *msg) {
     tj_tensor *t = header_new(RT_ERROR);
-    if (!t) return NULL; /* callers treat NULL as an error too */
+    if (!t)
+        return NULL; /* callers treat NULL as an error too */
     t->code = code ? code : TJ_ERR_INVALID;
     t->msg = strdup(msg ? msg : "");
     return t;
@@ -133,45 +152,64 @@ tj_tensor *tj_error_new(tj_status code, const char *fmt, ...) {
 }
 
 tj_status tj_status_of(const tj_tensor *t) {
-    if (!t) return TJ_ERR_INVALID;
+    if (!t)
+        return TJ_ERR_INVALID;
     return t->kind == RT_ERROR ? t->code : TJ_OK;
 }
 
 const char *tj_error_message(const tj_tensor *t) {
-    if (!t) return "NULL tensor";
+    if (!t)
+        return "NULL tensor";
     return t->kind == RT_ERROR ? t->msg : "";
 }
 
-const char *tj_last_error(void) { return ir_last_error(); }
+const char *tj_last_error(void) {
+    return ir_last_error();
+}
 
 const char *tj_status_name(tj_status s) {
     switch (s) {
-    case TJ_OK: return "TJ_OK";
-    case TJ_ERR_INVALID: return "TJ_ERR_INVALID";
-    case TJ_ERR_DTYPE: return "TJ_ERR_DTYPE";
-    case TJ_ERR_SHAPE: return "TJ_ERR_SHAPE";
-    case TJ_ERR_OOM: return "TJ_ERR_OOM";
-    case TJ_ERR_STATE: return "TJ_ERR_STATE";
-    case TJ_ERR_SIGNATURE: return "TJ_ERR_SIGNATURE";
-    case TJ_ERR_RUNTIME: return "TJ_ERR_RUNTIME";
-    case TJ_ERR_IO: return "TJ_ERR_IO";
-    case TJ_ERR_UNSUPPORTED: return "TJ_ERR_UNSUPPORTED";
-    case TJ_ERR_CORRUPT: return "TJ_ERR_CORRUPT";
-    default: return "TJ_ERR_UNKNOWN";
+    case TJ_OK:
+        return "TJ_OK";
+    case TJ_ERR_INVALID:
+        return "TJ_ERR_INVALID";
+    case TJ_ERR_DTYPE:
+        return "TJ_ERR_DTYPE";
+    case TJ_ERR_SHAPE:
+        return "TJ_ERR_SHAPE";
+    case TJ_ERR_OOM:
+        return "TJ_ERR_OOM";
+    case TJ_ERR_STATE:
+        return "TJ_ERR_STATE";
+    case TJ_ERR_SIGNATURE:
+        return "TJ_ERR_SIGNATURE";
+    case TJ_ERR_RUNTIME:
+        return "TJ_ERR_RUNTIME";
+    case TJ_ERR_IO:
+        return "TJ_ERR_IO";
+    case TJ_ERR_UNSUPPORTED:
+        return "TJ_ERR_UNSUPPORTED";
+    case TJ_ERR_CORRUPT:
+        return "TJ_ERR_CORRUPT";
+    default:
+        return "TJ_ERR_UNKNOWN";
     }
 }
 
 /* ---- reference counting ---------------------------------------------------------------------- */
 tj_tensor *tj_retain(tj_tensor *t) {
-    if (t) atomic_fetch_add(&t->rc, 1);
+    if (t)
+        atomic_fetch_add(&t->rc, 1);
     return t;
 }
 
 void tj_release(tj_tensor *t) {
-    if (!t || atomic_fetch_sub(&t->rc, 1) != 1) return;
+    if (!t || atomic_fetch_sub(&t->rc, 1) != 1)
+        return;
     buffer_release(t->buf);
     free(t->msg);
-    for (int i = 0; i < t->n_items; i++) tj_release(t->items[i]);
+    for (int i = 0; i < t->n_items; i++)
+        tj_release(t->items[i]);
     free(t->items);
     free(t);
 }
@@ -189,7 +227,8 @@ static void scope_push_item(scope *s, tj_tensor *t) {
     if (s->n == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 64;
         tj_tensor **items = realloc(s->items, cap * sizeof *items);
-        if (!items) return; /* the reference then stays with the caller: a leak, not a crash */
+        if (!items)
+            return; /* the reference then stays with the caller: a leak, not a crash */
         s->items = items;
         s->cap = cap;
     }
@@ -197,7 +236,8 @@ static void scope_push_item(scope *s, tj_tensor *t) {
 }
 
 tj_tensor *rt_scoped(tj_tensor *t) {
-    if (t && n_scopes > 0) scope_push_item(&scopes[n_scopes - 1], t);
+    if (t && n_scopes > 0)
+        scope_push_item(&scopes[n_scopes - 1], t);
     return t;
 }
 
@@ -205,7 +245,8 @@ void tj_scope_begin(void) {
     if (n_scopes == cap_scopes) {
         int cap = cap_scopes ? cap_scopes * 2 : 8;
         scope *s = realloc(scopes, (size_t)cap * sizeof *s);
-        if (!s) return;
+        if (!s)
+            return;
         scopes = s;
         cap_scopes = cap;
     }
@@ -213,9 +254,11 @@ void tj_scope_begin(void) {
 }
 
 void tj_scope_end(void) {
-    if (n_scopes == 0) return;
+    if (n_scopes == 0)
+        return;
     scope *s = &scopes[--n_scopes];
-    for (size_t i = 0; i < s->n; i++) tj_release(s->items[i]);
+    for (size_t i = 0; i < s->n; i++)
+        tj_release(s->items[i]);
     free(s->items);
     if (n_scopes == 0) {
         free(scopes);
@@ -225,17 +268,21 @@ void tj_scope_end(void) {
 }
 
 tj_tensor *tj_keep(tj_tensor *t) {
-    if (!t) return t;
+    if (!t)
+        return t;
     tj_retain(t);
-    if (n_scopes > 1) scope_push_item(&scopes[n_scopes - 2], t);
+    if (n_scopes > 1)
+        scope_push_item(&scopes[n_scopes - 2], t);
     return t;
 }
 
 /* ---- constructors ---------------------------------------------------------------------------- */
 static tj_tensor *from_data(tj_dtype dt, int rank, const int64_t *dims, const void *data) {
-    if (check_shape("tensor_from_data", dt, rank, dims)) return rt_error_from_status(0);
+    if (check_shape("tensor_from_data", dt, rank, dims))
+        return rt_error_from_status(0);
     tj_tensor *t = rt_tensor_alloc(dt, rank, dims);
-    if (!t) return rt_error_from_status(0);
+    if (!t)
+        return rt_error_from_status(0);
     if (t->numel && !data) {
         long long n = (long long)t->numel;
         tj_release(t);
@@ -260,19 +307,25 @@ tj_tensor *tj_tensor_from_data(tj_dtype dt, int rank, const int64_t *dims, const
 }
 
 tj_tensor *tj_tensor_empty(tj_dtype dt, int rank, const int64_t *dims) {
-    if (check_shape("tensor_empty", dt, rank, dims)) return rt_scoped(rt_error_from_status(0));
+    if (check_shape("tensor_empty", dt, rank, dims))
+        return rt_scoped(rt_error_from_status(0));
     tj_tensor *t = rt_tensor_alloc(dt, rank, dims);
     if (t && dt == TJ_STRING)
-        for (int64_t i = 0; i < t->numel; i++) ((tj_string *)t->data)[i].data = rt_strdup_len("", 0);
+        for (int64_t i = 0; i < t->numel; i++)
+            ((tj_string *)t->data)[i].data = rt_strdup_len("", 0);
     return rt_scoped(t ? t : rt_error_from_status(0));
 }
 
-static void borrow_noop(void *user) { (void)user; }
+static void borrow_noop(void *user) {
+    (void)user;
+}
 
 tj_tensor *tj_tensor_borrow(tj_dtype dt, int rank, const int64_t *dims, void *data,
                             void (*release)(void *user), void *user) {
-    if (check_shape("tensor_borrow", dt, rank, dims)) return rt_scoped(rt_error_from_status(0));
-    if (!data) return rt_scoped(rt_errorf(TJ_ERR_INVALID, "tensor_borrow: data is NULL"));
+    if (check_shape("tensor_borrow", dt, rank, dims))
+        return rt_scoped(rt_error_from_status(0));
+    if (!data)
+        return rt_scoped(rt_errorf(TJ_ERR_INVALID, "tensor_borrow: data is NULL"));
     tj_tensor *t = header_new(RT_CONCRETE);
     rt_buffer *b = calloc(1, sizeof *b);
     if (!t || !b) {
@@ -293,70 +346,114 @@ tj_tensor *tj_tensor_borrow(tj_dtype dt, int rank, const int64_t *dims, void *da
 
 static tj_tensor *scalar(tj_dtype dt, const void *v, int is_static) {
     tj_tensor *t = from_data(dt, 0, NULL, v);
-    if (t && t->kind == RT_CONCRETE) t->is_static = (uint8_t)is_static;
+    if (t && t->kind == RT_CONCRETE)
+        t->is_static = (uint8_t)is_static;
     return rt_scoped(t);
 }
 
-tj_tensor *tj_scalar_f32(float v) { return scalar(TJ_F32, &v, 0); }
-tj_tensor *tj_scalar_f64(double v) { return scalar(TJ_F64, &v, 0); }
-tj_tensor *tj_scalar_i32(int32_t v) { return scalar(TJ_I32, &v, 0); }
-tj_tensor *tj_scalar_i64(int64_t v) { return scalar(TJ_I64, &v, 0); }
+tj_tensor *tj_scalar_f32(float v) {
+    return scalar(TJ_F32, &v, 0);
+}
+tj_tensor *tj_scalar_f64(double v) {
+    return scalar(TJ_F64, &v, 0);
+}
+tj_tensor *tj_scalar_i32(int32_t v) {
+    return scalar(TJ_I32, &v, 0);
+}
+tj_tensor *tj_scalar_i64(int64_t v) {
+    return scalar(TJ_I64, &v, 0);
+}
 tj_tensor *tj_scalar_bool(int v) {
     uint8_t b = v != 0;
     return scalar(TJ_BOOL, &b, 0);
 }
-tj_tensor *tj_scalar_str(const char *s) { return scalar(TJ_STRING, &s, 0); }
-tj_tensor *tj_static_i64(int64_t v) { return scalar(TJ_I64, &v, 1); }
-tj_tensor *tj_static_f64(double v) { return scalar(TJ_F64, &v, 1); }
+tj_tensor *tj_scalar_str(const char *s) {
+    return scalar(TJ_STRING, &s, 0);
+}
+tj_tensor *tj_static_i64(int64_t v) {
+    return scalar(TJ_I64, &v, 1);
+}
+tj_tensor *tj_static_f64(double v) {
+    return scalar(TJ_F64, &v, 1);
+}
 tj_tensor *tj_static_bool(int v) {
     uint8_t b = v != 0;
     return scalar(TJ_BOOL, &b, 1);
 }
-tj_tensor *tj_static_str(const char *s) { return scalar(TJ_STRING, &s, 1); }
-int tj_is_static(const tj_tensor *t) { return t && t->kind == RT_CONCRETE && t->is_static; }
+tj_tensor *tj_static_str(const char *s) {
+    return scalar(TJ_STRING, &s, 1);
+}
+int tj_is_static(const tj_tensor *t) {
+    return t && t->kind == RT_CONCRETE && t->is_static;
+}
 
 tj_tensor *rt_tuple_new(int n, tj_tensor *const *items) {
-    if (n < 0 || (n > 0 && !items)) return rt_errorf(TJ_ERR_INVALID, "tuple: bad item list");
+    if (n < 0 || (n > 0 && !items))
+        return rt_errorf(TJ_ERR_INVALID, "tuple: bad item list");
     for (int i = 0; i < n; i++)
-        if (!items[i]) return rt_errorf(TJ_ERR_INVALID, "tuple: item %d is NULL", i);
+        if (!items[i])
+            return rt_errorf(TJ_ERR_INVALID, "tuple: item %d is NULL", i);
     tj_tensor *t = header_new(RT_TUPLE);
-    if (!t) return rt_errorf(TJ_ERR_OOM, "tuple: out of memory");
+    if (!t)
+        return rt_errorf(TJ_ERR_OOM, "tuple: out of memory");
     t->items = n ? calloc((size_t)n, sizeof *t->items) : NULL;
     if (n && !t->items) {
         free(t);
         return rt_errorf(TJ_ERR_OOM, "tuple: out of memory");
     }
     t->n_items = n;
-    for (int i = 0; i < n; i++) t->items[i] = tj_retain(items[i]);
+    for (int i = 0; i < n; i++)
+        t->items[i] = tj_retain(items[i]);
     return t;
 }
 
-tj_tensor *tj_tuple(int n, tj_tensor *const *items) { return rt_scoped(rt_tuple_new(n, items)); }
+tj_tensor *tj_tuple(int n, tj_tensor *const *items) {
+    return rt_scoped(rt_tuple_new(n, items));
+}
 
-int tj_tuple_size(const tj_tensor *t) { return t && t->kind == RT_TUPLE ? t->n_items : -1; }
+int tj_tuple_size(const tj_tensor *t) {
+    return t && t->kind == RT_TUPLE ? t->n_items : -1;
+}
 tj_tensor *tj_tuple_get(const tj_tensor *t, int i) {
     return t && t->kind == RT_TUPLE && i >= 0 && i < t->n_items ? t->items[i] : NULL;
 }
 
 /* ---- accessors ------------------------------------------------------------------------------- */
-tj_dtype tj_tensor_dtype(const tj_tensor *t) { return t ? (tj_dtype)t->dtype : TJ_F32; }
-int tj_tensor_rank(const tj_tensor *t) { return t ? t->rank : -1; }
-const int64_t *tj_tensor_dims(const tj_tensor *t) { return t ? t->dims : NULL; }
-int64_t tj_tensor_numel(const tj_tensor *t) { return t ? t->numel : -1; }
+tj_dtype tj_tensor_dtype(const tj_tensor *t) {
+    return t ? (tj_dtype)t->dtype : TJ_F32;
+}
+int tj_tensor_rank(const tj_tensor *t) {
+    return t ? t->rank : -1;
+}
+const int64_t *tj_tensor_dims(const tj_tensor *t) {
+    return t ? t->dims : NULL;
+}
+int64_t tj_tensor_numel(const tj_tensor *t) {
+    return t ? t->numel : -1;
+}
 const void *tj_tensor_data(const tj_tensor *t) {
     return t && t->kind == RT_CONCRETE ? t->data : NULL;
 }
-int tj_tensor_is_symbolic(const tj_tensor *t) { return t && t->kind == RT_SYMBOLIC; }
+int tj_tensor_is_symbolic(const tj_tensor *t) {
+    return t && t->kind == RT_SYMBOLIC;
+}
 
 double tj_tensor_get_f64(const tj_tensor *t, int64_t i) {
-    if (!t || t->kind != RT_CONCRETE || i < 0 || i >= t->numel) return __builtin_nan("");
+    if (!t || t->kind != RT_CONCRETE || i < 0 || i >= t->numel)
+        return __builtin_nan("");
     switch (t->dtype) {
-    case TJ_F32: return ((const float *)t->data)[i];
-    case TJ_F64: return ((const double *)t->data)[i];
-    case TJ_I32: return ((const int32_t *)t->data)[i];
-    case TJ_I64: return (double)((const int64_t *)t->data)[i];
-    case TJ_BOOL: return ((const uint8_t *)t->data)[i];
-    default: return __builtin_nan("");
+    case TJ_F32:
+        return ((const float *)t->data)[i];
+    case TJ_F64:
+        return ((const double *)t->data)[i];
+    case TJ_I32:
+        return ((const int32_t *)t->data)[i];
+    case TJ_I64:
+        return (double)((const int64_t *)t->data)[i];
+    case TJ_BOOL:
+        return ((const uint8_t *)t->data)[i];
+    default:
+        return __builtin_nan("");
     }
 }
 
@@ -368,19 +465,28 @@ void rt_desc(const tj_tensor *t, ir_node *desc) {
     memcpy(desc->dims, t->dims, sizeof desc->dims);
 }
 
-const char *tj_dtype_name(tj_dtype dt) { return ir_dtype_name(dt); }
-size_t tj_dtype_size(tj_dtype dt) { return ir_dtype_size(dt); }
-const char *tj_version(void) { return "0.1.0"; }
+const char *tj_dtype_name(tj_dtype dt) {
+    return ir_dtype_name(dt);
+}
+size_t tj_dtype_size(tj_dtype dt) {
+    return ir_dtype_size(dt);
+}
+const char *tj_version(void) {
+    return "0.1.0";
+}
 
 tj_status rt_copy_into(tj_tensor *dst, const tj_tensor *src) {
     char a[128], b[128];
-    if (!dst || dst->kind != RT_CONCRETE) return ir_errorf(TJ_ERR_INVALID, "output is not a concrete tensor");
+    if (!dst || dst->kind != RT_CONCRETE)
+        return ir_errorf(TJ_ERR_INVALID, "output is not a concrete tensor");
     if (dst->dtype != src->dtype || dst->rank != src->rank ||
         memcmp(dst->dims, src->dims, src->rank * sizeof(int64_t)) != 0)
-        return ir_errorf(TJ_ERR_SIGNATURE, "output is %s%s but the result is %s%s", ir_dtype_name(dst->dtype),
-                         ir_fmt_dims(a, sizeof a, dst->rank, dst->dims), ir_dtype_name(src->dtype),
-                         ir_fmt_dims(b, sizeof b, src->rank, src->dims));
-    if (src->dtype == TJ_STRING) return ir_errorf(TJ_ERR_UNSUPPORTED, "cannot write a string result into a tensor");
-    if (dst->data != src->data) memcpy(dst->data, src->data, (size_t)src->numel * ir_dtype_size(src->dtype));
+        return ir_errorf(TJ_ERR_SIGNATURE, "output is %s%s but the result is %s%s",
+                         ir_dtype_name(dst->dtype), ir_fmt_dims(a, sizeof a, dst->rank, dst->dims),
+                         ir_dtype_name(src->dtype), ir_fmt_dims(b, sizeof b, src->rank, src->dims));
+    if (src->dtype == TJ_STRING)
+        return ir_errorf(TJ_ERR_UNSUPPORTED, "cannot write a string result into a tensor");
+    if (dst->data != src->data)
+        memcpy(dst->data, src->data, (size_t)src->numel * ir_dtype_size(src->dtype));
     return TJ_OK;
 }

@@ -10,12 +10,14 @@
 static atomic_uint_fast64_t next_id = 1;
 
 tj_variable *rt_variable_retain(tj_variable *v) {
-    if (v) atomic_fetch_add(&v->rc, 1);
+    if (v)
+        atomic_fetch_add(&v->rc, 1);
     return v;
 }
 
 void rt_variable_release(tj_variable *v) {
-    if (!v || atomic_fetch_sub(&v->rc, 1) != 1) return;
+    if (!v || atomic_fetch_sub(&v->rc, 1) != 1)
+        return;
     tj_release(v->value);
     free(v->name);
     pthread_mutex_destroy(&v->mu);
@@ -30,13 +32,18 @@ tj_tensor *rt_variable_get(tj_variable *v) {
     return t;
 }
 
-void rt_variable_lock(tj_variable *v) { pthread_mutex_lock(&v->update_mu); }
-void rt_variable_unlock(tj_variable *v) { pthread_mutex_unlock(&v->update_mu); }
+void rt_variable_lock(tj_variable *v) {
+    pthread_mutex_lock(&v->update_mu);
+}
+void rt_variable_unlock(tj_variable *v) {
+    pthread_mutex_unlock(&v->update_mu);
+}
 
 /* Checks a value against the variable's fixed dtype and shape. */
 static tj_status check_value(const tj_variable *v, int dtype, int rank, const int64_t *dims) {
     char a[96], b[96];
-    if (dtype != v->dtype || rank != v->rank || memcmp(dims, v->dims, (size_t)rank * sizeof(int64_t)) != 0)
+    if (dtype != v->dtype || rank != v->rank ||
+        memcmp(dims, v->dims, (size_t)rank * sizeof(int64_t)) != 0)
         return ir_errorf(TJ_ERR_SHAPE, "assign: variable '%s' is %s%s, value is %s%s", v->name,
                          ir_dtype_name(v->dtype), ir_fmt_dims(a, sizeof a, v->rank, v->dims),
                          ir_dtype_name(dtype), ir_fmt_dims(b, sizeof b, rank, dims));
@@ -45,9 +52,11 @@ static tj_status check_value(const tj_variable *v, int dtype, int rank, const in
 
 tj_status rt_variable_set(tj_variable *v, tj_tensor *value) {
     if (value->kind != RT_CONCRETE)
-        return ir_errorf(TJ_ERR_INVALID, "assign: variable '%s': value is not a concrete tensor", v->name);
+        return ir_errorf(TJ_ERR_INVALID, "assign: variable '%s': value is not a concrete tensor",
+                         v->name);
     tj_status st = check_value(v, value->dtype, value->rank, value->dims);
-    if (st) return st;
+    if (st)
+        return st;
     tj_retain(value);
     pthread_mutex_lock(&v->mu);
     tj_tensor *old = v->value;
@@ -58,9 +67,12 @@ tj_status rt_variable_set(tj_variable *v, tj_tensor *value) {
 }
 
 tj_variable *tj_variable_new(tj_tensor *init, const char *name) {
-    if (!init) return (void)ir_errorf(TJ_ERR_INVALID, "variable_new: init is NULL"), NULL;
-    if (init->kind == RT_ERROR) return (void)ir_errorf(init->code, "%s", init->msg), NULL;
-    if (init->kind == RT_TUPLE) return (void)ir_errorf(TJ_ERR_INVALID, "variable_new: init is a tuple"), NULL;
+    if (!init)
+        return (void)ir_errorf(TJ_ERR_INVALID, "variable_new: init is NULL"), NULL;
+    if (init->kind == RT_ERROR)
+        return (void)ir_errorf(init->code, "%s", init->msg), NULL;
+    if (init->kind == RT_TUPLE)
+        return (void)ir_errorf(TJ_ERR_INVALID, "variable_new: init is a tuple"), NULL;
     rt_trace *tr = rt_trace_current();
     tj_tensor *value = NULL;
     if (tr) {
@@ -116,16 +128,24 @@ tj_variable *tj_variable_new(tj_tensor *init, const char *name) {
     return v;
 }
 
-void tj_variable_free(tj_variable *v) { rt_variable_release(v); }
-const char *tj_variable_name(const tj_variable *v) { return v ? v->name : ""; }
+void tj_variable_free(tj_variable *v) {
+    rt_variable_release(v);
+}
+const char *tj_variable_name(const tj_variable *v) {
+    return v ? v->name : "";
+}
 
 tj_tensor *tj_variable_read(tj_variable *v) {
-    if (!v) return rt_scoped(rt_errorf(TJ_ERR_INVALID, "variable_read: variable is NULL"));
+    if (!v)
+        return rt_scoped(rt_errorf(TJ_ERR_INVALID, "variable_read: variable is NULL"));
     rt_trace *tr = rt_trace_current();
-    if (!tr) return rt_scoped(rt_variable_get(v));
+    if (!tr)
+        return rt_scoped(rt_variable_get(v));
     uint32_t slot = rt_trace_capture(tr, v);
-    if (slot == IR_NONE) return rt_scoped(rt_errorf(TJ_ERR_OOM, "variable_read: out of memory"));
-    if (tr->cap_value[slot] != IR_NONE) return rt_scoped(rt_symbolic(tr, tr->cap_value[slot]));
+    if (slot == IR_NONE)
+        return rt_scoped(rt_errorf(TJ_ERR_OOM, "variable_read: out of memory"));
+    if (tr->cap_value[slot] != IR_NONE)
+        return rt_scoped(rt_symbolic(tr, tr->cap_value[slot]));
     ir_node p;
     memset(&p, 0, sizeof p);
     p.op = IR_OP_VAR_READ;
@@ -134,14 +154,18 @@ tj_tensor *tj_variable_read(tj_variable *v) {
     p.rank = v->rank;
     memcpy(p.dims, v->dims, sizeof p.dims);
     uint32_t id = ir_add(tr->g, &p, NULL, 0);
-    if (id == IR_NONE) return rt_scoped(rt_error_from_status(0));
+    if (id == IR_NONE)
+        return rt_scoped(rt_error_from_status(0));
     return rt_scoped(rt_symbolic(tr, id));
 }
 
 tj_tensor *tj_assign(tj_variable *v, tj_tensor *value) {
-    if (!v) return rt_scoped(rt_errorf(TJ_ERR_INVALID, "assign: variable is NULL"));
-    if (!value) return rt_scoped(rt_errorf(TJ_ERR_INVALID, "assign: value is NULL"));
-    if (value->kind == RT_ERROR) return rt_scoped(tj_retain(value));
+    if (!v)
+        return rt_scoped(rt_errorf(TJ_ERR_INVALID, "assign: variable is NULL"));
+    if (!value)
+        return rt_scoped(rt_errorf(TJ_ERR_INVALID, "assign: value is NULL"));
+    if (value->kind == RT_ERROR)
+        return rt_scoped(tj_retain(value));
     rt_trace *tr = rt_trace_current();
     if (!tr) {
         rt_variable_lock(v);
@@ -151,7 +175,8 @@ tj_tensor *tj_assign(tj_variable *v, tj_tensor *value) {
     }
     uint32_t slot = rt_trace_capture(tr, v);
     uint32_t in = slot == IR_NONE ? IR_NONE : rt_trace_lift(tr, value);
-    if (in == IR_NONE) return rt_scoped(rt_error_from_status(0));
+    if (in == IR_NONE)
+        return rt_scoped(rt_error_from_status(0));
     const ir_node *vn = &tr->g->nodes[in];
     if (check_value(v, vn->dtype, vn->rank, vn->dims)) {
         rt_trace_fail(tr, TJ_ERR_SHAPE);
@@ -162,23 +187,32 @@ tj_tensor *tj_assign(tj_variable *v, tj_tensor *value) {
     p.op = IR_OP_ASSIGN;
     p.a.i[0] = slot;
     uint32_t id = ir_add(tr->g, &p, &in, 1);
-    if (id == IR_NONE) return rt_scoped(rt_error_from_status(0));
+    if (id == IR_NONE)
+        return rt_scoped(rt_error_from_status(0));
     tr->cap_value[slot] = id;
     return rt_scoped(rt_symbolic(tr, id));
 }
 
 static tj_tensor *assign_op(tj_variable *v, tj_tensor *delta, int sub) {
-    if (!v) return rt_scoped(rt_errorf(TJ_ERR_INVALID, "%s: variable is NULL", sub ? "assign_sub" : "assign_add"));
+    if (!v)
+        return rt_scoped(
+            rt_errorf(TJ_ERR_INVALID, "%s: variable is NULL", sub ? "assign_sub" : "assign_add"));
     int eager = rt_trace_current() == NULL;
-    if (eager) rt_variable_lock(v); /* read, add and assign as one update */
+    if (eager)
+        rt_variable_lock(v); /* read, add and assign as one update */
     tj_scope_begin();
     tj_tensor *cur = tj_variable_read(v);
     tj_tensor *nv = sub ? tj_sub(cur, delta) : tj_add(cur, delta);
     tj_tensor *r = tj_keep(tj_assign(v, nv));
     tj_scope_end();
-    if (eager) rt_variable_unlock(v);
+    if (eager)
+        rt_variable_unlock(v);
     return r; /* tj_keep already handed it to the enclosing scope or the caller */
 }
 
-tj_tensor *tj_assign_add(tj_variable *v, tj_tensor *delta) { return assign_op(v, delta, 0); }
-tj_tensor *tj_assign_sub(tj_variable *v, tj_tensor *delta) { return assign_op(v, delta, 1); }
+tj_tensor *tj_assign_add(tj_variable *v, tj_tensor *delta) {
+    return assign_op(v, delta, 0);
+}
+tj_tensor *tj_assign_sub(tj_variable *v, tj_tensor *delta) {
+    return assign_op(v, delta, 1);
+}

@@ -9,37 +9,37 @@
 
 static int check_failures_, check_count_;
 
-#define CHECK(cond)                                                                             \
-    do {                                                                                        \
-        check_count_++;                                                                         \
-        if (!(cond)) {                                                                          \
-            check_failures_++;                                                                  \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);            \
-        }                                                                                       \
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        check_count_++;                                                                            \
+        if (!(cond)) {                                                                             \
+            check_failures_++;                                                                     \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
+        }                                                                                          \
     } while (0)
 
-#define CHECK_MSG(cond, ...)                                                                    \
-    do {                                                                                        \
-        check_count_++;                                                                         \
-        if (!(cond)) {                                                                          \
-            check_failures_++;                                                                  \
-            fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond);            \
-            fprintf(stderr, __VA_ARGS__);                                                       \
-            fputc('\n', stderr);                                                                \
-        }                                                                                       \
+#define CHECK_MSG(cond, ...)                                                                       \
+    do {                                                                                           \
+        check_count_++;                                                                            \
+        if (!(cond)) {                                                                             \
+            check_failures_++;                                                                     \
+            fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond);               \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+        }                                                                                          \
     } while (0)
 
-#define CHECK_EQ_INT(a, b)                                                                      \
+#define CHECK_EQ_INT(a, b)                                                                         \
     CHECK_MSG((long long)(a) == (long long)(b), "%lld != %lld", (long long)(a), (long long)(b))
-#define CHECK_NEAR(a, b, tol)                                                                   \
-    CHECK_MSG(fabs((double)(a) - (double)(b)) <= (tol), "%.9g vs %.9g (tol %g)", (double)(a),   \
+#define CHECK_NEAR(a, b, tol)                                                                      \
+    CHECK_MSG(fabs((double)(a) - (double)(b)) <= (tol), "%.9g vs %.9g (tol %g)", (double)(a),      \
               (double)(b), (double)(tol))
-#define CHECK_STR(a, b)                                                                         \
-    CHECK_MSG((a) && (b) && strcmp((a), (b)) == 0, "\"%s\" != \"%s\"", (a) ? (a) : "(null)",    \
+#define CHECK_STR(a, b)                                                                            \
+    CHECK_MSG((a) && (b) && strcmp((a), (b)) == 0, "\"%s\" != \"%s\"", (a) ? (a) : "(null)",       \
               (b) ? (b) : "(null)")
 /* substring check: error messages must name the op and the shapes */
-#define CHECK_HAS(hay, needle)                                                                  \
-    CHECK_MSG((hay) && strstr((hay), (needle)), "\"%s\" does not contain \"%s\"",               \
+#define CHECK_HAS(hay, needle)                                                                     \
+    CHECK_MSG((hay) && strstr((hay), (needle)), "\"%s\" does not contain \"%s\"",                  \
               (hay) ? (hay) : "(null)", (needle))
 
 static inline int check_done(void) {

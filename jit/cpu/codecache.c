@@ -24,16 +24,19 @@ struct jit_cpu_shared {
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static jit_cpu_shared *table;
 
-void jit_cpu_code_key(const ir_graph *g, bool contract, char *key, size_t n, char *prefix, size_t pn) {
+void jit_cpu_code_key(const ir_graph *g, bool contract, char *key, size_t n, char *prefix,
+                      size_t pn) {
     ir_hash128 h = ir_graph_hash(g);
     snprintf(key, n, "tjcpu;fmt=2;tj=%s;target=%s;contract=%d;graph=%016llx%016llx", tj_version(),
-             jit_cpu_target_id(), contract ? 1 : 0, (unsigned long long)h.hi, (unsigned long long)h.lo);
+             jit_cpu_target_id(), contract ? 1 : 0, (unsigned long long)h.hi,
+             (unsigned long long)h.lo);
     snprintf(prefix, pn, "tj_%016llx_", (unsigned long long)ir_hash_bytes(key, strlen(key), 11));
 }
 
 static jit_cpu_shared *table_find(const char *key) {
     for (jit_cpu_shared *s = table; s; s = s->next)
-        if (strcmp(s->key, key) == 0) return s;
+        if (strcmp(s->key, key) == 0)
+            return s;
     return NULL;
 }
 
@@ -46,7 +49,8 @@ static jit_cpu_shared *take(jit_cpu_shared *s, uint32_t n, void **addrs) {
 static jit_cpu_shared *table_add(const char *key, jit_cpu_code *code, uint32_t n, void **addrs) {
     jit_cpu_shared *s = calloc(1, sizeof *s);
     if (!s || !(s->key = strdup(key)) || !(s->addrs = malloc((n ? n : 1) * sizeof *s->addrs))) {
-        if (s) free(s->key);
+        if (s)
+            free(s->key);
         free(s);
         return NULL;
     }
@@ -60,25 +64,30 @@ static jit_cpu_shared *table_add(const char *key, jit_cpu_code *code, uint32_t n
 }
 
 /* Parses a disk payload; returns the object's offset or 0 if it does not fit the expected syms. */
-static size_t parse_payload(const unsigned char *p, size_t size, const char *const *syms, uint32_t n) {
-    if (size < 8 || memcmp(p, "TJK1", 4) != 0) return 0;
+static size_t parse_payload(const unsigned char *p, size_t size, const char *const *syms,
+                            uint32_t n) {
+    if (size < 8 || memcmp(p, "TJK1", 4) != 0)
+        return 0;
     uint32_t m;
     memcpy(&m, p + 4, 4);
-    if (m != n) return 0;
+    if (m != n)
+        return 0;
     size_t off = 8;
     for (uint32_t i = 0; i < n; i++) {
         uint16_t len;
-        if (off + 2 > size) return 0;
+        if (off + 2 > size)
+            return 0;
         memcpy(&len, p + off, 2);
         off += 2;
-        if (off + len > size || len != strlen(syms[i]) || memcmp(p + off, syms[i], len) != 0) return 0;
+        if (off + len > size || len != strlen(syms[i]) || memcmp(p + off, syms[i], len) != 0)
+            return 0;
         off += len;
     }
     return off < size ? off : 0;
 }
 
-jit_cpu_shared *jit_cpu_shared_find(const char *key, const char *const *syms, uint32_t n, void **addrs,
-                                    int *from) {
+jit_cpu_shared *jit_cpu_shared_find(const char *key, const char *const *syms, uint32_t n,
+                                    void **addrs, int *from) {
     *from = 0;
     pthread_mutex_lock(&mu);
     jit_cpu_shared *s = table_find(key);
@@ -92,9 +101,12 @@ jit_cpu_shared *jit_cpu_shared_find(const char *key, const char *const *syms, ui
     size_t size = 0;
     if (jit_cache_get(key, &data, &size) == TJ_OK) {
         size_t off = parse_payload(data, size, syms, n);
-        jit_cpu_code *code = off ? jit_cpu_code_load((char *)data + off, size - off, syms, n, addrs) : NULL;
-        if (code && (s = table_add(key, code, n, addrs))) *from = 2;
-        else if (code) jit_cpu_code_free(code);
+        jit_cpu_code *code =
+            off ? jit_cpu_code_load((char *)data + off, size - off, syms, n, addrs) : NULL;
+        if (code && (s = table_add(key, code, n, addrs)))
+            *from = 2;
+        else if (code)
+            jit_cpu_code_free(code);
         ir_clear_error(); /* a bad entry is a miss: the caller compiles */
     }
     free(data);
@@ -102,8 +114,8 @@ jit_cpu_shared *jit_cpu_shared_find(const char *key, const char *const *syms, ui
     return s;
 }
 
-jit_cpu_shared *jit_cpu_shared_add(const char *key, jit_cpu_code *code, const char *const *syms, uint32_t n,
-                                   void **addrs) {
+jit_cpu_shared *jit_cpu_shared_add(const char *key, jit_cpu_code *code, const char *const *syms,
+                                   uint32_t n, void **addrs) {
     pthread_mutex_lock(&mu);
     jit_cpu_shared *s = table_find(key);
     if (s) { /* another thread compiled the same graph meanwhile: use that one */
@@ -121,7 +133,8 @@ jit_cpu_shared *jit_cpu_shared_add(const char *key, jit_cpu_code *code, const ch
     }
     size_t obj_size = 0, size = 8;
     const void *obj = jit_cpu_code_object(code, &obj_size);
-    for (uint32_t i = 0; i < n; i++) size += 2 + strlen(syms[i]);
+    for (uint32_t i = 0; i < n; i++)
+        size += 2 + strlen(syms[i]);
     unsigned char *p = obj ? malloc(size + obj_size) : NULL;
     if (p) {
         memcpy(p, "TJK1", 4);
@@ -135,7 +148,8 @@ jit_cpu_shared *jit_cpu_shared_add(const char *key, jit_cpu_code *code, const ch
         }
         memcpy(p + off, obj, obj_size);
         if (jit_cache_put(key, p, off + obj_size) != TJ_OK) {
-            rt_log(RT_LOG_COMPILE, "cpu: could not store the compiled code on disk: %s", ir_last_error());
+            rt_log(RT_LOG_COMPILE, "cpu: could not store the compiled code on disk: %s",
+                   ir_last_error());
             ir_clear_error(); /* the disk cache is an optimisation; compiling still succeeded */
         }
         free(p);
@@ -145,7 +159,8 @@ jit_cpu_shared *jit_cpu_shared_add(const char *key, jit_cpu_code *code, const ch
 }
 
 void jit_cpu_shared_release(jit_cpu_shared *s) {
-    if (!s) return;
+    if (!s)
+        return;
     pthread_mutex_lock(&mu);
     if (--s->rc == 0) {
         for (jit_cpu_shared **pp = &table; *pp; pp = &(*pp)->next)

@@ -60,16 +60,17 @@ void jit_cpu_unique_prefix(char *buf, size_t n);
 
 /* ---- shared and cached code (codecache.c) --------------------------------------------------- */
 /* The cache key of g's kernels and the symbol prefix derived from it. */
-void jit_cpu_code_key(const ir_graph *g, bool contract, char *key, size_t n, char *prefix, size_t pn);
+void jit_cpu_code_key(const ir_graph *g, bool contract, char *key, size_t n, char *prefix,
+                      size_t pn);
 typedef struct jit_cpu_shared jit_cpu_shared;
 /* Finds code for key in the process table (*from = 1) or on disk (*from = 2), fills addrs and
  * returns a reference; NULL (*from = 0) on a miss. */
-jit_cpu_shared *jit_cpu_shared_find(const char *key, const char *const *syms, uint32_t n, void **addrs,
-                                    int *from);
+jit_cpu_shared *jit_cpu_shared_find(const char *key, const char *const *syms, uint32_t n,
+                                    void **addrs, int *from);
 /* Registers freshly compiled code (owns it from now on), writes it to the disk cache, fills addrs
  * (from the entry another thread registered first, if any) and returns a reference. */
-jit_cpu_shared *jit_cpu_shared_add(const char *key, jit_cpu_code *code, const char *const *syms, uint32_t n,
-                                   void **addrs);
+jit_cpu_shared *jit_cpu_shared_add(const char *key, jit_cpu_code *code, const char *const *syms,
+                                   uint32_t n, void **addrs);
 void jit_cpu_shared_release(jit_cpu_shared *s);
 
 /* Kernel ABI: bufs holds the group's input data pointers then its output data pointers;
@@ -153,7 +154,7 @@ typedef struct jit_cpu_em {
     LLVMContextRef c;
     LLVMModuleRef m;
     LLVMBuilderRef b;
-    bool contract; /* FMA contraction allowed on fadd/fsub/fmul */
+    bool contract;   /* FMA contraction allowed on fadd/fsub/fmul */
     bool exact_math; /* transcendentals call libm (bit-identical to the reference kernels) */
     LLVMTypeRef i1, i8, i32, i64, f32, f64, ptr;
 } jit_cpu_em;

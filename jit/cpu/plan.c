@@ -153,8 +153,9 @@ static tj_status emit_step(LLVMModuleRef m, cpu_prog *cp, step *sp, const jit_cp
     const ir_graph *g = cp->base.g;
     bool contract = !o->no_contract;
     if (sp->kind == STEP_BLAS)
-        return sp->epi ? jit_cpu_ew_emit(m, g, sp->epi, sp->name, contract, o->exact_math, &sp->plan)
-                       : TJ_OK;
+        return sp->epi
+                   ? jit_cpu_ew_emit(m, g, sp->epi, sp->name, contract, o->exact_math, &sp->plan)
+                   : TJ_OK;
     switch (sp->sub) {
     case SUB_EW:
         return jit_cpu_ew_emit(m, g, &cp->part->groups[sp->id], sp->name, contract, o->exact_math,

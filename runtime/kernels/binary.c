@@ -22,13 +22,13 @@
         }                                                                                          \
         return r;                                                                                  \
     }                                                                                              \
-    /* IEEE 754-2019 maximum/minimum: NaN propagates and -0 < +0, so the result does not     \
-     * depend on the operand order (the IR orders commutative operands canonically). */          \
+    /* IEEE 754-2019 maximum/minimum: NaN propagates and -0 < +0, so the result does not           \
+     * depend on the operand order (the IR orders commutative operands canonically). */            \
     static inline T fmax_nan_##SFX(T x, T y) {                                                     \
-        return x != x || y != y ? x + y : (x > y || (x == y && !signbit(x))) ? x : y;             \
+        return x != x || y != y ? x + y : (x > y || (x == y && !signbit(x))) ? x : y;              \
     }                                                                                              \
     static inline T fmin_nan_##SFX(T x, T y) {                                                     \
-        return x != x || y != y ? x + y : (x < y || (x == y && signbit(x))) ? x : y;              \
+        return x != x || y != y ? x + y : (x < y || (x == y && signbit(x))) ? x : y;               \
     }
 
 FLOAT_HELPERS(float, f32)

@@ -57,7 +57,8 @@ static void test_fast_paths(void) {
     for (uint32_t i = 0; i < a->n_nodes; i++) {
         const ir_node *n = ir_node_get(a, i);
         uint32_t ins[2];
-        for (uint32_t k = 0; k < n->n_in; k++) ins[k] = map[ir_inputs(a, n)[k]];
+        for (uint32_t k = 0; k < n->n_in; k++)
+            ins[k] = map[ir_inputs(a, n)[k]];
         map[i] = ir_add_inferred(b, n, ins, n->n_in);
         CHECK(map[i] == i);
     }

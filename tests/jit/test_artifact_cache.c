@@ -22,7 +22,8 @@ static int entry_file(char *out, size_t n) {
             snprintf(out, n, "%s/%s", dir, e->d_name);
             found++;
         }
-    if (d) closedir(d);
+    if (d)
+        closedir(d);
     return found;
 }
 
@@ -35,7 +36,8 @@ static void store_fresh(const char *key, const char *payload) {
 static int lookup_is(const char *key, const char *payload) {
     void *data;
     size_t size;
-    if (jit_cache_get(key, &data, &size) != TJ_OK) return 0;
+    if (jit_cache_get(key, &data, &size) != TJ_OK)
+        return 0;
     int ok = size == strlen(payload) + 1 && memcmp(data, payload, size) == 0;
     free(data);
     return ok;
@@ -44,7 +46,8 @@ static int lookup_is(const char *key, const char *payload) {
 static void patch(const char *path, long off, int whence, unsigned char v) {
     FILE *f = fopen(path, "r+b");
     CHECK(f != NULL);
-    if (!f) return;
+    if (!f)
+        return;
     fseek(f, off, whence);
     fputc(v, f);
     fclose(f);

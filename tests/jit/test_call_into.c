@@ -6,9 +6,12 @@
 #include "check.h"
 
 static tj_tensor *poly(tj_tensor *x) {
-    return tj_sub(tj_mul(tj_add(tj_mul(x, tj_scalar_f32(2)), tj_scalar_f32(1)), x), tj_scalar_f32(3));
+    return tj_sub(tj_mul(tj_add(tj_mul(x, tj_scalar_f32(2)), tj_scalar_f32(1)), x),
+                  tj_scalar_f32(3));
 }
-static tj_tensor *two(tj_tensor *x) { return tj_tuple(2, (tj_tensor *[]){tj_neg(x), tj_sum(x, 0, NULL, 0)}); }
+static tj_tensor *two(tj_tensor *x) {
+    return tj_tuple(2, (tj_tensor *[]){tj_neg(x), tj_sum(x, 0, NULL, 0)});
+}
 
 int main(void) {
     int64_t d[1] = {5};
@@ -19,7 +22,8 @@ int main(void) {
     for (int rep = 0; rep < 3; rep++) {
         CHECK_EQ_INT(tj_call_into(f, 1, &x, 1, &y), TJ_OK);
         const float *p = tj_tensor_data(y);
-        for (int i = 0; i < 5; i++) CHECK_NEAR(p[i], (xs[i] * 2 + 1) * xs[i] - 3, 1e-5);
+        for (int i = 0; i < 5; i++)
+            CHECK_NEAR(p[i], (xs[i] * 2 + 1) * xs[i] - 3, 1e-5);
     }
     CHECK_EQ_INT(tj_function_trace_count(f), 1);
 

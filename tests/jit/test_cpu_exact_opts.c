@@ -30,7 +30,8 @@ int main(void) {
         ir_graph *g = graph(dts[k], n);
         tj_tensor *x = tu_random(dts[k], 1, d, 1);
         rt_program *ref = rt_interp_new(g);
-        rt_program *exact = jit_cpu_compile_opts(g, &(jit_cpu_opts){.exact_math = true, .no_contract = true});
+        rt_program *exact =
+            jit_cpu_compile_opts(g, &(jit_cpu_opts){.exact_math = true, .no_contract = true});
         rt_program *fast = jit_cpu_compile_opts(g, &(jit_cpu_opts){.no_contract = true});
         CHECK(ref && exact && fast);
         tj_tensor *r = NULL, *e = NULL, *f = NULL;
@@ -38,17 +39,21 @@ int main(void) {
         CHECK(exact && tu_run(exact, &x, 1, &e) == TJ_OK);
         CHECK(fast && tu_run(fast, &x, 1, &f) == TJ_OK);
         int64_t first = -1;
-        CHECK_MSG(tu_diff(e, r, 0, &first) == 0, "%s: exact_math differs from the reference at %lld",
-                  ir_dtype_name(dts[k]), (long long)first);
+        CHECK_MSG(tu_diff(e, r, 0, &first) == 0,
+                  "%s: exact_math differs from the reference at %lld", ir_dtype_name(dts[k]),
+                  (long long)first);
         /* the approximations are not libm: some element differs, all within a few ulp-ish */
         CHECK(tu_diff(f, r, 0, NULL) > 0);
         CHECK_EQ_INT(tu_diff(f, r, dts[k] == TJ_F32 ? 4e-6 : 1e-14, &first), 0);
         tj_release(r);
         tj_release(e);
         tj_release(f);
-        if (ref) ref->vt->free(ref);
-        if (exact) exact->vt->free(exact);
-        if (fast) fast->vt->free(fast);
+        if (ref)
+            ref->vt->free(ref);
+        if (exact)
+            exact->vt->free(exact);
+        if (fast)
+            fast->vt->free(fast);
         tj_release(x);
         ir_graph_free(g);
     }

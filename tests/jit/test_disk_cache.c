@@ -13,7 +13,8 @@
 #include "jit/jit.h"
 
 static tj_tensor *poly(tj_tensor *x) {
-    return tj_sub(tj_mul(tj_add(tj_mul(x, tj_scalar_f32(2)), tj_scalar_f32(1)), x), tj_scalar_f32(3));
+    return tj_sub(tj_mul(tj_add(tj_mul(x, tj_scalar_f32(2)), tj_scalar_f32(1)), x),
+                  tj_scalar_f32(3));
 }
 
 /* Calls poly once on a fresh function; returns how the kernels were obtained (0/1/2) or -1. */
@@ -21,7 +22,8 @@ static int call_once(void) {
     tj_function *f = tj_function_new("poly", (void *)poly, 1, NULL);
     int64_t d[1] = {1000};
     float xs[1000];
-    for (int i = 0; i < 1000; i++) xs[i] = (float)i * 0.01f;
+    for (int i = 0; i < 1000; i++)
+        xs[i] = (float)i * 0.01f;
     tj_tensor *x = tj_tensor_from_data(TJ_F32, 1, d, xs);
     tj_tensor *y = tj_call(f, 1, &x);
     int from = jit_cpu_last_stats().from_cache;
@@ -48,16 +50,19 @@ static void corrupt_entries(const char *dir) {
     DIR *d = opendir(dir);
     struct dirent *e;
     while (d && (e = readdir(d))) {
-        if (!strstr(e->d_name, ".tjc")) continue;
+        if (!strstr(e->d_name, ".tjc"))
+            continue;
         char path[1024];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         FILE *f = fopen(path, "r+b");
-        if (!f) continue;
+        if (!f)
+            continue;
         fseek(f, -10, SEEK_END);
         fputc(0x5a, f);
         fclose(f);
     }
-    if (d) closedir(d);
+    if (d)
+        closedir(d);
 }
 
 int main(int argc, char **argv) {

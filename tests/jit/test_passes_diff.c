@@ -30,15 +30,17 @@ static uint32_t add_const(ir_graph *g, int dt, int s) {
     char buf[24 * 8];
     for (int64_t i = 0; i < n; i++) {
         int v = (int)rnd(7) - 3; /* plenty of 0 and 1 for the simplifier */
-        if (dt == TJ_F32) ((float *)buf)[i] = rnd(5) ? (float)v : (float)v * 0.37f;
-        else ((int32_t *)buf)[i] = v;
+        if (dt == TJ_F32)
+            ((float *)buf)[i] = rnd(5) ? (float)v : (float)v * 0.37f;
+        else
+            ((int32_t *)buf)[i] = v;
     }
     p.a.blob = ir_add_blob(g, buf, (size_t)n * 4);
     return ir_add(g, &p, NULL, 0);
 }
 
-static const int unary_f[] = {IR_OP_NEG, IR_OP_ABS, IR_OP_EXP, IR_OP_TANH, IR_OP_RELU, IR_OP_SIGMOID,
-                              IR_OP_FLOOR, IR_OP_SIN, IR_OP_SIGN};
+static const int unary_f[] = {IR_OP_NEG,     IR_OP_ABS,   IR_OP_EXP, IR_OP_TANH, IR_OP_RELU,
+                              IR_OP_SIGMOID, IR_OP_FLOOR, IR_OP_SIN, IR_OP_SIGN};
 static const int unary_i[] = {IR_OP_NEG, IR_OP_ABS, IR_OP_RELU, IR_OP_SIGN};
 static const int binary[] = {IR_OP_ADD, IR_OP_SUB, IR_OP_MUL, IR_OP_MAXIMUM, IR_OP_MINIMUM};
 
@@ -65,13 +67,18 @@ static ir_graph *random_graph(int n_ops) {
         int dt = g->nodes[a].dtype;
         uint32_t in[3] = {a, b, 0}, n_in = 1;
         switch (rnd(9)) {
-        case 0: ids[n++] = add_const(g, rnd(2) ? TJ_F32 : TJ_I32, (int)rnd(5)); continue;
+        case 0:
+            ids[n++] = add_const(g, rnd(2) ? TJ_F32 : TJ_I32, (int)rnd(5));
+            continue;
         case 1:
             p.op = (uint16_t)(dt == TJ_F32 ? unary_f[rnd(9)] : unary_i[rnd(4)]);
             break;
-        case 2: case 3: case 4:
+        case 2:
+        case 3:
+        case 4:
             p.op = (uint16_t)binary[rnd(5)];
-            if (g->nodes[b].dtype != dt) in[1] = add_const(g, dt, (int)rnd(5));
+            if (g->nodes[b].dtype != dt)
+                in[1] = add_const(g, dt, (int)rnd(5));
             n_in = 2;
             break;
         case 5:
@@ -84,7 +91,8 @@ static ir_graph *random_graph(int n_ops) {
             c.op = IR_OP_GT;
             uint32_t z = add_const(g, dt, 0), cin[2] = {a, z};
             uint32_t cond = ir_add(g, &c, cin, 2);
-            if (cond == IR_NONE) continue;
+            if (cond == IR_NONE)
+                continue;
             p.op = IR_OP_WHERE;
             in[0] = cond;
             in[1] = a;
@@ -93,14 +101,16 @@ static ir_graph *random_graph(int n_ops) {
             break;
         }
         case 7:
-            if (g->nodes[a].rank == 0) continue;
+            if (g->nodes[a].rank == 0)
+                continue;
             p.op = IR_OP_SUM;
             p.a.n_list = 1;
             p.a.list[0] = (int64_t)rnd(g->nodes[a].rank);
             p.a.i[0] = (int64_t)rnd(2);
             break;
         default:
-            if (g->nodes[a].rank != 2) continue;
+            if (g->nodes[a].rank != 2)
+                continue;
             p.op = IR_OP_TRANSPOSE;
             p.a.n_list = 2;
             p.a.list[0] = 1;
@@ -108,19 +118,23 @@ static ir_graph *random_graph(int n_ops) {
             break;
         }
         uint32_t id = ir_add(g, &p, in, n_in);
-        if (id != IR_NONE) ids[n++] = id;
-        else ir_clear_error();
+        if (id != IR_NONE)
+            ids[n++] = id;
+        else
+            ir_clear_error();
     }
     /* two or three outputs, including the last node */
     ir_add_output(g, ids[n - 1]);
     ir_add_output(g, ids[2 + rnd((uint32_t)(n - 2))]);
-    if (rnd(2)) ir_add_output(g, ids[rnd((uint32_t)n)]);
+    if (rnd(2))
+        ir_add_output(g, ids[rnd((uint32_t)n)]);
     return g;
 }
 
 static int run_graph(const ir_graph *g, tj_tensor **args, tj_tensor **outs) {
     rt_program *p = rt_interp_new(g);
-    if (!p) return -1;
+    if (!p)
+        return -1;
     tj_status st = p->vt->run(p, args, 2, NULL, outs);
     p->vt->free(p);
     return st;
@@ -136,7 +150,8 @@ int main(void) {
     const char *s = getenv("TJ_SEED"), *ng = getenv("TJ_GRAPHS");
     uint64_t seed = s ? strtoull(s, NULL, 10) : 12345;
     int n_graphs = ng ? atoi(ng) : 1000;
-    printf("test_passes_diff: seed %llu (TJ_SEED), %d graphs\n", (unsigned long long)seed, n_graphs);
+    printf("test_passes_diff: seed %llu (TJ_SEED), %d graphs\n", (unsigned long long)seed,
+           n_graphs);
     rng = seed * 2654435761u + 1;
     float xf[8];
     int32_t xi[8];
@@ -145,7 +160,8 @@ int main(void) {
         xi[i] = i - 3;
     }
     int64_t d[2] = {2, 4};
-    tj_tensor *args[2] = {tj_tensor_from_data(TJ_F32, 2, d, xf), tj_tensor_from_data(TJ_I32, 2, d, xi)};
+    tj_tensor *args[2] = {tj_tensor_from_data(TJ_F32, 2, d, xf),
+                          tj_tensor_from_data(TJ_I32, 2, d, xi)};
     uint64_t folded = 0, merged = 0, simplified = 0, removed = 0, nodes_in = 0, nodes_out = 0;
     for (int gi = 0; gi < n_graphs; gi++) {
         ir_graph *g = random_graph(8 + (int)rnd(40));
@@ -159,7 +175,8 @@ int main(void) {
         CHECK_MSG(opt != NULL, "graph %d: pipeline failed: %s", gi, ir_last_error());
         if (opt) {
             folded += st.pass[PASS_FOLD].folded;
-            for (int k = 0; k < PASS_N; k++) merged += st.pass[k].merged; /* interning merges during any rebuild */
+            for (int k = 0; k < PASS_N; k++)
+                merged += st.pass[k].merged; /* interning merges during any rebuild */
             simplified += st.pass[PASS_SIMPLIFY].simplified;
             removed += st.pass[PASS_PRUNE].removed;
             nodes_in += st.nodes_in;
