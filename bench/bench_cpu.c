@@ -410,6 +410,31 @@ static double chain_first_call(float c) {
     return ok ? ms : -1;
 }
 
+/* retrace_50op: a function already traced for f32[16] is called with f32[32]; the second call's
+ * latency is the cost of a retrace for a new shape (trace + passes + compile; a fresh constant
+ * per rep keeps the disk cache out of it). */
+static double chain_retrace(float c) {
+    float xs[32];
+    for (int i = 0; i < 32; i++)
+        xs[i] = 1;
+    int64_t d16 = 16, d32 = 32;
+    tj_tensor *a = tj_tensor_from_data(TJ_F32, 1, &d16, xs), *b = tj_tensor_from_data(TJ_F32, 1, &d32, xs);
+    chain_c = c;
+    tj_function *f = tj_function_new("chain50", (void *)chain50, 1, NULL);
+    tj_tensor *y = tj_call(f, 1, &a);
+    int ok = tj_status_of(y) == TJ_OK;
+    tj_release(y);
+    double t0 = bench_now();
+    y = tj_call(f, 1, &b);
+    double ms = (bench_now() - t0) * 1e3;
+    ok = ok && tj_status_of(y) == TJ_OK && tj_tensor_numel(y) == 32 && tj_function_trace_count(f) == 2;
+    tj_release(y);
+    tj_function_free(f);
+    tj_release(a);
+    tj_release(b);
+    return ok ? ms : -1;
+}
+
 /* The child of compile_disk_hit: prints "<ms> <loaded from disk 0/1>". */
 static int disk_hit_child(const char *arg) {
     tj_set_log(log_sink, NULL);
@@ -478,6 +503,20 @@ static void bench_compile(void) {
         bench_report("compile_50op", "ms_median", bench_median(v, got), "ms", NULL, 0, 0);
     else {
         fprintf(stderr, "bench_cpu: compile_50op: %d of %d calls compiled\n", got, reps);
+        failures++;
+    }
+
+    got = 0;
+    for (int r = 0; r < reps; r++) {
+        int c0 = n_compiled;
+        double ms = chain_retrace(nonce_const(nonce_next()));
+        if (ms >= 0 && n_compiled == c0 + 2)
+            v[got++] = ms;
+    }
+    if (got == reps)
+        bench_report("retrace_50op", "ms_median", bench_median(v, got), "ms", NULL, 0, 0);
+    else {
+        fprintf(stderr, "bench_cpu: retrace_50op: %d of %d retraces compiled\n", got, reps);
         failures++;
     }
 
