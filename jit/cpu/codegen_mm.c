@@ -106,35 +106,10 @@ LLVMValueRef jit_cpu_kernel_begin(em *e, const char *name, uint32_t n_bufs, LLVM
     return f;
 }
 
-static LLVMValueRef c64(em *e, int64_t v) {
-    return LLVMConstInt(e->i64, (unsigned long long)v, 1);
-}
-
-/* A counted loop [0, n) (n > 0): returns the index phi; close it with loop_end. */
-typedef struct loop {
-    LLVMValueRef i;
-    LLVMBasicBlockRef head, body_end;
-} loop;
-
-static loop loop_begin(em *e, LLVMValueRef fn, LLVMValueRef from) {
-    loop l;
-    LLVMBasicBlockRef pre = LLVMGetInsertBlock(e->b);
-    l.head = LLVMAppendBasicBlockInContext(e->c, fn, "l");
-    LLVMBuildBr(e->b, l.head);
-    LLVMPositionBuilderAtEnd(e->b, l.head);
-    l.i = LLVMBuildPhi(e->b, e->i64, "");
-    LLVMAddIncoming(l.i, &from, &pre, 1);
-    return l;
-}
-
-static void loop_end(em *e, LLVMValueRef fn, loop *l, LLVMValueRef to) {
-    LLVMValueRef nx = LLVMBuildNSWAdd(e->b, l->i, c64(e, 1), "");
-    LLVMBasicBlockRef cur = LLVMGetInsertBlock(e->b);
-    LLVMBasicBlockRef out = LLVMAppendBasicBlockInContext(e->c, fn, "x");
-    LLVMBuildCondBr(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, nx, to, ""), l->head, out);
-    LLVMAddIncoming(l->i, &nx, &cur, 1);
-    LLVMPositionBuilderAtEnd(e->b, out);
-}
+#define c64 jit_cpu_c64
+typedef jit_cpu_loop loop;
+#define loop_begin jit_cpu_loop_begin
+#define loop_end jit_cpu_loop_end
 
 /* One segment of W outputs of row `arow` (element offset of a's row) starting at column j0. */
 static void emit_segment(em *e, LLVMValueRef fn, const jit_cpu_mm *s, LLVMValueRef A,

@@ -72,37 +72,10 @@ bool jit_cpu_softmax_supported(const ir_graph *g, uint32_t id) {
 
 typedef jit_cpu_em em;
 
-static LLVMValueRef c64(em *e, int64_t v) {
-    return LLVMConstInt(e->i64, (unsigned long long)v, 1);
-}
-
-typedef struct loop {
-    LLVMValueRef i;
-    LLVMBasicBlockRef head;
-} loop;
-
-/* for (i = from; i < to; i++), entered only when from < to (the caller guarantees it). */
-static loop loop_begin(em *e, LLVMValueRef fn, LLVMValueRef from) {
-    loop l;
-    LLVMBasicBlockRef pre = LLVMGetInsertBlock(e->b);
-    l.head = LLVMAppendBasicBlockInContext(e->c, fn, "l");
-    LLVMBuildBr(e->b, l.head);
-    LLVMPositionBuilderAtEnd(e->b, l.head);
-    l.i = LLVMBuildPhi(e->b, e->i64, "");
-    LLVMAddIncoming(l.i, &from, &pre, 1);
-    return l;
-}
-
-/* Closes l; returns the latch block (for phis carried around the loop). */
-static LLVMBasicBlockRef loop_end(em *e, LLVMValueRef fn, loop *l, LLVMValueRef to) {
-    LLVMValueRef nx = LLVMBuildNSWAdd(e->b, l->i, c64(e, 1), "");
-    LLVMBasicBlockRef cur = LLVMGetInsertBlock(e->b);
-    LLVMBasicBlockRef out = LLVMAppendBasicBlockInContext(e->c, fn, "x");
-    LLVMBuildCondBr(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, nx, to, ""), l->head, out);
-    LLVMAddIncoming(l->i, &nx, &cur, 1);
-    LLVMPositionBuilderAtEnd(e->b, out);
-    return cur;
-}
+#define c64 jit_cpu_c64
+typedef jit_cpu_loop loop;
+#define loop_begin jit_cpu_loop_begin
+#define loop_end jit_cpu_loop_end
 
 static LLVMValueRef intrin2(em *e, const char *name, LLVMValueRef x, LLVMValueRef y) {
     LLVMTypeRef t = LLVMTypeOf(x);

@@ -158,6 +158,16 @@ typedef struct jit_cpu_em {
     bool exact_math; /* transcendentals call libm (bit-identical to the reference kernels) */
     LLVMTypeRef i1, i8, i32, i64, f32, f64, ptr;
 } jit_cpu_em;
+/* Counted loops (loops.c): for (i = from; i < to; i++), entered only when from < to. */
+typedef struct jit_cpu_loop {
+    LLVMValueRef i;
+    LLVMBasicBlockRef head;
+} jit_cpu_loop;
+LLVMValueRef jit_cpu_c64(jit_cpu_em *e, int64_t v);
+jit_cpu_loop jit_cpu_loop_begin(jit_cpu_em *e, LLVMValueRef fn, LLVMValueRef from);
+/* Closes l; returns the latch block (for phis carried around the loop). */
+LLVMBasicBlockRef jit_cpu_loop_end(jit_cpu_em *e, LLVMValueRef fn, jit_cpu_loop *l,
+                                   LLVMValueRef to);
 /* Register type of a dtype (bool is i1; in memory it is i8). */
 LLVMTypeRef jit_cpu_reg_ty(jit_cpu_em *e, int dt);
 /* One element of node n from its inputs' values a[] (t: dtype of the value operands, i.e. input
