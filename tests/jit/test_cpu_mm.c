@@ -27,19 +27,7 @@ static void compare(ir_graph *g, tj_tensor **args, uint32_t n, const jit_cpu_opt
             ref->vt->free(ref);
         return;
     }
-    tj_tensor *a[4] = {0}, *b[4] = {0};
-    tj_status sa = tu_run(p, args, n, a), sb = tu_run(ref, args, n, b);
-    CHECK_MSG(sa == sb, "%s: status %d vs %d (%s)", what, sa, sb, ir_last_error());
-    for (uint32_t k = 0; k < g->n_outputs && !sa && !sb; k++) {
-        int64_t first = -1, bad = tu_diff(a[k], b[k], tol, &first);
-        CHECK_MSG(bad == 0, "%s output %u: %lld differ, first %lld: %.17g vs %.17g", what, k,
-                  (long long)bad, (long long)first, first >= 0 ? tu_get(a[k], first) : 0.0,
-                  first >= 0 ? tu_get(b[k], first) : 0.0);
-    }
-    for (int k = 0; k < 4; k++) {
-        tj_release(a[k]);
-        tj_release(b[k]);
-    }
+    tu_compare_programs(p, ref, args, n, tol, what);
     p->vt->free(p);
     ref->vt->free(ref);
 }

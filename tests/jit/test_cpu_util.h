@@ -163,4 +163,25 @@ static inline tj_status tu_run(rt_program *p, tj_tensor *const *args, uint32_t n
     return p->vt->run(p, args, n, NULL, outs);
 }
 
+#ifdef TJ_CHECK_H
+/* Runs p and ref on args and CHECKs that every output agrees (tolerance as in tu_diff). */
+static inline void tu_compare_programs(rt_program *p, rt_program *ref, tj_tensor **args, uint32_t n,
+                                       double tol, const char *what) {
+    tj_tensor *a[16] = {0}, *b[16] = {0};
+    uint32_t n_out = p->g->n_outputs < 16 ? p->g->n_outputs : 16;
+    tj_status sa = tu_run(p, args, n, a), sb = tu_run(ref, args, n, b);
+    CHECK_MSG(sa == sb, "%s: status %d vs %d (%s)", what, sa, sb, ir_last_error());
+    for (uint32_t k = 0; k < n_out && !sa && !sb; k++) {
+        int64_t first = -1, bad = tu_diff(a[k], b[k], tol, &first);
+        CHECK_MSG(bad == 0, "%s output %u: %lld differ, first %lld: %.17g vs %.17g", what, k,
+                  (long long)bad, (long long)first, first >= 0 ? tu_get(a[k], first) : 0.0,
+                  first >= 0 ? tu_get(b[k], first) : 0.0);
+    }
+    for (int k = 0; k < 16; k++) {
+        tj_release(a[k]);
+        tj_release(b[k]);
+    }
+}
+#endif
+
 #endif
