@@ -59,12 +59,14 @@ TOTAL_FAIL=0
 TOTAL_SKIP=0
 RC=0
 
-# run_ctest DIR: runs ctest in DIR, adds its counts to the totals, never exits the script.
+# run_ctest DIR [REGEX]: runs ctest in DIR (the tests matching REGEX), adds its counts to the
+# totals, never exits the script.
 run_ctest() {
-    local dir=$1 log summary total failed skipped rc=0
+    local dir=$1 filter=${2:-} log summary total failed skipped rc=0
     log=$(mktemp)
-    echo "== ctest in ${dir#"$ROOT"/}/"
-    (cd "$dir" && ctest --output-on-failure -j"$JOBS" --no-tests=error) 2>&1 | tee "$log" || rc=$?
+    echo "== ctest in ${dir#"$ROOT"/}/${filter:+ (${filter})}"
+    (cd "$dir" && ctest --output-on-failure -j"$JOBS" --no-tests=error ${filter:+-R "$filter"}) 2>&1 |
+        tee "$log" || rc=$?
     summary=$(grep -E '[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -n 1 || true)
     if [ -z "$summary" ]; then
         echo "test.sh: ctest in $dir printed no summary (rc=$rc)"
@@ -85,6 +87,17 @@ run_ctest() {
 }
 
 run_ctest "$B"
+
+# ---- ThreadSanitizer: the tests that run calls, pools and variables on many threads -------------
+THREADED='^(jit_test_cache|jit_test_call_into|jit_test_cpu_pool|jit_test_cpu_program|semantics_s10_captured_variables|semantics_s13_host_callback)$'
+BT=$B-tsan
+echo "== configure + build ${BT#"$ROOT"/}/ (ThreadSanitizer, threaded tests only)"
+cmake -S "$ROOT" -B "$BT" -DCMAKE_BUILD_TYPE=Debug -DTJ_TSAN=ON -DTJ_WERROR=ON -DTJ_BUILD_BENCH=OFF
+# shellcheck disable=SC2046
+cmake --build "$BT" -j"$JOBS" --target $(sed -E 's/[\^$()]//g; s/\|/ /g' <<<"$THREADED")
+export TSAN_OPTIONS=halt_on_error=1
+run_ctest "$BT" "$THREADED"
+
 run_ctest "$BA"
 
 echo "total: $TOTAL_PASS passed, $TOTAL_FAIL failed, $TOTAL_SKIP skipped"
