@@ -209,16 +209,9 @@ tj_status jit_cpu_ew_emit(LLVMModuleRef m, const ir_graph *g, const pass_group *
     plan->unit_len = L.flat ? 1 : len;
     plan->n_units = numel == 0 ? 0 : L.flat ? numel : numel / len;
 
-    em E = {.c = LLVMGetModuleContext(m), .m = m, .contract = contract, .exact_math = exact_math};
+    em E;
+    jit_cpu_em_init(&E, m, contract, exact_math);
     em *e = &E;
-    e->i1 = LLVMInt1TypeInContext(e->c);
-    e->i8 = LLVMInt8TypeInContext(e->c);
-    e->i32 = LLVMInt32TypeInContext(e->c);
-    e->i64 = LLVMInt64TypeInContext(e->c);
-    e->f32 = LLVMFloatTypeInContext(e->c);
-    e->f64 = LLVMDoubleTypeInContext(e->c);
-    e->ptr = LLVMPointerTypeInContext(e->c, 0);
-    e->b = LLVMCreateBuilderInContext(e->c);
     LLVMBuilderRef b = e->b;
 
     /* the body: void name.body(ptr noalias p0, ..., i64 begin, i64 end), inlined into the entry */

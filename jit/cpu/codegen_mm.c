@@ -74,38 +74,6 @@ void jit_cpu_mm_batch(const jit_cpu_mm *s, int64_t bi, int64_t *a_off, int64_t *
 
 typedef jit_cpu_em em;
 
-void jit_cpu_em_init(em *e, LLVMModuleRef m, bool contract, bool exact_math) {
-    memset(e, 0, sizeof *e);
-    e->c = LLVMGetModuleContext(m);
-    e->m = m;
-    e->contract = contract;
-    e->exact_math = exact_math;
-    e->i1 = LLVMInt1TypeInContext(e->c);
-    e->i8 = LLVMInt8TypeInContext(e->c);
-    e->i32 = LLVMInt32TypeInContext(e->c);
-    e->i64 = LLVMInt64TypeInContext(e->c);
-    e->f32 = LLVMFloatTypeInContext(e->c);
-    e->f64 = LLVMDoubleTypeInContext(e->c);
-    e->ptr = LLVMPointerTypeInContext(e->c, 0);
-    e->b = LLVMCreateBuilderInContext(e->c);
-}
-
-LLVMValueRef jit_cpu_kernel_begin(em *e, const char *name, uint32_t n_bufs, LLVMValueRef *ptrs) {
-    LLVMTypeRef kp[3] = {e->ptr, e->i64, e->i64};
-    LLVMTypeRef k_ty = LLVMFunctionType(LLVMVoidTypeInContext(e->c), kp, 3, 0);
-    LLVMValueRef f = LLVMAddFunction(e->m, name, k_ty);
-    unsigned k_nounwind = LLVMGetEnumAttributeKindForName("nounwind", 8);
-    LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
-                            LLVMCreateEnumAttribute(e->c, k_nounwind, 0));
-    LLVMPositionBuilderAtEnd(e->b, LLVMAppendBasicBlockInContext(e->c, f, "entry"));
-    for (uint32_t i = 0; i < n_bufs; i++) {
-        LLVMValueRef idx = LLVMConstInt(e->i64, i, 0);
-        LLVMValueRef slot = LLVMBuildInBoundsGEP2(e->b, e->ptr, LLVMGetParam(f, 0), &idx, 1, "");
-        ptrs[i] = LLVMBuildLoad2(e->b, e->ptr, slot, "");
-    }
-    return f;
-}
-
 #define c64 jit_cpu_c64
 typedef jit_cpu_loop loop;
 #define loop_begin jit_cpu_loop_begin
@@ -218,10 +186,7 @@ tj_status jit_cpu_mm_emit(LLVMModuleRef mod, const ir_graph *g, uint32_t id, con
         emit_segment(e, fn, &s, p[0], p[1], p[2], arow, bbase, orow, c64(e, full * W),
                      (unsigned)tail, strict);
     loop_end(e, fn, &u, end);
-    LLVMBuildBr(b, done);
-    LLVMPositionBuilderAtEnd(b, done);
-    LLVMBuildRetVoid(b);
-    LLVMDisposeBuilder(b);
+    jit_cpu_kernel_end(e, done);
     return TJ_OK;
 }
 

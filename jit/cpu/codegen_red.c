@@ -239,10 +239,7 @@ tj_status jit_cpu_red_emit(LLVMModuleRef m, const ir_graph *g, const pass_group 
         acc = LLVMBuildFPTrunc(b, acc, t, "");
     LLVMBuildStore(b, acc, LLVMBuildInBoundsGEP2(b, t, ptrs[ni], &u.i, 1, ""));
     loop_end(e, fn, &u, end);
-    LLVMBuildBr(b, done);
-    LLVMPositionBuilderAtEnd(b, done);
-    LLVMBuildRetVoid(b);
-    LLVMDisposeBuilder(b);
+    jit_cpu_kernel_end(e, done);
     free(ptrs);
     free(pre);
     free(vals);
@@ -327,10 +324,7 @@ tj_status jit_cpu_softmax_emit(LLVMModuleRef m, const ir_graph *g, uint32_t id, 
     LLVMBuildStore(b, r, LLVMBuildInBoundsGEP2(b, t, p[1], &off, 1, ""));
     loop_end(e, fn, &l3, c64(e, len));
     loop_end(e, fn, &u, end);
-    LLVMBuildBr(b, done);
-    LLVMPositionBuilderAtEnd(b, done);
-    LLVMBuildRetVoid(b);
-    LLVMDisposeBuilder(b);
+    jit_cpu_kernel_end(e, done);
     return TJ_OK;
 }
 

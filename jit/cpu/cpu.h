@@ -158,7 +158,7 @@ typedef struct jit_cpu_em {
     bool exact_math; /* transcendentals call libm (bit-identical to the reference kernels) */
     LLVMTypeRef i1, i8, i32, i64, f32, f64, ptr;
 } jit_cpu_em;
-/* Counted loops (loops.c): for (i = from; i < to; i++), entered only when from < to. */
+/* Counted loops (emit.c): for (i = from; i < to; i++), entered only when from < to. */
 typedef struct jit_cpu_loop {
     LLVMValueRef i;
     LLVMBasicBlockRef head;
@@ -189,6 +189,8 @@ void jit_cpu_em_init(jit_cpu_em *e, LLVMModuleRef m, bool contract, bool exact_m
  * n_bufs buffer pointers into ptrs. Its arguments 1 and 2 are begin and end. */
 LLVMValueRef jit_cpu_kernel_begin(jit_cpu_em *e, const char *name, uint32_t n_bufs,
                                   LLVMValueRef *ptrs);
+/* Branches to done, returns and disposes the builder: the end of every kernel. */
+void jit_cpu_kernel_end(jit_cpu_em *e, LLVMBasicBlockRef done);
 /* A kernel over rows of matmul node id (units: batches*m rows of the output); bufs a, b, out. */
 tj_status jit_cpu_mm_emit(LLVMModuleRef m, const ir_graph *g, uint32_t id, const char *name,
                           const jit_cpu_opts *o, jit_cpu_ew_plan *plan);

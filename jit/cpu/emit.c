@@ -1,0 +1,77 @@
+/* emit.c — LLVM emission helpers shared by the CPU codegen files (elementwise, matmul,
+ * reductions, softmax): the emission state, the kernel entry (void k(void **bufs, i64 begin,
+ * i64 end) with the buffer pointers loaded) and exit, and counted loops
+ * for (i = from; i < to; i++), entered only when from < to, with the index as a phi. */
+#ifdef TJ_HAVE_LLVM
+#include <string.h>
+
+#include "jit/cpu/cpu.h"
+
+void jit_cpu_em_init(jit_cpu_em *e, LLVMModuleRef m, bool contract, bool exact_math) {
+    memset(e, 0, sizeof *e);
+    e->c = LLVMGetModuleContext(m);
+    e->m = m;
+    e->contract = contract;
+    e->exact_math = exact_math;
+    e->i1 = LLVMInt1TypeInContext(e->c);
+    e->i8 = LLVMInt8TypeInContext(e->c);
+    e->i32 = LLVMInt32TypeInContext(e->c);
+    e->i64 = LLVMInt64TypeInContext(e->c);
+    e->f32 = LLVMFloatTypeInContext(e->c);
+    e->f64 = LLVMDoubleTypeInContext(e->c);
+    e->ptr = LLVMPointerTypeInContext(e->c, 0);
+    e->b = LLVMCreateBuilderInContext(e->c);
+}
+
+LLVMValueRef jit_cpu_kernel_begin(jit_cpu_em *e, const char *name, uint32_t n_bufs,
+                                  LLVMValueRef *ptrs) {
+    LLVMTypeRef kp[3] = {e->ptr, e->i64, e->i64};
+    LLVMTypeRef k_ty = LLVMFunctionType(LLVMVoidTypeInContext(e->c), kp, 3, 0);
+    LLVMValueRef f = LLVMAddFunction(e->m, name, k_ty);
+    unsigned k_nounwind = LLVMGetEnumAttributeKindForName("nounwind", 8);
+    LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                            LLVMCreateEnumAttribute(e->c, k_nounwind, 0));
+    LLVMPositionBuilderAtEnd(e->b, LLVMAppendBasicBlockInContext(e->c, f, "entry"));
+    for (uint32_t i = 0; i < n_bufs; i++) {
+        LLVMValueRef idx = LLVMConstInt(e->i64, i, 0);
+        LLVMValueRef slot = LLVMBuildInBoundsGEP2(e->b, e->ptr, LLVMGetParam(f, 0), &idx, 1, "");
+        ptrs[i] = LLVMBuildLoad2(e->b, e->ptr, slot, "");
+    }
+    return f;
+}
+
+/* Closes a kernel begun with jit_cpu_kernel_begin: branches to `done`, returns, frees the builder.
+ */
+void jit_cpu_kernel_end(jit_cpu_em *e, LLVMBasicBlockRef done) {
+    LLVMBuildBr(e->b, done);
+    LLVMPositionBuilderAtEnd(e->b, done);
+    LLVMBuildRetVoid(e->b);
+    LLVMDisposeBuilder(e->b);
+}
+
+LLVMValueRef jit_cpu_c64(jit_cpu_em *e, int64_t v) {
+    return LLVMConstInt(e->i64, (unsigned long long)v, 1);
+}
+
+jit_cpu_loop jit_cpu_loop_begin(jit_cpu_em *e, LLVMValueRef fn, LLVMValueRef from) {
+    jit_cpu_loop l;
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(e->b);
+    l.head = LLVMAppendBasicBlockInContext(e->c, fn, "l");
+    LLVMBuildBr(e->b, l.head);
+    LLVMPositionBuilderAtEnd(e->b, l.head);
+    l.i = LLVMBuildPhi(e->b, e->i64, "");
+    LLVMAddIncoming(l.i, &from, &pre, 1);
+    return l;
+}
+
+LLVMBasicBlockRef jit_cpu_loop_end(jit_cpu_em *e, LLVMValueRef fn, jit_cpu_loop *l,
+                                   LLVMValueRef to) {
+    LLVMValueRef nx = LLVMBuildNSWAdd(e->b, l->i, jit_cpu_c64(e, 1), "");
+    LLVMBasicBlockRef cur = LLVMGetInsertBlock(e->b);
+    LLVMBasicBlockRef out = LLVMAppendBasicBlockInContext(e->c, fn, "x");
+    LLVMBuildCondBr(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, nx, to, ""), l->head, out);
+    LLVMAddIncoming(l->i, &nx, &cur, 1);
+    LLVMPositionBuilderAtEnd(e->b, out);
+    return cur; /* the latch, for phis carried around the loop */
+}
+#endif
