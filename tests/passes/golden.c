@@ -9,19 +9,6 @@
 #include "check.h"
 #include "ptest.h"
 
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    size_t got = fread(s, 1, (size_t)n, f);
-    s[got] = '\0';
-    fclose(f);
-    return s;
-}
 
 /* the value of a "# key: value" line, copied into out; false if absent */
 static bool directive(const char *text, const char *key, char *out, size_t n) {
@@ -51,9 +38,9 @@ static int cmp_str(const void *a, const void *b) {
 static void run_case(const char *dir, const char *name, const char *out_dir) {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s.tjir", dir, name);
-    char *in_text = slurp(path);
+    char *in_text = pt_slurp(path);
     snprintf(path, sizeof path, "%s/%s.expected.tjir", dir, name);
-    char *exp_text = slurp(path);
+    char *exp_text = pt_slurp(path);
     CHECK_MSG(in_text && exp_text, "%s: missing input or %s", name, path);
     ir_graph *in = in_text ? ir_parse(in_text) : NULL;
     ir_graph *ex = exp_text ? ir_parse(exp_text) : NULL;

@@ -9,19 +9,6 @@
 #include "check.h"
 #include "ptest.h"
 
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    size_t got = fread(s, 1, (size_t)n, f);
-    s[got] = '\0';
-    fclose(f);
-    return s;
-}
 
 static int count_lines(const char *text, const char *needle) {
     int n = 0;
@@ -111,7 +98,7 @@ int main(void) {
     for (int i = 0; i < 6; i++) {
         char path[512];
         snprintf(path, sizeof path, "%s/s24_fn.0000000000000abc.%02d.%s.tjir", dir, i, seq[i]);
-        text[i] = slurp(path);
+        text[i] = pt_slurp(path);
         CHECK_MSG(text[i] != NULL, "missing dump %s", path);
     }
     if (text[0] && text[1] && text[2] && text[3] && text[4] && text[5]) {
