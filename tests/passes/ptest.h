@@ -6,6 +6,8 @@
 #define TJ_PTEST_H
 
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ir/ir.h"
