@@ -100,17 +100,6 @@ tj_tensor *rt_tensor_alloc(int dtype, int rank, const int64_t *dims) {
     return t;
 }
 
-tj_tensor *rt_tensor_view(tj_tensor *src, int rank, const int64_t *dims) {
-    tj_tensor *t = header_new(RT_CONCRETE);
-    if (!t)
-        return NULL;
-    set_shape(t, src->dtype, rank, dims);
-    t->buf = src->buf;
-    atomic_fetch_add(&t->buf->rc, 1);
-    t->data = src->data;
-    return t;
-}
-
 char *rt_strdup_len(const char *s, size_t n) {
     char *p = malloc(n + 1);
     if (!p)

@@ -55,8 +55,6 @@ jit_cpu_code *jit_cpu_code_load(const void *obj, size_t size, const char *const 
                                 uint32_t n_syms, void **addrs);
 const void *jit_cpu_code_object(const jit_cpu_code *c, size_t *size);
 void jit_cpu_code_free(jit_cpu_code *c);
-/* A process-unique symbol prefix ("tj_k12_"). */
-void jit_cpu_unique_prefix(char *buf, size_t n);
 
 /* ---- shared and cached code (codecache.c) --------------------------------------------------- */
 /* The cache key of g's kernels and the symbol prefix derived from it. */

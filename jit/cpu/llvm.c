@@ -19,12 +19,6 @@ jit_cpu_stats jit_cpu_last_stats(void) {
     return t_stats;
 }
 
-void jit_cpu_unique_prefix(char *buf, size_t n) {
-    static atomic_uint_fast64_t counter;
-    unsigned long long k = (unsigned long long)atomic_fetch_add(&counter, 1);
-    snprintf(buf, n, "tj_k%llu_", k);
-}
-
 #ifndef TJ_HAVE_LLVM
 
 bool jit_cpu_available(void) {
