@@ -24,10 +24,8 @@ tj_status jit_fold_eval(void *user, ir_graph *g, const ir_node *node, const uint
     tj_tensor *out = st ? NULL : rt_tensor_alloc(node->dtype, node->rank, node->dims);
     if (!st && !out)
         st = ir_last_code();
-    ir_node n = *node; /* the pass leaves n_in unset; kernels read it */
-    n.n_in = n_in;
     if (!st)
-        st = rt_ref_kernel(&n, ins, out);
+        st = rt_ref_kernel(node, ins, out);
     if (!st) {
         *blob_out = rt_const_blob(g, out);
         if (!*blob_out && out->numel)

@@ -84,7 +84,7 @@ ir_graph *pass_fold_run(const ir_graph *g, const pass_options *opts, pass_stat *
             bool expands = (ir_ops[n->op].flags & IR_F_EXPAND) && bytes > in_bytes;
             if (all_const && !expands) {
                 ir_node proto = *n;
-                proto.n_in = 0;
+                proto.n_in = n->n_in; /* kernels read it; in_off means nothing here */
                 proto.in_off = 0;
                 uint32_t blob = 0;
                 tj_status s = eval(opts->eval_user, rb.dst, &proto, in_buf, n->n_in, &blob);

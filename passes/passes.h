@@ -20,7 +20,7 @@
  *   g     the graph being built; in[0 .. n_in) are ids of CONST nodes of g (payload:
  *         ir_blob_get(g, ir_node_get(g, in[i])->a.blob), in the CONST payload encoding).
  *   node  a descriptor of the node to evaluate: op, attrs, and the inferred output
- *         dtype/rank/dims (exactly what rt_ref_kernel expects). Its n_in/in_off are meaningless.
+ *         dtype/rank/dims and n_in (exactly what rt_ref_kernel expects); in_off is meaningless.
  * On success the evaluator adds the result's payload to g (ir_add_blob, or rt_const_blob) and
  * stores the returned blob handle in *blob_out; it must not add nodes. On failure (unsupported
  * op, index out of range, integer division by zero, OOM, ...) it returns a negative tj_status;
