@@ -30,6 +30,18 @@ void bl_bias_relu(int n_threads, float *y, const float *bias, int64_t rows, int6
 
 static int quick, n_threads, failures;
 
+/* TJ_BENCH_ONLY=name[,name...] runs only the groups named (ew, softmax, gemm, compile). */
+static int wanted(const char *group) {
+    const char *only = getenv("TJ_BENCH_ONLY");
+    if (!only || !*only)
+        return 1;
+    size_t n = strlen(group);
+    for (const char *p = only; (p = strstr(p, group)) != NULL; p += n)
+        if ((p == only || p[-1] == ',') && (p[n] == 0 || p[n] == ','))
+            return 1;
+    return 0;
+}
+
 /* ---- timing ---------------------------------------------------------------------------------- */
 /* OpenBLAS's idle threads spin for a while after a call; let them go to sleep before tracejit
  * runs again, so the next benchmark has both cores. */
@@ -563,8 +575,10 @@ int main(int argc, char **argv) {
     tj_set_log_topics("compile");
     printf("%-24s %-14s %12s %-8s %-26s %12s  %7s\n", "bench", "metric", "value", "unit",
            "baseline", "base value", "ratio");
-    bench_compile_first(); /* first: nothing in this process has compiled yet */
-    bench_compile();
+    if (wanted("compile")) {
+        bench_compile_first(); /* first: nothing in this process has compiled yet */
+        bench_compile();
+    }
     tj_set_log_topics("");
 
     n_threads = rt_pool_size();
@@ -586,15 +600,18 @@ int main(int argc, char **argv) {
     /* call_overhead ns_into (tj_call_into, the result written into a caller-provided tensor) is
      * measured by bench_core.c next to ns_alloc, on the same inputs; not repeated here. */
 
-    bench_ew();
-    bench_softmax();
+    if (wanted("ew"))
+        bench_ew();
+    if (wanted("softmax"))
+        bench_softmax();
     static const int sizes[] = {256, 512, 1024, 2048};
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 4 && wanted("gemm"); i++) {
         char name[32];
         snprintf(name, sizeof name, "matmul_f32_%d", sizes[i]);
         bench_gemm(name, sizes[i], 0);
     }
-    bench_gemm("dense_bias_relu_1024", 1024, 1);
+    if (wanted("gemm"))
+        bench_gemm("dense_bias_relu_1024", 1024, 1);
 
     rt_alloc_stats st = rt_alloc_get_stats();
     struct rusage ru;

@@ -135,6 +135,56 @@ static void check_softmax(int dt, int64_t rows, int64_t len, int axis) {
     ir_graph_free(g);
 }
 
+/* The pipelined kernel (rows of 64 bytes or more) writing into caller tensors (tj_call_into's
+ * path): a 64-byte aligned output (non-temporal stores) and one 4 bytes off (plain stores), from
+ * an input 4 bytes off as well (unaligned loads); every value against the interpreter's. */
+static void check_softmax_into(int dt, int64_t rows, int64_t len) {
+    int64_t d[2] = {rows, len}, n = rows * len;
+    size_t es = dt == TJ_F32 ? 4 : 8;
+    ir_graph *g = ir_graph_new("softmax_into");
+    uint32_t x = tu_param(g, 0, dt, 2, d);
+    ir_add_output(g, softmax(g, IR_OP_SOFTMAX, x, 1));
+    ir_add_output(g, softmax(g, IR_OP_LOG_SOFTMAX, x, 1));
+    tj_tensor *src = tu_random(dt, 2, d, 0);
+    char *raw = aligned_alloc(64, (size_t)n * es * 5 + 64 * 5);
+    CHECK(raw != NULL);
+    if (!raw) {
+        tj_release(src);
+        ir_graph_free(g);
+        return;
+    }
+    char *xin = raw + 4, *y0 = raw + ((n * es + 64 + 63) / 64) * 64, *y1 = y0 + ((n * es + 63) / 64) * 64;
+    char *y2 = y1 + ((n * es + 63) / 64) * 64 + 64 + 4, *y3 = y2 + n * es + 64;
+    memcpy(xin, src->data, (size_t)n * es);
+    tj_tensor *in = tj_tensor_borrow(dt, 2, d, xin, NULL, NULL);
+    rt_program *p = jit_cpu_compile_opts(g, NULL), *ref = rt_interp_new(g);
+    CHECK_MSG(p && ref, "softmax into: %s", ir_last_error());
+    for (int aligned = 0; p && ref && aligned < 2; aligned++) {
+        char *ys = aligned ? y0 : y2, *yl = aligned ? y1 : y3;
+        tj_tensor *outs[2] = {tj_tensor_borrow(dt, 2, d, ys, NULL, NULL),
+                              tj_tensor_borrow(dt, 2, d, yl, NULL, NULL)};
+        tj_tensor *want[2] = {NULL, NULL};
+        CHECK(p->vt->run(p, &in, 1, NULL, outs) == TJ_OK);
+        CHECK(tu_run(ref, &in, 1, want) == TJ_OK);
+        for (int k = 0; k < 2; k++) {
+            int64_t first = -1, bad = tu_diff(outs[k], want[k], dt == TJ_F32 ? 2e-6 : 1e-13, &first);
+            CHECK_MSG(bad == 0, "softmax into %s [%lld,%lld] %s output %d: %lld differ, first %lld",
+                      ir_dtype_short(dt), (long long)rows, (long long)len,
+                      aligned ? "aligned" : "unaligned", k, (long long)bad, (long long)first);
+            tj_release(outs[k]);
+            tj_release(want[k]);
+        }
+    }
+    if (p)
+        p->vt->free(p);
+    if (ref)
+        ref->vt->free(ref);
+    tj_release(in);
+    tj_release(src);
+    free(raw);
+    ir_graph_free(g);
+}
+
 int main(void) {
     if (!jit_cpu_available()) {
         printf("skip: %s\n", ir_last_error());
@@ -149,6 +199,18 @@ int main(void) {
         check_softmax(dts[d], 0, 7, 1);
         check_softmax(dts[d], 300, 300, 1); /* split across threads */
         check_softmax(dts[d], 5, 9, 0);     /* reference fallback */
+        /* the pipelined kernel: one vector, one row, 64-byte rows split across threads, the
+         * largest row it takes and the first it leaves to the three-pass kernel */
+        int64_t w = dts[d] == TJ_F32 ? 16 : 8, most = 64 * 1024 / (2 * (dts[d] == TJ_F32 ? 4 : 8));
+        check_softmax(dts[d], 9, w, 1);
+        check_softmax(dts[d], 1, 4 * w, 1);
+        check_softmax(dts[d], 2, 3 * w + 1, 1);
+        check_softmax(dts[d], 301, 256, 1);
+        check_softmax(dts[d], 3, most, 1);
+        check_softmax(dts[d], 3, most + 1, 1);
+        check_softmax_into(dts[d], 1, w);
+        check_softmax_into(dts[d], 257, 128);
+        check_softmax_into(dts[d], 64, 7 * w + 3);
     }
     rt_pool_shutdown();
     return check_done();
