@@ -549,15 +549,7 @@ static char *describe_inputs(const tj_function *f, tj_tensor *const *args) {
 static tj_concrete *find_concrete(tj_function *f, int nargs, tj_tensor *const *args,
                                   tj_tensor **err) {
     uint64_t call_idx = atomic_fetch_add_explicit(&f->n_calls, 1, memory_order_relaxed);
-    jit_argsig stack_sig[SIG_STACK];
-    jit_argsig *sig = nargs <= SIG_STACK ? stack_sig : calloc((size_t)nargs, sizeof *sig);
     *err = NULL;
-    if (!sig) {
-        *err = rt_errorf(TJ_ERR_OOM, "call: out of memory");
-        return NULL;
-    }
-    tj_concrete *c = NULL;
-    uint64_t h;
     if (f->input_sig) {
         for (int i = 0; i < nargs; i++) {
             if (!jit_arg_matches(&f->input_sig[i], args[i])) {
@@ -567,18 +559,24 @@ static tj_concrete *find_concrete(tj_function *f, int nargs, tj_tensor *const *a
                                  "(argument %d):\n%s",
                                  f->name, i, d ? d : "");
                 free(d);
-                if (sig != stack_sig)
-                    free(sig);
                 return NULL;
             }
         }
-        memcpy(sig, f->input_sig, (size_t)nargs * sizeof *sig);
-        h = 0x1de5u; /* one concrete function for the whole signature */
-    } else {
-        h = jit_signature(nargs, args, sig);
     }
-    c = lookup(f, h, args, 1);
-    if (!c) {
+    /* one concrete function for a whole input_signature */
+    uint64_t h = f->input_sig ? 0x1de5u : jit_args_hash(nargs, args);
+    tj_concrete *c = lookup(f, h, args, 1);
+    if (!c) { /* a miss: build the signature and trace, once per signature */
+        jit_argsig stack_sig[SIG_STACK];
+        jit_argsig *sig = nargs <= SIG_STACK ? stack_sig : calloc((size_t)nargs, sizeof *sig);
+        if (!sig) {
+            *err = rt_errorf(TJ_ERR_OOM, "call: out of memory");
+            return NULL;
+        }
+        if (f->input_sig)
+            memcpy(sig, f->input_sig, (size_t)nargs * sizeof *sig);
+        else
+            jit_signature(nargs, args, sig);
         pthread_mutex_lock(&f->mu);
         c = lookup(f, h, args, 1);
         if (!c)
@@ -586,12 +584,12 @@ static tj_concrete *find_concrete(tj_function *f, int nargs, tj_tensor *const *a
         if (!c)
             c = jit_build_concrete(f, sig, h, args, call_idx);
         pthread_mutex_unlock(&f->mu);
-    }
-    if (sig != stack_sig)
-        free(sig);
-    if (!c) {
-        *err = rt_error_from_status(0);
-        return NULL;
+        if (sig != stack_sig)
+            free(sig);
+        if (!c) {
+            *err = rt_error_from_status(0);
+            return NULL;
+        }
     }
     atomic_store_explicit(&c->last_used, call_idx, memory_order_relaxed);
     return c;

@@ -102,6 +102,8 @@ tj_status jit_fold_eval(void *user, ir_graph *g, const ir_node *node, const uint
 
 /* Hash of a call's signature; fills sig (statics borrowed, not retained). */
 uint64_t jit_signature(int nargs, tj_tensor *const *args, jit_argsig *sig);
+/* jit_signature's hash without filling a signature (the cache-hit path). */
+uint64_t jit_args_hash(int nargs, tj_tensor *const *args);
 /* Writes "int32[2,3]" or "static 1" for an arg signature. */
 void jit_argsig_str(const jit_argsig *s, char *buf, size_t n);
 

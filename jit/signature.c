@@ -15,19 +15,34 @@ uint64_t jit_hash_static(const tj_tensor *t, uint64_t h) {
     return ir_hash_mix(h, ir_hash_bytes(t->data, ir_dtype_size(t->dtype), 7));
 }
 
+/* One argument's contribution to a signature hash: a static value, or dtype, rank and dims. */
+static uint64_t hash_arg(uint64_t h, const tj_tensor *value, int dtype, int rank,
+                         const int64_t *dims) {
+    if (value)
+        return jit_hash_static(value, ir_hash_mix(h, 0x5a));
+    h = ir_hash_mix(h, (uint64_t)dtype << 8 | (uint64_t)rank);
+    for (int d = 0; d < rank; d++)
+        h = ir_hash_mix(h, (uint64_t)dims[d]);
+    return h;
+}
+
 /* The hash of a signature; calls and get_concrete use it alike, so a spec equal to an earlier
  * call's signature finds that call's concrete function. */
 uint64_t jit_sig_hash(const jit_argsig *sig, int nargs) {
     uint64_t h = 0x7472616365u + (uint64_t)nargs;
+    for (int i = 0; i < nargs; i++)
+        h = hash_arg(h, sig[i].is_static ? sig[i].value : NULL, sig[i].dtype, sig[i].rank,
+                     sig[i].dims);
+    return h;
+}
+
+/* The hash of a call's arguments without building their signature (the cache-hit path); equal
+ * to jit_sig_hash of jit_signature's result. */
+uint64_t jit_args_hash(int nargs, tj_tensor *const *args) {
+    uint64_t h = 0x7472616365u + (uint64_t)nargs;
     for (int i = 0; i < nargs; i++) {
-        const jit_argsig *s = &sig[i];
-        if (s->is_static) {
-            h = jit_hash_static(s->value, ir_hash_mix(h, 0x5a));
-            continue;
-        }
-        h = ir_hash_mix(h, (uint64_t)s->dtype << 8 | s->rank);
-        for (int d = 0; d < s->rank; d++)
-            h = ir_hash_mix(h, (uint64_t)s->dims[d]);
+        const tj_tensor *t = args[i];
+        h = hash_arg(h, t->is_static ? t : NULL, t->dtype, t->rank, t->dims);
     }
     return h;
 }

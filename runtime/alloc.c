@@ -92,22 +92,25 @@ static void *alloc_impl(size_t size, int *fresh) {
     g_st.n_alloc++;
     bin *b = find_bin(r, 0);
     void *p = b ? b->head : NULL;
-    if (p) {
+    if (p) { /* a hit: one lock for the whole call */
         b->head = *(void **)p;
         g_st.bytes_cached -= r;
         g_st.n_reused++;
+        g_st.bytes_in_use += r;
+        if (g_st.bytes_in_use > g_st.peak_in_use)
+            g_st.peak_in_use = g_st.bytes_in_use;
+        pthread_mutex_unlock(&g_mu);
+        return p;
     }
     pthread_mutex_unlock(&g_mu);
+    p = sys_alloc(r);
     if (!p) {
+        rt_alloc_trim(); /* give the cache back and try once more */
         p = sys_alloc(r);
-        if (!p) {
-            rt_alloc_trim(); /* give the cache back and try once more */
-            p = sys_alloc(r);
-        }
-        if (!p)
-            return NULL;
-        *fresh = r >= LARGE;
     }
+    if (!p)
+        return NULL;
+    *fresh = r >= LARGE;
     pthread_mutex_lock(&g_mu);
     g_st.bytes_in_use += r;
     if (g_st.bytes_in_use > g_st.peak_in_use)

@@ -50,6 +50,9 @@ struct tj_tensor {
 /* A concrete tensor with a fresh 64-byte aligned zeroed buffer. Returns NULL on OOM (error set).
  * The returned reference is NOT registered in any scope (runtime-internal). */
 tj_tensor *rt_tensor_alloc(int dtype, int rank, const int64_t *dims);
+/* The same with the data left uninitialised (for kernels that write every element; not for
+ * strings, which are always zeroed). */
+tj_tensor *rt_tensor_alloc_uninit(int dtype, int rank, const int64_t *dims);
 /* An error tensor from the thread's current error (ir_last_error). Unscoped. */
 tj_tensor *rt_error_from_status(tj_status code);
 tj_tensor *rt_errorf(tj_status code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

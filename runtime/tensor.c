@@ -17,11 +17,13 @@ static size_t block_size(size_t size) {
     return BUF_HEAD + (size ? (size + 63) & ~(size_t)63 : 64);
 }
 
-static rt_buffer *buffer_new(size_t size) {
+static rt_buffer *buffer_new(size_t size, int zeroed) {
     /* the caching allocator: a freed result's memory serves the next call (no page faults) */
-    char *block = rt_alloc_zeroed(block_size(size));
+    char *block = zeroed ? rt_alloc_zeroed(block_size(size)) : rt_alloc(block_size(size));
     if (!block)
         return NULL;
+    if (!zeroed)
+        memset(block, 0, BUF_HEAD); /* the header; the data stays as it was */
     rt_buffer *b = (rt_buffer *)block;
     b->data = block + BUF_HEAD;
     b->size = size;
@@ -81,14 +83,14 @@ static tj_status check_shape(const char *op, int dtype, int rank, const int64_t 
     return TJ_OK;
 }
 
-tj_tensor *rt_tensor_alloc(int dtype, int rank, const int64_t *dims) {
+static tj_tensor *tensor_alloc(int dtype, int rank, const int64_t *dims, int zeroed) {
     if (check_shape("alloc", dtype, rank, dims))
         return NULL;
     tj_tensor *t = header_new(RT_CONCRETE);
     if (!t)
         return (void)ir_errorf(TJ_ERR_OOM, "alloc: out of memory"), NULL;
     set_shape(t, dtype, rank, dims);
-    t->buf = buffer_new((size_t)t->numel * ir_dtype_size(dtype));
+    t->buf = buffer_new((size_t)t->numel * ir_dtype_size(dtype), zeroed || dtype == TJ_STRING);
     if (!t->buf) {
         ir_errorf(TJ_ERR_OOM, "alloc: out of memory for %lld elements", (long long)t->numel);
         free(t);
@@ -98,6 +100,14 @@ tj_tensor *rt_tensor_alloc(int dtype, int rank, const int64_t *dims) {
         t->buf->n_strings = t->numel;
     t->data = t->buf->data;
     return t;
+}
+
+tj_tensor *rt_tensor_alloc(int dtype, int rank, const int64_t *dims) {
+    return tensor_alloc(dtype, rank, dims, 1);
+}
+
+tj_tensor *rt_tensor_alloc_uninit(int dtype, int rank, const int64_t *dims) {
+    return tensor_alloc(dtype, rank, dims, 0);
 }
 
 char *rt_strdup_len(const char *s, size_t n) {

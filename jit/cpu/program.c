@@ -47,40 +47,9 @@ static void par_task(void *ctx, int64_t i) {
         c->fn(c->bufs, b, e);
 }
 
-static void pooled_release(void *user) {
-    rt_buffer *b = user;
-    rt_free(b->data, b->size);
-}
-
 /* An output tensor on the caching allocator, uninitialised: the kernel writes every element. */
 static tj_tensor *out_tensor(const ir_node *n) {
-    int64_t numel = ir_numel(n->rank, n->dims);
-    size_t size = (size_t)numel * ir_dtype_size(n->dtype);
-    tj_tensor *t = calloc(1, sizeof *t);
-    rt_buffer *b = calloc(1, sizeof *b);
-    void *d = rt_alloc(size);
-    if (!t || !b || !d) {
-        free(t);
-        free(b);
-        rt_free(d, size);
-        ir_errorf(TJ_ERR_OOM, "cpu program: out of memory for %lld elements of %s",
-                  (long long)numel, ir_ops[n->op].name);
-        return NULL;
-    }
-    atomic_init(&b->rc, 1);
-    b->data = d;
-    b->size = size;
-    b->release = pooled_release;
-    b->user = b;
-    atomic_init(&t->rc, 1);
-    t->kind = RT_CONCRETE;
-    t->dtype = n->dtype;
-    t->rank = n->rank;
-    t->numel = numel;
-    memcpy(t->dims, n->dims, sizeof t->dims);
-    t->data = d;
-    t->buf = b;
-    return t;
+    return rt_tensor_alloc_uninit(n->dtype, n->rank, n->dims); /* NULL: the error is set */
 }
 
 /* Runs fn over [0, units), split across the pool when the work is large. */
