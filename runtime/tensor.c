@@ -325,6 +325,11 @@ tj_tensor *tj_tensor_borrow(tj_dtype dt, int rank, const int64_t *dims, void *da
         return rt_scoped(rt_error_from_status(0));
     if (!data)
         return rt_scoped(rt_errorf(TJ_ERR_INVALID, "tensor_borrow: data is NULL"));
+    size_t align = dt == TJ_STRING ? _Alignof(tj_string) : ir_dtype_size(dt);
+    if ((uintptr_t)data % align)
+        return rt_scoped(rt_errorf(TJ_ERR_INVALID,
+                                   "tensor_borrow: data %p is not aligned to %zu bytes for %s",
+                                   data, align, ir_dtype_name(dt)));
     tj_tensor *t = header_new(RT_CONCRETE);
     rt_buffer *b = calloc(1, sizeof *b);
     if (!t || !b) {

@@ -136,8 +136,9 @@ static void check_softmax(int dt, int64_t rows, int64_t len, int axis) {
 }
 
 /* The pipelined kernel (rows of 64 bytes or more) writing into caller tensors (tj_call_into's
- * path): a 64-byte aligned output (non-temporal stores) and one 4 bytes off (plain stores), from
- * an input 4 bytes off as well (unaligned loads); every value against the interpreter's. */
+ * path): a 64-byte aligned output (non-temporal stores) and one an element off (plain stores),
+ * from an input an element off as well (unaligned vector loads); every value against the
+ * interpreter's. */
 static void check_softmax_into(int dt, int64_t rows, int64_t len) {
     int64_t d[2] = {rows, len}, n = rows * len;
     size_t es = dt == TJ_F32 ? 4 : 8;
@@ -146,15 +147,15 @@ static void check_softmax_into(int dt, int64_t rows, int64_t len) {
     ir_add_output(g, softmax(g, IR_OP_SOFTMAX, x, 1));
     ir_add_output(g, softmax(g, IR_OP_LOG_SOFTMAX, x, 1));
     tj_tensor *src = tu_random(dt, 2, d, 0);
-    char *raw = aligned_alloc(64, (size_t)n * es * 5 + 64 * 5);
+    size_t blk = ((size_t)n * es + 64 + 63) / 64 * 64; /* a 64-byte multiple with room for es */
+    char *raw = aligned_alloc(64, 5 * blk);
     CHECK(raw != NULL);
     if (!raw) {
         tj_release(src);
         ir_graph_free(g);
         return;
     }
-    char *xin = raw + 4, *y0 = raw + ((n * es + 64 + 63) / 64) * 64, *y1 = y0 + ((n * es + 63) / 64) * 64;
-    char *y2 = y1 + ((n * es + 63) / 64) * 64 + 64 + 4, *y3 = y2 + n * es + 64;
+    char *xin = raw + es, *y0 = raw + blk, *y1 = y0 + blk, *y2 = y1 + blk + es, *y3 = y2 + blk;
     memcpy(xin, src->data, (size_t)n * es);
     tj_tensor *in = tj_tensor_borrow(dt, 2, d, xin, NULL, NULL);
     rt_program *p = jit_cpu_compile_opts(g, NULL), *ref = rt_interp_new(g);

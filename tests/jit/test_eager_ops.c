@@ -295,6 +295,11 @@ int main(void) {
     tj_tensor *bad =
         tj_tensor_borrow(TJ_F32, 9, D(1, 1, 1, 1, 1, 1, 1, 1, 1), &one, count_release, NULL);
     CHECK(tj_status_of(bad) != TJ_OK);
+    /* data not aligned to its element size: an error naming the alignment, not a misaligned read */
+    double dd[2] = {1, 2};
+    tj_tensor *mis = tj_tensor_borrow(TJ_F64, 0, NULL, (char *)dd + 4, NULL, NULL);
+    CHECK(tj_status_of(mis) == TJ_ERR_INVALID);
+    CHECK(strstr(tj_error_message(mis), "not aligned to 8 bytes for float64") != NULL);
     /* without a release callback */
     tj_tensor *nb = tj_tensor_borrow(TJ_F32, 0, NULL, &one, NULL, NULL);
     IS0(tj_add(nb, nb), TJ_F32, 2);
