@@ -250,6 +250,15 @@ LLVMValueRef jit_cpu_emit_exp(jit_cpu_em *e, LLVMValueRef x, LLVMTypeRef ty) {
     return exact(e) ? libm1(&k, "exp", x) : approx_exp(&k, x);
 }
 
+LLVMValueRef jit_cpu_emit_exp_nonpos(jit_cpu_em *e, LLVMValueRef x, LLVMTypeRef ty) {
+    fk k = fk_make(e, ty);
+    if (exact(e))
+        return libm1(&k, "exp", x);
+    /* no overflow clamp and no NaN select: a NaN flows through exp_core as a NaN */
+    LLVMValueRef lo = K(&k, k.dbl ? -746.0 : -104.0);
+    return exp_core(&k, sel(&k, cmp(&k, LLVMRealOLT, x, lo), lo, x));
+}
+
 LLVMValueRef jit_cpu_emit_log(jit_cpu_em *e, LLVMValueRef x, LLVMTypeRef ty) {
     fk k = fk_make(e, ty);
     return exact(e) ? libm1(&k, "log", x) : approx_log(&k, x);

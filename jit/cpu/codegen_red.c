@@ -1,7 +1,8 @@
 /* codegen_red.c — generated reductions and softmax. A reduce group (passes/fusion.c) computes its
  * elementwise producers in registers inside the reduction loop, so no intermediate buffer
- * exists. Handled: SUM MEAN MAX MIN PROD over a suffix of the axes (ignoring size-1 axes: rows,
- * or everything) of f32/f64/i32/i64; units of work are output elements. Semantics are the
+ * exists. Handled: SUM MEAN MAX MIN PROD of f32/f64/i32/i64 over adjacent axes (ignoring size-1
+ * axes): a suffix (rows, or everything; units of work are output elements) or axes followed by
+ * kept ones (units are blocks of output elements, accumulated row by row). Semantics are the
  * reference kernel's (runtime/kernels/reduce.c): floats accumulate in double, integers wrap in
  * their width (equal to the reference's uint64 sum truncated). With no_contract the float
  * accumulation is sequential, in input order (bit-identical); by default it may be reassociated
@@ -16,8 +17,10 @@
 
 #include "jit/cpu/cpu.h"
 
-/* Reduced-axes geometry: outer output elements, each reducing len contiguous inputs. */
-static bool red_geometry(const ir_graph *g, const ir_node *n, int64_t *outer, int64_t *len) {
+/* Reduced-axes geometry, size-1 axes ignored: outer kept elements, then len reduced ones (the
+ * reduced axes must be adjacent), then inner kept ones; out[o, i] reduces x[o, 0..len, i]. */
+static bool red_geometry(const ir_graph *g, const ir_node *n, int64_t *outer, int64_t *len,
+                         int64_t *inner) {
     const ir_node *x = ir_node_get(g, ir_inputs(g, n)[0]);
     int64_t xn = ir_numel(x->rank, x->dims), on = ir_numel(n->rank, n->dims);
     if (xn < 0 || on < 0 || n->a.n_list > (uint32_t)x->rank)
@@ -31,17 +34,17 @@ static bool red_geometry(const ir_graph *g, const ir_node *n, int64_t *outer, in
     if (n->a.n_list == 0 && xn != on)
         for (int d = 0; d < x->rank; d++)
             red[d] = true;
-    *outer = *len = 1;
-    bool in_suffix = false;
+    *outer = *len = *inner = 1;
+    int phase = 0; /* 0: outer, 1: reduced, 2: inner */
     for (int d = 0; d < x->rank; d++) {
         if (x->dims[d] == 1)
             continue;
-        if (in_suffix && !red[d])
-            return false;
-        in_suffix |= red[d];
-        *(red[d] ? len : outer) *= x->dims[d];
+        if (red[d] && phase == 2)
+            return false; /* reduced axes on both sides of a kept one */
+        phase = red[d] ? 1 : phase == 1 ? 2 : phase;
+        *(phase == 0 ? outer : phase == 1 ? len : inner) *= x->dims[d];
     }
-    return *outer == on;
+    return *outer * *inner == on;
 }
 
 bool jit_cpu_red_supported(const ir_graph *g, uint32_t id) {
@@ -51,12 +54,12 @@ bool jit_cpu_red_supported(const ir_graph *g, uint32_t id) {
     int dt = n->dtype;
     if (!ir_dtype_is_numeric(dt) || ir_node_get(g, ir_inputs(g, n)[0])->dtype != dt)
         return false;
-    int64_t outer, len;
-    if (!red_geometry(g, n, &outer, &len))
+    int64_t outer, len, inner;
+    if (!red_geometry(g, n, &outer, &len, &inner))
         return false;
     bool no_identity =
         n->op == IR_OP_MAX || n->op == IR_OP_MIN || (n->op == IR_OP_MEAN && ir_dtype_is_int(dt));
-    return !(len == 0 && outer > 0 && no_identity); /* the reference reports that error */
+    return !(len == 0 && outer * inner > 0 && no_identity); /* the reference reports that error */
 }
 
 bool jit_cpu_softmax_supported(const ir_graph *g, uint32_t id) {
@@ -131,17 +134,90 @@ static LLVMValueRef eval_group(em *e, const ir_graph *g, const pass_group *gr, L
     return NULL;
 }
 
+/* The reduction's parts: accumulator type and start, one step, the final value. */
+typedef struct red_ops {
+    int op, dt;
+    bool fl, strict;
+    LLVMTypeRef t, at; /* the result type; the accumulator's (double for float SUM/MEAN/PROD) */
+    LLVMValueRef init;
+    int64_t len;
+} red_ops;
+
+static red_ops red_ops_make(em *e, int op, int dt, bool strict, int64_t len) {
+    red_ops r = {.op = op, .dt = dt, .fl = ir_dtype_is_float(dt), .strict = strict, .len = len};
+    r.t = jit_cpu_reg_ty(e, dt);
+    r.at = r.fl && (op == IR_OP_SUM || op == IR_OP_MEAN || op == IR_OP_PROD) ? e->f64 : r.t;
+    if (op == IR_OP_MAX || op == IR_OP_MIN)
+        r.init = r.fl ? LLVMConstReal(r.at, op == IR_OP_MAX ? -INFINITY : INFINITY)
+                      : LLVMConstInt(r.at,
+                                     op == IR_OP_MAX
+                                         ? (dt == TJ_I32 ? 0x80000000ull : 1ull << 63)
+                                         : (dt == TJ_I32 ? 0x7fffffffull : (1ull << 63) - 1),
+                                     0);
+    else
+        r.init = r.fl ? LLVMConstReal(r.at, op == IR_OP_PROD) : LLVMConstInt(r.at, op == IR_OP_PROD, 0);
+    return r;
+}
+
+/* acc combined with input value v (of type t). */
+static LLVMValueRef red_step(em *e, const red_ops *r, LLVMValueRef acc, LLVMValueRef v) {
+    LLVMBuilderRef b = e->b;
+    LLVMFastMathFlags ff = r->strict ? 0 : LLVMFastMathAllowReassoc;
+    if (r->at != r->t)
+        v = LLVMBuildFPExt(b, v, r->at, "");
+    switch (r->op) {
+    case IR_OP_PROD:
+        return r->fl ? fast(LLVMBuildFMul(b, acc, v, ""), ff) : LLVMBuildMul(b, acc, v, "");
+    case IR_OP_MAX:
+    case IR_OP_MIN: {
+        bool mx = r->op == IR_OP_MAX;
+        if (r->fl && !r->strict)
+            return intrin2(e, mx ? "llvm.maximum" : "llvm.minimum", acc, v);
+        if (r->fl) { /* (v > a || v != v) ? v : a, as the reference */
+            LLVMValueRef c =
+                LLVMBuildOr(b, LLVMBuildFCmp(b, mx ? LLVMRealOGT : LLVMRealOLT, v, acc, ""),
+                            LLVMBuildFCmp(b, LLVMRealUNO, v, v, ""), "");
+            return LLVMBuildSelect(b, c, v, acc, "");
+        }
+        return LLVMBuildSelect(b, LLVMBuildICmp(b, mx ? LLVMIntSGT : LLVMIntSLT, v, acc, ""), v,
+                               acc, "");
+    }
+    default:
+        return r->fl ? fast(LLVMBuildFAdd(b, acc, v, ""), ff) : LLVMBuildAdd(b, acc, v, "");
+    }
+}
+
+/* The output value (type t) of a finished accumulator. */
+static LLVMValueRef red_finish(em *e, const red_ops *r, LLVMValueRef acc) {
+    LLVMBuilderRef b = e->b;
+    if (r->op == IR_OP_MEAN) {
+        if (r->fl)
+            acc = r->len ? LLVMBuildFDiv(b, acc, LLVMConstReal(r->at, (double)r->len), "")
+                         : LLVMConstReal(r->at, NAN);
+        else if (r->len) /* the wrapped sum divided, truncating */
+            acc = LLVMBuildTrunc(
+                b, LLVMBuildSDiv(b, LLVMBuildSExt(b, acc, e->i64, ""), c64(e, r->len), ""), r->t,
+                "");
+    }
+    return r->at != r->t ? LLVMBuildFPTrunc(b, acc, r->t, "") : acc;
+}
+
+/* Kept axes after the reduced ones: a unit is a block of up to RED_BLOCK consecutive i of one o,
+ * whose accumulators live in a stack array updated row by row over k, so the i loop is
+ * contiguous (it vectorizes) and every output element still accumulates in input order, as the
+ * reference kernel does. */
+enum { RED_BLOCK = 256 };
+
 tj_status jit_cpu_red_emit(LLVMModuleRef m, const ir_graph *g, const pass_group *gr,
                            const char *name, const jit_cpu_opts *o, jit_cpu_ew_plan *plan) {
     const ir_node *root = ir_node_get(g, gr->nodes[gr->n_nodes - 1]);
-    int64_t outer, len;
-    if (!gr->reduce || !red_geometry(g, root, &outer, &len))
+    int64_t outer, len, inner;
+    if (!gr->reduce || !red_geometry(g, root, &outer, &len, &inner))
         return ir_errorf(TJ_ERR_UNSUPPORTED, "cpu jit: %s: reduction not generated",
                          ir_ops[root->op].name);
-    int op = root->op, dt = root->dtype;
-    bool fl = ir_dtype_is_float(dt), strict = o->no_contract;
-    plan->n_units = outer;
-    plan->unit_len = len ? len : 1;
+    int64_t n_blocks = (inner + RED_BLOCK - 1) / RED_BLOCK, blk = inner < RED_BLOCK ? inner : RED_BLOCK;
+    plan->n_units = inner == 1 ? outer : outer * n_blocks;
+    plan->unit_len = (len ? len : 1) * blk;
     em E;
     jit_cpu_em_init(&E, m, !o->no_contract, o->exact_math);
     em *e = &E;
@@ -159,23 +235,15 @@ tj_status jit_cpu_red_emit(LLVMModuleRef m, const ir_graph *g, const pass_group 
     LLVMValueRef fn = jit_cpu_kernel_begin(e, name, ni + 1, ptrs);
     for (uint32_t i = 0; i < ni; i++) {
         const ir_node *x = ir_node_get(g, gr->inputs[i]);
-        if (ir_numel(x->rank, x->dims) == 1 && len * outer != 1)
+        if (ir_numel(x->rank, x->dims) == 1 && len * outer * inner != 1)
             pre[i] = load_at(e, ptrs[i], x->dtype, c64(e, 0));
     }
-    LLVMTypeRef t = jit_cpu_reg_ty(e, dt);
-    bool in_dbl = fl && (op == IR_OP_SUM || op == IR_OP_MEAN || op == IR_OP_PROD);
-    LLVMTypeRef at = in_dbl ? e->f64 : t;
-    LLVMValueRef init;
-    if (op == IR_OP_MAX || op == IR_OP_MIN)
-        init =
-            fl ? LLVMConstReal(at, op == IR_OP_MAX ? -INFINITY : INFINITY)
-               : LLVMConstInt(at,
-                              op == IR_OP_MAX ? (dt == TJ_I32 ? 0x80000000ull : 1ull << 63)
-                                              : (dt == TJ_I32 ? 0x7fffffffull : (1ull << 63) - 1),
-                              0);
-    else
-        init = fl ? LLVMConstReal(at, op == IR_OP_PROD) : LLVMConstInt(at, op == IR_OP_PROD, 0);
-    LLVMFastMathFlags ff = strict ? 0 : LLVMFastMathAllowReassoc;
+    red_ops r = red_ops_make(e, root->op, root->dtype, o->no_contract, len);
+    LLVMValueRef accs = NULL;
+    if (inner > 1) {
+        accs = LLVMBuildAlloca(b, LLVMArrayType2(r.at, RED_BLOCK), "acc");
+        LLVMSetAlignment(accs, 64);
+    }
     tj_status st = TJ_OK;
     LLVMValueRef begin = LLVMGetParam(fn, 1), end = LLVMGetParam(fn, 2);
     LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(e->c, fn, "rows");
@@ -183,61 +251,56 @@ tj_status jit_cpu_red_emit(LLVMModuleRef m, const ir_graph *g, const pass_group 
     LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, begin, end, ""), body, done);
     LLVMPositionBuilderAtEnd(b, body);
     loop u = loop_begin(e, fn, begin);
-    LLVMValueRef acc = init;
-    if (len > 0) {
-        LLVMValueRef base = LLVMBuildNSWMul(b, u.i, c64(e, len), "");
-        LLVMBasicBlockRef pre_bb = LLVMGetInsertBlock(b);
-        loop l = loop_begin(e, fn, c64(e, 0));
-        LLVMValueRef phi = LLVMBuildPhi(b, at, "acc");
-        LLVMAddIncoming(phi, &init, &pre_bb, 1);
-        LLVMValueRef v = eval_group(e, g, gr, ptrs, pre, LLVMBuildNSWAdd(b, base, l.i, ""), vals);
-        if (!v) {
-            st = ir_errorf(TJ_ERR_UNSUPPORTED, "cpu jit: %s: a producer has no lowering",
-                           ir_ops[op].name);
-            v = init;
+#define VALUE_AT(off)                                                                                  do {                                                                                                   if (!(v = eval_group(e, g, gr, ptrs, pre, (off), vals))) {                                             st = ir_errorf(TJ_ERR_UNSUPPORTED, "cpu jit: %s: a producer has no lowering",                                     ir_ops[r.op].name);                                                                 v = LLVMConstNull(r.t);                                                                        }                                                                                              } while (0)
+    LLVMValueRef v;
+    if (inner == 1) { /* out[o] = R_k x[o, k]: the accumulator in a register */
+        LLVMValueRef acc = r.init;
+        if (len > 0) {
+            LLVMValueRef base = LLVMBuildNSWMul(b, u.i, c64(e, len), "");
+            LLVMBasicBlockRef pre_bb = LLVMGetInsertBlock(b);
+            loop l = loop_begin(e, fn, c64(e, 0));
+            LLVMValueRef phi = LLVMBuildPhi(b, r.at, "acc");
+            LLVMAddIncoming(phi, &r.init, &pre_bb, 1);
+            VALUE_AT(LLVMBuildNSWAdd(b, base, l.i, ""));
+            LLVMValueRef nacc = red_step(e, &r, phi, v);
+            LLVMBasicBlockRef latch = loop_end(e, fn, &l, c64(e, len));
+            LLVMAddIncoming(phi, &nacc, &latch, 1);
+            acc = nacc;
         }
-        if (at != t)
-            v = LLVMBuildFPExt(b, v, at, "");
-        LLVMValueRef nacc;
-        switch (op) {
-        case IR_OP_PROD:
-            nacc = fl ? fast(LLVMBuildFMul(b, phi, v, ""), ff) : LLVMBuildMul(b, phi, v, "");
-            break;
-        case IR_OP_MAX:
-        case IR_OP_MIN: {
-            bool mx = op == IR_OP_MAX;
-            if (fl && !strict) {
-                nacc = intrin2(e, mx ? "llvm.maximum" : "llvm.minimum", phi, v);
-            } else if (fl) { /* (v > a || v != v) ? v : a, as the reference */
-                LLVMValueRef c =
-                    LLVMBuildOr(b, LLVMBuildFCmp(b, mx ? LLVMRealOGT : LLVMRealOLT, v, phi, ""),
-                                LLVMBuildFCmp(b, LLVMRealUNO, v, v, ""), "");
-                nacc = LLVMBuildSelect(b, c, v, phi, "");
-            } else {
-                nacc = LLVMBuildSelect(
-                    b, LLVMBuildICmp(b, mx ? LLVMIntSGT : LLVMIntSLT, v, phi, ""), v, phi, "");
-            }
-            break;
+        LLVMBuildStore(b, red_finish(e, &r, acc), LLVMBuildInBoundsGEP2(b, r.t, ptrs[ni], &u.i, 1, ""));
+    } else { /* out[o, i0 + i] = R_k x[o, k, i0 + i] for i < cnt, accumulators in accs */
+        LLVMValueRef nb = c64(e, n_blocks);
+        LLVMValueRef oi = LLVMBuildSDiv(b, u.i, nb, ""), bi = LLVMBuildSRem(b, u.i, nb, "");
+        LLVMValueRef i0 = LLVMBuildNSWMul(b, bi, c64(e, RED_BLOCK), "");
+        LLVMValueRef left = LLVMBuildNSWSub(b, c64(e, inner), i0, "");
+        LLVMValueRef cnt = LLVMBuildSelect(
+            b, LLVMBuildICmp(b, LLVMIntSLT, left, c64(e, RED_BLOCK), ""), left, c64(e, RED_BLOCK), "");
+#define ACC_AT(i) LLVMBuildInBoundsGEP2(b, r.at, accs, (LLVMValueRef[]){i}, 1, "")
+        loop li = loop_begin(e, fn, c64(e, 0));
+        LLVMBuildStore(b, r.init, ACC_AT(li.i));
+        loop_end(e, fn, &li, cnt);
+        if (len > 0) {
+            loop lk = loop_begin(e, fn, c64(e, 0));
+            LLVMValueRef row = LLVMBuildNSWAdd(
+                b, LLVMBuildNSWMul(b, LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, oi, c64(e, len), ""), lk.i, ""),
+                                   c64(e, inner), ""),
+                i0, "");
+            loop l2 = loop_begin(e, fn, c64(e, 0));
+            VALUE_AT(LLVMBuildNSWAdd(b, row, l2.i, ""));
+            LLVMValueRef ap = ACC_AT(l2.i);
+            LLVMBuildStore(b, red_step(e, &r, LLVMBuildLoad2(b, r.at, ap, ""), v), ap);
+            loop_end(e, fn, &l2, cnt);
+            loop_end(e, fn, &lk, c64(e, len));
         }
-        default:
-            nacc = fl ? fast(LLVMBuildFAdd(b, phi, v, ""), ff) : LLVMBuildAdd(b, phi, v, "");
-            break;
-        }
-        LLVMBasicBlockRef latch = loop_end(e, fn, &l, c64(e, len));
-        LLVMAddIncoming(phi, &nacc, &latch, 1);
-        acc = nacc;
+        LLVMValueRef obase = LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, oi, c64(e, inner), ""), i0, "");
+        loop lo = loop_begin(e, fn, c64(e, 0));
+        LLVMValueRef off = LLVMBuildNSWAdd(b, obase, lo.i, "");
+        LLVMBuildStore(b, red_finish(e, &r, LLVMBuildLoad2(b, r.at, ACC_AT(lo.i), "")),
+                       LLVMBuildInBoundsGEP2(b, r.t, ptrs[ni], &off, 1, ""));
+        loop_end(e, fn, &lo, cnt);
+#undef ACC_AT
     }
-    if (op == IR_OP_MEAN) {
-        if (fl)
-            acc = len ? LLVMBuildFDiv(b, acc, LLVMConstReal(at, (double)len), "")
-                      : LLVMConstReal(at, NAN);
-        else if (len) /* the wrapped sum divided, truncating */
-            acc = LLVMBuildTrunc(
-                b, LLVMBuildSDiv(b, LLVMBuildSExt(b, acc, e->i64, ""), c64(e, len), ""), t, "");
-    }
-    if (at != t)
-        acc = LLVMBuildFPTrunc(b, acc, t, "");
-    LLVMBuildStore(b, acc, LLVMBuildInBoundsGEP2(b, t, ptrs[ni], &u.i, 1, ""));
+#undef VALUE_AT
     loop_end(e, fn, &u, end);
     jit_cpu_kernel_end(e, done);
     free(ptrs);
@@ -332,14 +395,26 @@ static void sm_store(smv *s, LLVMValueRef v, LLVMValueRef p, unsigned align, LLV
     }
 }
 
+/* The running row maximum skips NaNs (one vmaxps): a NaN in the row still makes its exp, the sum
+ * and so every result NaN, as the reference's NaN maximum does; so do infinities (inf - inf). */
+static LLVMValueRef sm_max(smv *s, LLVMValueRef acc, LLVMValueRef x) {
+    LLVMBuilderRef b = s->e->b;
+    return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, x, acc, ""), x, acc, "");
+}
+
+/* Lane maximum of a NaN-free vector. */
+static LLVMValueRef sm_hmax(smv *s, LLVMValueRef v) {
+    return fast(sm_call(s, "llvm.vector.reduce.fmax", &s->vt, 1, &v, 1), LLVMFastMathNoNaNs);
+}
+
 /* One vector of the three streams at element offset off (mask: the partial last vector). */
 static void sm_step(smv *s, const sm_row *r, LLVMValueRef off, LLVMValueRef mask, bool nt,
                     LLVMValueRef *vmax, LLVMValueRef *vsum) {
     LLVMBuilderRef b = s->e->b;
     LLVMValueRef xn = sm_load(s, sm_at(s, r->xn, off), s->esz, mask, -INFINITY);
-    *vmax = intrin2(s->e, "llvm.maximum", *vmax, xn);
+    *vmax = sm_max(s, *vmax, xn);
     LLVMValueRef xc = sm_load(s, sm_at(s, r->xc, off), s->esz, mask, 0);
-    LLVMValueRef ex = jit_cpu_emit_exp(s->e, LLVMBuildFSub(b, xc, r->mc, ""), s->vt);
+    LLVMValueRef ex = jit_cpu_emit_exp_nonpos(s->e, LLVMBuildFSub(b, xc, r->mc, ""), s->vt);
     if (mask)
         ex = LLVMBuildSelect(b, mask, ex, sm_const(s, 0), "");
     *vsum = fast(LLVMBuildFAdd(b, *vsum, ex, ""), LLVMFastMathAllowReassoc);
@@ -364,15 +439,14 @@ static LLVMValueRef sm_rowmax(smv *s, LLVMValueRef xrow) {
     LLVMValueRef ninf = sm_const(s, -INFINITY), acc = LLVMBuildPhi(e->b, s->vt, "");
     LLVMAddIncoming(acc, &ninf, &bb, 1);
     LLVMValueRef off = LLVMBuildNSWMul(e->b, l.i, c64(e, s->W), "");
-    LLVMValueRef nacc = intrin2(e, "llvm.maximum", acc, sm_load(s, sm_at(s, xrow, off), s->esz,
-                                                                NULL, 0));
+    LLVMValueRef nacc = sm_max(s, acc, sm_load(s, sm_at(s, xrow, off), s->esz, NULL, 0));
     bb = loop_end(e, s->fn, &l, c64(e, s->nvec));
     LLVMAddIncoming(acc, &nacc, &bb, 1);
     if (s->tmask)
-        nacc = intrin2(e, "llvm.maximum", nacc,
-                       sm_load(s, sm_at(s, xrow, c64(e, s->nvec * s->W)), s->esz, s->tmask,
-                               -INFINITY));
-    return sm_call(s, "llvm.vector.reduce.fmaximum", &s->vt, 1, &nacc, 1);
+        nacc = sm_max(s, nacc,
+                      sm_load(s, sm_at(s, xrow, c64(e, s->nvec * s->W)), s->esz, s->tmask,
+                              -INFINITY));
+    return sm_hmax(s, nacc);
 }
 
 /* The rows loop for i in [begin, end] (one step more than rows: the last writes row end-1). */
@@ -426,7 +500,7 @@ static void sm_rows(smv *s, LLVMValueRef x, LLVMValueRef y, LLVMValueRef scr, bo
                             LLVMFastMathAllowReassoc);
     LLVMValueRef c = s->is_log ? jit_cpu_emit_log(e, sum, s->t)
                                : LLVMBuildFDiv(b, LLVMConstReal(s->t, 1), sum, "");
-    LLVMValueRef mn = sm_call(s, "llvm.vector.reduce.fmaximum", &s->vt, 1, &nmax, 1);
+    LLVMValueRef mn = sm_hmax(s, nmax);
     bb = loop_end(e, s->fn, &u, LLVMBuildNSWAdd(b, end, one, ""));
     LLVMAddIncoming(mc, &mn, &bb, 1);
     LLVMAddIncoming(mp, &mc, &bb, 1);

@@ -177,6 +177,9 @@ LLVMValueRef jit_cpu_emit_op(jit_cpu_em *e, const ir_node *n, int t, LLVMValueRe
  * approx.c; NaN, +-inf, +-0, overflow and underflow as libm. With e->exact_math they call libm
  * instead (per lane for vectors), bit-identical to the reference kernels. */
 LLVMValueRef jit_cpu_emit_exp(jit_cpu_em *e, LLVMValueRef x, LLVMTypeRef ty);
+/* e^x for x <= 0 or NaN only (softmax's x - max): the same values as jit_cpu_emit_exp there (a
+ * NaN stays a NaN, its payload aside) in fewer instructions. */
+LLVMValueRef jit_cpu_emit_exp_nonpos(jit_cpu_em *e, LLVMValueRef x, LLVMTypeRef ty);
 LLVMValueRef jit_cpu_emit_log(jit_cpu_em *e, LLVMValueRef x, LLVMTypeRef ty);
 LLVMValueRef jit_cpu_emit_tanh(jit_cpu_em *e, LLVMValueRef x, LLVMTypeRef ty);
 LLVMValueRef jit_cpu_emit_sigmoid(jit_cpu_em *e, LLVMValueRef x, LLVMTypeRef ty);
