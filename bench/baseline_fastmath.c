@@ -89,6 +89,36 @@ void bl_tanh_poly(int n_threads, const float *x, float *y, int64_t n, float a, f
     bl_par_run(n_threads, n, 16, tanh_range, &t);
 }
 
+/* ---- y[j] = sum_i x[i, j]^2 in double (a column sum: a reduction over the leading axis) ---- */
+typedef struct bl_colsum {
+    const float *x;
+    float *y;
+    int64_t rows, cols;
+} bl_colsum;
+
+static void colsum_range(void *ctx, int64_t lo, int64_t hi) {
+    const bl_colsum *c = ctx;
+    enum { B = 256 };
+    double acc[B]; /* a block of columns, accumulated row by row: contiguous loads */
+    for (int64_t j0 = lo; j0 < hi; j0 += B) {
+        int64_t nb = hi - j0 < B ? hi - j0 : B;
+        for (int64_t j = 0; j < nb; j++)
+            acc[j] = 0;
+        for (int64_t i = 0; i < c->rows; i++) {
+            const float *restrict row = c->x + i * c->cols + j0;
+            for (int64_t j = 0; j < nb; j++)
+                acc[j] += (double)row[j] * row[j];
+        }
+        for (int64_t j = 0; j < nb; j++)
+            c->y[j0 + j] = (float)acc[j];
+    }
+}
+
+void bl_colsum_sq(int n_threads, const float *x, float *y, int64_t rows, int64_t cols) {
+    bl_colsum c = {x, y, rows, cols};
+    bl_par_run(n_threads, cols, 256, colsum_range, &c);
+}
+
 /* ---- y = relu(y + bias) in place on rows x cols (the epilogue after sgemm) ---- */
 typedef struct bl_bias {
     float *y;

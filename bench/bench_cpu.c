@@ -27,10 +27,11 @@ extern char **environ;
 void bl_memcpy(int n_threads, void *dst, const void *src, size_t bytes);
 void bl_tanh_poly(int n_threads, const float *x, float *y, int64_t n, float a, float b, float c);
 void bl_bias_relu(int n_threads, float *y, const float *bias, int64_t rows, int64_t cols);
+void bl_colsum_sq(int n_threads, const float *x, float *y, int64_t rows, int64_t cols);
 
 static int quick, n_threads, failures;
 
-/* TJ_BENCH_ONLY=name[,name...] runs only the groups named (ew, softmax, gemm, compile). */
+/* TJ_BENCH_ONLY=name[,name...] runs only the groups named (ew, softmax, reduce, gemm, compile). */
 static int wanted(const char *group) {
     const char *only = getenv("TJ_BENCH_ONLY");
     if (!only || !*only)
@@ -289,6 +290,46 @@ static void bench_softmax(void) {
     tj_function_free(r.f);
     free_f32(ref, n);
     free_f32(dst, n);
+    tj_release(x);
+}
+
+/* ---- a reduction over the leading axis ------------------------------------------------------ */
+static tj_tensor *colsum_sq(tj_tensor *x) {
+    static const int axis0[1] = {0};
+    return tj_sum(tj_mul(x, x), 1, axis0, 0);
+}
+
+typedef struct colsum_run {
+    const float *x;
+    float *y;
+    int64_t rows, cols;
+} colsum_run;
+
+static void run_colsum_c(void *ctx) {
+    colsum_run *c = ctx;
+    bl_colsum_sq(n_threads, c->x, c->y, c->rows, c->cols);
+}
+
+static void bench_reduce(void) {
+    const int64_t d[2] = {4096, 4096};
+    tj_tensor *x = uniform(2, d, -2, 2, 13);
+    float *ref = alloc_f32(d[1]);
+    colsum_run c = {tj_tensor_data(x), ref, d[0], d[1]};
+    run_colsum_c(&c);
+    tj_run r = {tj_function_new("colsum_sq", (void *)colsum_sq, 1, NULL), 1, {x}};
+    if (check_f32("reduce_axis0_4096", tj_call(r.f, 1, &x), ref, d[1], 1e-6, 1e-6)) {
+        double mt, mb;
+        int reps = time_pair(run_tj, &r, run_colsum_c, &c, 1, &mt, &mb);
+        double bytes = (double)d[0] * d[1] * 4;
+        char base[64];
+        snprintf(base, sizeof base, "C loop -O3 %d thr", n_threads);
+        printf("  # reduce_axis0_4096: sum(x*x, axis 0), %d reps; tracejit %.3f ms, C %.3f ms\n",
+               reps, mt * 1e3, mb * 1e3);
+        bench_report("reduce_axis0_4096", "gbps", bytes / mt * 1e-9, "GB/s", base,
+                     bytes / mb * 1e-9, mb / mt);
+    }
+    tj_function_free(r.f);
+    free_f32(ref, d[1]);
     tj_release(x);
 }
 
@@ -604,6 +645,8 @@ int main(int argc, char **argv) {
         bench_ew();
     if (wanted("softmax"))
         bench_softmax();
+    if (wanted("reduce"))
+        bench_reduce();
     static const int sizes[] = {256, 512, 1024, 2048};
     for (int i = 0; i < 4 && wanted("gemm"); i++) {
         char name[32];
