@@ -120,6 +120,9 @@ void jit_cpu_mm_batch(const jit_cpu_mm *s, int64_t bi, int64_t *a_off, int64_t *
 bool jit_cpu_red_supported(const ir_graph *g, uint32_t id);
 /* Whether SOFTMAX / LOG_SOFTMAX node id has a generated kernel (last axis, f32/f64). */
 bool jit_cpu_softmax_supported(const ir_graph *g, uint32_t id);
+/* Whether TRANSPOSE / SLICE / BROADCAST_TO node id has a generated kernel (codegen_view.c: every
+ * dtype but string, concrete shapes). */
+bool jit_cpu_view_supported(const ir_graph *g, uint32_t id);
 
 /* A member of a chain (codegen_chain.c): a kernel of the module run once over all its units, its
  * buffers being node ids (inputs then outputs, the kernel ABI's order). */
@@ -202,6 +205,10 @@ tj_status jit_cpu_red_emit(LLVMModuleRef m, const ir_graph *g, const pass_group 
 /* A kernel for softmax node id; units are rows. */
 tj_status jit_cpu_softmax_emit(LLVMModuleRef m, const ir_graph *g, uint32_t id, const char *name,
                                const jit_cpu_opts *o, jit_cpu_ew_plan *plan);
+/* A kernel copying strided view node id (transpose, slice, broadcast_to); units are rows of the
+ * output's last axis. */
+tj_status jit_cpu_view_emit(LLVMModuleRef m, const ir_graph *g, uint32_t id, const char *name,
+                            jit_cpu_ew_plan *plan);
 /* One kernel `name` running members in order on one thread (ABI: ins then outs); values that
  * no one outside reads live in stack slots. Member kernels become internal to the module. */
 tj_status jit_cpu_chain_emit(LLVMModuleRef m, const ir_graph *g, const jit_cpu_member *mem,

@@ -1,7 +1,8 @@
 /* plan.c — builds the CPU program's steps from the fusion partition: elementwise and reduce
- * groups, matmuls and softmaxes become generated kernels; large float matmuls call OpenBLAS and
- * take their fused consumer group as an epilogue (moved to the product's position, which is
- * valid because that group is the product's only reader); runs of consecutive small generated
+ * groups, matmuls, softmaxes and strided views (transpose, slice, broadcast_to) become generated
+ * kernels; large float matmuls call OpenBLAS and take their fused consumer group as an epilogue
+ * (moved to the product's position, which is valid because that group is the product's only
+ * reader); runs of consecutive small generated
  * kernels become one chain function (power(x, 100): one native call); every other node runs its
  * reference kernel (TJ_LOG=compile names each such compute node). All kernels go into one LLVM
  * module whose symbols are derived from the cache key, which also names what changes the plan. */
@@ -78,6 +79,9 @@ static tj_status build_steps(cpu_prog *cp, const jit_cpu_opts *o) {
                        jit_cpu_softmax_supported(g, id)) {
                 sp->kind = STEP_GEN;
                 sp->sub = SUB_SOFTMAX;
+            } else if (jit_cpu_view_supported(g, id)) {
+                sp->kind = STEP_GEN;
+                sp->sub = SUB_VIEW;
             } else if (ir_ops[n->op].flags & IR_F_RED) {
                 why = "reduction axes, dtype or empty input not generated";
             } else if (n->op == IR_OP_SOFTMAX || n->op == IR_OP_LOG_SOFTMAX) {
@@ -164,6 +168,8 @@ static tj_status emit_step(LLVMModuleRef m, cpu_prog *cp, step *sp, const jit_cp
         return jit_cpu_red_emit(m, g, &cp->part->groups[sp->id], sp->name, o, &sp->plan);
     case SUB_MM:
         return jit_cpu_mm_emit(m, g, sp->id, sp->name, o, &sp->plan);
+    case SUB_VIEW:
+        return jit_cpu_view_emit(m, g, sp->id, sp->name, &sp->plan);
     default:
         return jit_cpu_softmax_emit(m, g, sp->id, sp->name, o, &sp->plan);
     }

@@ -13,7 +13,7 @@
  * consumer group (the epilogue) block by block while the product is in cache; STEP_NODE: the
  * reference kernel (or a source / side effect, as the interpreter runs it). */
 enum { STEP_NODE, STEP_GEN, STEP_BLAS };
-enum { SUB_EW, SUB_RED, SUB_MM, SUB_SOFTMAX, SUB_CHAIN };
+enum { SUB_EW, SUB_RED, SUB_MM, SUB_SOFTMAX, SUB_VIEW, SUB_CHAIN };
 
 typedef struct step {
     int kind, sub;

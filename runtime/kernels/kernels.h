@@ -81,6 +81,11 @@ tj_status rt_k_set_str(const ir_node *n, tj_tensor *out, int64_t i, const char *
 /* Copies element `si` of src into element `di` of dst (same dtype; strings deep-copied). */
 tj_status rt_k_copy_elem(const ir_node *n, tj_tensor *dst, int64_t di, const tj_tensor *src,
                          int64_t si);
+/* The strided view a TRANSPOSE, BROADCAST_TO or SLICE node takes of an input of dims xdims for
+ * an output of dims odims: out[idx] = x[base + sum idx[d] * strides[d]] (elements; strides per
+ * output axis). Checked as the kernels check; TJ_ERR_UNSUPPORTED for other ops. */
+tj_status rt_k_view(const ir_node *n, int xrank, const int64_t *xdims, int orank,
+                    const int64_t *odims, int64_t *base, int64_t *strides);
 /* Fills every element of out (row-major) from src at offset base + sum idx[d] * strides[d]. */
 tj_status rt_k_copy_strided(const ir_node *n, const tj_tensor *src, int64_t base,
                             const int64_t *strides, tj_tensor *out);

@@ -35,47 +35,6 @@ tj_status rt_k_copy(const ir_node *n, const tj_tensor *x, tj_tensor *out) {
     return TJ_OK;
 }
 
-tj_status rt_k_transpose(const ir_node *n, const tj_tensor *x, tj_tensor *out) {
-    tj_status st = same_dtype(n, x, out);
-    if (st)
-        return st;
-    if (n->a.n_list != (uint32_t)x->rank || out->rank != x->rank)
-        return ir_errorf(TJ_ERR_INVALID, "transpose: perm has %u entries for rank %d", n->a.n_list,
-                         x->rank);
-    int64_t xs[TJ_MAX_RANK], s[TJ_MAX_RANK];
-    rt_k_strides(x->rank, x->dims, xs);
-    bool seen[TJ_MAX_RANK] = {0};
-    for (int d = 0; d < x->rank; d++) {
-        int64_t p = n->a.list[d];
-        if (p < 0 || p >= x->rank || seen[p] || out->dims[d] != x->dims[p])
-            return ir_errorf(TJ_ERR_INVALID, "transpose: bad perm entry %lld at %d", (long long)p,
-                             d);
-        seen[p] = true;
-        s[d] = xs[p];
-    }
-    return rt_k_copy_strided(n, x, 0, s, out);
-}
-
-tj_status rt_k_broadcast_to(const ir_node *n, const tj_tensor *x, tj_tensor *out) {
-    tj_status st = same_dtype(n, x, out);
-    if (st)
-        return st;
-    bool ok = x->rank <= out->rank;
-    for (int d = 0; ok && d < x->rank; d++) {
-        int64_t xd = x->dims[d], od = out->dims[out->rank - x->rank + d];
-        ok = xd == od || xd == 1;
-    }
-    if (!ok) {
-        char a[128], b[128];
-        return ir_errorf(TJ_ERR_SHAPE, "broadcast_to: cannot broadcast %s to %s",
-                         ir_fmt_dims(a, sizeof a, x->rank, x->dims),
-                         ir_fmt_dims(b, sizeof b, out->rank, out->dims));
-    }
-    int64_t s[TJ_MAX_RANK];
-    rt_k_bcast_strides(out->rank, out->dims, x->rank, x->dims, s);
-    return rt_k_copy_strided(n, x, 0, s, out);
-}
-
 /* Each input is a [outer, d_k * inner] block; output rows interleave them. */
 tj_status rt_k_concat(const ir_node *n, tj_tensor *const *in, tj_tensor *out) {
     int64_t ax = n->a.i[0];
@@ -160,34 +119,86 @@ static int64_t slice_indices(int64_t start, int64_t stop, int64_t step, int64_t 
                : 0;
 }
 
-tj_status rt_k_slice(const ir_node *n, const tj_tensor *x, tj_tensor *out) {
-    tj_status st = same_dtype(n, x, out);
-    if (st)
-        return st;
-    int r = x->rank;
-    if (n->a.n_list != 3u * (uint32_t)r || out->rank != r)
-        return ir_errorf(TJ_ERR_INVALID, "slice: %u begin/end/step entries for rank %d",
-                         n->a.n_list, r);
-    int64_t xs[TJ_MAX_RANK], s[TJ_MAX_RANK], base = 0;
-    rt_k_strides(r, x->dims, xs);
-    for (int d = 0; d < r; d++) {
-        int64_t b = n->a.list[d], e = n->a.list[r + d], step = n->a.list[2 * r + d], first;
-        if (step == 0)
-            return ir_errorf(TJ_ERR_INVALID, "slice: step is 0 on axis %d", d);
-        int64_t cnt = slice_indices(b, e, step, x->dims[d], &first);
-        if (cnt != out->dims[d]) {
-            char a[128];
-            return ir_errorf(TJ_ERR_INVALID,
-                             "slice: axis %d of %s gives %lld elements, output "
-                             "has %lld",
-                             d, ir_fmt_dims(a, sizeof a, r, x->dims), (long long)cnt,
-                             (long long)out->dims[d]);
+/* ---- strided views: TRANSPOSE, BROADCAST_TO, SLICE ---- */
+tj_status rt_k_view(const ir_node *n, int xrank, const int64_t *xdims, int orank,
+                    const int64_t *odims, int64_t *base, int64_t *s) {
+    int64_t xs[TJ_MAX_RANK];
+    rt_k_strides(xrank, xdims, xs);
+    *base = 0;
+    char a[128], b[128];
+    switch (n->op) {
+    case IR_OP_TRANSPOSE: {
+        if (n->a.n_list != (uint32_t)xrank || orank != xrank)
+            return ir_errorf(TJ_ERR_INVALID, "transpose: perm has %u entries for rank %d",
+                             n->a.n_list, xrank);
+        bool seen[TJ_MAX_RANK] = {0};
+        for (int d = 0; d < xrank; d++) {
+            int64_t p = n->a.list[d];
+            if (p < 0 || p >= xrank || seen[p] || odims[d] != xdims[p])
+                return ir_errorf(TJ_ERR_INVALID, "transpose: bad perm entry %lld at %d",
+                                 (long long)p, d);
+            seen[p] = true;
+            s[d] = xs[p];
         }
-        if (cnt > 0)
-            base += first * xs[d];
-        s[d] = cnt > 1 ? step * xs[d] : 0; /* |step| < dim when cnt > 1: no overflow */
+        return TJ_OK;
     }
-    return rt_k_copy_strided(n, x, base, s, out);
+    case IR_OP_BROADCAST_TO: {
+        bool ok = xrank <= orank;
+        for (int d = 0; ok && d < xrank; d++) {
+            int64_t xd = xdims[d], od = odims[orank - xrank + d];
+            ok = xd == od || xd == 1;
+        }
+        if (!ok)
+            return ir_errorf(TJ_ERR_SHAPE, "broadcast_to: cannot broadcast %s to %s",
+                             ir_fmt_dims(a, sizeof a, xrank, xdims),
+                             ir_fmt_dims(b, sizeof b, orank, odims));
+        rt_k_bcast_strides(orank, odims, xrank, xdims, s);
+        return TJ_OK;
+    }
+    case IR_OP_SLICE: {
+        int r = xrank;
+        if (n->a.n_list != 3u * (uint32_t)r || orank != r)
+            return ir_errorf(TJ_ERR_INVALID, "slice: %u begin/end/step entries for rank %d",
+                             n->a.n_list, r);
+        for (int d = 0; d < r; d++) {
+            int64_t bg = n->a.list[d], e = n->a.list[r + d], step = n->a.list[2 * r + d], first;
+            if (step == 0)
+                return ir_errorf(TJ_ERR_INVALID, "slice: step is 0 on axis %d", d);
+            int64_t cnt = slice_indices(bg, e, step, xdims[d], &first);
+            if (cnt != odims[d])
+                return ir_errorf(TJ_ERR_INVALID,
+                                 "slice: axis %d of %s gives %lld elements, output has %lld", d,
+                                 ir_fmt_dims(a, sizeof a, r, xdims), (long long)cnt,
+                                 (long long)odims[d]);
+            if (cnt > 0)
+                *base += first * xs[d];
+            s[d] = cnt > 1 ? step * xs[d] : 0; /* |step| < dim when cnt > 1: no overflow */
+        }
+        return TJ_OK;
+    }
+    default:
+        return ir_errorf(TJ_ERR_UNSUPPORTED, "%s: not a strided view", rt_k_name(n));
+    }
+}
+
+static tj_status view_copy(const ir_node *n, const tj_tensor *x, tj_tensor *out) {
+    tj_status st = same_dtype(n, x, out);
+    int64_t base, s[TJ_MAX_RANK];
+    if (!st)
+        st = rt_k_view(n, x->rank, x->dims, out->rank, out->dims, &base, s);
+    return st ? st : rt_k_copy_strided(n, x, base, s, out);
+}
+
+tj_status rt_k_transpose(const ir_node *n, const tj_tensor *x, tj_tensor *out) {
+    return view_copy(n, x, out);
+}
+
+tj_status rt_k_broadcast_to(const ir_node *n, const tj_tensor *x, tj_tensor *out) {
+    return view_copy(n, x, out);
+}
+
+tj_status rt_k_slice(const ir_node *n, const tj_tensor *x, tj_tensor *out) {
+    return view_copy(n, x, out);
 }
 
 static inline int64_t index_at(const tj_tensor *idx, int64_t j) {
