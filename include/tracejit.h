@@ -124,7 +124,8 @@ typedef struct tj_tensor tj_tensor;
 /* Copies `data` (numel elements of dtype; for TJ_STRING an array of `const char *`). */
 TJ_API tj_tensor *tj_tensor_from_data(tj_dtype dt, int rank, const int64_t *dims, const void *data);
 /* Wraps `data` without copying; `release(user)` is called when the last reference goes.
- * The buffer must be 64-byte aligned for best speed (not required) and outlive the tensor. */
+ * `data` must be aligned to the element size (an error tensor otherwise; 64 bytes is best for
+ * speed) and outlive the tensor. */
 TJ_API tj_tensor *tj_tensor_borrow(tj_dtype dt, int rank, const int64_t *dims, void *data,
                                    void (*release)(void *user), void *user);
 /* An uninitialised (zeroed) tensor of the given dtype and shape. */
