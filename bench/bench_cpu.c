@@ -471,7 +471,8 @@ static double chain_retrace(float c) {
     for (int i = 0; i < 32; i++)
         xs[i] = 1;
     int64_t d16 = 16, d32 = 32;
-    tj_tensor *a = tj_tensor_from_data(TJ_F32, 1, &d16, xs), *b = tj_tensor_from_data(TJ_F32, 1, &d32, xs);
+    tj_tensor *a = tj_tensor_from_data(TJ_F32, 1, &d16, xs),
+              *b = tj_tensor_from_data(TJ_F32, 1, &d32, xs);
     chain_c = c;
     tj_function *f = tj_function_new("chain50", (void *)chain50, 1, NULL);
     tj_tensor *y = tj_call(f, 1, &a);
@@ -480,7 +481,8 @@ static double chain_retrace(float c) {
     double t0 = bench_now();
     y = tj_call(f, 1, &b);
     double ms = (bench_now() - t0) * 1e3;
-    ok = ok && tj_status_of(y) == TJ_OK && tj_tensor_numel(y) == 32 && tj_function_trace_count(f) == 2;
+    ok = ok && tj_status_of(y) == TJ_OK && tj_tensor_numel(y) == 32 &&
+         tj_function_trace_count(f) == 2;
     tj_release(y);
     tj_function_free(f);
     tj_release(a);

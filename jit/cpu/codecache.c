@@ -1,11 +1,12 @@
 /* codecache.c — sharing and caching the CPU backend's compiled code. A program's kernels are
  * keyed by a string naming everything that changes the code: the optimized graph's structural
  * hash, the target (triple, CPU, features, LLVM version), tracejit's version, the code generator's
- * sources (TJ_CODEGEN_ID, cmake/codegen_id.cmake), the codegen options and the format. Kernel symbols are derived from the key, so the same graph gets the same names
- * in every process. Lookup order: the process table (two functions that trace to the same graph
- * share one loaded object), then the disk cache (jit/cache.c), else the caller compiles and
- * registers the result, which is also written to disk. Disk payload:
- *   "TJK1" | u32 n_syms | n_syms x (u16 len, bytes) | object file */
+ * sources (TJ_CODEGEN_ID, cmake/codegen_id.cmake), the codegen options and the format. Kernel
+ * symbols are derived from the key, so the same graph gets the same names in every process. Lookup
+ * order: the process table (two functions that trace to the same graph share one loaded object),
+ * then the disk cache (jit/cache.c), else the caller compiles and registers the result, which is
+ * also written to disk. Disk payload: "TJK1" | u32 n_syms | n_syms x (u16 len, bytes) | object file
+ */
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,8 +31,7 @@ void jit_cpu_code_key(const ir_graph *g, bool contract, char *key, size_t n, cha
     ir_hash128 h = ir_graph_hash(g);
     snprintf(key, n, "tjcpu;fmt=2;tj=%s;cg=%s;target=%s;contract=%d;graph=%016llx%016llx",
              tj_version(), TJ_CODEGEN_ID, jit_cpu_target_id(), contract ? 1 : 0,
-             (unsigned long long)h.hi,
-             (unsigned long long)h.lo);
+             (unsigned long long)h.hi, (unsigned long long)h.lo);
     snprintf(prefix, pn, "tj_%016llx_", (unsigned long long)ir_hash_bytes(key, strlen(key), 11));
 }
 

@@ -5,8 +5,8 @@
  * constant divisions, and the row is a loop with a constant stride (contiguous rows, as in
  * slices of whole rows, vectorize as copies). When the last axis gathers (a stride other than 1:
  * transposes), a unit is a block of 16 rows copied column by column instead, so each input
- * cache line read serves 16 outputs and the block's output lines stay in cache. Elements move as integers of their size, so every
- * dtype but string (whose elements own memory) is handled. */
+ * cache line read serves 16 outputs and the block's output lines stay in cache. Elements move as
+ * integers of their size, so every dtype but string (whose elements own memory) is handled. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,10 +74,10 @@ tj_status jit_cpu_view_emit(LLVMModuleRef m, const ir_graph *g, uint32_t id, con
     jit_cpu_loop u = jit_cpu_loop_begin(e, fn, begin);
 #define K(v) jit_cpu_c64(e, (v))
 #define COPY(src, dst)                                                                             \
-    LLVMBuildStore(b,                                                                              \
-                   LLVMBuildLoad2(b, t, LLVMBuildInBoundsGEP2(b, t, p[0], (LLVMValueRef[]){src}, 1, ""), \
-                                  ""),                                                             \
-                   LLVMBuildInBoundsGEP2(b, t, p[1], (LLVMValueRef[]){dst}, 1, ""))
+    LLVMBuildStore(                                                                                \
+        b,                                                                                         \
+        LLVMBuildLoad2(b, t, LLVMBuildInBoundsGEP2(b, t, p[0], (LLVMValueRef[]){src}, 1, ""), ""), \
+        LLVMBuildInBoundsGEP2(b, t, p[1], (LLVMValueRef[]){dst}, 1, ""))
     /* the first input element of the unit's rows: base + sum over leading axes of idx[d] s[d] */
     int first = blocked ? rank - 3 : rank - 2;
     LLVMValueRef r0 = NULL, rem = u.i, off = K(base);
@@ -100,36 +100,35 @@ tj_status jit_cpu_view_emit(LLVMModuleRef m, const ir_graph *g, uint32_t id, con
         jit_cpu_loop_end(e, fn, &l, K(len));
     } else { /* rows r0 .. r0+cnt of the second-to-last axis, column by column */
         LLVMValueRef left = LLVMBuildNSWSub(b, K(R), r0, "");
-        LLVMValueRef cnt = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, left, K(T), ""), left,
-                                           K(T), "");
+        LLVMValueRef cnt =
+            LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, left, K(T), ""), left, K(T), "");
         off = LLVMBuildAdd(b, off, LLVMBuildMul(b, r0, K(s[rank - 2]), ""), "");
-        LLVMValueRef obase =
-            LLVMBuildNSWMul(b, LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, row0, K(R), ""), r0, ""),
-                            K(len), "");
+        LLVMValueRef obase = LLVMBuildNSWMul(
+            b, LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, row0, K(R), ""), r0, ""), K(len), "");
         /* tile by tile of T columns, through a T x T stack tile: phase 1 reads T input
          * stretches (contiguous when the second-to-last axis has stride 1), phase 2 writes T
          * contiguous output stretches; every line is used whole at once, whatever the strides */
         jit_cpu_loop lc = jit_cpu_loop_begin(e, fn, K(0));
         LLVMValueRef c0 = LLVMBuildNSWMul(b, lc.i, K(T), "");
         LLVMValueRef cleft = LLVMBuildNSWSub(b, K(len), c0, "");
-        LLVMValueRef jcnt = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, cleft, K(T), ""),
-                                            cleft, K(T), "");
+        LLVMValueRef jcnt =
+            LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, cleft, K(T), ""), cleft, K(T), "");
         jit_cpu_loop lj = jit_cpu_loop_begin(e, fn, K(0));
         LLVMValueRef srcj = LLVMBuildAdd(
             b, off, LLVMBuildMul(b, LLVMBuildNSWAdd(b, c0, lj.i, ""), K(last), ""), "");
         jit_cpu_loop li = jit_cpu_loop_begin(e, fn, K(0));
         LLVMValueRef v = LLVMBuildLoad2(
             b, t,
-            LLVMBuildInBoundsGEP2(
-                b, t, p[0],
-                (LLVMValueRef[]){LLVMBuildAdd(b, srcj, LLVMBuildMul(b, li.i, K(s[rank - 2]), ""), "")},
-                1, ""),
+            LLVMBuildInBoundsGEP2(b, t, p[0],
+                                  (LLVMValueRef[]){LLVMBuildAdd(
+                                      b, srcj, LLVMBuildMul(b, li.i, K(s[rank - 2]), ""), "")},
+                                  1, ""),
             "");
         LLVMBuildStore(b, v,
-                       LLVMBuildInBoundsGEP2(
-                           b, t, tl,
-                           (LLVMValueRef[]){LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, li.i, K(T), ""), lj.i, "")},
-                           1, ""));
+                       LLVMBuildInBoundsGEP2(b, t, tl,
+                                             (LLVMValueRef[]){LLVMBuildNSWAdd(
+                                                 b, LLVMBuildNSWMul(b, li.i, K(T), ""), lj.i, "")},
+                                             1, ""));
         jit_cpu_loop_end(e, fn, &li, cnt);
         jit_cpu_loop_end(e, fn, &lj, jcnt);
         jit_cpu_loop li2 = jit_cpu_loop_begin(e, fn, K(0));
@@ -138,10 +137,10 @@ tj_status jit_cpu_view_emit(LLVMModuleRef m, const ir_graph *g, uint32_t id, con
         jit_cpu_loop lj2 = jit_cpu_loop_begin(e, fn, K(0));
         LLVMValueRef w = LLVMBuildLoad2(
             b, t,
-            LLVMBuildInBoundsGEP2(
-                b, t, tl,
-                (LLVMValueRef[]){LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, li2.i, K(T), ""), lj2.i, "")},
-                1, ""),
+            LLVMBuildInBoundsGEP2(b, t, tl,
+                                  (LLVMValueRef[]){LLVMBuildNSWAdd(
+                                      b, LLVMBuildNSWMul(b, li2.i, K(T), ""), lj2.i, "")},
+                                  1, ""),
             "");
         LLVMBuildStore(b, w,
                        LLVMBuildInBoundsGEP2(b, t, p[1],

@@ -165,6 +165,15 @@ typedef struct jit_cpu_loop {
     LLVMBasicBlockRef head;
 } jit_cpu_loop;
 LLVMValueRef jit_cpu_c64(jit_cpu_em *e, int64_t v);
+/* A call of intrinsic `name` overloaded on the n_ov types ov. */
+LLVMValueRef jit_cpu_intrinsic(jit_cpu_em *e, const char *name, LLVMTypeRef *ov, unsigned n_ov,
+                               LLVMValueRef *args, unsigned n);
+/* A two-operand intrinsic overloaded on its operands' type (llvm.maximum, ...). */
+LLVMValueRef jit_cpu_intrin2(jit_cpu_em *e, const char *name, LLVMValueRef x, LLVMValueRef y);
+/* Sets fast-math flags f on v if it is a floating-point instruction; returns v. */
+LLVMValueRef jit_cpu_fast(LLVMValueRef v, LLVMFastMathFlags f);
+/* Element `off` of a buffer of dtype dt (bool: i8 in memory, i1 in registers). */
+LLVMValueRef jit_cpu_load_elem(jit_cpu_em *e, LLVMValueRef base, int dt, LLVMValueRef off);
 jit_cpu_loop jit_cpu_loop_begin(jit_cpu_em *e, LLVMValueRef fn, LLVMValueRef from);
 /* Closes l; returns the latch block (for phis carried around the loop). */
 LLVMBasicBlockRef jit_cpu_loop_end(jit_cpu_em *e, LLVMValueRef fn, jit_cpu_loop *l,

@@ -1,7 +1,8 @@
 /* emit.c — LLVM emission helpers shared by the CPU codegen files (elementwise, matmul,
- * reductions, softmax): the emission state, the kernel entry (void k(void **bufs, i64 begin,
- * i64 end) with the buffer pointers loaded) and exit, and counted loops
- * for (i = from; i < to; i++), entered only when from < to, with the index as a phi. */
+ * reductions, softmax, views): the emission state, the kernel entry (void k(void **bufs,
+ * i64 begin, i64 end) with the buffer pointers loaded) and exit, counted loops
+ * for (i = from; i < to; i++), entered only when from < to, with the index as a phi, intrinsic
+ * calls, fast-math flags and element loads. */
 #ifdef TJ_HAVE_LLVM
 #include <string.h>
 
@@ -47,6 +48,32 @@ void jit_cpu_kernel_end(jit_cpu_em *e, LLVMBasicBlockRef done) {
     LLVMPositionBuilderAtEnd(e->b, done);
     LLVMBuildRetVoid(e->b);
     LLVMDisposeBuilder(e->b);
+}
+
+LLVMValueRef jit_cpu_intrinsic(jit_cpu_em *e, const char *name, LLVMTypeRef *ov, unsigned n_ov,
+                               LLVMValueRef *args, unsigned n) {
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    LLVMValueRef f = LLVMGetIntrinsicDeclaration(e->m, id, ov, n_ov);
+    return LLVMBuildCall2(e->b, LLVMIntrinsicGetType(e->c, id, ov, n_ov), f, args, n, "");
+}
+
+LLVMValueRef jit_cpu_intrin2(jit_cpu_em *e, const char *name, LLVMValueRef x, LLVMValueRef y) {
+    LLVMTypeRef t = LLVMTypeOf(x);
+    LLVMValueRef a[2] = {x, y};
+    return jit_cpu_intrinsic(e, name, &t, 1, a, 2);
+}
+
+LLVMValueRef jit_cpu_fast(LLVMValueRef v, LLVMFastMathFlags f) {
+    if (f && LLVMIsAInstruction(v) && LLVMCanValueUseFastMathFlags(v))
+        LLVMSetFastMathFlags(v, f);
+    return v;
+}
+
+LLVMValueRef jit_cpu_load_elem(jit_cpu_em *e, LLVMValueRef base, int dt, LLVMValueRef off) {
+    LLVMTypeRef mt = dt == TJ_BOOL ? e->i8 : jit_cpu_reg_ty(e, dt);
+    LLVMValueRef v =
+        LLVMBuildLoad2(e->b, mt, LLVMBuildInBoundsGEP2(e->b, mt, base, &off, 1, ""), "");
+    return dt == TJ_BOOL ? LLVMBuildICmp(e->b, LLVMIntNE, v, LLVMConstInt(e->i8, 0, 0), "") : v;
 }
 
 LLVMValueRef jit_cpu_c64(jit_cpu_em *e, int64_t v) {

@@ -166,10 +166,9 @@ tj_status rt_k_view(const ir_node *n, int xrank, const int64_t *xdims, int orank
                 return ir_errorf(TJ_ERR_INVALID, "slice: step is 0 on axis %d", d);
             int64_t cnt = slice_indices(bg, e, step, xdims[d], &first);
             if (cnt != odims[d])
-                return ir_errorf(TJ_ERR_INVALID,
-                                 "slice: axis %d of %s gives %lld elements, output has %lld", d,
-                                 ir_fmt_dims(a, sizeof a, r, xdims), (long long)cnt,
-                                 (long long)odims[d]);
+                return ir_errorf(
+                    TJ_ERR_INVALID, "slice: axis %d of %s gives %lld elements, output has %lld", d,
+                    ir_fmt_dims(a, sizeof a, r, xdims), (long long)cnt, (long long)odims[d]);
             if (cnt > 0)
                 *base += first * xs[d];
             s[d] = cnt > 1 ? step * xs[d] : 0; /* |step| < dim when cnt > 1: no overflow */

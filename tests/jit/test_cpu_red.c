@@ -63,12 +63,18 @@ typedef struct shape_case {
  * approximated exp nor an FMA contraction compounds through a product), integer ones x * y + c. */
 static void check_reductions(int dt) {
     static const shape_case cases[] = {
-        {2, {17, 65}, 1, {1}},   {2, {3, 130}, 2, {0, 1}}, {3, {3, 1, 63}, 2, {1, 2}},
-        {3, {4, 5, 6}, 1, {0}},  {2, {0, 5}, 1, {1}},      {2, {5, 0}, 1, {1}},
+        {2, {17, 65}, 1, {1}},
+        {2, {3, 130}, 2, {0, 1}},
+        {3, {3, 1, 63}, 2, {1, 2}},
+        {3, {4, 5, 6}, 1, {0}},
+        {2, {0, 5}, 1, {1}},
+        {2, {5, 0}, 1, {1}},
         {2, {300, 257}, 1, {1}},
         /* kept axes after the reduced ones: a leading axis (bias gradients), a middle one over
          * more kept elements than one block (256), two adjacent middle axes, an empty one */
-        {2, {300, 40}, 1, {0}},  {3, {4, 5, 600}, 1, {1}}, {3, {2, 0, 7}, 1, {1}},
+        {2, {300, 40}, 1, {0}},
+        {3, {4, 5, 600}, 1, {1}},
+        {3, {2, 0, 7}, 1, {1}},
         {3, {6, 7, 33}, 2, {0, 1}},
         /* reduced axes on both sides of a kept one: the reference kernel inside the plan */
         {3, {4, 5, 6}, 2, {0, 2}},
@@ -184,7 +190,8 @@ static void check_softmax_into(int dt, int64_t rows, int64_t len) {
         CHECK(p->vt->run(p, &in, 1, NULL, outs) == TJ_OK);
         CHECK(tu_run(ref, &in, 1, want) == TJ_OK);
         for (int k = 0; k < 2; k++) {
-            int64_t first = -1, bad = tu_diff(outs[k], want[k], dt == TJ_F32 ? 2e-6 : 1e-13, &first);
+            int64_t first = -1,
+                    bad = tu_diff(outs[k], want[k], dt == TJ_F32 ? 2e-6 : 1e-13, &first);
             CHECK_MSG(bad == 0, "softmax into %s [%lld,%lld] %s output %d: %lld differ, first %lld",
                       ir_dtype_short(dt), (long long)rows, (long long)len,
                       aligned ? "aligned" : "unaligned", k, (long long)bad, (long long)first);

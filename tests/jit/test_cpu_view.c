@@ -106,12 +106,12 @@ static void check_dtype(int dt) {
     /* slices: begin[r], end[r], step[r] as Python writes them */
     static const int64_t ds2[2] = {10, 12};
     static const int64_t slices[][6] = {
-        {0, 0, 10, 12, 1, 1},   /* everything */
-        {2, 3, 8, 11, 1, 1},    /* a block: contiguous rows */
+        {0, 0, 10, 12, 1, 1},       /* everything */
+        {2, 3, 8, 11, 1, 1},        /* a block: contiguous rows */
         {-1, 11, -11, -13, -1, -2}, /* both axes reversed, step 2 on the last */
         {1, -100, 100, 100, 3, 5},  /* bounds past both ends */
-        {5, 0, 5, 12, 1, 1},    /* empty */
-        {9, 4, 10, 5, 1, 1},    /* one element */
+        {5, 0, 5, 12, 1, 1},        /* empty */
+        {9, 4, 10, 5, 1, 1},        /* one element */
     };
     g = ir_graph_new("slices");
     x = tu_param(g, 0, dt, 2, ds2);
