@@ -18,7 +18,9 @@ typedef struct iv {
     int64_t n;
 } iv;
 
-static inline double iround(int dt, double x) {
+/* Rounds x to dtype dt. Integers: a cast from a float saturates (NaN -> 0), as the runtime's;
+ * integer arithmetic wraps modulo 2^32 (neg(INT32_MIN) is INT32_MIN), as the kernels'. */
+static inline double iround_op(int dt, double x, bool saturate) {
     switch (dt) {
     case TJ_F32:
         return (double)(float)x;
@@ -26,12 +28,18 @@ static inline double iround(int dt, double x) {
         if (isnan(x))
             return 0;
         x = trunc(x) + 0.0; /* an integer has no -0 */
+        if (!saturate && (x > 2147483647.0 || x < -2147483648.0) && fabs(x) < 9.0e15)
+            return (double)(int32_t)(uint32_t)(uint64_t)(int64_t)x;
         return x > 2147483647.0 ? 2147483647.0 : x < -2147483648.0 ? -2147483648.0 : x;
     case TJ_BOOL:
         return x != 0;
     default:
         return x;
     }
+}
+
+static inline double iround(int dt, double x) {
+    return iround_op(dt, x, true);
 }
 
 /* flat index of coordinate `c` (of a shape with rank r, dims d), broadcast from `in` */
@@ -225,7 +233,7 @@ static inline iv *interp(const ir_graph *g) {
                 }
                 break;
             }
-            o[i] = iround(n->dtype, r);
+            o[i] = iround_op(n->dtype, r, n->op == IR_OP_CAST);
         }
         if (err)
             free(o);
