@@ -221,6 +221,16 @@ static LLVMValueRef approx_sigmoid(fk *k, LLVMValueRef x) {
 }
 
 /* ---- exact mode: libm, lane by lane ---------------------------------------------------------- */
+/* A libm call LLVM must not treat as a builtin: it would constant-fold tanhf(3.5f) with the
+ * host's double-precision tanh and round, one ulp away from what libm returns at run time. */
+static LLVMValueRef libm_call(jit_cpu_em *e, LLVMBuilderRef b, LLVMTypeRef ft, LLVMValueRef f,
+                              LLVMValueRef x) {
+    LLVMValueRef c = LLVMBuildCall2(b, ft, f, &x, 1, "");
+    unsigned kind = LLVMGetEnumAttributeKindForName("nobuiltin", 9);
+    LLVMAddCallSiteAttribute(c, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(e->c, kind, 0));
+    return c;
+}
+
 static LLVMValueRef libm1(fk *k, const char *name, LLVMValueRef x) {
     jit_cpu_em *e = k->e;
     LLVMTypeRef st = k->dbl ? e->f64 : e->f32;
@@ -231,12 +241,12 @@ static LLVMValueRef libm1(fk *k, const char *name, LLVMValueRef x) {
     if (!f)
         f = LLVMAddFunction(e->m, full, ft);
     if (!k->lanes)
-        return LLVMBuildCall2(k->b, ft, f, &x, 1, "");
+        return libm_call(e, k->b, ft, f, x);
     LLVMValueRef v = LLVMGetUndef(k->ty);
     for (unsigned i = 0; i < k->lanes; i++) {
         LLVMValueRef idx = LLVMConstInt(e->i32, i, 0);
         LLVMValueRef xi = LLVMBuildExtractElement(k->b, x, idx, "");
-        v = LLVMBuildInsertElement(k->b, v, LLVMBuildCall2(k->b, ft, f, &xi, 1, ""), idx, "");
+        v = LLVMBuildInsertElement(k->b, v, libm_call(e, k->b, ft, f, xi), idx, "");
     }
     return v;
 }
