@@ -108,7 +108,7 @@ static LLVMValueRef eval_group(em *e, const ir_graph *g, const pass_group *gr, L
 
 /* The reduction's parts: accumulator type and start, one step, the final value. */
 typedef struct red_ops {
-    int op, dt;
+    int op;
     bool fl, strict;
     LLVMTypeRef t, at; /* the result type; the accumulator's (double for float SUM/MEAN/PROD) */
     LLVMValueRef init;
@@ -116,7 +116,7 @@ typedef struct red_ops {
 } red_ops;
 
 static red_ops red_ops_make(em *e, int op, int dt, bool strict, int64_t len) {
-    red_ops r = {.op = op, .dt = dt, .fl = ir_dtype_is_float(dt), .strict = strict, .len = len};
+    red_ops r = {.op = op, .fl = ir_dtype_is_float(dt), .strict = strict, .len = len};
     r.t = jit_cpu_reg_ty(e, dt);
     r.at = r.fl && (op == IR_OP_SUM || op == IR_OP_MEAN || op == IR_OP_PROD) ? e->f64 : r.t;
     if (op == IR_OP_MAX || op == IR_OP_MIN)
