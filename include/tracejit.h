@@ -67,6 +67,9 @@ extern "C" {
 #define TJ_VERSION_MINOR 1
 #define TJ_VERSION_PATCH 0
 #define TJ_MAX_RANK 8
+/* The most elements a tensor may hold (2^40): every constructor and op checks its result's
+ * element count against it, so counts and byte sizes never overflow. */
+#define TJ_MAX_NUMEL ((int64_t)1 << 40)
 
 /* ---- status ---------------------------------------------------------------------------------- */
 typedef enum tj_status_code {

@@ -63,7 +63,7 @@ char *ir_fmt_dims(char *buf, size_t n, int rank, const int64_t *dims) {
     for (int i = 0; i < rank; i++) {
         if (i)
             PUT(",");
-        if (dims[i] < 0)
+        if (dims[i] == -1)
             PUT("?");
         else
             PUT("%lld", (long long)dims[i]);
@@ -71,6 +71,28 @@ char *ir_fmt_dims(char *buf, size_t n, int rank, const int64_t *dims) {
     PUT("]");
 #undef PUT
     return buf;
+}
+
+tj_status ir_check_shape(const char *op, int rank, const int64_t *dims, bool unknown_ok) {
+    char s[200];
+    if (rank < 0 || rank > IR_MAX_RANK)
+        return ir_errorf(TJ_ERR_SHAPE, "%s: rank %d out of range [0, %d]", op, rank, IR_MAX_RANK);
+    if (rank > 0 && !dims)
+        return ir_errorf(TJ_ERR_INVALID, "%s: dims is NULL for rank %d", op, rank);
+    /* every partial product of the dims must fit too (kernels multiply strides), so the bound
+     * is on the product of the non-zero dims: [2^40, 2^40, 0] is refused like [2^40, 2^40] */
+    int64_t n = 1;
+    for (int k = 0; k < rank; k++) {
+        int64_t d = dims[k];
+        if (d < -1 || (d == -1 && !unknown_ok))
+            return ir_errorf(TJ_ERR_SHAPE, "%s: invalid dimension %lld at axis %d of shape %s", op,
+                             (long long)d, k, ir_fmt_dims(s, sizeof s, rank, dims));
+        if (d > 0 && (__builtin_mul_overflow(n, d, &n) || n > TJ_MAX_NUMEL))
+            return ir_errorf(TJ_ERR_SHAPE,
+                             "%s: shape %s has more than %lld elements (TJ_MAX_NUMEL = 2^40)", op,
+                             ir_fmt_dims(s, sizeof s, rank, dims), (long long)TJ_MAX_NUMEL);
+    }
+    return TJ_OK;
 }
 
 int64_t ir_numel(int rank, const int64_t *dims) {

@@ -95,28 +95,6 @@ tj_status ir_norm_axis(const char *op, int64_t *ax, int r, const ir_node *in) {
     return TJ_OK;
 }
 
-/* Validates proto dims given by the caller (sources, reshape/broadcast_to targets). */
-static tj_status check_dims(const char *op, const ir_node *p, bool allow_unknown) {
-    if (p->rank > IR_MAX_RANK)
-        return ir_errorf(TJ_ERR_SHAPE, "%s: rank %d exceeds the maximum %d", op, p->rank,
-                         IR_MAX_RANK);
-    int64_t n = 1;
-    for (int k = 0; k < p->rank; k++) {
-        int64_t d = p->dims[k];
-        if (d < -1 || (d == -1 && !allow_unknown)) {
-            char s[DB];
-            return ir_errorf(TJ_ERR_SHAPE, "%s: invalid dimension %lld in shape %s", op,
-                             (long long)d, ir_fmt_dims(s, DB, p->rank, p->dims));
-        }
-        if (d >= 0 && __builtin_mul_overflow(n, d, &n)) {
-            char s[DB];
-            return ir_errorf(TJ_ERR_SHAPE, "%s: shape %s is too large", op,
-                             ir_fmt_dims(s, DB, p->rank, p->dims));
-        }
-    }
-    return TJ_OK;
-}
-
 void ir_sort_unique(int64_t *v, uint32_t *n) {
     for (uint32_t i = 1; i < *n; i++)
         for (uint32_t j = i; j > 0 && v[j - 1] > v[j]; j--) {
@@ -167,13 +145,24 @@ static tj_status infer_source(const char *name, ir_node *p) {
         break;
     }
     case IR_OP_RANDOM_UNIFORM:
+        NEED(dt, ir_dtype_is_float(dt), "float");
+        if (!isfinite(p->a.f[0]) || !isfinite(p->a.f[1]) || p->a.f[0] > p->a.f[1])
+            return ir_errorf(TJ_ERR_INVALID,
+                             "random_uniform: bounds must be finite with lo <= hi, got [%g, %g)",
+                             p->a.f[0], p->a.f[1]);
+        break;
     case IR_OP_RANDOM_NORMAL:
         NEED(dt, ir_dtype_is_float(dt), "float");
+        if (!isfinite(p->a.f[0]) || !isfinite(p->a.f[1]) || p->a.f[1] < 0)
+            return ir_errorf(TJ_ERR_INVALID,
+                             "random_normal: mean must be finite and stddev finite and >= 0, got "
+                             "mean %g, stddev %g",
+                             p->a.f[0], p->a.f[1]);
         break;
     default:
         break;
     }
-    return check_dims(name, p, unknown_ok);
+    return ir_check_shape(name, p->rank, p->dims, unknown_ok);
 }
 
 static tj_status infer_unary(const char *name, ir_node *p, const ir_node *x) {
@@ -387,6 +376,9 @@ tj_status ir_infer(ir_node *p, const ir_node *const *ins, uint32_t n_in) {
     } else
         st = ir_infer_shape_op(p, ins, n_in);
     if (st)
+        return st;
+    /* one checked place for every op's element count: nothing downstream can overflow */
+    if (!(fl & IR_F_SRC) && (st = ir_check_shape(name, p->rank, p->dims, true)))
         return st;
     for (int k = p->rank; k < IR_MAX_RANK; k++)
         p->dims[k] = 0;

@@ -37,10 +37,15 @@ bool ir_dtype_is_float(int dt);
 bool ir_dtype_is_int(int dt);
 bool ir_dtype_is_numeric(int dt); /* float or int */
 
-/* Writes "[2,3]" ("[]" for rank 0, "?" for -1 dims) into buf; returns buf. */
+/* Writes "[2,3]" ("[]" for rank 0, "?" for -1 dims, other negatives as numbers) into buf. */
 char *ir_fmt_dims(char *buf, size_t n, int rank, const int64_t *dims);
-/* numel of known dims; -1 if any dim is unknown. */
+/* numel of known dims; -1 if any dim is unknown. Shapes that passed ir_check_shape (every node and
+ * tensor) never overflow. */
 int64_t ir_numel(int rank, const int64_t *dims);
+/* The one place that validates a shape: rank in [0, TJ_MAX_RANK], dims non-negative (-1 too when
+ * `unknown_ok`), the element count of the known dims at most TJ_MAX_NUMEL. The error names `op`
+ * and the shape. */
+tj_status ir_check_shape(const char *op, int rank, const int64_t *dims, bool unknown_ok);
 /* NumPy broadcasting, -1 (unknown) dims allowed. On failure sets the error naming `op`. */
 tj_status ir_broadcast(const char *op, int ra, const int64_t *da, int rb, const int64_t *db,
                        int *rank_out, int64_t *dims_out);

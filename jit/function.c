@@ -71,8 +71,18 @@ tj_function *tj_function_new(const char *name, void *fn, int nargs,
             const tj_spec *sp = &opts->input_signature[i];
             jit_argsig *s = &f->input_sig[i];
             if (sp->static_value) {
+                const tj_tensor *sv = sp->static_value;
+                if (sv->kind != RT_CONCRETE || !sv->is_static) {
+                    ir_errorf(TJ_ERR_INVALID,
+                              "function_new: input signature %d: static_value is not a static "
+                              "value (make it with tj_static_*)",
+                              i);
+                    tj_function_free(f);
+                    return NULL;
+                }
                 s->is_static = 1;
-                s->value = tj_retain(sp->static_value);
+                if (!(s->value = rt_tensor_clone(sv)))
+                    goto oom;
                 continue;
             }
             if (sp->rank < 0 || sp->rank > TJ_MAX_RANK || (int)sp->dtype < 0 ||
@@ -205,7 +215,16 @@ typedef struct trace_result {
     int vars_created;
 } trace_result;
 
-static tj_status add_output(rt_trace *tr, tj_tensor *t) {
+static tj_status add_output(rt_trace *tr, const char *fn, int k, tj_tensor *t) {
+    if (!t)
+        return ir_errorf(TJ_ERR_INVALID, "%s: result %d is NULL", fn, k);
+    if (t->kind == RT_ERROR) /* the result's own message, not "cannot record an error" */
+        return ir_errorf(t->code, "%s", t->msg);
+    if (t->kind == RT_TUPLE)
+        return ir_errorf(TJ_ERR_UNSUPPORTED,
+                         "%s: result %d is a tuple (nested tuples are not "
+                         "supported: return one flat tuple)",
+                         fn, k);
     uint32_t id = rt_trace_lift(tr, t);
     if (id == IR_NONE)
         return ir_last_code();
@@ -261,10 +280,10 @@ static tj_status trace_once(tj_function *f, const jit_argsig *sig, tj_tensor *co
     } else if (!st && res->kind == RT_TUPLE) {
         out->result_kind = JIT_RESULT_TUPLE;
         for (int k = 0; k < res->n_items && !st; k++)
-            st = add_output(&tr, res->items[k]);
+            st = add_output(&tr, f->name, k, res->items[k]);
     } else if (!st) {
         out->result_kind = JIT_RESULT_SINGLE;
-        st = add_output(&tr, res);
+        st = add_output(&tr, f->name, 0, res);
     }
     tj_scope_end();
     rt_trace_pop();
@@ -617,10 +636,7 @@ static tj_status check_outputs(const tj_concrete *c, int n_out, tj_tensor *const
     for (int k = 0; k < n_out; k++) {
         const ir_node *n = ir_node_get(g, g->outputs[k]);
         const tj_tensor *t = outs[k];
-        char a[128], b[128];
-        if (!t || t->kind != RT_CONCRETE)
-            return ir_errorf(TJ_ERR_INVALID, "call_into: '%s' output %d is not a concrete tensor",
-                             name, k);
+        char a[128], b[128]; /* t passed rt_check_output in tj_call_into */
         int ok = t->dtype == n->dtype && t->rank == n->rank && n->dtype != TJ_STRING;
         for (int d = 0; ok && d < n->rank; d++)
             ok = n->dims[d] < 0 || n->dims[d] == t->dims[d];
@@ -644,6 +660,9 @@ tj_status tj_call_into(tj_function *f, int nargs, tj_tensor *const *args, int n_
         tj_release(err);
         return st;
     }
+    for (int k = 0; k < n_out; k++)
+        if ((st = rt_check_output(outs[k], "call_into", k)))
+            return st;
     if (f->eager || tj_get_eager() || rt_trace_current()) {
         tj_scope_begin(); /* own the result whether or not the caller has a scope open */
         tj_tensor *r = tj_call_eager(f, nargs, args);
@@ -688,7 +707,25 @@ tj_tensor *tj_call_eager(tj_function *f, int nargs, tj_tensor *const *args) {
     if (err)
         return rt_scoped(err);
     tj_scope_begin();
-    tj_tensor *r = call_user(f, args);
+    /* a host scalar passed as an argument is a tensor argument, as in a trace (where it becomes
+     * a parameter): the callee must not promote it */
+    tj_tensor *plain_stack[SIG_STACK], **plain = (tj_tensor **)args;
+    for (int i = 0; i < nargs && plain == args; i++) {
+        if (args[i]->kind != RT_CONCRETE || !args[i]->host_scalar || args[i]->is_static)
+            continue;
+        plain = nargs <= SIG_STACK ? plain_stack : malloc((size_t)nargs * sizeof *plain);
+        if (!plain) {
+            tj_scope_end();
+            return rt_scoped(rt_errorf(TJ_ERR_OOM, "call: out of memory"));
+        }
+        for (int k = 0; k < nargs; k++)
+            if (!(plain[k] = rt_scoped(args[k]->is_static ? tj_retain(args[k])
+                                                          : rt_tensor_plain(args[k]))))
+                plain[k] = args[k]; /* out of memory: the tensor as it is */
+    }
+    tj_tensor *r = call_user(f, plain);
+    if (plain != args && plain != plain_stack)
+        free(plain);
     if (!r)
         r = tj_tuple(0, NULL);
     r = tj_keep(r);

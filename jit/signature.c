@@ -117,13 +117,20 @@ void jit_sig_free(jit_argsig *sig, uint32_t n) {
     free(sig);
 }
 
-/* A retained copy of a signature (statics retained). */
+/* A copy of a signature with private copies of its static values (a caller's tensor can change
+ * later; the signature must keep the value it was traced with). */
 jit_argsig *jit_sig_copy(const jit_argsig *sig, uint32_t n) {
     jit_argsig *c = calloc(n ? n : 1, sizeof *c);
     if (!c)
         return NULL;
     memcpy(c, sig, n * sizeof *c);
-    for (uint32_t i = 0; i < n; i++)
-        tj_retain(c[i].value);
+    for (uint32_t i = 0; i < n; i++) {
+        if (!sig[i].value)
+            continue;
+        if (!(c[i].value = rt_tensor_clone(sig[i].value))) {
+            jit_sig_free(c, i);
+            return NULL;
+        }
+    }
     return c;
 }

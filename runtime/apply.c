@@ -44,6 +44,17 @@ inexact:
     return NULL;
 }
 
+static int is_host_scalar(const tj_tensor *t) {
+    return t->kind == RT_CONCRETE && t->host_scalar && t->rank == 0;
+}
+
+/* bool < int32 < int64 < float32 < float64, as Python's bool < int < float */
+static int kind_rank(int dt) {
+    static const int r[TJ_N_DTYPES] = {
+        [TJ_BOOL] = 0, [TJ_I32] = 1, [TJ_I64] = 2, [TJ_F32] = 3, [TJ_F64] = 4, [TJ_STRING] = 5};
+    return dt >= 0 && dt < TJ_N_DTYPES ? r[dt] : 6;
+}
+
 static int wants_promotion(int op) {
     unsigned f = ir_ops[op].flags;
     return (f & IR_F_EW) && ir_ops[op].n_in >= 2;
@@ -72,19 +83,21 @@ tj_tensor *rt_apply(ir_node *proto, tj_tensor *const *in_args, uint32_t n_in) {
         }
         in[k] = in_args[k];
     }
-    /* host scalars take the other operand's dtype (the analogue of Python numbers in TF) */
+    /* host scalars (tj_scalar_*, tj_static_*: the analogue of Python numbers in TF) take the
+     * other operand's dtype; between two host scalars the lower kind takes the higher one's.
+     * The rule looks at how a tensor was made, never at its data or at whether it is concrete,
+     * so eager and traced code promote alike. */
     if (wants_promotion(proto->op) && n_in <= 4) {
         uint32_t first = proto->op == IR_OP_WHERE ? 1 : 0;
         for (uint32_t k = first; k < n_in; k++) {
             uint32_t o = first + (k == first ? 1 : 0);
-            if (o >= n_in || in[k]->dtype == in[o]->dtype)
+            if (o >= n_in || in[k]->dtype == in[o]->dtype || !is_host_scalar(in[k]))
                 continue;
-            if (in[k]->kind == RT_CONCRETE && in[k]->rank == 0 &&
-                (in[o]->kind != RT_CONCRETE || in[o]->rank > 0 || in[k]->is_static)) {
-                conv[k] = convert_scalar(in[k], in[o]->dtype);
-                if (conv[k])
-                    in[k] = conv[k];
-            }
+            if (is_host_scalar(in[o]) && kind_rank(in[k]->dtype) > kind_rank(in[o]->dtype))
+                continue; /* the other one converts to this one's dtype */
+            conv[k] = convert_scalar(in[k], in[o]->dtype);
+            if (conv[k])
+                in[k] = conv[k];
         }
     }
     rt_trace *tr = rt_trace_current();

@@ -43,13 +43,18 @@ static void fmt_float(sbuf *b, double v, int is_f32) {
     if (v == -__builtin_inf())
         return sb_printf(b, "-inf");
     char tmp[64];
-    for (int prec = 1; prec <= 17; prec++) {
-        snprintf(tmp, sizeof tmp, "%.*g", prec, v);
+    int prec = 1;
+    for (; prec <= 17; prec++) {
+        snprintf(tmp, sizeof tmp, "%.*e", prec - 1, v);
         double back = strtod(tmp, NULL);
         if (is_f32 ? (float)back == (float)v : back == v)
             break;
     }
-    /* keep a float looking like a float: "2" -> "2." is NumPy's habit; TF prints "2" */
+    /* the shortest digits that round-trip, positional where the magnitude allows (as tf.print and
+     * NumPy: 10, 0.5, 1234), an exponent only outside [1e-4, 1e16): 1e+20, 1e-07 */
+    int exp10 = v == 0 ? 0 : atoi(strchr(tmp, 'e') + 1);
+    if (exp10 >= -4 && exp10 < 16)
+        snprintf(tmp, sizeof tmp, "%.*f", prec - 1 - exp10 > 0 ? prec - 1 - exp10 : 0, v);
     sb_printf(b, "%s", tmp);
 }
 
@@ -146,6 +151,10 @@ char *rt_values_str(const tj_tensor *t) {
 }
 
 char *tj_tensor_values_str(const tj_tensor *t) {
+    if (t && t->kind == RT_SYMBOLIC) {
+        rt_refuse_host_read(t, "tensor_values_str");
+        return strdup("<symbolic>");
+    }
     return rt_values_str(t);
 }
 
@@ -167,6 +176,20 @@ static void symbolic_name(sbuf *b, const tj_tensor *t) {
     } else {
         sb_printf(b, "?:0");
     }
+}
+
+void rt_refuse_host_read(const tj_tensor *t, const char *what) {
+    sbuf b = {0};
+    symbolic_name(&b, t);
+    ir_errorf(TJ_ERR_STATE,
+              "%s: the value of symbolic tensor '%s' is not known while tracing: host code (an "
+              "if or while on a tensor's value) runs once, at trace time; decide on values "
+              "inside the graph with tj_where",
+              what, b.p ? b.p : "?");
+    free(b.p);
+    rt_trace *tr = rt_trace_current();
+    if (tr && rt_trace_is_live(t))
+        rt_trace_fail(tr, TJ_ERR_STATE);
 }
 
 char *tj_tensor_str(const tj_tensor *t) {

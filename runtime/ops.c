@@ -238,14 +238,30 @@ static tj_tensor *source(ir_node *p, int dt, int rank, const int64_t *dims) {
     return rt_apply(p, NULL, 0);
 }
 
-tj_tensor *tj_fill(int rank, const int64_t *dims, tj_tensor *value) {
-    if (value && value->kind == RT_CONCRETE && value->rank != 0)
+/* fill, zeros and ones check their own arguments, so their errors name them, not broadcast_to */
+static tj_tensor *fill(const char *op, int rank, const int64_t *dims, tj_tensor *value) {
+    if (!value)
+        return rt_scoped(rt_errorf(TJ_ERR_INVALID, "%s: value is NULL", op));
+    if (value->kind == RT_ERROR)
+        return rt_scoped(tj_retain(value));
+    if (value->kind == RT_TUPLE)
+        return rt_scoped(rt_errorf(TJ_ERR_INVALID, "%s: value is a tuple, not a tensor", op));
+    if (value->rank != 0)
         return rt_scoped(
-            rt_errorf(TJ_ERR_SHAPE, "fill: value must be 0-d, got rank %d", value->rank));
+            rt_errorf(TJ_ERR_SHAPE, "%s: value must be 0-d, got rank %d", op, value->rank));
+    if (ir_check_shape(op, rank, dims, false))
+        return rt_scoped(rt_error_from_status(0));
     return tj_broadcast_to(value, rank, dims);
 }
 
+tj_tensor *tj_fill(int rank, const int64_t *dims, tj_tensor *value) {
+    return fill("fill", rank, dims, value);
+}
+
 static tj_tensor *filled(tj_dtype dt, int rank, const int64_t *dims, double v) {
+    const char *op = v == 0 ? "zeros" : "ones";
+    if ((int)dt < 0 || dt >= TJ_N_DTYPES)
+        return rt_scoped(rt_errorf(TJ_ERR_DTYPE, "%s: bad dtype %d", op, (int)dt));
     tj_scope_begin();
     tj_tensor *s = NULL;
     switch (dt) {
@@ -265,9 +281,9 @@ static tj_tensor *filled(tj_dtype dt, int rank, const int64_t *dims, double v) {
         s = tj_scalar_bool(v != 0);
         break;
     default:
-        s = tj_error_new(TJ_ERR_DTYPE, "zeros/ones: unsupported dtype %s", ir_dtype_name(dt));
+        s = tj_error_new(TJ_ERR_DTYPE, "%s: unsupported dtype %s", op, ir_dtype_name(dt));
     }
-    tj_tensor *r = tj_keep(tj_fill(rank, dims, s));
+    tj_tensor *r = tj_keep(fill(op, rank, dims, s));
     tj_scope_end();
     return r; /* tj_keep already handed it to the enclosing scope or the caller */
 }

@@ -29,7 +29,8 @@ struct tj_tensor {
     uint8_t kind;
     uint8_t dtype; /* tj_dtype */
     uint8_t rank;
-    uint8_t is_static;
+    uint8_t is_static;   /* tj_static_*: part of a signature by value */
+    uint8_t host_scalar; /* tj_scalar_* / tj_static_*: takes the other operand's dtype in ops */
     int64_t numel;
     int64_t dims[TJ_MAX_RANK];
     /* RT_CONCRETE */
@@ -58,6 +59,15 @@ tj_tensor *rt_error_from_status(tj_status code);
 tj_tensor *rt_errorf(tj_status code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* An unscoped tuple retaining its items. */
 tj_tensor *rt_tuple_new(int n, tj_tensor *const *items);
+/* A deep copy of a concrete tensor (strings too), keeping its static / host-scalar marks.
+ * Unscoped; NULL with the error set. */
+tj_tensor *rt_tensor_clone(const tj_tensor *t);
+/* t as an ordinary tensor argument: a new reference to t, or, for a host scalar or static value,
+ * to a new header sharing its buffer without those marks. NULL with the error set on OOM. */
+tj_tensor *rt_tensor_plain(tj_tensor *t);
+/* Whether t may receive a call's results (tj_call_into): concrete, not static. `what` and `k`
+ * name the call and the output in the error. */
+tj_status rt_check_output(const tj_tensor *t, const char *what, int k);
 /* Copies src's elements into dst (a caller's tensor): same dtype and dims, not strings. */
 tj_status rt_copy_into(tj_tensor *dst, const tj_tensor *src);
 /* Registers a new reference in the innermost scope, if any; returns t. Every public function
@@ -76,6 +86,10 @@ char *rt_strdup_len(const char *s, size_t n);
 tj_status rt_ref_kernel(const ir_node *n, tj_tensor *const *in, tj_tensor *out);
 /* Writes the values of t (not the header) in NumPy style: "[4 1]", "2.2", "aa". */
 char *rt_values_str(const tj_tensor *t);
+/* Host code asked for the value of symbolic tensor t (`what` names the accessor): sets the error
+ * and, if t belongs to an open trace, fails that trace (a value decided at trace time would be
+ * frozen into the graph: a silent wrong result). */
+void rt_refuse_host_read(const tj_tensor *t, const char *what);
 
 /* ---- variables ------------------------------------------------------------------------------- */
 struct tj_variable {

@@ -72,15 +72,7 @@ static void set_shape(tj_tensor *t, int dtype, int rank, const int64_t *dims) {
 static tj_status check_shape(const char *op, int dtype, int rank, const int64_t *dims) {
     if (dtype < 0 || dtype >= TJ_N_DTYPES)
         return ir_errorf(TJ_ERR_DTYPE, "%s: bad dtype %d", op, dtype);
-    if (rank < 0 || rank > TJ_MAX_RANK)
-        return ir_errorf(TJ_ERR_SHAPE, "%s: rank %d out of range [0, %d]", op, rank, TJ_MAX_RANK);
-    if (rank > 0 && !dims)
-        return ir_errorf(TJ_ERR_INVALID, "%s: dims is NULL for rank %d", op, rank);
-    for (int i = 0; i < rank; i++)
-        if (dims[i] < 0 || dims[i] > ((int64_t)1 << 40))
-            return ir_errorf(TJ_ERR_SHAPE, "%s: bad dimension %lld at axis %d", op,
-                             (long long)dims[i], i);
-    return TJ_OK;
+    return ir_check_shape(op, rank, dims, false);
 }
 
 static tj_tensor *tensor_alloc(int dtype, int rank, const int64_t *dims, int zeroed) {
@@ -124,8 +116,8 @@ char *rt_strdup_len(const char *s, size_t n) {
 static tj_tensor *error_new(tj_status code, const char *msg) {
     tj_tensor *t = header_new(RT_ERROR);
     if (!t)
-        return NULL; /* callers treat NULL as an error too */
-    t->code = code ? code : TJ_ERR_INVALID;
+        return NULL;                            /* callers treat NULL as an error too */
+    t->code = code < 0 ? code : TJ_ERR_INVALID; /* an error is negative, whatever was asked */
     t->msg = strdup(msg ? msg : "");
     return t;
 }
@@ -267,8 +259,8 @@ void tj_scope_end(void) {
 }
 
 tj_tensor *tj_keep(tj_tensor *t) {
-    if (!t)
-        return t;
+    if (!t || n_scopes == 0)
+        return t; /* no scope owns it: the caller already does */
     tj_retain(t);
     if (n_scopes > 1)
         scope_push_item(&scopes[n_scopes - 2], t);
@@ -350,8 +342,10 @@ tj_tensor *tj_tensor_borrow(tj_dtype dt, int rank, const int64_t *dims, void *da
 
 static tj_tensor *scalar(tj_dtype dt, const void *v, int is_static) {
     tj_tensor *t = from_data(dt, 0, NULL, v);
-    if (t && t->kind == RT_CONCRETE)
+    if (t && t->kind == RT_CONCRETE) {
         t->is_static = (uint8_t)is_static;
+        t->host_scalar = 1;
+    }
     return rt_scoped(t);
 }
 
@@ -436,6 +430,8 @@ int64_t tj_tensor_numel(const tj_tensor *t) {
     return t ? t->numel : -1;
 }
 const void *tj_tensor_data(const tj_tensor *t) {
+    if (t && t->kind == RT_SYMBOLIC)
+        rt_refuse_host_read(t, "tensor_data");
     return t && t->kind == RT_CONCRETE ? t->data : NULL;
 }
 int tj_tensor_is_symbolic(const tj_tensor *t) {
@@ -443,6 +439,8 @@ int tj_tensor_is_symbolic(const tj_tensor *t) {
 }
 
 double tj_tensor_get_f64(const tj_tensor *t, int64_t i) {
+    if (t && t->kind == RT_SYMBOLIC)
+        rt_refuse_host_read(t, "tensor_get_f64");
     if (!t || t->kind != RT_CONCRETE || i < 0 || i >= t->numel)
         return __builtin_nan("");
     switch (t->dtype) {
@@ -477,6 +475,57 @@ size_t tj_dtype_size(tj_dtype dt) {
 }
 const char *tj_version(void) {
     return "0.1.0";
+}
+
+tj_tensor *rt_tensor_clone(const tj_tensor *t) {
+    if (!t || t->kind != RT_CONCRETE)
+        return (void)ir_errorf(TJ_ERR_INVALID, "clone: not a concrete tensor"), NULL;
+    tj_tensor *c = rt_tensor_alloc_uninit(t->dtype, t->rank, t->dims);
+    if (!c)
+        return NULL;
+    if (t->dtype == TJ_STRING) {
+        const tj_string *s = t->data;
+        tj_string *d = c->data;
+        for (int64_t i = 0; i < t->numel; i++)
+            if ((d[i].data = rt_strdup_len(s[i].data ? s[i].data : "", s[i].len)))
+                d[i].len = s[i].len;
+    } else if (t->numel) {
+        memcpy(c->data, t->data, (size_t)t->numel * ir_dtype_size(t->dtype));
+    }
+    c->is_static = t->is_static;
+    c->host_scalar = t->host_scalar;
+    return c;
+}
+
+tj_tensor *rt_tensor_plain(tj_tensor *t) {
+    if (!t || t->kind != RT_CONCRETE || (!t->host_scalar && !t->is_static))
+        return tj_retain(t);
+    tj_tensor *a = header_new(RT_CONCRETE);
+    if (!a)
+        return (void)ir_errorf(TJ_ERR_OOM, "out of memory"), NULL;
+    set_shape(a, t->dtype, t->rank, t->dims);
+    a->buf = t->buf;
+    atomic_fetch_add(&t->buf->rc, 1);
+    a->data = t->data;
+    return a;
+}
+
+tj_status rt_check_output(const tj_tensor *t, const char *what, int k) {
+    if (!t)
+        return ir_errorf(TJ_ERR_INVALID, "%s: output %d is NULL", what, k);
+    if (t->kind == RT_SYMBOLIC)
+        return ir_errorf(TJ_ERR_STATE,
+                         "%s: output %d is a symbolic tensor (of a trace), not a concrete tensor "
+                         "that can receive values",
+                         what, k);
+    if (t->kind != RT_CONCRETE)
+        return ir_errorf(TJ_ERR_INVALID, "%s: output %d is %s, not a concrete tensor", what, k,
+                         t->kind == RT_ERROR ? "an error tensor" : "a tuple");
+    if (t->is_static)
+        return ir_errorf(TJ_ERR_INVALID,
+                         "%s: output %d is a static value (tj_static_*), which is immutable", what,
+                         k);
+    return TJ_OK;
 }
 
 tj_status rt_copy_into(tj_tensor *dst, const tj_tensor *src) {

@@ -104,8 +104,8 @@ uint32_t rt_trace_lift(rt_trace *tr, tj_tensor *t) {
         return t->node;
     }
     if (t->kind != RT_CONCRETE) {
-        ir_errorf(TJ_ERR_INVALID, "cannot record a %s in a graph",
-                  t->kind == RT_TUPLE ? "tuple" : "error");
+        ir_errorf(TJ_ERR_INVALID, "cannot record %s in a graph",
+                  t->kind == RT_TUPLE ? "a tuple" : "an error tensor");
         return IR_NONE;
     }
     ir_node p;

@@ -55,6 +55,8 @@ bool jit_cpu_red_supported(const ir_graph *g, uint32_t id) {
     int64_t outer, len, inner;
     if (!red_geometry(g, n, &outer, &len, &inner))
         return false;
+    if (outer * inner == 0)
+        return false; /* an empty result: nothing to generate (the block count would be 0) */
     bool no_identity =
         n->op == IR_OP_MAX || n->op == IR_OP_MIN || (n->op == IR_OP_MEAN && ir_dtype_is_int(dt));
     return !(len == 0 && outer * inner > 0 && no_identity); /* the reference reports that error */
