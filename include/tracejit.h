@@ -279,6 +279,12 @@ TJ_API void tj_set_print_sink(tj_print_sink sink, void *user); /* NULL: stdout *
  *     void fn(void *user, tj_tensor *x0, ..., tj_tensor *x{n-1})
  * and is called through libffi with the concrete input tensors (borrowed) on every execution. */
 TJ_API tj_status tj_host_callback(void *fn, void *user, int n, tj_tensor *const *xs);
+/* Called by a host callback, while it runs, to fail the op: an eager tj_host_callback returns
+ * `code` (negative; anything else becomes TJ_ERR_RUNTIME), and a compiled call stops and returns
+ * an error tensor (tj_call_into: the status) with the message "host_callback: <message>". The
+ * callback should return right after. Returns the code; TJ_ERR_STATE outside a callback. */
+TJ_API tj_status tj_callback_fail(tj_status code, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* ---- variables (S10, S11) -------------------------------------------------------------------- */
 typedef struct tj_variable tj_variable;
@@ -304,6 +310,9 @@ typedef struct tj_function_options {
     const char *const *arg_names; /* names used in symbolic tensors ("a:0"), default x0, x1 */
     int cache_bound;              /* concrete functions kept per function (LRU), 0: 64 */
     int eager;                    /* 1: always run eagerly (as TJ_EAGER=1) */
+    const char *name; /* tj_jit_compile: the name used in messages and signatures (default: the
+                         C function's symbol name where the dynamic linker knows it, else
+                         "fn_<address>"); tj_function_new takes its name as an argument */
 } tj_function_options;
 
 /* `fn` is a C function taking `nargs` tj_tensor* (borrowed) and returning a tj_tensor* (a new

@@ -23,22 +23,17 @@ int64_t ir_slice_len(int64_t len, int64_t b, int64_t e, int64_t s) {
 
 static tj_status reshape(ir_node *p, const ir_node *x) {
     char sx[DB], sp[DB];
-    if (p->rank > IR_MAX_RANK)
-        return ir_errorf(TJ_ERR_SHAPE, "reshape: rank %d exceeds the maximum %d", p->rank,
-                         IR_MAX_RANK);
+    if (ir_check_shape("reshape", p->rank, p->dims, true))
+        return TJ_ERR_SHAPE;
     int n_unknown = 0, at = -1;
-    int64_t prod = 1;
+    int64_t prod = 1; /* bounded by ir_check_shape */
     for (int k = 0; k < p->rank; k++) {
-        int64_t d = p->dims[k];
-        if (d < -1)
-            return ir_errorf(TJ_ERR_SHAPE, "reshape: invalid dimension %lld in target %s",
-                             (long long)d, ir_fmt_dims(sp, DB, p->rank, p->dims));
-        if (d == -1) {
+        if (p->dims[k] == -1) {
             n_unknown++;
             at = k;
-        } else if (__builtin_mul_overflow(prod, d, &prod))
-            return ir_errorf(TJ_ERR_SHAPE, "reshape: target %s is too large",
-                             ir_fmt_dims(sp, DB, p->rank, p->dims));
+        } else {
+            prod *= p->dims[k];
+        }
     }
     int64_t n = ir_numel(x->rank, x->dims);
     if (n_unknown > 1 && n >= 0)

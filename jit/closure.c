@@ -2,6 +2,7 @@
  * body is tj_call. A registry maps closure code pointers to their functions for tj_jit_free and
  * tj_jit_function. Freed closures stay allocated until exit and answer with an error tensor, so
  * a stale pointer called by mistake reports instead of crashing. */
+#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,7 +38,13 @@ static void trampoline(ffi_cif *cif, void *ret, void **args, void *user) {
 
 void *tj_jit_compile(void *fn, int nargs, const tj_function_options *opts) {
     char name[64];
-    snprintf(name, sizeof name, "fn_%p", fn);
+    Dl_info info;
+    if (opts && opts->name)
+        snprintf(name, sizeof name, "%s", opts->name);
+    else if (fn && dladdr(fn, &info) && info.dli_sname && info.dli_saddr == fn)
+        snprintf(name, sizeof name, "%s", info.dli_sname);
+    else
+        snprintf(name, sizeof name, "fn_%p", fn);
     tj_function *f = tj_function_new(name, fn, nargs, opts);
     if (!f)
         return NULL;

@@ -7,18 +7,13 @@
 #include "jit/jit.h"
 
 tj_concrete *tj_function_get_concrete(tj_function *f, int n, const tj_spec *specs) {
-    tj_tensor *err = jit_check_args("get_concrete", f, n, NULL);
-    if (err && n == 0) {
-        tj_release(err);
-        err = NULL;
-    }
-    if (!f || f->magic != FN_MAGIC || n != f->nargs || (n && !specs)) {
-        tj_release(err);
-        ir_errorf(TJ_ERR_INVALID, "get_concrete: bad function or %d specs for %d arguments", n,
-                  f && f->magic == FN_MAGIC ? f->nargs : -1);
+    if (jit_check_fn("get_concrete", f) || jit_check_not_tracing("get_concrete", f))
+        return NULL;
+    if (n != f->nargs || (n && !specs)) {
+        ir_errorf(TJ_ERR_INVALID, "get_concrete: '%s' takes %d arguments, got %d specs%s", f->name,
+                  f->nargs, n, n && !specs ? " (specs is NULL)" : "");
         return NULL;
     }
-    tj_release(err);
     jit_argsig *sig = calloc((size_t)n + 1, sizeof *sig);
     if (!sig)
         return (void)ir_errorf(TJ_ERR_OOM, "get_concrete: out of memory"), NULL;
@@ -35,11 +30,8 @@ tj_concrete *tj_function_get_concrete(tj_function *f, int n, const tj_spec *spec
             sig[i].value = sp->static_value;
             continue;
         }
-        if (sp->rank < 0 || sp->rank > TJ_MAX_RANK || (int)sp->dtype < 0 ||
-            sp->dtype >= TJ_N_DTYPES) {
+        if (jit_check_spec("get_concrete: spec", i, sp)) {
             free(sig);
-            ir_errorf(TJ_ERR_INVALID, "get_concrete: spec %d has bad rank %d or dtype %d", i,
-                      sp->rank, sp->dtype);
             return NULL;
         }
         sig[i].dtype = (uint8_t)sp->dtype;
@@ -110,8 +102,10 @@ int tj_concrete_node_count(const tj_concrete *c) {
 }
 
 char *tj_function_signatures(const tj_function *f) {
-    if (!jit_fn_alive(f))
+    if (jit_check_fn("function_signatures", f))
         return strdup("");
+    if (jit_check_not_tracing("function_signatures", f))
+        return strdup(""); /* its lock is held by this thread's trace */
     tj_function *mf = (tj_function *)f;
     pthread_mutex_lock(&mf->mu);
     snapshot *s = atomic_load(&mf->cache);

@@ -13,21 +13,23 @@
 #include "jit/jit.h"
 
 /* ---- function objects ------------------------------------------------------------------------ */
-static pthread_mutex_t dead_mu = PTHREAD_MUTEX_INITIALIZER;
-static tj_function *dead_list[4096];
-static int n_dead;
 
 tj_function *tj_function_new(const char *name, void *fn, int nargs,
                              const tj_function_options *opts) {
     if (!fn)
         return (void)ir_errorf(TJ_ERR_INVALID, "function_new: fn is NULL"), NULL;
+    if (opts && opts->cache_bound < 0)
+        return (void)ir_errorf(TJ_ERR_INVALID,
+                               "function_new: cache_bound %d is negative (0: the default, 64)",
+                               opts->cache_bound),
+               NULL;
     if (nargs < 0 || nargs > 256)
         return (void)ir_errorf(TJ_ERR_INVALID, "function_new: nargs %d out of range [0, 256]",
                                nargs),
                NULL;
-    tj_function *f = calloc(1, sizeof *f);
+    tj_function *f = jit_fn_alloc();
     if (!f)
-        return (void)ir_errorf(TJ_ERR_OOM, "function_new: out of memory"), NULL;
+        return NULL;
     f->magic = FN_MAGIC;
     f->name = strdup(name ? name : "function");
     f->fn = fn;
@@ -85,11 +87,7 @@ tj_function *tj_function_new(const char *name, void *fn, int nargs,
                     goto oom;
                 continue;
             }
-            if (sp->rank < 0 || sp->rank > TJ_MAX_RANK || (int)sp->dtype < 0 ||
-                sp->dtype >= TJ_N_DTYPES) {
-                ir_errorf(TJ_ERR_INVALID,
-                          "function_new: input signature %d has bad rank %d or dtype %d", i,
-                          sp->rank, sp->dtype);
+            if (jit_check_spec("function_new: input signature", i, sp)) {
                 tj_function_free(f);
                 return NULL;
             }
@@ -130,8 +128,8 @@ static void retire(tj_function *f, void *p, int is_concrete) {
 }
 
 void tj_function_free(tj_function *f) {
-    if (!f || f->magic != FN_MAGIC)
-        return;
+    if (jit_check_fn("function_free", f) || jit_check_not_tracing("function_free", f))
+        return; /* the error stays in tj_last_error */
     pthread_mutex_lock(&f->mu);
     snapshot *s = atomic_load(&f->cache);
     if (s) {
@@ -158,22 +156,7 @@ void tj_function_free(tj_function *f) {
     free(f->arg_names);
     free(f->arg_types);
     free(f->name);
-    /* keep the header so that a later call reports "freed" instead of crashing */
-    f->magic = FN_DEAD;
-    pthread_mutex_lock(&dead_mu);
-    if (n_dead < (int)(sizeof dead_list / sizeof *dead_list))
-        dead_list[n_dead++] = f;
-    else
-        free(f);
-    pthread_mutex_unlock(&dead_mu);
-}
-
-__attribute__((destructor)) static void free_dead_functions(void) {
-    pthread_mutex_lock(&dead_mu);
-    for (int i = 0; i < n_dead; i++)
-        free(dead_list[i]);
-    n_dead = 0;
-    pthread_mutex_unlock(&dead_mu);
+    jit_fn_release(f); /* a later call through this handle reports "freed" */
 }
 
 const char *tj_function_name(const tj_function *f) {
@@ -240,6 +223,7 @@ static tj_status trace_once(tj_function *f, const jit_argsig *sig, tj_tensor *co
     if (!(tr.g = ir_graph_new(f->name)))
         return ir_last_code();
     tr.args = args;
+    tr.owner = f;
     tr.n_args = (uint32_t)f->nargs;
     tr.arg_names = (const char *const *)f->arg_names;
     tr.allow_var_create = allow_vars;
@@ -502,14 +486,31 @@ tj_tensor *jit_run_concrete(tj_concrete *c, tj_tensor *const *args) {
     return res;
 }
 
+tj_status jit_check_fn(const char *what, const tj_function *f) {
+    if (!f)
+        return ir_errorf(TJ_ERR_INVALID, "%s: function is NULL", what);
+    int state = jit_fn_state(f);
+    if (state == JIT_FN_FREED)
+        return ir_errorf(TJ_ERR_STATE, "%s: the function was freed (tj_function_free)", what);
+    if (state != JIT_FN_ALIVE)
+        return ir_errorf(TJ_ERR_INVALID, "%s: not a tj_function made by tj_function_new", what);
+    return TJ_OK;
+}
+
+tj_status jit_check_not_tracing(const char *what, const tj_function *f) {
+    if (rt_trace_owner_active(f))
+        return ir_errorf(TJ_ERR_STATE,
+                         "%s: '%s' is being traced on this thread (called from inside its own "
+                         "trace); this would wait for itself",
+                         what, f->name);
+    return TJ_OK;
+}
+
 tj_tensor *jit_check_args(const char *what, const tj_function *f, int nargs,
                           tj_tensor *const *args) {
-    if (!f)
-        return rt_errorf(TJ_ERR_INVALID, "%s: function is NULL", what);
-    if (f->magic == FN_DEAD)
-        return rt_errorf(TJ_ERR_STATE, "%s: the function was freed", what);
-    if (f->magic != FN_MAGIC)
-        return rt_errorf(TJ_ERR_INVALID, "%s: not a tj_function", what);
+    tj_status st = jit_check_fn(what, f);
+    if (st)
+        return rt_error_from_status(st);
     if (nargs != f->nargs)
         return rt_errorf(TJ_ERR_INVALID, "%s: '%s' takes %d arguments, got %d", what, f->name,
                          f->nargs, nargs);
@@ -522,6 +523,11 @@ tj_tensor *jit_check_args(const char *what, const tj_function *f, int nargs,
             return tj_retain(args[i]);
         if (args[i]->kind == RT_TUPLE)
             return rt_errorf(TJ_ERR_INVALID, "%s: '%s' argument %d is a tuple", what, f->name, i);
+        if (args[i]->kind == RT_SYMBOLIC && !rt_trace_is_live(args[i]))
+            return rt_errorf(TJ_ERR_STATE,
+                             "%s: '%s' argument %d is a symbolic tensor from a finished trace (it "
+                             "escaped the function that traced it)",
+                             what, f->name, i);
     }
     return NULL;
 }
@@ -702,10 +708,38 @@ tj_status tj_call_into(tj_function *f, int nargs, tj_tensor *const *args, int n_
     return st;
 }
 
+/* Nested calls (a function calling functions, itself included, eagerly or inside a trace, where
+ * calls are inlined) run on the C stack: past this depth, or with less than STACK_RESERVE bytes
+ * of the thread's stack left, a call fails instead of overflowing the stack. */
+#define MAX_CALL_DEPTH 1000
+#define STACK_RESERVE (256 * 1024)
+static _Thread_local int call_depth;
+static _Thread_local char *stack_low; /* lowest usable address of this thread's stack */
+
+static int stack_short(void) {
+    char here;
+    if (!stack_low) {
+        pthread_attr_t a;
+        void *lo = NULL;
+        size_t sz = 0;
+        if (pthread_getattr_np(pthread_self(), &a) == 0) {
+            pthread_attr_getstack(&a, &lo, &sz);
+            pthread_attr_destroy(&a);
+        }
+        stack_low = lo ? (char *)lo : (char *)1;
+    }
+    return stack_low != (char *)1 && &here - stack_low < STACK_RESERVE;
+}
+
 tj_tensor *tj_call_eager(tj_function *f, int nargs, tj_tensor *const *args) {
     tj_tensor *err = jit_check_args("call", f, nargs, args);
     if (err)
         return rt_scoped(err);
+    if (call_depth >= MAX_CALL_DEPTH || stack_short())
+        return rt_scoped(rt_errorf(
+            TJ_ERR_STATE, "call: '%s': functions nested %d deep%s (unbounded recursion?)", f->name,
+            call_depth, call_depth >= MAX_CALL_DEPTH ? "" : " exhaust the thread's stack"));
+    call_depth++;
     tj_scope_begin();
     /* a host scalar passed as an argument is a tensor argument, as in a trace (where it becomes
      * a parameter): the callee must not promote it */
@@ -730,5 +764,6 @@ tj_tensor *tj_call_eager(tj_function *f, int nargs, tj_tensor *const *args) {
         r = tj_tuple(0, NULL);
     r = tj_keep(r);
     tj_scope_end();
+    call_depth--;
     return r;
 }

@@ -73,8 +73,14 @@ struct tj_function {
     int n_warnings;
 };
 
+/* handles.c: function headers at addresses never reused, so a freed handle is recognised. */
+enum { JIT_FN_NONE = 0, JIT_FN_ALIVE, JIT_FN_FREED };
+tj_function *jit_fn_alloc(void);        /* a zeroed header; NULL with the error set */
+void jit_fn_release(tj_function *f);    /* marks it dead (its fields must be freed already) */
+int jit_fn_state(const tj_function *f); /* JIT_FN_NONE for anything not made by jit_fn_alloc */
+
 static inline int jit_fn_alive(const tj_function *f) {
-    return f && f->magic == FN_MAGIC;
+    return jit_fn_state(f) == JIT_FN_ALIVE;
 }
 
 /* signature.c */
@@ -83,8 +89,14 @@ uint64_t jit_sig_hash(const jit_argsig *sig, int nargs);
 void jit_tf_shape(char *buf, size_t n, int rank, const int64_t *dims); /* "(2, 3)", "(None,)" */
 int jit_arg_matches(const jit_argsig *want, const tj_tensor *t);
 void jit_sig_free(jit_argsig *sig, uint32_t n);
+/* Checks a spec's dtype and dims (-1: unknown); the error names `what` and index i. */
+tj_status jit_check_spec(const char *what, int i, const tj_spec *sp);
 jit_argsig *jit_sig_copy(const jit_argsig *sig, uint32_t n); /* statics retained */
 /* function.c */
+/* TJ_OK for a live function; an error naming `what` for NULL, freed or foreign handles. */
+tj_status jit_check_fn(const char *what, const tj_function *f);
+/* An error if f is being traced on this thread (its lock is held: a re-entry would deadlock). */
+tj_status jit_check_not_tracing(const char *what, const tj_function *f);
 tj_tensor *jit_check_args(const char *what, const tj_function *f, int nargs,
                           tj_tensor *const *args);
 tj_concrete *jit_build_concrete(tj_function *f, const jit_argsig *sig, uint64_t h,

@@ -117,6 +117,14 @@ void jit_sig_free(jit_argsig *sig, uint32_t n) {
     free(sig);
 }
 
+tj_status jit_check_spec(const char *what, int i, const tj_spec *sp) {
+    char buf[96];
+    if ((int)sp->dtype < 0 || sp->dtype >= TJ_N_DTYPES)
+        return ir_errorf(TJ_ERR_DTYPE, "%s %d: bad dtype %d", what, i, (int)sp->dtype);
+    snprintf(buf, sizeof buf, "%s %d", what, i);
+    return ir_check_shape(buf, sp->rank, sp->dims, true);
+}
+
 /* A copy of a signature with private copies of its static values (a caller's tensor can change
  * later; the signature must keep the value it was traced with). */
 jit_argsig *jit_sig_copy(const jit_argsig *sig, uint32_t n) {

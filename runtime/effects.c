@@ -2,6 +2,8 @@
  * Eagerly they act at once; inside a trace they record PRINT / HOST_CALLBACK nodes, which every
  * execution of the compiled function performs in program order. */
 #include <ffi.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,6 +56,22 @@ tj_status rt_do_print(const char *prefix, tj_tensor *const *xs, uint32_t n) {
     return TJ_OK;
 }
 
+/* A callback reports failure through tj_callback_fail, which leaves its error here. */
+static _Thread_local int in_callback;
+static _Thread_local tj_status cb_code;
+static _Thread_local char cb_msg[512];
+
+tj_status tj_callback_fail(tj_status code, const char *fmt, ...) {
+    if (!in_callback)
+        return ir_errorf(TJ_ERR_STATE, "callback_fail: called outside a host callback");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cb_msg, sizeof cb_msg, fmt ? fmt : "", ap);
+    va_end(ap);
+    cb_code = code < 0 ? code : TJ_ERR_RUNTIME;
+    return cb_code;
+}
+
 tj_status rt_do_callback(void *fn, void *user, tj_tensor *const *xs, uint32_t n) {
     if (!fn)
         return ir_errorf(TJ_ERR_INVALID, "host_callback: function is NULL");
@@ -79,7 +97,14 @@ tj_status rt_do_callback(void *fn, void *user, tj_tensor *const *xs, uint32_t n)
                        "host_callback: libffi could not prepare a call with %u args", n);
         goto out;
     }
+    int outer_code = cb_code;
+    in_callback++;
+    cb_code = TJ_OK;
     ffi_call(&cif, FFI_FN(fn), NULL, vals);
+    in_callback--;
+    if (cb_code)
+        st = ir_errorf(cb_code, "host_callback: %s", cb_msg);
+    cb_code = outer_code;
 out:
     if (types != stack_types)
         free(types);

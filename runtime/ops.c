@@ -187,8 +187,10 @@ tj_tensor *tj_squeeze(tj_tensor *x, int n_axes, const int *axes) {
 }
 
 tj_tensor *tj_concat(int n, tj_tensor *const *xs, int axis) {
-    if (n <= 0 || !xs)
+    if (n <= 0)
         return rt_scoped(rt_errorf(TJ_ERR_INVALID, "concat: needs at least one tensor (n=%d)", n));
+    if (!xs)
+        return rt_scoped(rt_errorf(TJ_ERR_INVALID, "concat: the tensor list is NULL (n=%d)", n));
     ir_node p = proto_of(IR_OP_CONCAT);
     p.a.i[0] = axis;
     return rt_apply(&p, xs, (uint32_t)n);

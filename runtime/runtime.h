@@ -123,9 +123,12 @@ typedef struct rt_trace {
     int n_vars_created;
     tj_status err; /* first error recorded while tracing (sticky) */
     char errmsg[512];
-    uint64_t serial; /* unique per trace: a symbolic tensor names (trace, serial) */
+    uint64_t serial;   /* unique per trace: a symbolic tensor names (trace, serial) */
+    const void *owner; /* what is being traced (the jit's tj_function), for re-entry checks */
     struct rt_trace *parent;
 } rt_trace;
+/* Whether `owner` is being traced on this thread (by any trace on the stack). */
+int rt_trace_owner_active(const void *owner);
 
 /* Whether symbolic tensor t belongs to a trace that is still open on this thread. */
 int rt_trace_is_live(const tj_tensor *t);

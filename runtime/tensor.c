@@ -366,6 +366,8 @@ tj_tensor *tj_scalar_bool(int v) {
     return scalar(TJ_BOOL, &b, 0);
 }
 tj_tensor *tj_scalar_str(const char *s) {
+    if (!s)
+        return rt_scoped(rt_errorf(TJ_ERR_INVALID, "scalar_str: the string is NULL"));
     return scalar(TJ_STRING, &s, 0);
 }
 tj_tensor *tj_static_i64(int64_t v) {
@@ -379,6 +381,8 @@ tj_tensor *tj_static_bool(int v) {
     return scalar(TJ_BOOL, &b, 1);
 }
 tj_tensor *tj_static_str(const char *s) {
+    if (!s)
+        return rt_scoped(rt_errorf(TJ_ERR_INVALID, "static_str: the string is NULL"));
     return scalar(TJ_STRING, &s, 1);
 }
 int tj_is_static(const tj_tensor *t) {

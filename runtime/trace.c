@@ -146,6 +146,13 @@ void rt_trace_fail(rt_trace *tr, tj_status code) {
     snprintf(tr->errmsg, sizeof tr->errmsg, "%s", ir_last_error());
 }
 
+int rt_trace_owner_active(const void *owner) {
+    for (rt_trace *tr = cur; tr; tr = tr->parent)
+        if (tr->owner == owner)
+            return 1;
+    return 0;
+}
+
 int rt_trace_is_live(const tj_tensor *t) {
     /* compare pointers and serials without dereferencing t->trace, which may be gone */
     for (rt_trace *tr = cur; tr; tr = tr->parent)

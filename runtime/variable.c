@@ -44,7 +44,8 @@ static tj_status check_value(const tj_variable *v, int dtype, int rank, const in
     char a[96], b[96];
     if (dtype != v->dtype || rank != v->rank ||
         memcmp(dims, v->dims, (size_t)rank * sizeof(int64_t)) != 0)
-        return ir_errorf(TJ_ERR_SHAPE, "assign: variable '%s' is %s%s, value is %s%s", v->name,
+        return ir_errorf(dtype != v->dtype ? TJ_ERR_DTYPE : TJ_ERR_SHAPE,
+                         "assign: variable '%s' is %s%s, value is %s%s", v->name,
                          ir_dtype_name(v->dtype), ir_fmt_dims(a, sizeof a, v->rank, v->dims),
                          ir_dtype_name(dtype), ir_fmt_dims(b, sizeof b, rank, dims));
     return TJ_OK;
@@ -178,9 +179,10 @@ tj_tensor *tj_assign(tj_variable *v, tj_tensor *value) {
     if (in == IR_NONE)
         return rt_scoped(rt_error_from_status(0));
     const ir_node *vn = &tr->g->nodes[in];
-    if (check_value(v, vn->dtype, vn->rank, vn->dims)) {
-        rt_trace_fail(tr, TJ_ERR_SHAPE);
-        return rt_scoped(rt_error_from_status(TJ_ERR_SHAPE));
+    tj_status bad = check_value(v, vn->dtype, vn->rank, vn->dims);
+    if (bad) {
+        rt_trace_fail(tr, bad);
+        return rt_scoped(rt_error_from_status(bad));
     }
     ir_node p;
     memset(&p, 0, sizeof p);
