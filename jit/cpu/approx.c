@@ -221,32 +221,18 @@ static LLVMValueRef approx_sigmoid(fk *k, LLVMValueRef x) {
 }
 
 /* ---- exact mode: libm, lane by lane ---------------------------------------------------------- */
-/* A libm call LLVM must not treat as a builtin: it would constant-fold tanhf(3.5f) with the
- * host's double-precision tanh and round, one ulp away from what libm returns at run time. */
-static LLVMValueRef libm_call(jit_cpu_em *e, LLVMBuilderRef b, LLVMTypeRef ft, LLVMValueRef f,
-                              LLVMValueRef x) {
-    LLVMValueRef c = LLVMBuildCall2(b, ft, f, &x, 1, "");
-    unsigned kind = LLVMGetEnumAttributeKindForName("nobuiltin", 9);
-    LLVMAddCallSiteAttribute(c, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(e->c, kind, 0));
-    return c;
-}
-
 static LLVMValueRef libm1(fk *k, const char *name, LLVMValueRef x) {
     jit_cpu_em *e = k->e;
     LLVMTypeRef st = k->dbl ? e->f64 : e->f32;
     char full[32];
     snprintf(full, sizeof full, "%s%s", name, k->dbl ? "" : "f");
-    LLVMTypeRef ft = LLVMFunctionType(st, &st, 1, 0);
-    LLVMValueRef f = LLVMGetNamedFunction(e->m, full);
-    if (!f)
-        f = LLVMAddFunction(e->m, full, ft);
     if (!k->lanes)
-        return libm_call(e, k->b, ft, f, x);
+        return jit_cpu_libm(e, k->b, full, st, &x, 1);
     LLVMValueRef v = LLVMGetUndef(k->ty);
     for (unsigned i = 0; i < k->lanes; i++) {
         LLVMValueRef idx = LLVMConstInt(e->i32, i, 0);
         LLVMValueRef xi = LLVMBuildExtractElement(k->b, x, idx, "");
-        v = LLVMBuildInsertElement(k->b, v, libm_call(e, k->b, ft, f, xi), idx, "");
+        v = LLVMBuildInsertElement(k->b, v, jit_cpu_libm(e, k->b, full, st, &xi, 1), idx, "");
     }
     return v;
 }
@@ -283,9 +269,10 @@ LLVMValueRef jit_cpu_emit_sigmoid(jit_cpu_em *e, LLVMValueRef x, LLVMTypeRef ty)
     fk k = fk_make(e, ty);
     if (!exact(e))
         return approx_sigmoid(&k, x);
-    /* as the reference kernel: 1 / (1 + exp(-x)) in the type's precision */
-    LLVMValueRef ex = libm1(&k, "exp", LLVMBuildFNeg(e->b, x, ""));
-    return LLVMBuildFDiv(e->b, K(&k, 1), add(&k, K(&k, 1), ex), "");
+    /* as the reference kernel: e = exp(-|x|), 1 / (1 + e) for x >= 0, e / (1 + e) below */
+    LLVMValueRef ex = libm1(&k, "exp", LLVMBuildFNeg(e->b, fabs1(&k, x), ""));
+    LLVMValueRef num = sel(&k, cmp(&k, LLVMRealOGE, x, K(&k, 0)), K(&k, 1), ex);
+    return LLVMBuildFDiv(e->b, num, add(&k, K(&k, 1), ex), "");
 }
 
 #endif /* TJ_HAVE_LLVM */

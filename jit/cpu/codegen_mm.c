@@ -4,8 +4,8 @@
  * in vector registers (<W x acc>, W <= 64) while p runs over k, each step adding a[i,p] times a
  * row segment of b, so loads are contiguous and shapes are constants. Semantics are the reference
  * kernel's (runtime/kernels/matmul.c): integers wrap (a sum in the dtype's width equals the
- * uint64 sum truncated), f64 accumulates in p order; f32 accumulates in double in p order with
- * no_contract (bit-identical: each product is exact in double), else in float with FMA. */
+ * uint64 sum truncated); floats accumulate in their own dtype in p order, a multiply and an add per
+ * step with no_contract (bit-identical), else one FMA per step. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,14 +86,13 @@ static void emit_segment(em *e, LLVMValueRef fn, const jit_cpu_mm *s, LLVMValueR
     LLVMBuilderRef b = e->b;
     bool fl = ir_dtype_is_float(s->dt);
     LLVMTypeRef et = jit_cpu_reg_ty(e, s->dt);
-    LLVMTypeRef at = s->dt == TJ_F32 && strict ? e->f64 : et; /* accumulator element */
-    LLVMTypeRef vt = LLVMVectorType(et, W), avt = LLVMVectorType(at, W);
+    LLVMTypeRef vt = LLVMVectorType(et, W); /* accumulators: the dtype itself, as the reference */
     unsigned align = (unsigned)ir_dtype_size(s->dt);
-    LLVMValueRef acc0 = LLVMConstNull(avt), acc = acc0;
+    LLVMValueRef acc0 = LLVMConstNull(vt), acc = acc0;
     if (s->k > 0) {
         LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
         loop l = loop_begin(e, fn, c64(e, 0));
-        LLVMValueRef phi = LLVMBuildPhi(b, avt, "acc");
+        LLVMValueRef phi = LLVMBuildPhi(b, vt, "acc");
         LLVMAddIncoming(phi, &acc0, &pre, 1);
         LLVMValueRef ai = LLVMBuildNSWAdd(b, arow, l.i, "");
         LLVMValueRef av = LLVMBuildLoad2(b, et, LLVMBuildInBoundsGEP2(b, et, A, &ai, 1, ""), "");
@@ -101,13 +100,9 @@ static void emit_segment(em *e, LLVMValueRef fn, const jit_cpu_mm *s, LLVMValueR
             b, LLVMBuildNSWAdd(b, bbase, LLVMBuildNSWMul(b, l.i, c64(e, s->n), ""), ""), j0, "");
         LLVMValueRef bv = LLVMBuildLoad2(b, vt, LLVMBuildInBoundsGEP2(b, et, B, &bi, 1, ""), "");
         LLVMSetAlignment(bv, align);
-        if (at != et) {
-            av = LLVMBuildFPExt(b, av, at, "");
-            bv = LLVMBuildFPExt(b, bv, avt, "");
-        }
-        LLVMValueRef sp = LLVMBuildInsertElement(b, LLVMGetUndef(avt), av, c64(e, 0), "");
+        LLVMValueRef sp = LLVMBuildInsertElement(b, LLVMGetUndef(vt), av, c64(e, 0), "");
         LLVMValueRef zmask = LLVMConstNull(LLVMVectorType(e->i32, W));
-        sp = LLVMBuildShuffleVector(b, sp, LLVMGetUndef(avt), zmask, "");
+        sp = LLVMBuildShuffleVector(b, sp, LLVMGetUndef(vt), zmask, "");
         LLVMValueRef nacc;
         if (fl) {
             LLVMValueRef pr = LLVMBuildFMul(b, sp, bv, "");
@@ -124,8 +119,6 @@ static void emit_segment(em *e, LLVMValueRef fn, const jit_cpu_mm *s, LLVMValueR
         LLVMAddIncoming(phi, &nacc, &latch, 1);
         acc = nacc; /* the value leaving the loop is the last update */
     }
-    if (at != et)
-        acc = LLVMBuildFPTrunc(b, acc, vt, "");
     LLVMValueRef oi = LLVMBuildNSWAdd(b, orow, j0, "");
     LLVMValueRef st = LLVMBuildStore(b, acc, LLVMBuildInBoundsGEP2(b, et, O, &oi, 1, ""));
     LLVMSetAlignment(st, align);

@@ -141,8 +141,9 @@ static LLVMValueRef red_step(em *e, const red_ops *r, LLVMValueRef acc, LLVMValu
     if (r->at != r->t)
         v = LLVMBuildFPExt(b, v, r->at, "");
     switch (r->op) {
-    case IR_OP_PROD:
-        return r->fl ? fast(LLVMBuildFMul(b, acc, v, ""), ff) : LLVMBuildMul(b, acc, v, "");
+    case IR_OP_PROD: /* never reassociated: lanes of partial products can turn a 0 or an inf
+                        that input order keeps into 0 * inf = NaN */
+        return r->fl ? LLVMBuildFMul(b, acc, v, "") : LLVMBuildMul(b, acc, v, "");
     case IR_OP_MAX:
     case IR_OP_MIN: {
         bool mx = r->op == IR_OP_MAX;

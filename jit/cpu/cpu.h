@@ -168,6 +168,11 @@ LLVMValueRef jit_cpu_c64(jit_cpu_em *e, int64_t v);
 /* A call of intrinsic `name` overloaded on the n_ov types ov. */
 LLVMValueRef jit_cpu_intrinsic(jit_cpu_em *e, const char *name, LLVMTypeRef *ov, unsigned n_ov,
                                LLVMValueRef *args, unsigned n);
+/* A call of libm's `name` (1 or 2 operands of scalar type t) that LLVM must not treat as a
+ * builtin: it would constant-fold tanhf(3.5f) with the host's double tanh, or rewrite pow(2, x)
+ * as exp2(x) and x^2 as x*x, giving results other than libm's at run time. */
+LLVMValueRef jit_cpu_libm(jit_cpu_em *e, LLVMBuilderRef b, const char *name, LLVMTypeRef t,
+                          LLVMValueRef *args, unsigned n);
 /* A two-operand intrinsic overloaded on its operands' type (llvm.maximum, ...). */
 LLVMValueRef jit_cpu_intrin2(jit_cpu_em *e, const char *name, LLVMValueRef x, LLVMValueRef y);
 /* Sets fast-math flags f on v if it is a floating-point instruction; returns v. */

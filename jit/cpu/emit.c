@@ -57,6 +57,19 @@ LLVMValueRef jit_cpu_intrinsic(jit_cpu_em *e, const char *name, LLVMTypeRef *ov,
     return LLVMBuildCall2(e->b, LLVMIntrinsicGetType(e->c, id, ov, n_ov), f, args, n, "");
 }
 
+LLVMValueRef jit_cpu_libm(jit_cpu_em *e, LLVMBuilderRef b, const char *name, LLVMTypeRef t,
+                          LLVMValueRef *args, unsigned n) {
+    LLVMTypeRef params[2] = {t, t};
+    LLVMTypeRef ft = LLVMFunctionType(t, params, n, 0);
+    LLVMValueRef f = LLVMGetNamedFunction(e->m, name);
+    if (!f)
+        f = LLVMAddFunction(e->m, name, ft);
+    LLVMValueRef c = LLVMBuildCall2(b, ft, f, args, n, "");
+    unsigned kind = LLVMGetEnumAttributeKindForName("nobuiltin", 9);
+    LLVMAddCallSiteAttribute(c, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(e->c, kind, 0));
+    return c;
+}
+
 LLVMValueRef jit_cpu_intrin2(jit_cpu_em *e, const char *name, LLVMValueRef x, LLVMValueRef y) {
     LLVMTypeRef t = LLVMTypeOf(x);
     LLVMValueRef a[2] = {x, y};

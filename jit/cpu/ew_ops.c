@@ -133,12 +133,7 @@ static LLVMValueRef libm(em *e, const char *name, LLVMValueRef *args, unsigned n
     LLVMTypeRef t = LLVMTypeOf(args[0]);
     char full[32];
     snprintf(full, sizeof full, "%s%s", name, t == e->f32 ? "f" : "");
-    LLVMTypeRef params[2] = {t, t};
-    LLVMTypeRef ft = LLVMFunctionType(t, params, n, 0);
-    LLVMValueRef f = LLVMGetNamedFunction(e->m, full);
-    if (!f)
-        f = LLVMAddFunction(e->m, full, ft);
-    return LLVMBuildCall2(e->b, ft, f, args, n, "");
+    return jit_cpu_libm(e, e->b, full, t, args, n);
 }
 
 static LLVMValueRef fconst(LLVMTypeRef t, double v) {

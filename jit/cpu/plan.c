@@ -63,15 +63,17 @@ static tj_status build_steps(cpu_prog *cp, const jit_cpu_opts *o) {
             sp->kind = STEP_NODE;
             const char *why = "no generated lowering";
             if (n->op == IR_OP_MATMUL && jit_cpu_mm_shape(g, id, &sp->mm)) {
-                if (ir_dtype_is_float(sp->mm.dt) && !jit_cpu_mm_small(&sp->mm)) {
+                if (ir_dtype_is_float(sp->mm.dt) && !jit_cpu_mm_small(&sp->mm) && !o->exact_math) {
                     if (!blas_asked)
                         blas = jit_cpu_blas_get();
                     blas_asked = true;
                 }
                 sp->kind = STEP_GEN;
                 sp->sub = SUB_MM;
+                /* OpenBLAS sums in its own order: not under exact math (bit-identical results) */
                 if (ir_dtype_is_float(sp->mm.dt) && !jit_cpu_mm_small(&sp->mm) && blas &&
-                    sp->mm.m < INT32_MAX && sp->mm.n < INT32_MAX && sp->mm.k < INT32_MAX) {
+                    !o->exact_math && sp->mm.m < INT32_MAX && sp->mm.n < INT32_MAX &&
+                    sp->mm.k < INT32_MAX) {
                     sp->kind = STEP_BLAS;
                     sp->blas = blas;
                 }

@@ -1,7 +1,8 @@
 /* matmul.c — MATMUL [..., m, k] x [..., k, n] with NumPy-broadcast batch dims (a rank-1 operand
  * is a row / column vector, as NumPy; ir_infer decides whether that is allowed). Loop order
- * i-k-j so the innermost loop streams rows of b and out. f32 accumulates each output row in
- * double (an accurate oracle); f64 accumulates in f64; integers wrap (unsigned arithmetic). */
+ * i-k-j so the innermost loop streams rows of b and out. Floats accumulate in their own dtype
+ * (as NumPy and TensorFlow), one multiply and one add per step in k order (no FMA): the contract
+ * the generated kernels keep bit for bit under exact math. Integers wrap (unsigned arithmetic). */
 #include <stdlib.h>
 
 #include "runtime/kernels/kernels.h"
@@ -63,7 +64,7 @@ static tj_status mm_plan(const ir_node *n, const tj_tensor *a, const tj_tensor *
         }                                                                                          \
     } while (0)
 
-#define FMA_F(acc, x, y) ((acc) + (x) * (double)(y))
+#define FMA_F(acc, x, y) ((acc) + (x) * (y))
 #define FMA_U(acc, x, y) ((acc) + (x) * (uint64_t)(int64_t)(y))
 #define STORE_F32(v) ((float)(v))
 #define STORE_F64(v) (v)
@@ -95,8 +96,8 @@ tj_status rt_k_matmul(const ir_node *n, tj_tensor *const *in, tj_tensor *out) {
         case TJ_F32: {
             const float *A = (const float *)a->data + oa, *B = (const float *)b->data + ob;
             float *O = (float *)out->data + oo;
-            double *row = scratch;
-            MM_BODY(float, double, FMA_F, STORE_F32);
+            float *row = scratch;
+            MM_BODY(float, float, FMA_F, STORE_F32);
             break;
         }
         case TJ_F64: {

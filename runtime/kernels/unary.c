@@ -1,8 +1,9 @@
 /* unary.c — elementwise unary reference kernels (neg ... isinf; cast lives in cast.c).
  * Floats use the type's own libm function (tgmath: expf for f32, exp for f64), so f32 results are
  * what a float kernel computes, not a rounded double. ROUND is rint (half to even under the
- * default rounding mode). Integer NEG/ABS go through unsigned arithmetic so INT_MIN wraps (as
- * TensorFlow) instead of overflowing. ISNAN/ISINF write bool. */
+ * default rounding mode). Sigmoid is computed from exp(-|x|), stable at both ends. Integer NEG/ABS
+ * go through unsigned arithmetic so INT_MIN wraps (as TensorFlow) instead of overflowing.
+ * ISNAN/ISINF write bool. */
 #include <tgmath.h>
 
 #include "runtime/kernels/kernels.h"
@@ -34,8 +35,11 @@
             LOOP(one / sqrt(v));                                                                   \
         case IR_OP_TANH:                                                                           \
             LOOP(tanh(v));                                                                         \
-        case IR_OP_SIGMOID:                                                                        \
-            LOOP(one / (one + exp(-v)));                                                           \
+        case IR_OP_SIGMOID: /* e = exp(-|x|) never overflows: no flush to 0 below x = -88.7 */     \
+            LOOP(({                                                                                \
+                T e_ = exp(-fabs(v));                                                              \
+                v >= zero ? one / (one + e_) : e_ / (one + e_);                                    \
+            }));                                                                                   \
         case IR_OP_RELU:                                                                           \
             LOOP(v > zero ? v : (v != v ? v : zero));                                              \
         case IR_OP_SIN:                                                                            \

@@ -57,13 +57,19 @@ static void test_matmul(void) {
     r = bin(IR_OP_MATMUL, la, lb);
     CHECK_SHAPE(r, 3, 2, 1, 2);
     CHECK_IVALS(r, 1, -2, 3, -4);
-    /* f32 accumulation in double: (1e8 + 1 + ... + 1) with 16 ones */
+    /* f32 accumulates in float, in k order, as NumPy and TensorFlow: 1e8 + 1 rounds back to 1e8
+     * sixteen times (in double it would be 100000016) */
     float big[17], one17[17];
     big[0] = 1e8f;
     for (int i = 0; i < 17; i++)
         one17[i] = 1, big[i] = i ? 1 : 1e8f;
     CHECK_VALS(bin(IR_OP_MATMUL, mk(TJ_F32, 2, D(1, 17), big), mk(TJ_F32, 2, D(17, 1), one17)), 0,
-               100000016.0);
+               100000000.0);
+    /* overflow of a partial sum is not rescued: 6e38 is inf in float, inf + (-6e38) stays inf
+     * only with an FMA; with a multiply and an add, -inf + inf is NaN */
+    CHECK_VALS(bin(IR_OP_MATMUL, mk(TJ_F32, 2, D(1, 2), F32(3e38f, 3e38f)),
+                   mk(TJ_F32, 2, D(2, 1), F32(2, -2))),
+               0, NAN);
     /* empty: k = 0 gives zeros, m = 0 gives an empty result */
     r = bin(IR_OP_MATMUL, mk(TJ_F32, 2, D(2, 0), NULL), mk(TJ_F32, 2, D(0, 3), NULL));
     CHECK_SHAPE(r, 2, 2, 3);
