@@ -48,6 +48,8 @@ tj_concrete *tj_function_get_concrete(tj_function *f, int n, const tj_spec *spec
             c = s->items[i];
     if (!c)
         c = jit_build_concrete(f, sig, h, NULL, atomic_load(&f->n_calls));
+    if (c)
+        c->pinned = 1; /* the caller borrows it: kept until f is freed, even once evicted */
     pthread_mutex_unlock(&f->mu);
     free(sig);
     return c;

@@ -33,6 +33,7 @@ struct tj_concrete {
     int result_kind;
     atomic_uint_fast64_t last_used;
     int has_unknown; /* some signature dims are -1 */
+    int pinned;      /* handed out by tj_function_get_concrete: never freed before its function */
 };
 
 /* ---- functions and their caches (function.c) ------------------------------------------------- */
@@ -48,6 +49,7 @@ typedef struct snapshot {
 typedef struct retired {
     void *p;
     int is_concrete;
+    uint64_t seq; /* retirement number: freed once both reader counters were seen at 0 after it */
     struct retired *next;
 } retired;
 
@@ -65,7 +67,11 @@ struct tj_function {
     int eager;
     pthread_mutex_t mu;
     _Atomic(snapshot *) cache;
-    retired *graveyard;
+    atomic_uint epoch;                 /* parity: the reader counter new calls join */
+    atomic_uint_fast64_t active[2];    /* calls inside their read-side section, per parity */
+    retired *graveyard;                /* retired snapshots and concrete functions (under mu) */
+    retired *pinned;                   /* evicted concrete functions the user holds */
+    uint64_t retire_seq, zero_seen[2]; /* under mu: see reclaim() in function.c */
     atomic_uint_fast64_t n_calls;
     atomic_int n_traces;
     int has_concrete;        /* a trace has succeeded (under mu) */
@@ -101,6 +107,10 @@ tj_tensor *jit_check_args(const char *what, const tj_function *f, int nargs,
                           tj_tensor *const *args);
 tj_concrete *jit_build_concrete(tj_function *f, const jit_argsig *sig, uint64_t h,
                                 tj_tensor *const *args, uint64_t call_idx); /* f->mu held */
+/* Adds c to f's cache (a new snapshot, evicting the least recently used entry beyond the bound)
+ * and frees what no call can still use. f->mu held. */
+tj_status jit_fn_publish(tj_function *f, tj_concrete *c);
+void jit_concrete_free(tj_concrete *c);
 tj_tensor *jit_run_concrete(tj_concrete *c, tj_tensor *const *args);
 
 /* Compiles a traced graph into a program: runs the pass pipeline (consuming nothing; returns the

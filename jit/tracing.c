@@ -1,0 +1,315 @@
+/* tracing.c — turning a C function into concrete functions: calling it through libffi, with
+ * symbolic tensors (a trace) or concrete ones (an eager call), and building a concrete function
+ * from a trace (trace, the S11 re-trace when variables were created, compile, publish).
+ *
+ *   jit_build_concrete: trace_once (call_user under an rt_trace) -> jit_compile_graph -> publish
+ *
+ * Nested calls of functions (eager, or inlined while tracing) go through tj_call_eager, which
+ * bounds their depth so that unbounded recursion is an error, not a stack overflow. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "jit/jit.h"
+
+/* ---- calling the user's C function ----------------------------------------------------------- */
+static tj_tensor *call_user(tj_function *f, tj_tensor *const *args) {
+    void *vals_stack[SIG_STACK],
+        **vals = f->nargs <= SIG_STACK ? vals_stack : malloc(f->nargs * sizeof *vals);
+    if (!vals)
+        return rt_errorf(TJ_ERR_OOM, "%s: out of memory", f->name);
+    for (int i = 0; i < f->nargs; i++)
+        vals[i] = (void *)&args[i];
+    void *ret = NULL;
+    ffi_call(&f->cif, FFI_FN(f->fn), &ret, vals);
+    if (vals != vals_stack)
+        free(vals);
+    return ret;
+}
+
+/* ---- tracing --------------------------------------------------------------------------------- */
+typedef struct trace_result {
+    ir_graph *g;
+    tj_variable **caps;
+    uint32_t n_caps;
+    int result_kind;
+    int vars_created;
+} trace_result;
+
+static tj_status add_output(rt_trace *tr, const char *fn, int k, tj_tensor *t) {
+    if (!t)
+        return ir_errorf(TJ_ERR_INVALID, "%s: result %d is NULL", fn, k);
+    if (t->kind == RT_ERROR) /* the result's own message, not "cannot record an error" */
+        return ir_errorf(t->code, "%s", t->msg);
+    if (t->kind == RT_TUPLE)
+        return ir_errorf(TJ_ERR_UNSUPPORTED,
+                         "%s: result %d is a tuple (nested tuples are not "
+                         "supported: return one flat tuple)",
+                         fn, k);
+    uint32_t id = rt_trace_lift(tr, t);
+    if (id == IR_NONE)
+        return ir_last_code();
+    return ir_add_output(tr->g, id);
+}
+
+/* Traces f once. args: the call's concrete inputs (NULL when tracing for specs). */
+static tj_status trace_once(tj_function *f, const jit_argsig *sig, tj_tensor *const *args,
+                            int allow_vars, trace_result *out) {
+    memset(out, 0, sizeof *out);
+    rt_trace tr;
+    memset(&tr, 0, sizeof tr);
+    if (!(tr.g = ir_graph_new(f->name)))
+        return ir_last_code();
+    tr.args = args;
+    tr.owner = f;
+    tr.n_args = (uint32_t)f->nargs;
+    tr.arg_names = (const char *const *)f->arg_names;
+    tr.allow_var_create = allow_vars;
+    tj_status st = TJ_OK;
+    tj_tensor *stack_sym[SIG_STACK],
+        **sym = f->nargs <= SIG_STACK ? stack_sym : calloc(f->nargs, sizeof *sym);
+    if (!sym) {
+        ir_graph_free(tr.g);
+        return ir_errorf(TJ_ERR_OOM, "%s: out of memory", f->name);
+    }
+    rt_trace_push(&tr);
+    tj_scope_begin();
+    for (int i = 0; i < f->nargs && !st; i++) {
+        if (sig[i].is_static) {
+            sym[i] = sig[i].value; /* baked into the trace by value */
+            continue;
+        }
+        ir_node p;
+        memset(&p, 0, sizeof p);
+        p.op = IR_OP_PARAM;
+        p.dtype = sig[i].dtype;
+        p.rank = sig[i].rank;
+        memcpy(p.dims, sig[i].dims, sizeof p.dims);
+        p.a.i[0] = i;
+        uint32_t id = ir_add(tr.g, &p, NULL, 0);
+        if (id == IR_NONE)
+            st = ir_last_code();
+        else
+            sym[i] = rt_scoped(rt_symbolic(&tr, id));
+    }
+    tj_tensor *res = st ? NULL : call_user(f, sym);
+    if (!st && tr.err) {
+        st = ir_errorf(tr.err, "%s", tr.errmsg);
+    } else if (!st && res && res->kind == RT_ERROR) {
+        st = ir_errorf(res->code, "%s", res->msg);
+    } else if (!st && !res) {
+        out->result_kind = JIT_RESULT_NONE;
+    } else if (!st && res->kind == RT_TUPLE) {
+        out->result_kind = JIT_RESULT_TUPLE;
+        for (int k = 0; k < res->n_items && !st; k++)
+            st = add_output(&tr, f->name, k, res->items[k]);
+    } else if (!st) {
+        out->result_kind = JIT_RESULT_SINGLE;
+        st = add_output(&tr, f->name, 0, res);
+    }
+    tj_scope_end();
+    rt_trace_pop();
+    if (sym != stack_sym)
+        free(sym);
+    out->vars_created = tr.n_vars_created;
+    free(tr.cap_value);
+    if (st) {
+        for (uint32_t i = 0; i < tr.n_caps; i++)
+            rt_variable_release(tr.caps[i]);
+        free(tr.caps);
+        ir_graph_free(tr.g);
+        return st;
+    }
+    tr.g->n_caps = tr.n_caps > tr.g->n_caps ? tr.n_caps : tr.g->n_caps;
+    out->g = tr.g;
+    out->caps = tr.caps;
+    out->n_caps = tr.n_caps;
+    return TJ_OK;
+}
+
+static void trace_result_free(trace_result *r) {
+    for (uint32_t i = 0; i < r->n_caps; i++)
+        rt_variable_release(r->caps[i]);
+    free(r->caps);
+    ir_graph_free(r->g);
+}
+
+/* Says which argument changed since the last trace (TJ_LOG=retrace) and warns on frequent
+ * retracing, as TensorFlow does. Called under f->mu. */
+static void log_retrace(tj_function *f, const jit_argsig *sig, uint64_t call_idx) {
+    int n = atomic_load(&f->n_traces);
+    if (n > 0 && rt_log_enabled(RT_LOG_RETRACE)) {
+        snapshot *s = atomic_load(&f->cache);
+        tj_concrete *last = NULL;
+        for (uint32_t i = 0; s && i < s->n; i++)
+            if (!last || s->items[i]->last_used > last->last_used)
+                last = s->items[i];
+        for (int i = 0; last && i < f->nargs; i++) {
+            char a[160], b[160];
+            jit_argsig_str(&last->sig[i], a, sizeof a);
+            jit_argsig_str(&sig[i], b, sizeof b);
+            if (strcmp(a, b) == 0)
+                continue;
+            const char *what = last->sig[i].is_static != sig[i].is_static ? "kind"
+                               : sig[i].is_static                         ? "static value"
+                               : last->sig[i].dtype != sig[i].dtype       ? "dtype"
+                                                                          : "shape";
+            rt_log(RT_LOG_RETRACE, "retracing '%s': argument %d (%s) changed %s: %s -> %s", f->name,
+                   i, f->arg_names[i], what, a, b);
+        }
+    }
+    memmove(f->trace_calls, f->trace_calls + 1, 4 * sizeof *f->trace_calls);
+    f->trace_calls[4] = call_idx;
+    if (n >= 4 && call_idx - f->trace_calls[0] < 10) {
+        f->n_warnings++;
+        rt_log(RT_LOG_RETRACE,
+               "warning: 5 of the last 10 calls of '%s' triggered tf.function-style "
+               "retracing; pass tensors instead of static values, or give an input "
+               "signature",
+               f->name);
+    }
+}
+
+static int by_id(const void *a, const void *b) {
+    uint64_t x = (*(tj_variable *const *)a)->id, y = (*(tj_variable *const *)b)->id;
+    return x < y ? -1 : x > y;
+}
+
+/* The variables c's graph assigns, sorted by id so concurrent runs lock them in one order. */
+static tj_status collect_locks(tj_concrete *c) {
+    const ir_graph *g = c->graph;
+    for (uint32_t k = 0; k < g->n_effects; k++) {
+        const ir_node *n = ir_node_get(g, g->effects[k]);
+        if (n->op != IR_OP_ASSIGN || (uint64_t)n->a.i[0] >= c->n_caps)
+            continue;
+        tj_variable *v = c->caps[n->a.i[0]];
+        int seen = 0;
+        for (uint32_t i = 0; i < c->n_locks; i++)
+            seen |= c->locks[i] == v;
+        if (seen)
+            continue;
+        tj_variable **l = realloc(c->locks, (c->n_locks + 1) * sizeof *l);
+        if (!l)
+            return ir_errorf(TJ_ERR_OOM, "out of memory");
+        c->locks = l;
+        c->locks[c->n_locks++] = v;
+    }
+    if (c->n_locks > 1)
+        qsort(c->locks, c->n_locks, sizeof *c->locks, by_id);
+    return TJ_OK;
+}
+
+/* Traces, compiles and publishes a concrete function for sig. Called with f->mu held. */
+tj_concrete *jit_build_concrete(tj_function *f, const jit_argsig *sig, uint64_t h,
+                                tj_tensor *const *args, uint64_t call_idx) {
+    log_retrace(f, sig, call_idx);
+    int first = !f->has_concrete; /* a failed trace does not use up the first trace */
+    trace_result tr;
+    atomic_fetch_add(&f->n_traces, 1);
+    tj_status st = trace_once(f, sig, args, first, &tr);
+    if (!st && first && tr.vars_created) {
+        /* S11: variables were created on the first trace; trace again with creation forbidden,
+         * as TensorFlow does, so an unconditional tj_variable_new is reported. */
+        trace_result again;
+        atomic_fetch_add(&f->n_traces, 1);
+        st = trace_once(f, sig, args, 0, &again);
+        trace_result_free(&tr);
+        tr = again;
+    }
+    if (st)
+        return NULL;
+    tj_concrete *c = calloc(1, sizeof *c);
+    if (!c || !(c->sig = jit_sig_copy(sig, (uint32_t)f->nargs))) {
+        free(c);
+        trace_result_free(&tr);
+        return (void)ir_errorf(TJ_ERR_OOM, "%s: out of memory", f->name), NULL;
+    }
+    c->fn = f;
+    c->sig_hash = h;
+    c->nargs = (uint32_t)f->nargs;
+    c->result_kind = tr.result_kind;
+    c->caps = tr.caps;
+    c->n_caps = tr.n_caps;
+    tr.caps = NULL;
+    tr.n_caps = 0;
+    for (int i = 0; i < f->nargs; i++)
+        for (int d = 0; d < sig[i].rank && !sig[i].is_static; d++)
+            if (sig[i].dims[d] < 0)
+                c->has_unknown = 1;
+    c->prog = jit_compile_graph(tr.g, f->name, h, &c->graph);
+    trace_result_free(&tr);
+    if (!c->prog) {
+        jit_concrete_free(c);
+        return NULL;
+    }
+    c->prog->g = c->graph;
+    if (collect_locks(c) != TJ_OK) {
+        jit_concrete_free(c);
+        return NULL;
+    }
+    atomic_store(&c->last_used, call_idx);
+    if (jit_fn_publish(f, c) != TJ_OK) {
+        jit_concrete_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* Nested calls (a function calling functions, itself included, eagerly or inside a trace, where
+ * calls are inlined) run on the C stack: past this depth, or with less than STACK_RESERVE bytes
+ * of the thread's stack left, a call fails instead of overflowing the stack. */
+#define MAX_CALL_DEPTH 1000
+#define STACK_RESERVE (256 * 1024)
+static _Thread_local int call_depth;
+static _Thread_local char *stack_low; /* lowest usable address of this thread's stack */
+
+static int stack_short(void) {
+    char here;
+    if (!stack_low) {
+        pthread_attr_t a;
+        void *lo = NULL;
+        size_t sz = 0;
+        if (pthread_getattr_np(pthread_self(), &a) == 0) {
+            pthread_attr_getstack(&a, &lo, &sz);
+            pthread_attr_destroy(&a);
+        }
+        stack_low = lo ? (char *)lo : (char *)1;
+    }
+    return stack_low != (char *)1 && &here - stack_low < STACK_RESERVE;
+}
+
+tj_tensor *tj_call_eager(tj_function *f, int nargs, tj_tensor *const *args) {
+    tj_tensor *err = jit_check_args("call", f, nargs, args);
+    if (err)
+        return rt_scoped(err);
+    if (call_depth >= MAX_CALL_DEPTH || stack_short())
+        return rt_scoped(rt_errorf(
+            TJ_ERR_STATE, "call: '%s': functions nested %d deep%s (unbounded recursion?)", f->name,
+            call_depth, call_depth >= MAX_CALL_DEPTH ? "" : " exhaust the thread's stack"));
+    call_depth++;
+    tj_scope_begin();
+    /* a host scalar passed as an argument is a tensor argument, as in a trace (where it becomes
+     * a parameter): the callee must not promote it */
+    tj_tensor *plain_stack[SIG_STACK], **plain = (tj_tensor **)args;
+    for (int i = 0; i < nargs && plain == args; i++) {
+        if (args[i]->kind != RT_CONCRETE || !args[i]->host_scalar || args[i]->is_static)
+            continue;
+        plain = nargs <= SIG_STACK ? plain_stack : malloc((size_t)nargs * sizeof *plain);
+        if (!plain) {
+            tj_scope_end();
+            return rt_scoped(rt_errorf(TJ_ERR_OOM, "call: out of memory"));
+        }
+        for (int k = 0; k < nargs; k++)
+            if (!(plain[k] = rt_scoped(args[k]->is_static ? tj_retain(args[k])
+                                                          : rt_tensor_plain(args[k]))))
+                plain[k] = args[k]; /* out of memory: the tensor as it is */
+    }
+    tj_tensor *r = call_user(f, plain);
+    if (plain != args && plain != plain_stack)
+        free(plain);
+    if (!r)
+        r = tj_tuple(0, NULL);
+    r = tj_keep(r);
+    tj_scope_end();
+    call_depth--;
+    return r;
+}
