@@ -17,6 +17,14 @@
 #include "jit/jit.h"
 
 /* ---- function objects ------------------------------------------------------------------------ */
+static rt_arena fn_arena = RT_ARENA_INIT(512);
+_Static_assert(sizeof(tj_function) <= 512, "tj_function outgrew its handle slot");
+
+int jit_fn_state(const tj_function *f) {
+    if (!f || !rt_arena_holds(&fn_arena, f))
+        return JIT_FN_NONE;
+    return f->magic == FN_MAGIC ? JIT_FN_ALIVE : JIT_FN_FREED;
+}
 
 tj_function *tj_function_new(const char *name, void *fn, int nargs,
                              const tj_function_options *opts) {
@@ -31,7 +39,7 @@ tj_function *tj_function_new(const char *name, void *fn, int nargs,
         return (void)ir_errorf(TJ_ERR_INVALID, "function_new: nargs %d out of range [0, 256]",
                                nargs),
                NULL;
-    tj_function *f = jit_fn_alloc();
+    tj_function *f = rt_arena_alloc(&fn_arena);
     if (!f)
         return NULL;
     f->magic = FN_MAGIC;
@@ -221,6 +229,9 @@ void tj_function_free(tj_function *f) {
             free_retired(r);
         }
     f->graveyard = f->pinned = NULL;
+    for (size_t i = 0; i < f->n_owned_vars; i++)
+        rt_variable_release(f->owned_vars[i]);
+    free(f->owned_vars);
     pthread_mutex_unlock(&f->mu);
     pthread_mutex_destroy(&f->mu);
     jit_sig_free(f->input_sig, (uint32_t)f->n_input_sig);
@@ -230,7 +241,7 @@ void tj_function_free(tj_function *f) {
     free(f->arg_names);
     free(f->arg_types);
     free(f->name);
-    jit_fn_release(f); /* a later call through this handle reports "freed" */
+    rt_arena_release(&fn_arena, f, sizeof *f); /* a later call through f reports "freed" */
 }
 
 const char *tj_function_name(const tj_function *f) {
@@ -325,6 +336,8 @@ tj_tensor *jit_check_args(const char *what, const tj_function *f, int nargs,
     for (int i = 0; i < nargs; i++) {
         if (!args[i])
             return rt_errorf(TJ_ERR_INVALID, "%s: '%s' argument %d is NULL", what, f->name, i);
+        if (rt_is_freed(args[i], what))
+            return rt_error_from_status(TJ_ERR_STATE);
         if (args[i]->kind == RT_ERROR)
             return tj_retain(args[i]);
         if (args[i]->kind == RT_TUPLE)

@@ -38,7 +38,6 @@ struct tj_concrete {
 
 /* ---- functions and their caches (function.c) ------------------------------------------------- */
 #define FN_MAGIC 0x746a666eu
-#define FN_DEAD 0xdeadf00du
 #define SIG_STACK 16
 
 typedef struct snapshot {
@@ -72,6 +71,8 @@ struct tj_function {
     retired *graveyard;                /* retired snapshots and concrete functions (under mu) */
     retired *pinned;                   /* evicted concrete functions the user holds */
     uint64_t retire_seq, zero_seen[2]; /* under mu: see reclaim() in function.c */
+    tj_variable **owned_vars;          /* created while tracing f: released with f (under mu) */
+    size_t n_owned_vars;
     atomic_uint_fast64_t n_calls;
     atomic_int n_traces;
     int has_concrete;        /* a trace has succeeded (under mu) */
@@ -79,11 +80,9 @@ struct tj_function {
     int n_warnings;
 };
 
-/* handles.c: function headers at addresses never reused, so a freed handle is recognised. */
+/* function headers live in an rt_arena (function.c), so a freed handle is recognised */
 enum { JIT_FN_NONE = 0, JIT_FN_ALIVE, JIT_FN_FREED };
-tj_function *jit_fn_alloc(void);        /* a zeroed header; NULL with the error set */
-void jit_fn_release(tj_function *f);    /* marks it dead (its fields must be freed already) */
-int jit_fn_state(const tj_function *f); /* JIT_FN_NONE for anything not made by jit_fn_alloc */
+int jit_fn_state(const tj_function *f); /* JIT_FN_NONE for anything not made by tj_function_new */
 
 static inline int jit_fn_alive(const tj_function *f) {
     return jit_fn_state(f) == JIT_FN_ALIVE;

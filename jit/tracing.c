@@ -51,6 +51,21 @@ static tj_status add_output(rt_trace *tr, const char *fn, int k, tj_tensor *t) {
     return ir_add_output(tr->g, id);
 }
 
+/* The variables a trace created belong to the traced function from now on, whether the trace
+ * succeeded or not (f->mu held). */
+static void adopt_variables(tj_function *f, tj_variable **vs, int n) {
+    tj_variable **all = n ? realloc(f->owned_vars, (f->n_owned_vars + n) * sizeof *all) : NULL;
+    if (n && !all) { /* out of memory: release them now rather than lose them */
+        for (int i = 0; i < n; i++)
+            rt_variable_release(vs[i]);
+    } else if (n) {
+        memcpy(all + f->n_owned_vars, vs, (size_t)n * sizeof *vs);
+        f->owned_vars = all;
+        f->n_owned_vars += n;
+    }
+    free(vs);
+}
+
 /* Traces f once. args: the call's concrete inputs (NULL when tracing for specs). */
 static tj_status trace_once(tj_function *f, const jit_argsig *sig, tj_tensor *const *args,
                             int allow_vars, trace_result *out) {
@@ -111,6 +126,7 @@ static tj_status trace_once(tj_function *f, const jit_argsig *sig, tj_tensor *co
     if (sym != stack_sym)
         free(sym);
     out->vars_created = tr.n_vars_created;
+    adopt_variables(f, tr.created, tr.n_vars_created);
     free(tr.cap_value);
     if (st) {
         for (uint32_t i = 0; i < tr.n_caps; i++)

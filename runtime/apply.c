@@ -73,6 +73,10 @@ tj_tensor *rt_apply(ir_node *proto, tj_tensor *const *in_args, uint32_t n_in) {
             res = rt_errorf(TJ_ERR_INVALID, "%s: argument %u is NULL", opname, k);
             goto done;
         }
+        if (rt_is_freed(in_args[k], opname)) {
+            res = rt_error_from_status(TJ_ERR_STATE);
+            goto done;
+        }
         if (in_args[k]->kind == RT_ERROR) {
             res = tj_retain(in_args[k]);
             goto done;

@@ -25,8 +25,10 @@ static unsigned parse_topics(const char *s) {
         t |= RT_LOG_COMPILE;
     if (strstr(s, "passes"))
         t |= RT_LOG_PASSES;
+    if (strstr(s, "misuse"))
+        t |= RT_LOG_MISUSE;
     if (strstr(s, "all"))
-        t |= RT_LOG_RETRACE | RT_LOG_COMPILE | RT_LOG_PASSES;
+        t |= RT_LOG_RETRACE | RT_LOG_COMPILE | RT_LOG_PASSES | RT_LOG_MISUSE;
     return t;
 }
 
@@ -77,7 +79,10 @@ int rt_log_enabled(unsigned topic) {
 }
 
 static const char *topic_name(unsigned topic) {
-    return topic == RT_LOG_RETRACE ? "retrace" : topic == RT_LOG_COMPILE ? "compile" : "passes";
+    return topic == RT_LOG_RETRACE   ? "retrace"
+           : topic == RT_LOG_COMPILE ? "compile"
+           : topic == RT_LOG_MISUSE  ? "misuse"
+                                     : "passes";
 }
 
 void rt_log(unsigned topic, const char *fmt, ...) {

@@ -22,7 +22,7 @@ typedef struct rt_buffer {
     int inline_data;   /* data lives in the same allocation as this header */
 } rt_buffer;
 
-enum { RT_CONCRETE = 0, RT_SYMBOLIC, RT_ERROR, RT_TUPLE };
+enum { RT_CONCRETE = 0, RT_SYMBOLIC, RT_ERROR, RT_TUPLE, RT_FREED /* in quarantine */ };
 
 struct tj_tensor {
     atomic_int rc;
@@ -70,6 +70,9 @@ tj_tensor *rt_tensor_plain(tj_tensor *t);
 tj_status rt_check_output(const tj_tensor *t, const char *what, int k);
 /* Copies src's elements into dst (a caller's tensor): same dtype and dims, not strings. */
 tj_status rt_copy_into(tj_tensor *dst, const tj_tensor *src);
+/* Whether t is a released header still in quarantine (a use after release); reports it (error
+ * and the "misuse" log topic) naming `what`. */
+int rt_is_freed(const tj_tensor *t, const char *what);
 /* Registers a new reference in the innermost scope, if any; returns t. Every public function
  * returning a tensor passes it through here. */
 tj_tensor *rt_scoped(tj_tensor *t);
@@ -91,9 +94,31 @@ char *rt_values_str(const tj_tensor *t);
  * frozen into the graph: a silent wrong result). */
 void rt_refuse_host_read(const tj_tensor *t, const char *what);
 
+/* ---- handles (handles.c): slots at addresses never reused --------------------------------------
+ */
+/* Objects allocated from an arena start with a uint32 magic; a freed one reads RT_DEAD_MAGIC or
+ * zero, so a stale handle is recognised for any number of frees. */
+#define RT_DEAD_MAGIC 0xdeadf00du
+typedef struct rt_arena {
+    pthread_mutex_t mu;
+    char *region;
+    size_t size, next;
+    size_t slot; /* a power of two dividing the page size */
+} rt_arena;
+#define RT_ARENA_INIT(slot_size)                                                                   \
+    { PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, (slot_size) }
+void *rt_arena_alloc(rt_arena *a);                    /* a zeroed slot; NULL with the error set */
+int rt_arena_holds(const rt_arena *a, const void *p); /* p is one of a's slots (live or dead) */
+/* Scrubs obj_size bytes of p, marks it dead, returns fully dead pages to the kernel. */
+void rt_arena_release(rt_arena *a, void *p, size_t obj_size);
+
 /* ---- variables ------------------------------------------------------------------------------- */
+#define RT_VAR_MAGIC 0x746a7661u
 struct tj_variable {
-    atomic_int rc;             /* the user's reference + one per capturing graph */
+    uint32_t magic;            /* RT_VAR_MAGIC while alive (the slot lives in an rt_arena) */
+    atomic_int rc;             /* the owner's reference + one per capturing graph */
+    atomic_int user_ref;       /* 1 while the creator's reference is held (tj_variable_free) */
+    int owned_by_trace;        /* created while tracing: the traced function owns it */
     pthread_mutex_t mu;        /* guards the value pointer swap */
     pthread_mutex_t update_mu; /* recursive: held across read-modify-write and compiled runs */
     tj_tensor *value;          /* concrete; replaced (not mutated) on assign */
@@ -105,6 +130,8 @@ struct tj_variable {
 /* Serialises updates: assign_add/assign_sub and compiled functions that assign v hold it. */
 void rt_variable_lock(tj_variable *v);
 void rt_variable_unlock(tj_variable *v);
+/* TJ_OK for a live variable; an error naming `what` for NULL or a freed handle. */
+tj_status rt_variable_check(const tj_variable *v, const char *what);
 tj_variable *rt_variable_retain(tj_variable *v);
 void rt_variable_release(tj_variable *v);
 tj_tensor *rt_variable_get(tj_variable *v);                  /* +1 ref on the current value */
@@ -121,7 +148,9 @@ typedef struct rt_trace {
     uint32_t *cap_value; /* per slot: node holding the current value in this trace, or IR_NONE */
     int allow_var_create;
     int n_vars_created;
-    tj_status err; /* first error recorded while tracing (sticky) */
+    tj_variable **created; /* variables created by this trace: their references belong to the
+                              traced function, which takes the list when the trace ends */
+    tj_status err;         /* first error recorded while tracing (sticky) */
     char errmsg[512];
     uint64_t serial;   /* unique per trace: a symbolic tensor names (trace, serial) */
     const void *owner; /* what is being traced (the jit's tj_function), for re-entry checks */
@@ -196,7 +225,7 @@ typedef struct rt_config {
     const char *backend; /* TJ_BACKEND: "cpu" (default) or "interp" */
     int exact_math;      /* TJ_EXACT_MATH=1: compiled transcendentals call libm (bit-exact) */
 } rt_config;
-enum { RT_LOG_RETRACE = 1, RT_LOG_COMPILE = 2, RT_LOG_PASSES = 4 };
+enum { RT_LOG_RETRACE = 1, RT_LOG_COMPILE = 2, RT_LOG_PASSES = 4, RT_LOG_MISUSE = 8 };
 const rt_config *rt_config_get(void);
 void rt_log(unsigned topic, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int rt_log_enabled(unsigned topic);

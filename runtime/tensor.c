@@ -145,6 +145,8 @@ tj_tensor *tj_error_new(tj_status code, const char *fmt, ...) {
 tj_status tj_status_of(const tj_tensor *t) {
     if (!t)
         return TJ_ERR_INVALID;
+    if (rt_is_freed(t, "status_of"))
+        return TJ_ERR_STATE;
     return t->kind == RT_ERROR ? t->code : TJ_OK;
 }
 
@@ -188,21 +190,86 @@ const char *tj_status_name(tj_status s) {
 }
 
 /* ---- reference counting ---------------------------------------------------------------------- */
+/* A released header is poisoned (kind RT_FREED) and waits in a per-thread FIFO quarantine of
+ * QUARANTINE headers before free(), so the commonest misuse, releasing a tensor a scope also
+ * owns, meets a poisoned header when the scope ends and is reported instead of corrupting the
+ * heap. A header released by one thread and released again by another, or released again after
+ * QUARANTINE later releases on its thread, is not detected. */
+#define QUARANTINE 1024
+typedef struct quarantine {
+    tj_tensor *ring[QUARANTINE];
+    unsigned next;
+} quarantine;
+static _Thread_local quarantine *quar;
+static pthread_key_t quar_key;
+static pthread_once_t quar_once = PTHREAD_ONCE_INIT;
+
+static atomic_int exiting; /* after the main thread's flush: headers are freed at once */
+
+static void quarantine_flush(void *p) {
+    quarantine *q = p;
+    for (unsigned i = 0; i < QUARANTINE; i++)
+        free(q->ring[i]);
+    free(q);
+}
+static void quarantine_key(void) {
+    pthread_key_create(&quar_key, quarantine_flush);
+}
+__attribute__((destructor)) static void quarantine_exit(void) {
+    atomic_store(&exiting, 1);
+    if (quar) /* the main thread's: thread-exit destructors do not run for it */
+        quarantine_flush(quar);
+    quar = NULL;
+}
+
+static void header_free(tj_tensor *t) {
+    t->kind = RT_FREED;
+    if (atomic_load_explicit(&exiting, memory_order_relaxed)) {
+        free(t);
+        return;
+    }
+    if (!quar) {
+        pthread_once(&quar_once, quarantine_key);
+        if (!(quar = calloc(1, sizeof *quar))) {
+            free(t);
+            return;
+        }
+        pthread_setspecific(quar_key, quar);
+    }
+    tj_tensor *old = quar->ring[quar->next];
+    quar->ring[quar->next] = t;
+    quar->next = (quar->next + 1) % QUARANTINE;
+    free(old);
+}
+
+int rt_is_freed(const tj_tensor *t, const char *what) {
+    if (!t || t->kind != RT_FREED)
+        return 0;
+    ir_errorf(TJ_ERR_STATE,
+              "%s: tensor %p was already released (released by hand and by its "
+              "scope, or twice by hand?)",
+              what, (const void *)t);
+    rt_log(RT_LOG_MISUSE, "%s", ir_last_error());
+    return 1;
+}
+
 tj_tensor *tj_retain(tj_tensor *t) {
-    if (t)
+    if (t && !rt_is_freed(t, "retain"))
         atomic_fetch_add(&t->rc, 1);
     return t;
 }
 
 void tj_release(tj_tensor *t) {
-    if (!t || atomic_fetch_sub(&t->rc, 1) != 1)
+    if (!t || rt_is_freed(t, "release"))
+        return;
+    if (atomic_fetch_sub(&t->rc, 1) != 1)
         return;
     buffer_release(t->buf);
     free(t->msg);
     for (int i = 0; i < t->n_items; i++)
         tj_release(t->items[i]);
     free(t->items);
-    free(t);
+    header_free(t);
 }
 
 /* ---- scopes ---------------------------------------------------------------------------------- */

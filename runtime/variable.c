@@ -1,13 +1,28 @@
 /* variable.c — variables: a named, lock-protected slot holding an immutable tensor that assign
  * replaces. Inside a trace, reads and assigns record VAR_READ/ASSIGN nodes on a capture slot, so a
  * variable is an implicit input of the compiled function (S10); creating one is allowed only on a
- * function's first trace (S11). */
+ * function's first trace (S11). A variable created outside a trace belongs to its creator
+ * (tj_variable_free); one created while tracing belongs to the traced function and is released
+ * with it, whether the trace succeeded or not. Variables live in an rt_arena: a freed one is
+ * recognised, so tj_variable_free and every accessor report a stale handle instead of using it. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "runtime/runtime.h"
 
 static atomic_uint_fast64_t next_id = 1;
+static rt_arena var_arena = RT_ARENA_INIT(256);
+_Static_assert(sizeof(tj_variable) <= 256, "tj_variable outgrew its handle slot");
+
+tj_status rt_variable_check(const tj_variable *v, const char *what) {
+    if (!v)
+        return ir_errorf(TJ_ERR_INVALID, "%s: variable is NULL", what);
+    if (!rt_arena_holds(&var_arena, v))
+        return ir_errorf(TJ_ERR_INVALID, "%s: not a tj_variable made by tj_variable_new", what);
+    if (v->magic != RT_VAR_MAGIC)
+        return ir_errorf(TJ_ERR_STATE, "%s: the variable was freed", what);
+    return TJ_OK;
+}
 
 tj_variable *rt_variable_retain(tj_variable *v) {
     if (v)
@@ -22,7 +37,7 @@ void rt_variable_release(tj_variable *v) {
     free(v->name);
     pthread_mutex_destroy(&v->mu);
     pthread_mutex_destroy(&v->update_mu);
-    free(v);
+    rt_arena_release(&var_arena, v, sizeof *v);
 }
 
 tj_tensor *rt_variable_get(tj_variable *v) {
@@ -58,7 +73,8 @@ tj_status rt_variable_set(tj_variable *v, tj_tensor *value) {
     tj_status st = check_value(v, value->dtype, value->rank, value->dims);
     if (st)
         return st;
-    tj_retain(value);
+    if (!(value = rt_tensor_plain(value))) /* a value, never a host scalar */
+        return ir_last_code();
     pthread_mutex_lock(&v->mu);
     tj_tensor *old = v->value;
     v->value = value;
@@ -97,24 +113,42 @@ tj_variable *tj_variable_new(tj_tensor *init, const char *name) {
                 return NULL;
             }
         }
-        tr->n_vars_created++;
     } else if (init->kind == RT_SYMBOLIC) {
         ir_errorf(TJ_ERR_STATE, "variable_new: init is a symbolic tensor outside its trace");
         return NULL;
     }
-    tj_variable *v = calloc(1, sizeof *v);
+    if (!value && !(value = rt_tensor_plain(init))) /* a value, never a host scalar */
+        return NULL;
+    tj_variable **created = NULL;
+    if (tr &&
+        !(created = realloc(tr->created, (size_t)(tr->n_vars_created + 1) * sizeof *created))) {
+        tj_release(value);
+        ir_errorf(TJ_ERR_OOM, "variable_new: out of memory");
+        rt_trace_fail(tr, TJ_ERR_OOM);
+        return NULL;
+    }
+    if (tr)
+        tr->created = created;
+    tj_variable *v = rt_arena_alloc(&var_arena);
     if (!v) {
         tj_release(value);
-        return (void)ir_errorf(TJ_ERR_OOM, "variable_new: out of memory"), NULL;
+        if (tr)
+            rt_trace_fail(tr, TJ_ERR_OOM);
+        return NULL;
     }
+    v->magic = RT_VAR_MAGIC;
     atomic_init(&v->rc, 1);
+    atomic_init(&v->user_ref, tr ? 0 : 1);
+    v->owned_by_trace = tr != NULL;
+    if (tr) /* the trace's function owns this reference */
+        tr->created[tr->n_vars_created++] = v;
     pthread_mutex_init(&v->mu, NULL);
     pthread_mutexattr_t attr;
     pthread_mutexattr_init(&attr);
     pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
     pthread_mutex_init(&v->update_mu, &attr);
     pthread_mutexattr_destroy(&attr);
-    v->value = value ? value : tj_retain(init);
+    v->value = value;
     v->dtype = v->value->dtype;
     v->rank = v->value->rank;
     memcpy(v->dims, v->value->dims, sizeof v->dims);
@@ -130,15 +164,28 @@ tj_variable *tj_variable_new(tj_tensor *init, const char *name) {
 }
 
 void tj_variable_free(tj_variable *v) {
+    if (rt_variable_check(v, "variable_free"))
+        return; /* NULL is fine; a freed or foreign handle leaves its error in tj_last_error */
+    if (v->owned_by_trace) {
+        ir_errorf(TJ_ERR_STATE,
+                  "variable_free: '%s' was created while tracing a function, which owns it: it "
+                  "is freed with the function",
+                  v->name);
+        return;
+    }
+    if (!atomic_exchange(&v->user_ref, 0)) {
+        ir_errorf(TJ_ERR_STATE, "variable_free: '%s' was already freed", v->name);
+        return;
+    }
     rt_variable_release(v);
 }
 const char *tj_variable_name(const tj_variable *v) {
-    return v ? v->name : "";
+    return rt_variable_check(v, "variable_name") ? "" : v->name;
 }
 
 tj_tensor *tj_variable_read(tj_variable *v) {
-    if (!v)
-        return rt_scoped(rt_errorf(TJ_ERR_INVALID, "variable_read: variable is NULL"));
+    if (rt_variable_check(v, "variable_read"))
+        return rt_scoped(rt_error_from_status(0));
     rt_trace *tr = rt_trace_current();
     if (!tr)
         return rt_scoped(rt_variable_get(v));
@@ -161,8 +208,8 @@ tj_tensor *tj_variable_read(tj_variable *v) {
 }
 
 tj_tensor *tj_assign(tj_variable *v, tj_tensor *value) {
-    if (!v)
-        return rt_scoped(rt_errorf(TJ_ERR_INVALID, "assign: variable is NULL"));
+    if (rt_variable_check(v, "assign"))
+        return rt_scoped(rt_error_from_status(0));
     if (!value)
         return rt_scoped(rt_errorf(TJ_ERR_INVALID, "assign: value is NULL"));
     if (value->kind == RT_ERROR)
@@ -196,9 +243,8 @@ tj_tensor *tj_assign(tj_variable *v, tj_tensor *value) {
 }
 
 static tj_tensor *assign_op(tj_variable *v, tj_tensor *delta, int sub) {
-    if (!v)
-        return rt_scoped(
-            rt_errorf(TJ_ERR_INVALID, "%s: variable is NULL", sub ? "assign_sub" : "assign_add"));
+    if (rt_variable_check(v, sub ? "assign_sub" : "assign_add"))
+        return rt_scoped(rt_error_from_status(0));
     int eager = rt_trace_current() == NULL;
     if (eager)
         rt_variable_lock(v); /* read, add and assign as one update */

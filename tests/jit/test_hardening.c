@@ -402,6 +402,99 @@ static void test_reentry(void) {
     tj_function_free(self_fn);
 }
 
+/* ---- 16: double releases are reported, not heap corruption ----------------------------------- */
+static char misuse_msg[512];
+static int n_misuse;
+static void log_sink(const char *topic, const char *msg, void *user) {
+    (void)user;
+    if (!strcmp(topic, "misuse")) {
+        n_misuse++;
+        snprintf(misuse_msg, sizeof misuse_msg, "%s", msg);
+    }
+}
+
+static void test_double_release(void) {
+    tj_set_log(log_sink, NULL);
+    tj_set_log_topics("misuse");
+    n_misuse = 0;
+    tj_scope_begin();
+    tj_tensor *t = tj_add(tj_scalar_f32(1), tj_scalar_f32(2));
+    tj_release(t); /* the scope owns it: the first mistake a C user makes */
+    tj_scope_end();
+    CHECK_EQ_INT(n_misuse, 1);
+    CHECK(strstr(misuse_msg, "release: tensor") && strstr(misuse_msg, "already released"));
+    /* twice by hand, without a scope (main opens its scope after this test) */
+    tj_tensor *u = tj_scalar_f32(1);
+    tj_release(u);
+    tj_release(u);
+    CHECK_EQ_INT(n_misuse, 2);
+    /* a released tensor used as an argument or read: an error, not a read of freed memory */
+    tj_tensor *one = tj_scalar_f32(1), *r = tj_add(u, one);
+    CHECK_EQ_INT(tj_status_of(r), TJ_ERR_STATE);
+    CHECK_HAS(tj_error_message(r), "add: tensor");
+    tj_release(r);
+    tj_release(one);
+    CHECK_EQ_INT(tj_status_of(u), TJ_ERR_STATE);
+    CHECK_EQ_INT(n_misuse, 4);
+    tj_set_log(NULL, NULL);
+    tj_set_log_topics("");
+}
+
+/* ---- 19: variables created inside a trace belong to the function ---------------------------- */
+static tj_tensor *makes_variable(tj_tensor *x) { /* unconditional: the re-trace refuses it */
+    tj_variable *v = tj_variable_new(x, "w");
+    return tj_assign_add(v, x);
+}
+static tj_variable *kept;
+static tj_tensor *keeps_variable(tj_tensor *x) {
+    if (!kept)
+        kept = tj_variable_new(tj_mul(x, tj_scalar_f32(10)), "kept");
+    return tj_add(tj_variable_read(kept), x);
+}
+
+static void test_variables_owned(void) {
+    tj_tensor *x = tj_scalar_f32(2);
+    tj_function *f = tj_function_new("makes_variable", (void *)makes_variable, 1, NULL);
+    tj_tensor *r = tj_call(f, 1, &x);
+    CHECK_EQ_INT(tj_status_of(r), TJ_ERR_STATE);
+    tj_function_free(f); /* the variable of the failed trace goes with it (LeakSanitizer) */
+    f = tj_function_new("keeps_variable", (void *)keeps_variable, 1, NULL);
+    r = tj_call(f, 1, &x);
+    CHECK_NEAR(tj_tensor_get_f64(r, 0), 22, 0);
+    tj_variable_free(kept); /* owned by the function: refused, and the variable still works */
+    CHECK_HAS(tj_last_error(), "'kept' was created while tracing a function, which owns it");
+    CHECK_NEAR(tj_tensor_get_f64(tj_variable_read(kept), 0), 20, 0);
+    r = tj_call(f, 1, &x);
+    CHECK_NEAR(tj_tensor_get_f64(r, 0), 22, 0);
+    tj_function_free(f);
+    /* the handle is stale now: every use reports it */
+    CHECK_EQ_INT(tj_status_of(tj_variable_read(kept)), TJ_ERR_STATE);
+    CHECK_HAS(tj_error_message(tj_variable_read(kept)), "variable_read: the variable was freed");
+    tj_variable_free(kept);
+    CHECK_HAS(tj_last_error(), "variable_free: the variable was freed");
+    CHECK_EQ_INT(tj_status_of(tj_assign(kept, x)), TJ_ERR_STATE);
+    CHECK_STR(tj_variable_name(kept), "");
+    kept = NULL;
+    /* one made outside a trace is the creator's: freeing twice is reported */
+    tj_variable *v = tj_variable_new(x, "v");
+    tj_function *g = tj_function_new("keeps_variable", (void *)keeps_variable, 1, NULL);
+    kept = v;
+    r = tj_call(g, 1, &x); /* the concrete function captures v */
+    CHECK_NEAR(tj_tensor_get_f64(r, 0), 4, 0);
+    tj_variable_free(v);
+    tj_variable_free(v); /* still alive (captured), but the creator's reference is gone */
+    CHECK_HAS(tj_last_error(), "variable_free: 'v' was already freed");
+    r = tj_call(g, 1, &x);
+    CHECK_NEAR(tj_tensor_get_f64(r, 0), 4, 0);
+    tj_function_free(g);
+    kept = NULL;
+    /* a variable holds a value, not a host scalar: reads do not promote */
+    tj_variable *hv = tj_variable_new(tj_scalar_f64(1.5), "hv");
+    CHECK_EQ_INT(tj_status_of(tj_add(tj_variable_read(hv), tj_scalar_f32(1))), TJ_OK);
+    CHECK_EQ_INT(tj_status_of(tj_add(tj_variable_read(hv), F32V(1, 2))), TJ_ERR_DTYPE);
+    tj_variable_free(hv);
+}
+
 /* ---- 22, 23: printing and messages ----------------------------------------------------------- */
 static void test_messages(void) {
     char *s = tj_tensor_values_str(F32V(7, 10, -50, 100, 0.5f, 1234, 1e20f, 1e-7f));
@@ -448,6 +541,7 @@ static void test_messages(void) {
 }
 
 int main(void) {
+    test_double_release(); /* before the scope: it releases tensors by hand */
     tj_scope_begin();
     test_symbolic_reads();
     test_call_into_outputs();
@@ -457,6 +551,7 @@ int main(void) {
     test_numel_overflow();
     test_freed_handles();
     test_reentry();
+    test_variables_owned();
     test_messages();
     tj_scope_end();
     return check_done();
