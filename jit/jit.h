@@ -143,5 +143,7 @@ void jit_cache_get_stats(jit_cache_stats *out);
  * memory bound in bytes (0: unchanged). For tests and embedders. */
 void jit_cache_configure(const char *dir, int enabled, size_t mem_bound_bytes);
 void jit_cache_clear_memory(void);
+/* Overrides TJ_CACHE_MAX_BYTES (0: back to it). For tests and embedders. */
+void jit_cache_set_disk_bound(size_t bytes);
 
 #endif

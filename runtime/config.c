@@ -27,9 +27,25 @@ static unsigned parse_topics(const char *s) {
         t |= RT_LOG_PASSES;
     if (strstr(s, "misuse"))
         t |= RT_LOG_MISUSE;
+    if (strstr(s, "cache"))
+        t |= RT_LOG_CACHE;
     if (strstr(s, "all"))
-        t |= RT_LOG_RETRACE | RT_LOG_COMPILE | RT_LOG_PASSES | RT_LOG_MISUSE;
+        t |= RT_LOG_ALL;
     return t;
+}
+
+/* "512M", "2G", "100000": bytes; `def` when absent or not a positive size. */
+static size_t parse_bytes(const char *s, size_t def) {
+    if (!s || !*s)
+        return def;
+    char *end;
+    double v = strtod(s, &end);
+    double mul = *end == 'K' || *end == 'k'   ? 1024.0
+                 : *end == 'M' || *end == 'm' ? 1048576.0
+                 : *end == 'G' || *end == 'g' ? 1073741824.0
+                                              : 1.0;
+    v *= mul;
+    return v >= 1 && v < 1e18 ? (size_t)v : def;
 }
 
 static void cfg_init(void) {
@@ -44,6 +60,7 @@ static void cfg_init(void) {
     cfg.exact_math = x && *x && strcmp(x, "0") != 0;
     const char *c = getenv("TJ_CACHE");
     cfg.cache_enabled = !(c && strcmp(c, "0") == 0);
+    cfg.cache_max_bytes = parse_bytes(getenv("TJ_CACHE_MAX_BYTES"), (size_t)1 << 30);
     const char *n = getenv("TJ_NUM_THREADS");
     long nt = n ? strtol(n, NULL, 10) : 0;
     if (nt <= 0)
@@ -82,6 +99,7 @@ static const char *topic_name(unsigned topic) {
     return topic == RT_LOG_RETRACE   ? "retrace"
            : topic == RT_LOG_COMPILE ? "compile"
            : topic == RT_LOG_MISUSE  ? "misuse"
+           : topic == RT_LOG_CACHE   ? "cache"
                                      : "passes";
 }
 

@@ -221,11 +221,19 @@ typedef struct rt_config {
     const char *passes;
     const char *cache_dir;
     int cache_enabled;
+    size_t cache_max_bytes; /* TJ_CACHE_MAX_BYTES: the disk cache's bound (default 1 GiB) */
     int num_threads;
     const char *backend; /* TJ_BACKEND: "cpu" (default) or "interp" */
     int exact_math;      /* TJ_EXACT_MATH=1: compiled transcendentals call libm (bit-exact) */
 } rt_config;
-enum { RT_LOG_RETRACE = 1, RT_LOG_COMPILE = 2, RT_LOG_PASSES = 4, RT_LOG_MISUSE = 8 };
+enum {
+    RT_LOG_RETRACE = 1,
+    RT_LOG_COMPILE = 2,
+    RT_LOG_PASSES = 4,
+    RT_LOG_MISUSE = 8,
+    RT_LOG_CACHE = 16,
+    RT_LOG_ALL = 31
+};
 const rt_config *rt_config_get(void);
 void rt_log(unsigned topic, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int rt_log_enabled(unsigned topic);
