@@ -18,6 +18,12 @@
  *     (sticky errors), so a chain is checked once: tj_status_of(t) / tj_error_message(t).
  *   - Calls that return no tensor return tj_status (TJ_OK = 0, negative on error) and leave the
  *     message in a thread-local buffer read by tj_last_error().
+ *   - Misuse that is cheap to detect is reported, not undefined: a tensor released twice (by hand
+ *     and by its scope) meets a poisoned header and is reported through tj_last_error and the
+ *     "misuse" log topic (TJ_LOG=misuse) while it is among the last 1024 headers its thread
+ *     released; a freed tj_function or tj_variable handle is recognised for any number of frees
+ *     (their addresses are never reused). A tensor released on another thread, or long ago, is
+ *     not detected.
  *
  * Threads.
  *   - Tensors are immutable once built and may be read from many threads. Reference counts are
@@ -27,9 +33,14 @@
  * Modes.
  *   - Outside a trace an op computes at once (eager). While a function is being traced, every op
  *     records a graph node instead and returns a symbolic tensor. The same C code serves both.
+ *     Host code that reads a symbolic tensor's value (tj_tensor_get_f64, tj_tensor_data,
+ *     tj_tensor_values_str) fails the trace: the value is not known until the graph runs; decide
+ *     on values inside the graph (tj_where).
  *
  * EXAMPLE
- *
+ */
+/* clang-format off */
+/*
  *   #include <tracejit.h>
  *   static tj_tensor *dense(tj_tensor *x, tj_tensor *w, tj_tensor *b) {
  *       return tj_relu(tj_add(tj_matmul(x, w), b));   // intermediates belong to the trace scope
@@ -40,12 +51,17 @@
  *       int64_t d[2] = {2, 2};
  *       float one[4] = {1, 1, 1, 1};
  *       tj_tensor *x = tj_tensor_from_data(TJ_F32, 2, d, one);
- *       tj_tensor *y = fast(x, x, x);           // 1st call per signature: trace + optimize +
- * compile if (tj_status_of(y)) fprintf(stderr, "%s\n", tj_error_message(y)); else
- * tj_tensor_fprint(stdout, y);       // tj.Tensor([[3 3] [3 3]], shape=(2, 2), ...) tj_release(y);
- * tj_release(x); tj_jit_free((void *)fast);
+ *       tj_tensor *y = fast(x, x, x);   // 1st call per signature: trace + optimize + compile
+ *       if (tj_status_of(y))
+ *           fprintf(stderr, "%s\n", tj_error_message(y));
+ *       else
+ *           tj_tensor_fprint(stdout, y); // tj.Tensor([[3 3] [3 3]], shape=(2, 2), dtype=float32)
+ *       tj_release(y);
+ *       tj_release(x);
+ *       tj_jit_free((void *)fast);
  *   }
  */
+/* clang-format on */
 #ifndef TRACEJIT_H
 #define TRACEJIT_H
 
@@ -124,7 +140,9 @@ typedef struct tj_spec {
 /* ---- tensors --------------------------------------------------------------------------------- */
 typedef struct tj_tensor tj_tensor;
 
-/* Copies `data` (numel elements of dtype; for TJ_STRING an array of `const char *`). */
+/* Every constructor and op checks its result's shape: rank <= TJ_MAX_RANK, dims >= 0, the product
+ * of the non-zero dims <= TJ_MAX_NUMEL; anything else is a TJ_ERR_SHAPE error tensor.
+ * Copies `data` (numel elements of dtype; for TJ_STRING an array of `const char *`). */
 TJ_API tj_tensor *tj_tensor_from_data(tj_dtype dt, int rank, const int64_t *dims, const void *data);
 /* Wraps `data` without copying; `release(user)` is called when the last reference goes.
  * `data` must be aligned to the element size (an error tensor otherwise; 64 bytes is best for
@@ -139,7 +157,7 @@ TJ_API tj_tensor *tj_scalar_f64(double v);
 TJ_API tj_tensor *tj_scalar_i32(int32_t v);
 TJ_API tj_tensor *tj_scalar_i64(int64_t v);
 TJ_API tj_tensor *tj_scalar_bool(int v);
-TJ_API tj_tensor *tj_scalar_str(const char *s);
+TJ_API tj_tensor *tj_scalar_str(const char *s); /* NULL: an error tensor */
 
 /* Static arguments: host values baked into a trace and keyed by value (S4). Eagerly they act as
  * 0-d tensors (f64 / i64 / bool / string). */
@@ -161,24 +179,29 @@ TJ_API tj_dtype tj_tensor_dtype(const tj_tensor *t);
 TJ_API int tj_tensor_rank(const tj_tensor *t);
 TJ_API const int64_t *tj_tensor_dims(const tj_tensor *t); /* borrowed, rank entries */
 TJ_API int64_t tj_tensor_numel(const tj_tensor *t);
-/* Host data of a concrete tensor (borrowed, valid while t lives); NULL for symbolic/error. */
+/* Host data of a concrete tensor (borrowed, valid while t lives); NULL for symbolic/error. On a
+ * symbolic tensor of an open trace it also fails that trace (see Modes above). */
 TJ_API const void *tj_tensor_data(const tj_tensor *t);
 TJ_API int tj_tensor_is_symbolic(const tj_tensor *t);
-/* Element i (row-major) converted to double; NAN on bad input. Convenience for tests/demos. */
+/* Element i (row-major) converted to double; NAN on bad input. Convenience for tests/demos. On a
+ * symbolic tensor of an open trace it also fails that trace. */
 TJ_API double tj_tensor_get_f64(const tj_tensor *t, int64_t i);
 
 /* Text form. Concrete: `tj.Tensor(2, shape=(), dtype=int32)`; symbolic:
  * `Tensor("a:0", shape=(), dtype=int32)`; error: `Error(TJ_ERR_SHAPE: ...)`. Caller frees. */
 TJ_API char *tj_tensor_str(const tj_tensor *t);
 TJ_API void tj_tensor_fprint(FILE *f, const tj_tensor *t); /* tj_tensor_str + newline */
-/* Only the values: `[4 1]`, `2.2`, `aa`. Caller frees. */
+/* Only the values: `[4 1]`, `2.2`, `aa` (floats positional unless the magnitude needs an
+ * exponent: `1e+20`, `1e-07`). Caller frees. On a symbolic tensor of an open trace it returns
+ * "<symbolic>" and fails that trace. */
 TJ_API char *tj_tensor_values_str(const tj_tensor *t);
 
 /* TJ_OK for a good tensor; a negative code for an error tensor or NULL. (DESIGN.md sketches this
  * as tj_status(t); in C that name is taken by the status type, hence _of.) */
 TJ_API tj_status tj_status_of(const tj_tensor *t);
 TJ_API const char *tj_error_message(const tj_tensor *t); /* borrowed; "" if not an error */
-/* A new error tensor (for host callbacks and frontends). */
+/* A new error tensor (for host callbacks and frontends). `code` should be negative; anything
+ * else becomes TJ_ERR_INVALID. */
 TJ_API tj_tensor *tj_error_new(tj_status code, const char *fmt, ...);
 
 /* ---- scopes ---------------------------------------------------------------------------------- */
@@ -186,7 +209,7 @@ TJ_API void tj_scope_begin(void);
 /* Releases every reference the innermost scope owns. */
 TJ_API void tj_scope_end(void);
 /* Moves one reference of t out of the innermost scope to the enclosing one (or to the caller
- * when there is none). Returns t. */
+ * when there is none). With no scope open it does nothing (the caller owns t already). */
 TJ_API tj_tensor *tj_keep(tj_tensor *t);
 
 /* ---- ops (eager outside a trace, recorded inside one) ---------------------------------------- */
@@ -209,8 +232,12 @@ TJ_API tj_tensor *tj_round(tj_tensor *x); /* half to even, as TensorFlow */
 TJ_API tj_tensor *tj_logical_not(tj_tensor *x);
 TJ_API tj_tensor *tj_isnan(tj_tensor *x);
 TJ_API tj_tensor *tj_isinf(tj_tensor *x);
-/* binary, NumPy broadcasting; both operands must have the same dtype (use tj_cast). A static
- * or 0-d host scalar operand is converted to the other operand's dtype. `add` on strings
+/* binary, NumPy broadcasting; both operands must have the same dtype (use tj_cast), except for
+ * host scalars: a tensor made by tj_scalar_* or tj_static_* (the analogue of a Python number)
+ * takes the other operand's dtype when the value converts exactly (2.0 to int32; not 2.5), and
+ * between two host scalars the lower kind takes the higher one's (bool < int32 < int64 < float32
+ * < float64). Op results are never host scalars, and a host scalar passed to a function is an
+ * ordinary tensor argument inside it, so eager and compiled code promote alike. `add` on strings
  * concatenates. */
 TJ_API tj_tensor *tj_add(tj_tensor *a, tj_tensor *b);
 TJ_API tj_tensor *tj_sub(tj_tensor *a, tj_tensor *b);
@@ -231,14 +258,17 @@ TJ_API tj_tensor *tj_logical_and(tj_tensor *a, tj_tensor *b);
 TJ_API tj_tensor *tj_logical_or(tj_tensor *a, tj_tensor *b);
 TJ_API tj_tensor *tj_where(tj_tensor *cond, tj_tensor *a, tj_tensor *b);
 TJ_API tj_tensor *tj_str_concat(tj_tensor *a, tj_tensor *b); /* = tj_add on strings */
-/* linear algebra: [..., m, k] x [..., k, n], batch dims broadcast */
+/* linear algebra: [..., m, k] x [..., k, n], batch dims broadcast. Floats accumulate in their own
+ * dtype (as NumPy and TensorFlow): eagerly and under TJ_EXACT_MATH in k order, one multiply and
+ * one add per step; compiled with the default math with FMA, and through OpenBLAS (its own
+ * summation order) for large products, so rounding and the overflow of partial sums may differ. */
 TJ_API tj_tensor *tj_matmul(tj_tensor *a, tj_tensor *b);
 /* reductions over `axes` (n_axes == 0: all axes; negative axes count from the end) */
 TJ_API tj_tensor *tj_sum(tj_tensor *x, int n_axes, const int *axes, int keepdims);
 TJ_API tj_tensor *tj_mean(tj_tensor *x, int n_axes, const int *axes, int keepdims);
 TJ_API tj_tensor *tj_max(tj_tensor *x, int n_axes, const int *axes, int keepdims);
 TJ_API tj_tensor *tj_min(tj_tensor *x, int n_axes, const int *axes, int keepdims);
-TJ_API tj_tensor *tj_prod(tj_tensor *x, int n_axes, const int *axes, int keepdims);
+TJ_API tj_tensor *tj_prod(tj_tensor *x, int n_axes, const int *axes, int keepdims); /* in order */
 TJ_API tj_tensor *tj_argmax(tj_tensor *x, int axis); /* int64 result */
 TJ_API tj_tensor *tj_argmin(tj_tensor *x, int axis);
 TJ_API tj_tensor *tj_softmax(tj_tensor *x, int axis);
@@ -262,7 +292,8 @@ TJ_API tj_tensor *tj_ones(tj_dtype dt, int rank, const int64_t *dims);
 TJ_API tj_tensor *tj_fill(int rank, const int64_t *dims, tj_tensor *value); /* value: 0-d */
 TJ_API tj_tensor *tj_eye(tj_dtype dt, int64_t n, int64_t m);
 TJ_API tj_tensor *tj_range(tj_dtype dt, double start, double limit, double delta);
-/* Deterministic for a given seed (stateless, like tf.random.stateless_*). */
+/* Deterministic for a given seed (stateless, like tf.random.stateless_*). uniform: [lo, hi) with
+ * finite lo <= hi; normal: finite mean and stddev >= 0; anything else is an error tensor. */
 TJ_API tj_tensor *tj_random_uniform(tj_dtype dt, int rank, const int64_t *dims, double lo,
                                     double hi, uint64_t seed);
 TJ_API tj_tensor *tj_random_normal(tj_dtype dt, int rank, const int64_t *dims, double mean,
@@ -288,9 +319,12 @@ TJ_API tj_status tj_callback_fail(tj_status code, const char *fmt, ...)
 
 /* ---- variables (S10, S11) -------------------------------------------------------------------- */
 typedef struct tj_variable tj_variable;
-/* A variable holding a copy of `init`'s value. Inside a trace this is allowed only on the
- * function's first trace (S11); a symbolic `init` is evaluated with the triggering call's inputs.
- * Caller frees with tj_variable_free (NULL-safe); functions that captured it keep it alive. */
+/* A variable holding `init`'s value. Outside a trace the caller owns it and frees it with
+ * tj_variable_free (NULL-safe); functions that captured it keep it alive until they are freed.
+ * Inside a trace this is allowed only on the function's first trace (S11); a symbolic `init` is
+ * evaluated with the triggering call's inputs; the variable then belongs to the traced function
+ * (freed with it, whether the trace succeeded or not) and the pointer is borrowed: freeing it is
+ * refused with an error. A freed variable's handle is recognised: every call on it is an error. */
 TJ_API tj_variable *tj_variable_new(tj_tensor *init, const char *name);
 TJ_API void tj_variable_free(tj_variable *v);
 TJ_API tj_tensor *tj_variable_read(tj_variable *v);
@@ -308,7 +342,7 @@ typedef struct tj_function_options {
     int n_input_signature; /* > 0: calls must match these specs (S7) */
     const tj_spec *input_signature;
     const char *const *arg_names; /* names used in symbolic tensors ("a:0"), default x0, x1 */
-    int cache_bound;              /* concrete functions kept per function (LRU), 0: 64 */
+    int cache_bound;              /* concrete functions kept (LRU), 0: 64; < 0: error */
     int eager;                    /* 1: always run eagerly (as TJ_EAGER=1) */
     const char *name; /* tj_jit_compile: the name used in messages and signatures (default: the
                          C function's symbol name where the dynamic linker knows it, else
@@ -320,16 +354,21 @@ typedef struct tj_function_options {
  * Copies `name` and `opts`. Caller frees with tj_function_free. */
 TJ_API tj_function *tj_function_new(const char *name, void *fn, int nargs,
                                     const tj_function_options *opts);
-/* Frees the function and its concrete functions. Calling it afterwards returns an error. */
+/* Frees the function, its concrete functions and the variables its traces created. Calling it
+ * afterwards returns an error (freed handles are recognised for any number of frees). From
+ * inside f's own trace it does nothing and leaves an error in tj_last_error. */
 TJ_API void tj_function_free(tj_function *f);
 /* Calls f. Returns a new reference: the result, a tuple, an empty tuple, or an error tensor. */
 TJ_API tj_tensor *tj_call(tj_function *f, int nargs, tj_tensor *const *args);
 /* Calls f and writes its results into caller-provided concrete tensors (borrowed; their dtype
- * and shape must match the results; a tuple's items in order). Allocates no result tensor.
- * Returns TJ_OK or an error status with the message in tj_last_error(). */
+ * and shape must match the results; a tuple's items in order). Static values, symbolic and error
+ * tensors are refused as outputs. Allocates no result tensor. Returns TJ_OK or an error status
+ * with the message in tj_last_error(). */
 TJ_API tj_status tj_call_into(tj_function *f, int nargs, tj_tensor *const *args, int n_out,
                               tj_tensor *const *outs);
-/* Like tj_call but always runs the C code eagerly, op by op (S9). */
+/* Like tj_call but always runs the C code eagerly, op by op (S9). Calls nested inside other
+ * calls (eagerly, or inlined while tracing) fail past 1000 levels or when less than 256 KiB of
+ * the thread's stack is left: unbounded recursion is an error, not a crash. */
 TJ_API tj_tensor *tj_call_eager(tj_function *f, int nargs, tj_tensor *const *args);
 
 /* A callable with fn's own C signature (an ffi closure): tj_tensor *(*)(tj_tensor *, ...).
@@ -339,13 +378,14 @@ TJ_API void tj_jit_free(void *compiled);
 /* The tj_function behind a tj_jit_compile closure (borrowed), NULL if none. */
 TJ_API tj_function *tj_jit_function(void *compiled);
 
-/* Traces for `specs` without running (S6). Borrowed: owned by f, valid until f is freed or the
- * entry is evicted. NULL on error (tj_last_error). */
+/* Traces for `specs` without running (S6). Borrowed: owned by f and valid until f is freed (it
+ * stays valid when the cache evicts it). NULL on error (tj_last_error), also when called from
+ * inside f's own trace. */
 TJ_API tj_concrete *tj_function_get_concrete(tj_function *f, int n, const tj_spec *specs);
 /* Calls a concrete function; an incompatible input is an error naming the function, the input
  * index and the expected and actual dtype/shape. */
 TJ_API tj_tensor *tj_concrete_call(tj_concrete *c, int nargs, tj_tensor *const *args);
-/* Pretty-printed list of concrete signatures (S8). Caller frees. */
+/* Pretty-printed list of concrete signatures (S8). Caller frees. "" from inside f's own trace. */
 TJ_API char *tj_function_signatures(const tj_function *f);
 TJ_API int tj_function_trace_count(const tj_function *f); /* traces run so far */
 TJ_API int tj_function_n_concrete(const tj_function *f);  /* concrete functions cached */
@@ -355,8 +395,9 @@ TJ_API char *tj_concrete_graph_text(const tj_concrete *c);
 TJ_API int tj_concrete_node_count(const tj_concrete *c);
 
 /* ---- configuration --------------------------------------------------------------------------- */
-/* Read once from the environment: TJ_EAGER=1, TJ_LOG=retrace,compile,passes, TJ_DUMP=dir,
- * TJ_PASSES=..., TJ_CACHE_DIR, TJ_CACHE=0, TJ_NUM_THREADS. */
+/* Read once from the environment: TJ_EAGER=1, TJ_LOG=retrace,compile,passes,misuse,cache,
+ * TJ_DUMP=dir, TJ_PASSES=..., TJ_CACHE_DIR, TJ_CACHE=0, TJ_CACHE_MAX_BYTES (disk bound, default
+ * 1G), TJ_NUM_THREADS, TJ_EXACT_MATH=1, TJ_BACKEND=interp. */
 TJ_API void tj_set_eager(int on); /* force eager execution of all functions (S9) */
 TJ_API int tj_get_eager(void);
 typedef void (*tj_log_fn)(const char *topic, const char *msg, void *user);
@@ -364,7 +405,10 @@ typedef void (*tj_log_fn)(const char *topic, const char *msg, void *user);
 TJ_API void tj_set_log(tj_log_fn fn, void *user);
 TJ_API void tj_set_log_topics(const char *topics); /* "retrace,compile"; overrides TJ_LOG */
 
-/* Empties the compiled-artifact cache, in memory and on disk ($TJ_CACHE_DIR). */
+/* Empties the compiled-artifact cache, in memory and on disk ($TJ_CACHE_DIR). The disk cache
+ * holds native code that is loaded and run: it is trusted like JAX's, so a directory is used only
+ * when this user owns it and nobody else can write it, and an entry only when it is a regular
+ * file of this user that nobody else can write (TJ_LOG=cache says what was refused). */
 TJ_API tj_status tj_cache_clear(void);
 
 TJ_API const char *tj_version(void);

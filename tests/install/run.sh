@@ -65,4 +65,19 @@ esac
 "$CC" -std=c11 -Wall -Wextra -Werror "$HERE/consumer/main.c" -o "$tmp/consumer_pc" "${flags[@]}" \
       -Wl,-rpath,"$libdir"
 "$tmp/consumer_pc"
-step "OK (find_package and pkg-config)"
+
+# 3. pkg-config --static against the static library: LLVM and the C++ runtime come from
+# Libs.private
+step "pkg-config --static consumer (libtracejit.a)"
+read -r -a sflags <<<"$(pkg-config --define-prefix --static --cflags --libs tracejit)"
+for i in "${!sflags[@]}"; do
+    [ "${sflags[$i]}" = "-ltracejit" ] && sflags[$i]="$libdir/libtracejit.a"
+done
+"$CC" -std=c11 -Wall -Wextra -Werror "$HERE/consumer/main.c" -o "$tmp/consumer_pc_static" \
+      "${sflags[@]}"
+if ldd "$tmp/consumer_pc_static" | grep -q 'libtracejit'; then
+    echo "install test: the --static consumer links libtracejit.so, not the static library"
+    exit 1
+fi
+"$tmp/consumer_pc_static"
+step "OK (find_package, pkg-config, pkg-config --static)"
