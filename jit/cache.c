@@ -295,7 +295,7 @@ static void disk_trim(const char *dir) {
                 break;
             fs = g;
         }
-        snprintf(fs[n].name, sizeof fs[n].name, "%s", de->d_name);
+        memcpy(fs[n].name, de->d_name, l + 1); /* l < sizeof name: checked above */
         fs[n].mtime = st.st_mtim;
         fs[n].size = (int64_t)st.st_size;
         total += fs[n].size;
