@@ -49,6 +49,7 @@ static int64_t disk_bytes = -1;    /* estimated bytes of entries on disk; -1: no
 static char refused_dir[PATH_MAX]; /* the last directory refused, logged once */
 
 #define ENTRY_PATH_MAX (PATH_MAX + 64)
+#define MAX_ENTRY_BYTES ((uint64_t)1 << 30)
 
 static uint64_t checksum(const void *key, size_t key_len, const void *data, size_t size) {
     return ir_hash_mix(ir_hash_bytes(key, key_len, 0x6b6579), ir_hash_bytes(data, size, 0x646174));
@@ -195,6 +196,44 @@ static int write_all(int fd, const void *p, size_t n) {
     return 0;
 }
 
+void *jit_cache_encode(const char *key, const void *payload, size_t size, size_t *n) {
+    header h;
+    memcpy(h.magic, CACHE_MAGIC, 8);
+    h.format = CACHE_FORMAT;
+    h.key_len = (uint32_t)strlen(key);
+    h.size = size;
+    h.sum = checksum(key, h.key_len, payload, size);
+    char *file = malloc(sizeof h + h.key_len + size);
+    if (!file)
+        return NULL;
+    memcpy(file, &h, sizeof h);
+    memcpy(file + sizeof h, key, h.key_len);
+    if (size)
+        memcpy(file + sizeof h + h.key_len, payload, size);
+    *n = sizeof h + h.key_len + size;
+    return file;
+}
+
+tj_status jit_cache_decode(const void *file, size_t n, const char *key, size_t *off, size_t *size) {
+    header h;
+    size_t key_len = strlen(key);
+    if (n < sizeof h)
+        return ir_errorf(TJ_ERR_CORRUPT, "cache entry: %zu bytes, shorter than its header", n);
+    memcpy(&h, file, sizeof h);
+    if (memcmp(h.magic, CACHE_MAGIC, 8) != 0 || h.format != CACHE_FORMAT)
+        return ir_errorf(TJ_ERR_CORRUPT, "cache entry: bad magic or format %u", h.format);
+    if (h.key_len != key_len || n - sizeof h < key_len || n - sizeof h - key_len != h.size)
+        return ir_errorf(TJ_ERR_CORRUPT, "cache entry: sizes do not add up (%zu bytes)", n);
+    const char *k = (const char *)file + sizeof h, *payload = k + key_len;
+    if (memcmp(k, key, key_len) != 0)
+        return ir_errorf(TJ_ERR_CORRUPT, "cache entry: written for another key");
+    if (checksum(key, key_len, payload, h.size) != h.sum)
+        return ir_errorf(TJ_ERR_CORRUPT, "cache entry: checksum mismatch");
+    *off = sizeof h + key_len;
+    *size = h.size;
+    return TJ_OK;
+}
+
 /* 1: found (data malloc'd); 0: absent; -1: present but corrupt, foreign or not a regular file
  * (deleted). */
 static int disk_get(const char *key, void **data, size_t *size) {
@@ -211,10 +250,7 @@ static int disk_get(const char *key, void **data, size_t *size) {
         unlink(path);
         return -1;
     }
-    header h;
-    size_t key_len = strlen(key);
     struct stat stt;
-    char *kbuf = NULL, *payload = NULL;
     int is_file = fstat(fd, &stt) == 0 && S_ISREG(stt.st_mode);
     if (is_file && !trusted(&stt)) {
         rt_log(RT_LOG_CACHE, "refused %s: owned by another user or writable by others", path);
@@ -222,27 +258,25 @@ static int disk_get(const char *key, void **data, size_t *size) {
     } else if (!is_file) {
         rt_log(RT_LOG_CACHE, "refused %s: not a regular file", path);
     }
-    int ok = is_file && read_all(fd, &h, sizeof h) == 0 && memcmp(h.magic, CACHE_MAGIC, 8) == 0 &&
-             h.format == CACHE_FORMAT && h.key_len == key_len &&
-             (uint64_t)stt.st_size == sizeof h + h.key_len + h.size;
-    if (ok) {
-        kbuf = malloc(key_len + 1);
-        payload = malloc(h.size ? h.size : 1);
-        ok = kbuf && payload && read_all(fd, kbuf, key_len) == 0 &&
-             memcmp(kbuf, key, key_len) == 0 && read_all(fd, payload, h.size) == 0 &&
-             checksum(key, key_len, payload, h.size) == h.sum;
-    }
+    /* the whole file, then decoded in memory (jit_cache_decode: the fuzzed reader) */
+    size_t n = is_file && stt.st_size > 0 && (uint64_t)stt.st_size <= MAX_ENTRY_BYTES
+                   ? (size_t)stt.st_size
+                   : 0;
+    char *file = n ? malloc(n) : NULL;
+    size_t off = 0, psize = 0;
+    int ok =
+        file && read_all(fd, file, n) == 0 && jit_cache_decode(file, n, key, &off, &psize) == TJ_OK;
     if (ok) /* least recently used is by mtime: a hit refreshes it */
         futimens(fd, NULL);
     close(fd);
-    free(kbuf);
     if (!ok) {
-        free(payload);
+        free(file);
         unlink(path); /* never load a damaged or foreign entry; it will be rebuilt */
         return -1;
     }
-    *data = payload;
-    *size = h.size;
+    memmove(file, file + off, psize); /* the payload, at the start of its own allocation */
+    *data = file;
+    *size = psize;
     return 1;
 }
 
@@ -322,24 +356,24 @@ static tj_status disk_put(const char *key, const void *data, size_t size) {
     entry_path(path, sizeof path, dir, key);
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%lu", path, (long)getpid(),
              (unsigned long)pthread_self());
+    size_t n = 0;
+    void *file = jit_cache_encode(key, data, size, &n);
+    if (!file)
+        return ir_errorf(TJ_ERR_OOM, "cache: out of memory");
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0)
+    if (fd < 0) {
+        free(file);
         return ir_errorf(TJ_ERR_IO, "cache: cannot write %s: %s", tmp, strerror(errno));
-    header h;
-    memcpy(h.magic, CACHE_MAGIC, 8);
-    h.format = CACHE_FORMAT;
-    h.key_len = (uint32_t)strlen(key);
-    h.size = size;
-    h.sum = checksum(key, h.key_len, data, size);
-    int ok = write_all(fd, &h, sizeof h) == 0 && write_all(fd, key, h.key_len) == 0 &&
-             write_all(fd, data, size) == 0;
+    }
+    int ok = write_all(fd, file, n) == 0;
+    free(file);
     ok = close(fd) == 0 && ok;
     if (!ok || rename(tmp, path) != 0) {
         unlink(tmp);
         return ir_errorf(TJ_ERR_IO, "cache: cannot write %s: %s", path, strerror(errno));
     }
     if (disk_bytes >= 0)
-        disk_bytes += (int64_t)(sizeof h + h.key_len + size);
+        disk_bytes += (int64_t)n;
     if (disk_bytes < 0 || disk_bytes > (int64_t)bound_bytes())
         disk_trim(dir); /* counts on the first store, trims past the bound */
     return TJ_OK;

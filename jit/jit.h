@@ -143,6 +143,12 @@ void jit_cache_get_stats(jit_cache_stats *out);
  * memory bound in bytes (0: unchanged). For tests and embedders. */
 void jit_cache_configure(const char *dir, int enabled, size_t mem_bound_bytes);
 void jit_cache_clear_memory(void);
+/* A disk entry (header, key, payload) for key and payload, malloc'd (*n bytes); NULL on OOM. */
+void *jit_cache_encode(const char *key, const void *payload, size_t size, size_t *n);
+/* Checks a disk entry held in memory (n bytes: header, key, payload) against `key`: TJ_OK with the
+ * payload's offset and size, or TJ_ERR_CORRUPT naming what is wrong. Never reads outside
+ * [file, file + n). The reader the fuzzer drives (tests/fuzz/fuzz_cache.c). */
+tj_status jit_cache_decode(const void *file, size_t n, const char *key, size_t *off, size_t *size);
 /* Overrides TJ_CACHE_MAX_BYTES (0: back to it). For tests and embedders. */
 void jit_cache_set_disk_bound(size_t bytes);
 

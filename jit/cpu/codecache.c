@@ -5,8 +5,7 @@
  * symbols are derived from the key, so the same graph gets the same names in every process. Lookup
  * order: the process table (two functions that trace to the same graph share one loaded object),
  * then the disk cache (jit/cache.c), else the caller compiles and registers the result, which is
- * also written to disk. Disk payload: "TJK1" | u32 n_syms | n_syms x (u16 len, bytes) | object file
- */
+ * also written to disk, in the payload format of payload.c. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,29 +64,6 @@ static jit_cpu_shared *table_add(const char *key, jit_cpu_code *code, uint32_t n
     return s;
 }
 
-/* Parses a disk payload; returns the object's offset or 0 if it does not fit the expected syms. */
-static size_t parse_payload(const unsigned char *p, size_t size, const char *const *syms,
-                            uint32_t n) {
-    if (size < 8 || memcmp(p, "TJK1", 4) != 0)
-        return 0;
-    uint32_t m;
-    memcpy(&m, p + 4, 4);
-    if (m != n)
-        return 0;
-    size_t off = 8;
-    for (uint32_t i = 0; i < n; i++) {
-        uint16_t len;
-        if (off + 2 > size)
-            return 0;
-        memcpy(&len, p + off, 2);
-        off += 2;
-        if (off + len > size || len != strlen(syms[i]) || memcmp(p + off, syms[i], len) != 0)
-            return 0;
-        off += len;
-    }
-    return off < size ? off : 0;
-}
-
 jit_cpu_shared *jit_cpu_shared_find(const char *key, const char *const *syms, uint32_t n,
                                     void **addrs, int *from) {
     *from = 0;
@@ -102,7 +78,7 @@ jit_cpu_shared *jit_cpu_shared_find(const char *key, const char *const *syms, ui
     void *data = NULL;
     size_t size = 0;
     if (jit_cache_get(key, &data, &size) == TJ_OK) {
-        size_t off = parse_payload(data, size, syms, n);
+        size_t off = jit_cpu_payload_parse(data, size, syms, n);
         jit_cpu_code *code =
             off ? jit_cpu_code_load((char *)data + off, size - off, syms, n, addrs) : NULL;
         if (code && (s = table_add(key, code, n, addrs)))
@@ -133,23 +109,11 @@ jit_cpu_shared *jit_cpu_shared_add(const char *key, jit_cpu_code *code, const ch
         ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
         return NULL;
     }
-    size_t obj_size = 0, size = 8;
+    size_t obj_size = 0, size = 0;
     const void *obj = jit_cpu_code_object(code, &obj_size);
-    for (uint32_t i = 0; i < n; i++)
-        size += 2 + strlen(syms[i]);
-    unsigned char *p = obj ? malloc(size + obj_size) : NULL;
+    unsigned char *p = obj ? jit_cpu_payload_encode(syms, n, obj, obj_size, &size) : NULL;
     if (p) {
-        memcpy(p, "TJK1", 4);
-        memcpy(p + 4, &n, 4);
-        size_t off = 8;
-        for (uint32_t i = 0; i < n; i++) {
-            uint16_t len = (uint16_t)strlen(syms[i]);
-            memcpy(p + off, &len, 2);
-            memcpy(p + off + 2, syms[i], len);
-            off += 2 + len;
-        }
-        memcpy(p + off, obj, obj_size);
-        if (jit_cache_put(key, p, off + obj_size) != TJ_OK) {
+        if (jit_cache_put(key, p, size) != TJ_OK) {
             rt_log(RT_LOG_COMPILE, "cpu: could not store the compiled code on disk: %s",
                    ir_last_error());
             ir_clear_error(); /* the disk cache is an optimisation; compiling still succeeded */

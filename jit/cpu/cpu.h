@@ -71,6 +71,14 @@ jit_cpu_shared *jit_cpu_shared_add(const char *key, jit_cpu_code *code, const ch
                                    uint32_t n, void **addrs);
 void jit_cpu_shared_release(jit_cpu_shared *s);
 
+/* ---- the disk payload (payload.c) ------------------------------------------------------------ */
+/* A payload naming syms then holding the object (malloc'd, *size bytes); NULL on OOM. */
+unsigned char *jit_cpu_payload_encode(const char *const *syms, uint32_t n, const void *obj,
+                                      size_t obj_size, size_t *size);
+/* The object's offset in a payload written for exactly these syms; 0 if it is not one. */
+size_t jit_cpu_payload_parse(const unsigned char *p, size_t size, const char *const *syms,
+                             uint32_t n);
+
 /* Kernel ABI: bufs holds the group's input data pointers then its output data pointers;
  * [begin, end) is a range of work units (elements, or rows of the loop shape). */
 typedef void (*jit_cpu_kernel_fn)(void *const *bufs, int64_t begin, int64_t end);

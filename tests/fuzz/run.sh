@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# run.sh [SECONDS] [TARGET...] — coverage-guided fuzzing with clang's libFuzzer, bounded in time.
+# Targets: parse (the text IR parser) and cache (the disk-cache entry decoder and the CPU payload
+# parser). Each runs SECONDS (default 60) under ASan + UBSan, starting from its checked-in corpus
+# (tests/fuzz/corpus/<target>/, plus the golden .tjir files for parse); inputs that add coverage
+# are merged back into the corpus, which CTest replays on every test run (fuzz_replay_*).
+# A crash leaves its input in build-fuzz/ and makes this script fail. Not part of CI: run it by
+# hand, commit what it adds to the corpus.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+SECONDS_EACH=${1:-60}
+shift || true
+TARGETS=("$@")
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(parse cache)
+CC=${FUZZ_CC:-clang-14}
+OUT=build-fuzz
+mkdir -p "$OUT"
+FLAGS=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -D_GNU_SOURCE
+       -I. -Iinclude $(pkg-config --cflags libffi))
+
+build() {
+    case "$1" in
+    parse) "$CC" "${FLAGS[@]}" tests/fuzz/fuzz_parse.c ir/*.c -lm -o "$OUT/fuzz_parse" ;;
+    cache) "$CC" "${FLAGS[@]}" tests/fuzz/fuzz_cache.c jit/cache.c jit/cpu/payload.c \
+               runtime/config.c ir/*.c -lpthread -lm -o "$OUT/fuzz_cache" ;;
+    *) echo "run.sh: unknown target $1 (parse, cache)" >&2; exit 2 ;;
+    esac
+}
+
+for t in "${TARGETS[@]}"; do
+    echo "== fuzz $t for ${SECONDS_EACH}s"
+    build "$t"
+    corpus=tests/fuzz/corpus/$t
+    fresh=$OUT/new-$t
+    mkdir -p "$corpus" "$fresh"
+    seeds=()
+    [ "$t" = parse ] && seeds=(tests/passes)
+    export TJ_CACHE_DIR="$OUT/cache-dir"
+    (cd "$OUT" && ASAN_OPTIONS=detect_leaks=1 "./fuzz_$t" -max_total_time="$SECONDS_EACH" \
+        -timeout=10 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
+        "../$fresh" "../$corpus" "${seeds[@]/#/../}")
+    "./$OUT/fuzz_$t" -merge=1 "$corpus" "$fresh" 2>&1 | tail -n 2
+    rm -rf "$fresh"
+    echo "== $t: $(ls "$corpus" | wc -l) inputs in $corpus"
+done
