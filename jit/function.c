@@ -253,8 +253,12 @@ int tj_function_trace_count(const tj_function *f) {
 int tj_function_n_concrete(const tj_function *f) {
     if (!jit_fn_alive(f))
         return -1;
-    snapshot *s = atomic_load_explicit(&((tj_function *)f)->cache, memory_order_acquire);
-    return s ? (int)s->n : 0;
+    tj_function *mf = (tj_function *)f;
+    int slot = reader_enter(mf); /* a retrace elsewhere may retire the snapshot meanwhile */
+    snapshot *s = atomic_load(&mf->cache);
+    int n = s ? (int)s->n : 0;
+    reader_leave(mf, slot);
+    return n;
 }
 
 static tj_concrete *lookup(tj_function *f, uint64_t h, tj_tensor *const *args, int exact) {
