@@ -9,7 +9,6 @@
 #include "check.h"
 #include "ptest.h"
 
-
 /* the value of a "# key: value" line, copied into out; false if absent */
 static bool directive(const char *text, const char *key, char *out, size_t n) {
     char pat[64];

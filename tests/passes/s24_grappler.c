@@ -9,7 +9,6 @@
 #include "check.h"
 #include "ptest.h"
 
-
 static int count_lines(const char *text, const char *needle) {
     int n = 0;
     for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle))
