@@ -54,6 +54,8 @@ tj_tensor *rt_tensor_alloc(int dtype, int rank, const int64_t *dims);
 /* The same with the data left uninitialised (for kernels that write every element; not for
  * strings, which are always zeroed). */
 tj_tensor *rt_tensor_alloc_uninit(int dtype, int rank, const int64_t *dims);
+/* Drops one reference to a buffer, freeing it (and its strings) with the last. */
+void rt_buffer_release(rt_buffer *b);
 /* An error tensor from the thread's current error (ir_last_error). Unscoped. */
 tj_tensor *rt_error_from_status(tj_status code);
 tj_tensor *rt_errorf(tj_status code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

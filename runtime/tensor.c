@@ -1,7 +1,7 @@
 /* tensor.c — tensors, buffers, tuples, error tensors and scopes.
  * A tensor is an immutable header over a reference-counted buffer (64-byte aligned). Every
- * public constructor passes its result through rt_scoped, so a reference belongs to the
- * innermost open scope or, with none open, to the caller. String tensors own their elements
+ * public constructor passes its result through rt_scoped (lifetime.c), so a reference belongs to
+ * the innermost open scope or, with none open, to the caller. String tensors own their elements
  * through the buffer (n_strings). */
 #include <stdarg.h>
 #include <stdlib.h>
@@ -32,7 +32,7 @@ static rt_buffer *buffer_new(size_t size, int zeroed) {
     return b;
 }
 
-static void buffer_release(rt_buffer *b) {
+void rt_buffer_release(rt_buffer *b) {
     if (!b || atomic_fetch_sub(&b->rc, 1) != 1)
         return;
     if (b->release) {
@@ -187,151 +187,6 @@ const char *tj_status_name(tj_status s) {
     default:
         return "TJ_ERR_UNKNOWN";
     }
-}
-
-/* ---- reference counting ---------------------------------------------------------------------- */
-/* A released header is poisoned (kind RT_FREED) and waits in a per-thread FIFO quarantine of
- * QUARANTINE headers before free(), so the commonest misuse, releasing a tensor a scope also
- * owns, meets a poisoned header when the scope ends and is reported instead of corrupting the
- * heap. A header released by one thread and released again by another, or released again after
- * QUARANTINE later releases on its thread, is not detected. */
-#define QUARANTINE 1024
-typedef struct quarantine {
-    tj_tensor *ring[QUARANTINE];
-    unsigned next;
-} quarantine;
-static _Thread_local quarantine *quar;
-static pthread_key_t quar_key;
-static pthread_once_t quar_once = PTHREAD_ONCE_INIT;
-
-static atomic_int exiting; /* after the main thread's flush: headers are freed at once */
-
-static void quarantine_flush(void *p) {
-    quarantine *q = p;
-    for (unsigned i = 0; i < QUARANTINE; i++)
-        free(q->ring[i]);
-    free(q);
-}
-static void quarantine_key(void) {
-    pthread_key_create(&quar_key, quarantine_flush);
-}
-__attribute__((destructor)) static void quarantine_exit(void) {
-    atomic_store(&exiting, 1);
-    if (quar) /* the main thread's: thread-exit destructors do not run for it */
-        quarantine_flush(quar);
-    quar = NULL;
-}
-
-static void header_free(tj_tensor *t) {
-    t->kind = RT_FREED;
-    if (atomic_load_explicit(&exiting, memory_order_relaxed)) {
-        free(t);
-        return;
-    }
-    if (!quar) {
-        pthread_once(&quar_once, quarantine_key);
-        if (!(quar = calloc(1, sizeof *quar))) {
-            free(t);
-            return;
-        }
-        pthread_setspecific(quar_key, quar);
-    }
-    tj_tensor *old = quar->ring[quar->next];
-    quar->ring[quar->next] = t;
-    quar->next = (quar->next + 1) % QUARANTINE;
-    free(old);
-}
-
-int rt_is_freed(const tj_tensor *t, const char *what) {
-    if (!t || t->kind != RT_FREED)
-        return 0;
-    ir_errorf(TJ_ERR_STATE,
-              "%s: tensor %p was already released (released by hand and by its "
-              "scope, or twice by hand?)",
-              what, (const void *)t);
-    rt_log(RT_LOG_MISUSE, "%s", ir_last_error());
-    return 1;
-}
-
-tj_tensor *tj_retain(tj_tensor *t) {
-    if (t && !rt_is_freed(t, "retain"))
-        atomic_fetch_add(&t->rc, 1);
-    return t;
-}
-
-void tj_release(tj_tensor *t) {
-    if (!t || rt_is_freed(t, "release"))
-        return;
-    if (atomic_fetch_sub(&t->rc, 1) != 1)
-        return;
-    buffer_release(t->buf);
-    free(t->msg);
-    for (int i = 0; i < t->n_items; i++)
-        tj_release(t->items[i]);
-    free(t->items);
-    header_free(t);
-}
-
-/* ---- scopes ---------------------------------------------------------------------------------- */
-typedef struct scope {
-    tj_tensor **items;
-    size_t n, cap;
-} scope;
-
-static _Thread_local scope *scopes;
-static _Thread_local int n_scopes, cap_scopes;
-
-static void scope_push_item(scope *s, tj_tensor *t) {
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 64;
-        tj_tensor **items = realloc(s->items, cap * sizeof *items);
-        if (!items)
-            return; /* the reference then stays with the caller: a leak, not a crash */
-        s->items = items;
-        s->cap = cap;
-    }
-    s->items[s->n++] = t;
-}
-
-tj_tensor *rt_scoped(tj_tensor *t) {
-    if (t && n_scopes > 0)
-        scope_push_item(&scopes[n_scopes - 1], t);
-    return t;
-}
-
-void tj_scope_begin(void) {
-    if (n_scopes == cap_scopes) {
-        int cap = cap_scopes ? cap_scopes * 2 : 8;
-        scope *s = realloc(scopes, (size_t)cap * sizeof *s);
-        if (!s)
-            return;
-        scopes = s;
-        cap_scopes = cap;
-    }
-    scopes[n_scopes++] = (scope){0};
-}
-
-void tj_scope_end(void) {
-    if (n_scopes == 0)
-        return;
-    scope *s = &scopes[--n_scopes];
-    for (size_t i = 0; i < s->n; i++)
-        tj_release(s->items[i]);
-    free(s->items);
-    if (n_scopes == 0) {
-        free(scopes);
-        scopes = NULL;
-        cap_scopes = 0;
-    }
-}
-
-tj_tensor *tj_keep(tj_tensor *t) {
-    if (!t || n_scopes == 0)
-        return t; /* no scope owns it: the caller already does */
-    tj_retain(t);
-    if (n_scopes > 1)
-        scope_push_item(&scopes[n_scopes - 2], t);
-    return t;
 }
 
 /* ---- constructors ---------------------------------------------------------------------------- */
