@@ -45,42 +45,10 @@ static void compute_last_use(const ir_graph *g, const uint8_t *live, uint32_t *l
         last_use[g->outputs[k]] = IR_NONE;
 }
 
-/* Runs one pure node on concrete inputs. */
-static tj_tensor *run_kernel(const ir_node *n, tj_tensor **ins, int reinfer) {
-    ir_node proto = *n;
-    if (reinfer) {
-        ir_node descs[8], *pd = n->n_in <= 8 ? descs : malloc(n->n_in * sizeof *pd);
-        const ir_node *ptr[8], **pp = n->n_in <= 8 ? ptr : malloc(n->n_in * sizeof *pp);
-        tj_status st =
-            (!pd || !pp) ? ir_errorf(TJ_ERR_OOM, "%s: out of memory", ir_ops[n->op].name) : TJ_OK;
-        for (uint32_t k = 0; !st && k < n->n_in; k++) {
-            rt_desc(ins[k], &pd[k]);
-            pp[k] = &pd[k];
-        }
-        if (!st)
-            st = ir_infer(&proto, pp, n->n_in);
-        if (pd != descs)
-            free(pd);
-        if (pp != ptr)
-            free(pp);
-        if (st)
-            return NULL;
-    }
-    tj_tensor *out = rt_tensor_alloc(proto.dtype, proto.rank, proto.dims);
-    if (!out)
-        return NULL;
-    if (rt_ref_kernel(&proto, ins, out) != TJ_OK) {
-        tj_release(out);
-        return NULL;
-    }
-    return out;
-}
-
 /* Runs the live nodes of g. effects=0 evaluates values only (no print, callback or assignment).
  * On success vals[] holds the values still referenced (outputs, and `keep`). */
 static tj_status run(const ir_graph *g, const uint8_t *live, const uint32_t *last_use,
-                     tj_tensor **consts, int reinfer, tj_tensor *const *args, uint32_t n_args,
-                     tj_variable **caps, int effects, uint32_t keep, tj_tensor **vals) {
+                     const rt_exec_env *env, uint32_t keep, tj_tensor **vals) {
     tj_tensor *stack_ins[8];
     tj_status st = TJ_OK;
     for (uint32_t i = 0; i < g->n_nodes && !st; i++) {
@@ -91,55 +59,7 @@ static tj_status run(const ir_graph *g, const uint8_t *live, const uint32_t *las
         tj_tensor **ins = n->n_in <= 8 ? stack_ins : malloc(n->n_in * sizeof *ins);
         if (!ins)
             return ir_errorf(TJ_ERR_OOM, "interp: out of memory");
-        for (uint32_t k = 0; k < n->n_in; k++)
-            ins[k] = vals[in[k]];
-        const ir_blob *blob = ir_blob_get(g, n->a.blob);
-        switch (n->op) {
-        case IR_OP_CONST:
-            vals[i] = consts ? tj_retain(consts[i]) : rt_const_tensor(g, n);
-            if (!vals[i])
-                st = ir_last_code();
-            break;
-        case IR_OP_PARAM:
-            if ((uint64_t)n->a.i[0] >= n_args)
-                st = ir_errorf(TJ_ERR_INVALID, "interp: param %lld but only %u arguments",
-                               (long long)n->a.i[0], n_args);
-            else
-                vals[i] = tj_retain(args[n->a.i[0]]);
-            break;
-        case IR_OP_VAR_READ:
-            if (!caps || !caps[n->a.i[0]])
-                st = ir_errorf(TJ_ERR_STATE, "interp: variable slot %lld is not bound",
-                               (long long)n->a.i[0]);
-            else
-                vals[i] = rt_variable_get(caps[n->a.i[0]]);
-            break;
-        case IR_OP_ASSIGN:
-            if (effects) {
-                if (!caps || !caps[n->a.i[0]])
-                    st = ir_errorf(TJ_ERR_STATE, "interp: variable slot %lld is not bound",
-                                   (long long)n->a.i[0]);
-                else
-                    st = rt_variable_set(caps[n->a.i[0]], ins[0]);
-            }
-            if (!st)
-                vals[i] = tj_retain(ins[0]);
-            break;
-        case IR_OP_PRINT:
-            if (effects)
-                st = rt_do_print(blob ? blob->data : "", ins, n->n_in);
-            break;
-        case IR_OP_HOST_CALLBACK:
-            if (effects && blob && blob->size == 2 * sizeof(void *)) {
-                void *const *fp = blob->data;
-                st = rt_do_callback(fp[0], fp[1], ins, n->n_in);
-            }
-            break;
-        default:
-            vals[i] = run_kernel(n, ins, reinfer);
-            if (!vals[i])
-                st = ir_last_code() ? ir_last_code() : TJ_ERR_RUNTIME;
-        }
+        st = rt_exec_node(g, i, env, vals, ins);
         if (ins != stack_ins)
             free(ins);
         for (uint32_t k = 0; k < n->n_in; k++) {
@@ -169,8 +89,14 @@ static tj_status interp_run(rt_program *p, tj_tensor *const *args, uint32_t n_ar
     tj_tensor **vals = g->n_nodes <= 64 ? stack_vals : calloc(g->n_nodes, sizeof *vals);
     if (!vals)
         return ir_errorf(TJ_ERR_OOM, "interp: out of memory");
-    tj_status st = run(g, ip->live, ip->last_use, ip->consts, ip->has_unknown, args, n_args, caps,
-                       1, IR_NONE, vals);
+    rt_exec_env env = {.args = args,
+                       .n_args = n_args,
+                       .caps = caps,
+                       .consts = ip->consts,
+                       .effects = 1,
+                       .reinfer = ip->has_unknown,
+                       .who = "interp"};
+    tj_status st = run(g, ip->live, ip->last_use, &env, IR_NONE, vals);
     for (uint32_t k = 0; k < g->n_outputs && !st; k++) {
         if (!outs[k])
             outs[k] = tj_retain(vals[g->outputs[k]]);
@@ -245,8 +171,12 @@ tj_tensor *rt_eval_node(const ir_graph *g, uint32_t id, tj_tensor *const *args, 
                 live[in[k]] = 1;
         }
         compute_last_use(g, live, last_use);
-        if (run(g, live, last_use, NULL, graph_has_unknown(g), args, n_args, caps, 0, id, vals) ==
-            TJ_OK)
+        rt_exec_env env = {.args = args,
+                           .n_args = n_args,
+                           .caps = caps,
+                           .reinfer = graph_has_unknown(g),
+                           .who = "eval"};
+        if (run(g, live, last_use, &env, id, vals) == TJ_OK)
             res = tj_retain(vals[id]);
         for (uint32_t i = 0; i < n; i++)
             tj_release(vals[i]);

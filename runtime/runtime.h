@@ -211,6 +211,23 @@ tj_tensor *rt_eval_node(const ir_graph *g, uint32_t id, tj_tensor *const *args, 
 tj_tensor *rt_const_tensor(const ir_graph *g, const ir_node *n);
 uint32_t rt_const_blob(ir_graph *g, const tj_tensor *t);
 
+/* ---- the shared node step (exec.c) ---------------------------------------------------------- */
+typedef struct rt_exec_env {
+    tj_tensor *const *args; /* the call's arguments (PARAM i reads args[i]) */
+    uint32_t n_args;
+    tj_variable **caps; /* captured variables by slot (VAR_READ, ASSIGN) */
+    tj_tensor **consts; /* per node: materialised CONST payloads, or NULL (built on demand) */
+    int effects;        /* 0: values only (no print, callback or assignment) */
+    int reinfer;        /* the graph has unknown dims: shapes come from the actual inputs */
+    int check_params;   /* arguments must match their PARAM's dtype and dims exactly */
+    const char *who;    /* names the executor in messages ("interp", "cpu program") */
+} rt_exec_env;
+/* Runs node i of g: reads its inputs from vals into ins (room for n_in), writes vals[i] (a new
+ * reference; none for print and callbacks). Sources, variables, side effects and reference
+ * kernels: what a node means when it runs, for every executor. */
+tj_status rt_exec_node(const ir_graph *g, uint32_t i, const rt_exec_env *env, tj_tensor **vals,
+                       tj_tensor **ins);
+
 /* Side effects shared by eager execution and programs. */
 tj_status rt_do_print(const char *prefix, tj_tensor *const *xs, uint32_t n);
 tj_status rt_do_callback(void *fn, void *user, tj_tensor *const *xs, uint32_t n);

@@ -188,71 +188,6 @@ static tj_status run_blas(cpu_prog *cp, const step *s, tj_tensor **vals, void **
     return TJ_OK;
 }
 
-static tj_status run_node(cpu_prog *cp, uint32_t i, tj_tensor *const *args, uint32_t n_args,
-                          tj_variable **caps, tj_tensor **vals, tj_tensor **ins) {
-    const ir_graph *g = cp->base.g;
-    const ir_node *n = ir_node_get(g, i);
-    const uint32_t *in = ir_inputs(g, n);
-    for (uint32_t k = 0; k < n->n_in; k++)
-        ins[k] = vals[in[k]];
-    const ir_blob *blob = ir_blob_get(g, n->a.blob);
-    int64_t slot = n->a.i[0];
-    switch (n->op) {
-    case IR_OP_CONST:
-        vals[i] = tj_retain(cp->consts[i]);
-        return TJ_OK;
-    case IR_OP_PARAM:
-        if ((uint64_t)slot >= n_args)
-            return ir_errorf(TJ_ERR_INVALID, "cpu program: param %lld but only %u arguments",
-                             (long long)slot, n_args);
-        if (!args[slot] || args[slot]->kind != RT_CONCRETE || args[slot]->dtype != n->dtype ||
-            args[slot]->rank != n->rank ||
-            memcmp(args[slot]->dims, n->dims, (size_t)n->rank * sizeof n->dims[0]) != 0) {
-            char want[200];
-            return ir_errorf(TJ_ERR_SIGNATURE, "cpu program: argument %lld is not %s%s",
-                             (long long)slot, ir_dtype_short(n->dtype),
-                             ir_fmt_dims(want, sizeof want, n->rank, n->dims));
-        }
-        vals[i] = tj_retain(args[slot]);
-        return TJ_OK;
-    case IR_OP_VAR_READ:
-        if (!caps || !caps[slot])
-            return ir_errorf(TJ_ERR_STATE, "cpu program: variable slot %lld is not bound",
-                             (long long)slot);
-        vals[i] = rt_variable_get(caps[slot]);
-        return TJ_OK;
-    case IR_OP_ASSIGN: {
-        if (!caps || !caps[slot])
-            return ir_errorf(TJ_ERR_STATE, "cpu program: variable slot %lld is not bound",
-                             (long long)slot);
-        tj_status st = rt_variable_set(caps[slot], ins[0]);
-        if (!st)
-            vals[i] = tj_retain(ins[0]);
-        return st;
-    }
-    case IR_OP_PRINT:
-        return rt_do_print(blob ? blob->data : "", ins, n->n_in);
-    case IR_OP_HOST_CALLBACK:
-        if (blob && blob->size == 2 * sizeof(void *)) {
-            void *const *fp = blob->data;
-            return rt_do_callback(fp[0], fp[1], ins, n->n_in);
-        }
-        return TJ_OK;
-    default:
-        break;
-    }
-    tj_tensor *out = rt_tensor_alloc(n->dtype, n->rank, n->dims);
-    if (!out)
-        return ir_last_code() ? ir_last_code() : TJ_ERR_OOM;
-    tj_status st = rt_ref_kernel(n, ins, out);
-    if (st) {
-        tj_release(out);
-        return st;
-    }
-    vals[i] = out;
-    return TJ_OK;
-}
-
 static tj_status cpu_run(rt_program *p, tj_tensor *const *args, uint32_t n_args, tj_variable **caps,
                          tj_tensor **outs) {
     cpu_prog *cp = (cpu_prog *)p;
@@ -272,6 +207,14 @@ static tj_status cpu_run(rt_program *p, tj_tensor *const *args, uint32_t n_args,
         return ir_errorf(TJ_ERR_OOM, "cpu program: out of memory");
     }
     tj_status st = TJ_OK;
+    /* nodes without a generated kernel run as the interpreter runs them (runtime/exec.c) */
+    rt_exec_env env = {.args = args,
+                       .n_args = n_args,
+                       .caps = caps,
+                       .consts = cp->consts,
+                       .effects = 1,
+                       .check_params = 1,
+                       .who = "cpu program"};
     for (uint32_t s = 0; s < cp->n_steps && !st; s++) {
         const step *sp = &cp->steps[s];
         if (sp->kind == STEP_GEN)
@@ -279,7 +222,7 @@ static tj_status cpu_run(rt_program *p, tj_tensor *const *args, uint32_t n_args,
         else if (sp->kind == STEP_BLAS)
             st = run_blas(cp, sp, vals, scratch);
         else
-            st = run_node(cp, sp->id, args, n_args, caps, vals, (tj_tensor **)scratch);
+            st = rt_exec_node(g, sp->id, &env, vals, (tj_tensor **)scratch);
         /* drop values whose last reader was this step */
         for (uint32_t k = 0; k < sp->n_in; k++) {
             if (cp->last_use[sp->in[k]] == s) {
