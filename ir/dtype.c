@@ -14,13 +14,13 @@ static const size_t sizes[TJ_N_DTYPES] = {4, 8, 4, 8, 1, sizeof(tj_string)};
 const char *ir_dtype_name(int dt) {
     if (dt >= 0 && dt < TJ_N_DTYPES)
         return long_names[dt];
-    return dt == IR_VOID ? "void" : "?";
+    return dt == IR_VOID ? "void" : dt == IR_TUPLE ? "tuple" : "?";
 }
 
 const char *ir_dtype_short(int dt) {
     if (dt >= 0 && dt < TJ_N_DTYPES)
         return short_names[dt];
-    return dt == IR_VOID ? "void" : "?";
+    return dt == IR_VOID ? "void" : dt == IR_TUPLE ? "tuple" : "?";
 }
 
 int ir_dtype_from_short(const char *s, size_t len) {
@@ -31,6 +31,8 @@ int ir_dtype_from_short(const char *s, size_t len) {
             return i;
     if (len == 4 && memcmp(s, "void", 4) == 0)
         return IR_VOID;
+    if (len == 5 && memcmp(s, "tuple", 5) == 0)
+        return IR_TUPLE;
     return -1;
 }
 

@@ -306,8 +306,8 @@ static bool node_eq(const ir_graph *g, const ir_node *a, const uint32_t *ain, co
     return true;
 }
 
-static bool internable(const ir_node *n) {
-    return !(ir_ops[n->op].flags & (IR_F_SIDE | IR_F_RAND));
+static bool internable(const ir_graph *g, const ir_node *n) {
+    return !(ir_ops[n->op].flags & (IR_F_SIDE | IR_F_RAND)) && !ir_node_has_effect(g, n);
 }
 
 /* Slot j of the table is itab[2j] = 1 + node id and itab[2j + 1] = the low 32 bits of the key
@@ -435,7 +435,7 @@ static uint32_t *stage(ir_graph *g, const ir_node *n, const uint32_t *in, uint32
     if (!GROW(g->edges, g->n_edges, g->cap_edges, n_in))
         return NULL;
     uint64_t need = 2 * ((uint64_t)g->n_nodes + 1);
-    if (internable(n) && need > g->itab_cap && !itab_grow(g, need))
+    if (internable(g, n) && need > g->itab_cap && !itab_grow(g, need))
         return NULL;
     uint32_t *e = g->edges + g->n_edges;
     if (n_in)
@@ -454,8 +454,8 @@ static uint32_t *stage(ir_graph *g, const ir_node *n, const uint32_t *in, uint32
  * g->nodes[g->n_nodes] (room reserved). */
 static uint32_t commit(ir_graph *g, ir_node *n, const uint32_t *e, uint32_t n_in,
                        const char *name) {
-    unsigned fl = ir_ops[n->op].flags;
-    bool intern = internable(n);
+    bool effect = ir_node_has_effect(g, n);
+    bool intern = internable(g, n);
     uint32_t slot = 0;
     if (intern) {
         const uint8_t *tags = itab_tags(g), tag = key_tag(n->h);
@@ -481,7 +481,7 @@ static uint32_t commit(ir_graph *g, ir_node *n, const uint32_t *e, uint32_t n_in
             }
         }
     }
-    if ((fl & IR_F_SIDE) && !GROW(g->effects, g->n_effects, g->cap_effects, 1))
+    if (effect && !GROW(g->effects, g->n_effects, g->cap_effects, 1))
         return fail_oom(name);
     uint32_t id = g->n_nodes;
     if (n != &g->nodes[id]) {
@@ -496,7 +496,7 @@ static uint32_t commit(ir_graph *g, ir_node *n, const uint32_t *e, uint32_t n_in
         g->itab[2 * slot + 1] = (uint32_t)n->h;
         itab_tags(g)[slot] = key_tag(n->h);
     }
-    if (fl & IR_F_SIDE)
+    if (effect)
         g->effects[g->n_effects++] = id;
     if (n->op == IR_OP_PARAM && (uint64_t)n->a.i[0] + 1 > g->n_params)
         g->n_params = (uint32_t)n->a.i[0] + 1;
@@ -517,7 +517,9 @@ uint32_t ir_add(ir_graph *g, const ir_node *proto, const uint32_t *in, uint32_t 
         ins[k] = &g->nodes[in[k]];
     ir_node n = *proto;
     n.n_in = n_in;
-    tj_status st = ir_infer(&n, ins, n_in);
+    tj_status st = (ir_ops[n.op].flags & IR_F_CF) || n.op == IR_OP_GET
+                       ? ir_infer_in_graph(g, &n, in, n_in)
+                       : ir_infer(&n, ins, n_in);
     if (ins != stack_ins)
         free(ins);
     if (st || ir_check_payload(g, &n))
@@ -548,7 +550,7 @@ uint32_t ir_add_inferred(ir_graph *g, const ir_node *node, const uint32_t *in, u
     /* the key first: the probe's cache miss then overlaps the copy of the node into the next
      * slot (a merge leaves that slot unused) */
     uint64_t h = ir_node_key(g, node, e);
-    if (internable(node)) {
+    if (internable(g, node)) {
         uint32_t j = (uint32_t)h & (g->itab_cap - 1);
         __builtin_prefetch(itab_tags(g) + j);
         __builtin_prefetch(g->itab + 2 * (size_t)j);

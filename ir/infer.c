@@ -332,6 +332,9 @@ tj_status ir_infer(ir_node *p, const ir_node *const *ins, uint32_t n_in) {
     if (p->op >= IR_N_OPS)
         return ir_errorf(TJ_ERR_INVALID, "ir_infer: unknown op %u", (unsigned)p->op);
     const char *name = ir_ops[p->op].name;
+    if ((ir_ops[p->op].flags & IR_F_CF) || p->op == IR_OP_GET)
+        return ir_errorf(TJ_ERR_INVALID, "%s: inferred against its graph (ir_infer_in_graph)",
+                         name);
     int want = ir_ops[p->op].n_in;
     if (want >= 0 && n_in != (uint32_t)want)
         return ir_errorf(TJ_ERR_INVALID, "%s: expected %d inputs, got %u", name, want, n_in);

@@ -19,7 +19,8 @@
 #define IR_MAX_RANK TJ_MAX_RANK
 #define IR_MAX_LIST (3 * IR_MAX_RANK)
 #define IR_NONE UINT32_MAX
-#define IR_VOID 15 /* dtype of nodes with no value (print, host_callback) */
+#define IR_TUPLE 14 /* dtype of control-flow nodes: several results, read through GET */
+#define IR_VOID 15  /* dtype of nodes with no value (print, host_callback) */
 
 /* ---- status: thread-local error message (shared by every layer; tj_last_error reads it) ---- */
 tj_status ir_errorf(tj_status code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -60,6 +61,7 @@ enum {
     IR_F_EXPAND = 1 << 5,
     IR_F_SRC = 1 << 6,
     IR_F_CMP = 1 << 7,
+    IR_F_CF = 1 << 8, /* control flow: owns regions, yields a tuple (ir/regions.c) */
 };
 
 typedef enum ir_op {
@@ -166,6 +168,21 @@ static inline const ir_blob *ir_blob_get(const ir_graph *g, uint32_t blob) {
  * (only op-independent fields are read). Fills proto's dtype/rank/dims and normalises attrs.
  * Used by ir_add and by eager execution (runtime builds descriptors from tensors). */
 tj_status ir_infer(ir_node *proto, const ir_node *const *ins, uint32_t n_in);
+
+/* ---- regions (regions.c) --------------------------------------------------------------------- */
+/* Whether n has a side effect: a side-effect op, or a control-flow node one of whose regions
+ * has one. Such nodes are never merged or pruned and keep program order (g->effects). */
+bool ir_node_has_effect(const ir_graph *g, const ir_node *n);
+/* The regions of a control-flow node (NULL where absent). */
+const ir_graph *ir_region(const ir_graph *g, const ir_node *n, int k);
+/* Number of results of a control-flow node; result k's dtype and dims in *out (op PARAM). */
+uint32_t ir_cf_n_results(const ir_graph *g, const ir_node *n);
+tj_status ir_cf_result(const ir_graph *g, const ir_node *n, uint32_t k, ir_node *out);
+/* Inference for COND/WHILE/FOR/SCAN (the regions against the operands) and GET (the producer's
+ * result). Used by ir_add in place of ir_infer for these ops. */
+tj_status ir_infer_in_graph(const ir_graph *g, ir_node *p, const uint32_t *in, uint32_t n_in);
+/* The variable slots a graph assigns, its regions' included: slots[k] = 1 (n slots). */
+void ir_assigned_slots(const ir_graph *g, uint8_t *slots, uint32_t n);
 
 /* Checks every structural invariant; TJ_OK or an error naming the node. */
 tj_status ir_verify(const ir_graph *g);

@@ -259,6 +259,22 @@ static void put_attrs(sbuf *b, const ir_graph *g, const ir_node *n) {
                 (unsigned long long)(uintptr_t)pp[1]);
         }
         break;
+    case IR_OP_GET:
+        put(b, " {index=%lld}", i0);
+        return;
+    case IR_OP_COND:
+    case IR_OP_WHILE:
+    case IR_OP_FOR:
+    case IR_OP_SCAN: /* regions by 1-based index among this graph's subgraphs */
+        put(b, " {sub0=%u", a->sub[0]);
+        if (a->sub[1])
+            put(b, ", sub1=%u", a->sub[1]);
+        if (n->op == IR_OP_WHILE && i0)
+            put(b, ", max_iterations=%lld", i0);
+        if (n->op == IR_OP_SCAN)
+            put(b, ", n_carried=%lld", i0);
+        put(b, "}");
+        return;
     default:
         break;
     }

@@ -33,7 +33,10 @@ static tj_status check_node(const ir_graph *g, uint32_t id, const ir_node **ins)
         ins[k] = &g->nodes[in[k]];
     }
     ir_node re = *n;
-    if (ir_infer(&re, ins, n->n_in)) {
+    tj_status st = (ir_ops[n->op].flags & IR_F_CF) || n->op == IR_OP_GET
+                       ? ir_infer_in_graph(g, &re, in, n->n_in)
+                       : ir_infer(&re, ins, n->n_in);
+    if (st) {
         char msg[600];
         snprintf(msg, sizeof msg, "%s", ir_last_error());
         FAIL("node %%%u (%s) does not infer: %s", id, name, msg);
@@ -81,7 +84,7 @@ tj_status ir_verify(const ir_graph *g) {
         if ((n->op == IR_OP_VAR_READ || n->op == IR_OP_ASSIGN) &&
             (uint64_t)n->a.i[0] + 1 > max_slot)
             max_slot = (uint32_t)n->a.i[0] + 1;
-        if (!st && (ir_ops[n->op].flags & IR_F_SIDE)) {
+        if (!st && ir_node_has_effect(g, n)) {
             while (next_effect < g->n_effects && g->effects[next_effect] < id)
                 next_effect++;
             if (next_effect >= g->n_effects || g->effects[next_effect] != id)

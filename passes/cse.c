@@ -227,7 +227,7 @@ static int has_duplicates(const ir_graph *g) {
     int dup = 0;
     for (uint32_t id = 0; id < g->n_nodes && !dup; id++) {
         const ir_node *n = ir_node_get(g, id);
-        if (ir_ops[n->op].flags & (IR_F_SIDE | IR_F_RAND))
+        if ((ir_ops[n->op].flags & IR_F_RAND) || ir_node_has_effect(g, n))
             continue;
         uint32_t h32 = (uint32_t)n->h, j = h32 & (cap - 1);
         for (; t[2 * j] && !dup; j = (j + 1) & (cap - 1))

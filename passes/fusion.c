@@ -147,7 +147,7 @@ pass_partition *pass_fusion_run2(const ir_graph *g, pass_fusable_fn fusable,
         live[g->effects[i]] = 1;
     for (uint32_t id = n; id-- > 0;) {
         const ir_node *nd = ir_node_get(g, id);
-        if (ir_ops[nd->op].flags & IR_F_SIDE)
+        if (ir_node_has_effect(g, nd))
             live[id] = 1;
         if (!live[id])
             continue;

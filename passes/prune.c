@@ -24,7 +24,7 @@ ir_graph *pass_prune_run(const ir_graph *g, const pass_options *opts, pass_stat 
     uint32_t e_live = 0; /* edges of the live nodes: the rebuild's size */
     for (uint32_t id = n; id-- > 0;) {
         const ir_node *nd = ir_node_get(g, id);
-        if (ir_ops[nd->op].flags & IR_F_SIDE)
+        if (ir_node_has_effect(g, nd))
             live[id] = 1; /* an effect missing from the list is still an effect */
         if (nd->op == IR_OP_PARAM)
             live[id] = 1;

@@ -13,6 +13,33 @@ static const char *all_ops =
     "    %1 = exp %0 : f32[]\n"
     "    return %1\n"
     "  }\n"
+    "  graph @then {\n"
+    "    %0 = param {index=0} : f32[]\n"
+    "    %1 = neg %0 : f32[]\n"
+    "    return %1\n"
+    "  }\n"
+    "  graph @loop_cond {\n"
+    "    %0 = param {index=0} : f32[]\n"
+    "    %1 = const [1] : f32[]\n"
+    "    %2 = less %0, %1 : bool[]\n"
+    "    return %2\n"
+    "  }\n"
+    "  graph @for_body {\n"
+    "    %0 = param {index=0} : i64[]\n"
+    "    %1 = param {index=1} : f32[]\n"
+    "    %2 = cast %0 : f32[]\n"
+    "    %3 = add %1, %2 : f32[]\n"
+    "    %4 = print %3 : void\n"
+    "    return %3\n"
+    "    effects %4\n"
+    "  }\n"
+    "  graph @scan_body {\n"
+    "    %0 = param {index=0} : f32[]\n"
+    "    %1 = param {index=1} : f32[3]\n"
+    "    %2 = sum %1 {axes=[0], keepdims=0} : f32[]\n"
+    "    %3 = add %0, %2 : f32[]\n"
+    "    return %3, %1\n"
+    "  }\n"
     "  %0 = param {index=0} : f32[2,3]\n"
     "  %1 = param {index=1} : f32[3]\n"
     "  %2 = const [1, 2.5, -3] : f32[3]\n"
@@ -92,8 +119,19 @@ static const char *all_ops =
     "  %75 = const [nan:0x7fc00001, 3.40282347e+38, 1.40129846e-45] : f32[3]\n"
     "  %76 = print : void\n"
     "  %77 = const [-2147483648] : i32[]\n"
-    "  return %27, %46, %71\n"
-    "  effects %67, %68, %69, %76\n"
+    "  %78 = const [1] : bool[]\n"
+    "  %79 = cond %78, %50 {sub0=2, sub1=1} : tuple[]\n"
+    "  %80 = get %79 {index=0} : f32[]\n"
+    "  %81 = while %80 {sub0=3, sub1=2, max_iterations=10} : tuple[]\n"
+    "  %82 = const [0] : i64[]\n"
+    "  %83 = const [5] : i64[]\n"
+    "  %84 = const [1] : i64[]\n"
+    "  %85 = for %82, %83, %84, %50 {sub0=4} : tuple[]\n"
+    "  %86 = scan %50, %0 {sub0=5, n_carried=1} : tuple[]\n"
+    "  %87 = get %86 {index=1} : f32[2,3]\n"
+    "  %88 = get %81 {index=0} : f32[]\n"
+    "  return %27, %46, %71, %87, %88\n"
+    "  effects %67, %68, %69, %76, %85\n"
     "}\n";
 
 static void check_round_trip(const char *text) {
@@ -136,12 +174,15 @@ int main(void) {
         count[g->nodes[i].op]++;
     for (int op = 0; op < IR_N_OPS; op++)
         CHECK_MSG(count[op] > 0, "op %s missing from the test graph", ir_ops[op].name);
-    CHECK_EQ_INT(g->n_nodes, 78);
+    CHECK_EQ_INT(g->n_nodes, 89);
     CHECK_EQ_INT(g->n_params, 3);
     CHECK_EQ_INT(g->n_caps, 2);
-    CHECK_EQ_INT(g->n_outputs, 3);
-    CHECK_EQ_INT(g->n_effects, 4);
-    CHECK_EQ_INT(g->n_subs, 1);
+    CHECK_EQ_INT(g->n_outputs, 5);
+    CHECK_EQ_INT(g->n_effects, 5); /* the for loop prints: the node is an effect */
+    CHECK_EQ_INT(g->n_subs, 5);
+    CHECK_EQ_INT(g->nodes[79].dtype, IR_TUPLE);
+    CHECK_EQ_INT(g->nodes[87].rank, 2); /* scan's stacked result: [T=2, 3] */
+    CHECK_EQ_INT(g->nodes[87].dims[0], 2);
     CHECK_STR(g->name, "all_ops");
     CHECK_STR(g->subs[0]->name, "body");
     /* payloads came through exactly */
@@ -172,7 +213,9 @@ int main(void) {
     CHECK_HAS(t1, "[\"a\", \"b\\x01\\xff\", \"\"] : str[3]");
     CHECK_HAS(t1, "[nan, inf, -inf, -0, 0.10000000000000001, nan:0x7ff8000000000001] : f64[6]");
     CHECK_HAS(t1, "[nan:0x7fc00001, 3.40282347e+38, 1.40129846e-45] : f32[3]");
-    CHECK_HAS(t1, "  return %27, %46, %71\n  effects %67, %68, %69, %76\n}\n");
+    CHECK_HAS(t1, "  return %27, %46, %71, %87, %88\n  effects %67, %68, %69, %76, %85\n}\n");
+    CHECK_HAS(t1, "  %81 = while %80 {sub0=3, sub1=2, max_iterations=10} : tuple[]\n");
+    CHECK_HAS(t1, "  %86 = scan %50, %0 {sub0=5, n_carried=1} : tuple[]\n");
     free(t1);
     check_round_trip(all_ops);
 
