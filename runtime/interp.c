@@ -9,7 +9,8 @@
 
 typedef struct interp {
     rt_program base;
-    tj_tensor **consts; /* per node: materialised CONST payloads */
+    tj_tensor **consts;   /* per node: materialised CONST payloads */
+    rt_program **regions; /* per node, two each: control-flow regions, interpreted too */
     uint8_t *live;
     uint32_t *last_use; /* per node: the last node that reads it (IR_NONE: an output) */
     int has_unknown;    /* some dims are -1: re-infer shapes from the actual inputs */
@@ -93,6 +94,7 @@ static tj_status interp_run(rt_program *p, tj_tensor *const *args, uint32_t n_ar
                        .n_args = n_args,
                        .caps = caps,
                        .consts = ip->consts,
+                       .regions = ip->regions,
                        .effects = 1,
                        .reinfer = ip->has_unknown,
                        .who = "interp"};
@@ -116,6 +118,7 @@ static void interp_free(rt_program *p) {
         for (uint32_t i = 0; i < p->g->n_nodes; i++)
             tj_release(ip->consts[i]);
     free(ip->consts);
+    rt_regions_free(ip->regions, p->g);
     free(ip->live);
     free(ip->last_use);
     free(ip);
@@ -147,6 +150,10 @@ rt_program *rt_interp_new(const ir_graph *g) {
             interp_free(&ip->base);
             return NULL;
         }
+    }
+    if (rt_regions_new(g, rt_interp_new, &ip->regions) != TJ_OK) {
+        interp_free(&ip->base);
+        return NULL;
     }
     return &ip->base;
 }

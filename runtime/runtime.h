@@ -217,16 +217,24 @@ typedef struct rt_exec_env {
     uint32_t n_args;
     tj_variable **caps; /* captured variables by slot (VAR_READ, ASSIGN) */
     tj_tensor **consts; /* per node: materialised CONST payloads, or NULL (built on demand) */
-    int effects;        /* 0: values only (no print, callback or assignment) */
-    int reinfer;        /* the graph has unknown dims: shapes come from the actual inputs */
-    int check_params;   /* arguments must match their PARAM's dtype and dims exactly */
-    const char *who;    /* names the executor in messages ("interp", "cpu program") */
+    rt_program *const *regions; /* per node, two each: the programs running a control-flow
+                                   node's regions (regions[2 * i + k]); NULL: none */
+    int effects;                /* 0: values only (no print, callback or assignment) */
+    int reinfer;                /* the graph has unknown dims: shapes come from the actual inputs */
+    int check_params;           /* arguments must match their PARAM's dtype and dims exactly */
+    const char *who;            /* names the executor in messages ("interp", "cpu program") */
 } rt_exec_env;
 /* Runs node i of g: reads its inputs from vals into ins (room for n_in), writes vals[i] (a new
  * reference; none for print and callbacks). Sources, variables, side effects and reference
  * kernels: what a node means when it runs, for every executor. */
 tj_status rt_exec_node(const ir_graph *g, uint32_t i, const rt_exec_env *env, tj_tensor **vals,
                        tj_tensor **ins);
+
+/* Builds the region programs of g's control-flow nodes with `compile` (*out: NULL when g has
+ * none; two entries per node, see rt_exec_env.regions), and frees them. */
+tj_status rt_regions_new(const ir_graph *g, rt_program *(*compile)(const ir_graph *),
+                         rt_program ***out);
+void rt_regions_free(rt_program **regions, const ir_graph *g);
 
 /* Side effects shared by eager execution and programs. */
 tj_status rt_do_print(const char *prefix, tj_tensor *const *xs, uint32_t n);
