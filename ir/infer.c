@@ -11,7 +11,7 @@
 
 #define DB 200 /* room for "[" + 8 dims of 20 chars + "]" */
 
-enum { U_I0 = 1, U_F3 = 2, U_F2 = 4, U_LIST = 8, U_BLOB = 16 };
+enum { U_I0 = 1, U_F3 = 2, U_F2 = 4, U_LIST = 8, U_BLOB = 16, U_I1 = 32 };
 
 /* Which attribute fields the op reads; the rest are zeroed so that interning sees them equal. */
 static unsigned attr_use(int op) {
@@ -20,8 +20,9 @@ static unsigned attr_use(int op) {
     case IR_OP_PRINT:
     case IR_OP_HOST_CALLBACK:
         return U_BLOB;
+    case IR_OP_VAR_READ: /* i[1]: the read's version: reads after an assignment are new nodes */
+        return U_I0 | U_I1;
     case IR_OP_PARAM:
-    case IR_OP_VAR_READ:
     case IR_OP_ASSIGN:
     case IR_OP_ARGMAX:
     case IR_OP_ARGMIN:
@@ -54,7 +55,9 @@ static unsigned attr_use(int op) {
 static void canon_attrs(ir_attrs *a, unsigned use) {
     if (!(use & U_I0))
         a->i[0] = 0;
-    a->i[1] = a->i[2] = a->i[3] = 0;
+    if (!(use & U_I1))
+        a->i[1] = 0;
+    a->i[2] = a->i[3] = 0;
     int nf = (use & U_F3) ? 3 : (use & U_F2) ? 2 : 0;
     for (int k = nf; k < 3; k++)
         a->f[k] = 0;

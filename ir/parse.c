@@ -106,6 +106,8 @@ static const struct {
     {"sub1", K_SUB, 1},
     {"max_iterations", K_INT, 0},
     {"n_carried", K_INT, 0},
+    {"n_invariant", K_INT, 1},
+    {"version", K_INT, 1},
 };
 
 typedef struct nodeparse {

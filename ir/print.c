@@ -185,7 +185,10 @@ static void put_attrs(sbuf *b, const ir_graph *g, const ir_node *n) {
         break;
     case IR_OP_VAR_READ:
     case IR_OP_ASSIGN:
-        put(b, " {slot=%lld}", i0);
+        if (a->i[1])
+            put(b, " {slot=%lld, version=%lld}", i0, (long long)a->i[1]);
+        else
+            put(b, " {slot=%lld}", i0);
         break;
     case IR_OP_RANGE:
         put(b, " {start=");
@@ -273,6 +276,8 @@ static void put_attrs(sbuf *b, const ir_graph *g, const ir_node *n) {
             put(b, ", max_iterations=%lld", i0);
         if (n->op == IR_OP_SCAN)
             put(b, ", n_carried=%lld", i0);
+        if (a->i[1])
+            put(b, ", n_invariant=%lld", (long long)a->i[1]);
         put(b, "}");
         return;
     default:

@@ -143,6 +143,15 @@ static tj_status need_scalar(const char *op, const char *what, const ir_node *t,
     return TJ_OK;
 }
 
+/* i[1]: how many trailing operands are loop invariants (captured values every iteration reads,
+ * passed to the regions after the others, never results). */
+static tj_status check_invariants(const ir_node *p, uint32_t n_in, uint32_t lead) {
+    if (p->a.i[1] < 0 || (uint64_t)p->a.i[1] > n_in - lead)
+        return ir_errorf(TJ_ERR_INVALID, "%s: %lld invariants of %u operands", ir_ops[p->op].name,
+                         (long long)p->a.i[1], n_in - lead);
+    return TJ_OK;
+}
+
 static tj_status infer_cf(const ir_graph *g, ir_node *p, const ir_node *const *ins, uint32_t n_in,
                           ir_node *want) {
     const char *op = ir_ops[p->op].name;
@@ -167,12 +176,15 @@ static tj_status infer_cf(const ir_graph *g, ir_node *p, const ir_node *const *i
         break;
     }
     case IR_OP_WHILE: {
+        if ((st = check_invariants(p, n_in, 0)))
+            return st;
+        uint32_t nc = n_in - (uint32_t)p->a.i[1];
         for (uint32_t k = 0; k < n_in; k++)
             want[k] = *ins[k];
         ir_node pred;
         set_desc(&pred, TJ_BOOL, 0, NULL);
         if ((st = check_region(op, "cond", r0, want, n_in, &pred, 1)) ||
-            (st = check_region(op, "body", r1, want, n_in, want, n_in)))
+            (st = check_region(op, "body", r1, want, n_in, want, nc)))
             return st;
         if (p->a.i[0] < 0)
             return ir_errorf(TJ_ERR_INVALID, "while: maximum iterations %lld is negative",
@@ -186,22 +198,28 @@ static tj_status infer_cf(const ir_graph *g, ir_node *p, const ir_node *const *i
         for (int k = 0; k < 3; k++)
             if ((st = need_scalar(op, names[k], ins[k], TJ_I64)))
                 return st;
+        if ((st = check_invariants(p, n_in, 3)))
+            return st;
+        uint32_t nc = n_in - 3 - (uint32_t)p->a.i[1];
         set_desc(&want[0], TJ_I64, 0, NULL);
         for (uint32_t k = 3; k < n_in; k++)
             want[k - 2] = *ins[k];
-        if ((st = check_region(op, "body", r0, want, n_in - 2, want + 1, n_in - 3)))
+        if ((st = check_region(op, "body", r0, want, n_in - 2, want + 1, nc)))
             return st;
         break;
     }
     case IR_OP_SCAN: {
         int64_t nc = p->a.i[0];
-        if (nc < 0 || (uint64_t)nc > n_in)
-            return ir_errorf(TJ_ERR_INVALID, "scan: %lld carried values of %u operands",
-                             (long long)nc, n_in);
+        if (nc < 0 || (uint64_t)nc > n_in || (st = check_invariants(p, n_in, (uint32_t)nc)))
+            return nc < 0 || (uint64_t)nc > n_in
+                       ? ir_errorf(TJ_ERR_INVALID, "scan: %lld carried values of %u operands",
+                                   (long long)nc, n_in)
+                       : st;
+        uint32_t xs_end = n_in - (uint32_t)p->a.i[1];
         int64_t T = -2;
         for (uint32_t k = 0; k < n_in; k++) {
             want[k] = *ins[k];
-            if ((int64_t)k < nc)
+            if ((int64_t)k < nc || k >= xs_end)
                 continue;
             char a[DB + 16];
             if (ins[k]->rank < 1)
@@ -253,6 +271,8 @@ tj_status ir_infer_in_graph(const ir_graph *g, ir_node *p, const uint32_t *in, u
     p->a.sub[1] = a.sub[1];
     if (p->op == IR_OP_WHILE || p->op == IR_OP_SCAN || p->op == IR_OP_GET)
         p->a.i[0] = a.i[0];
+    if (p->op == IR_OP_WHILE || p->op == IR_OP_FOR || p->op == IR_OP_SCAN)
+        p->a.i[1] = a.i[1];
     if (p->op == IR_OP_GET) {
         p->a.sub[0] = p->a.sub[1] = 0;
         if (n_in != 1)

@@ -179,8 +179,14 @@ static tj_status exec_cf(const ir_graph *g, uint32_t i, const rt_exec_env *env, 
             return region_failed(op, -1, st);
         return TJ_OK;
     case IR_OP_WHILE: {
-        /* the carried values: the node's operands, then each body's results */
+        /* the carried values (the first nr operands, then each body's results), then the
+         * invariants, which every iteration reads as they are */
         tj_tensor *flag = NULL;
+        uint32_t na = n->n_in;
+        tj_tensor *arg_stack[16], **args = na <= 16 ? arg_stack : calloc(na, sizeof *args);
+        if (!args)
+            return ir_errorf(TJ_ERR_OOM, "while: out of memory");
+        memcpy(args, ins, na * sizeof *args);
         for (uint32_t k = 0; k < nr; k++)
             res[k] = tj_retain(ins[k]);
         region_call rcond = {.p = r0, .caps = env->caps, .op = op, .outs = &flag, .n_outs = 1};
@@ -192,7 +198,8 @@ static tj_status exec_cf(const ir_graph *g, uint32_t i, const rt_exec_env *env, 
         for (int64_t it = 0; !st; it++) {
             if (n->a.i[0] > 0 && it >= n->a.i[0])
                 break; /* maximum_iterations: the loop stops there, as tf.while_loop */
-            if ((st = region_run(&rcond, res, nr))) {
+            memcpy(args, res, nr * sizeof *args);
+            if ((st = region_run(&rcond, args, na))) {
                 st = region_failed(op, it, st);
                 break;
             }
@@ -201,7 +208,7 @@ static tj_status exec_cf(const ir_graph *g, uint32_t i, const rt_exec_env *env, 
             flag = NULL;
             if (!go)
                 break;
-            if ((st = region_run(&rc, res, nr))) {
+            if ((st = region_run(&rc, args, na))) {
                 st = region_failed(op, it, st);
                 break;
             }
@@ -210,6 +217,8 @@ static tj_status exec_cf(const ir_graph *g, uint32_t i, const rt_exec_env *env, 
         }
         if (next != next_stack)
             free(next);
+        if (args != arg_stack)
+            free(args);
         if (st)
             release_all(res, nr);
         return st;
@@ -220,7 +229,7 @@ static tj_status exec_cf(const ir_graph *g, uint32_t i, const rt_exec_env *env, 
         if (delta == 0)
             return ir_errorf(TJ_ERR_RUNTIME, "for: delta is 0 (range(%lld, %lld, 0))",
                              (long long)start, (long long)limit);
-        uint32_t na = nr + 1;
+        uint32_t na = n->n_in - 2; /* i, carried..., invariants... */
         tj_tensor *arg_stack[17], **args = na <= 17 ? arg_stack : calloc(na, sizeof *args);
         tj_tensor *next_stack[16], **next = nr <= 16 ? next_stack : calloc(nr, sizeof *next);
         if (!args || !next) {
@@ -232,6 +241,7 @@ static tj_status exec_cf(const ir_graph *g, uint32_t i, const rt_exec_env *env, 
         }
         for (uint32_t k = 0; k < nr; k++)
             res[k] = tj_retain(ins[3 + k]);
+        memcpy(args + 1 + nr, ins + 3 + nr, (na - 1 - nr) * sizeof *args);
         rc.outs = next;
         int64_t it = 0;
         for (int64_t v = start; delta > 0 ? v < limit : v > limit; it++) {
@@ -263,7 +273,8 @@ static tj_status exec_cf(const ir_graph *g, uint32_t i, const rt_exec_env *env, 
         return st;
     }
     case IR_OP_SCAN: {
-        uint32_t nc = (uint32_t)n->a.i[0], nx = n->n_in - nc, ny = nr - nc;
+        uint32_t nc = (uint32_t)n->a.i[0], ninv = (uint32_t)n->a.i[1];
+        uint32_t nx = n->n_in - nc - ninv, ny = nr - nc;
         int64_t T = ins[nc]->dims[0];
         tj_tensor **carry = calloc(nc + 1, sizeof *carry),
                   **args = calloc(n->n_in + 1, sizeof *args);
@@ -276,6 +287,7 @@ static tj_status exec_cf(const ir_graph *g, uint32_t i, const rt_exec_env *env, 
         }
         for (uint32_t k = 0; k < nc; k++)
             carry[k] = tj_retain(ins[k]);
+        memcpy(args + nc + nx, ins + nc + nx, ninv * sizeof *args); /* invariants */
         for (uint32_t k = 0; k < ny; k++) { /* the stacked ys, allocated as the node's results */
             ir_node d;
             ir_cf_result(g, n, nc + k, &d);
