@@ -317,6 +317,43 @@ TJ_API tj_status tj_host_callback(void *fn, void *user, int n, tj_tensor *const 
 TJ_API tj_status tj_callback_fail(tj_status code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* ---- control flow (S15-S19) ------------------------------------------------------------------ */
+/* A body of control flow: a C function of n tensors (borrowed) returning one tensor, a tuple for
+ * several, or NULL for none. Eagerly the bodies run as C code does; while tracing each body is
+ * traced once into a region of one graph node, so a data-dependent branch or loop is decided on
+ * every call of the compiled function (S15, S16), and a loop stays one node whatever its trip
+ * count (S18). Bodies may call any op, print, host callbacks, read and assign variables, nest
+ * control flow and call functions; they may read any tensor of the enclosing code (it becomes an
+ * operand of the node); they may not create variables. Results are new references. */
+typedef tj_tensor *(*tj_body)(int n, tj_tensor *const *args, void *user);
+/* tf.cond / lax.cond: then_fn(n, args, user) if pred (a scalar bool, or a number: nonzero is
+ * true), else else_fn. Both branches must return the same number of tensors with the same
+ * dtypes and shapes (the error names the branch, the result and both). The branch not taken runs
+ * no op and no side effect. */
+TJ_API tj_tensor *tj_cond(tj_tensor *pred, tj_body then_fn, tj_body else_fn, int n,
+                          tj_tensor *const *args, void *user);
+/* tf.while_loop / lax.while_loop: while cond_fn(vars) { vars = body_fn(vars) }, starting from
+ * init (n loop variables). The body must return n tensors keeping each variable's dtype and shape
+ * (the error names the variable and both shapes); the result is the final variables (one tensor
+ * for n = 1, else a tuple). A failing body stops the loop: the error names the iteration.
+ * tj_while_loop_max stops after maximum_iterations iterations (0: no bound), as TensorFlow's
+ * maximum_iterations does. */
+TJ_API tj_tensor *tj_while_loop(tj_body cond_fn, tj_body body_fn, int n, tj_tensor *const *init,
+                                void *user);
+TJ_API tj_tensor *tj_while_loop_max(tj_body cond_fn, tj_body body_fn, int n, tj_tensor *const *init,
+                                    int64_t maximum_iterations, void *user);
+/* for i in range(start, limit, delta): vars = body_fn(i, vars...). start, limit and delta are
+ * numeric scalars (tensors: a loop of data-dependent trip count stays one node); the body gets
+ * the int64 index i first, then the n loop variables, and returns the n new ones. */
+TJ_API tj_tensor *tj_for_range(tj_tensor *start, tj_tensor *limit, tj_tensor *delta,
+                               tj_body body_fn, int n, tj_tensor *const *init, void *user);
+/* lax.scan over the leading axis of the n_xs sequences xs (equal leading dims T): the body gets
+ * the n_carry carried values then one row of each sequence, and returns the new carried values
+ * then any number of outputs, which are stacked along a new leading axis of size T. Returns a
+ * tuple: the final carried values, then the stacked outputs. */
+TJ_API tj_tensor *tj_scan(tj_body body_fn, int n_carry, tj_tensor *const *carry, int n_xs,
+                          tj_tensor *const *xs, void *user);
+
 /* ---- variables (S10, S11) -------------------------------------------------------------------- */
 typedef struct tj_variable tj_variable;
 /* A variable holding `init`'s value. Outside a trace the caller owns it and frees it with

@@ -127,7 +127,7 @@ static tj_status trace_once(tj_function *f, const jit_argsig *sig, tj_tensor *co
         free(sym);
     out->vars_created = tr.n_vars_created;
     adopt_variables(f, tr.created, tr.n_vars_created);
-    free(tr.cap_value);
+    rt_trace_free_state(&tr);
     if (st) {
         for (uint32_t i = 0; i < tr.n_caps; i++)
             rt_variable_release(tr.caps[i]);
@@ -192,23 +192,22 @@ static int by_id(const void *a, const void *b) {
 
 /* The variables c's graph assigns, sorted by id so concurrent runs lock them in one order. */
 static tj_status collect_locks(tj_concrete *c) {
-    const ir_graph *g = c->graph;
-    for (uint32_t k = 0; k < g->n_effects; k++) {
-        const ir_node *n = ir_node_get(g, g->effects[k]);
-        if (n->op != IR_OP_ASSIGN || (uint64_t)n->a.i[0] >= c->n_caps)
-            continue;
-        tj_variable *v = c->caps[n->a.i[0]];
-        int seen = 0;
-        for (uint32_t i = 0; i < c->n_locks; i++)
-            seen |= c->locks[i] == v;
-        if (seen)
-            continue;
-        tj_variable **l = realloc(c->locks, (c->n_locks + 1) * sizeof *l);
-        if (!l)
-            return ir_errorf(TJ_ERR_OOM, "out of memory");
-        c->locks = l;
-        c->locks[c->n_locks++] = v;
+    uint8_t *assigned = calloc((size_t)c->n_caps + 1, 1); /* inside regions too */
+    if (!assigned)
+        return ir_errorf(TJ_ERR_OOM, "out of memory");
+    ir_assigned_slots(c->graph, assigned, c->n_caps);
+    uint32_t n = 0;
+    for (uint32_t s = 0; s < c->n_caps; s++)
+        n += assigned[s];
+    c->locks = n ? malloc(n * sizeof *c->locks) : NULL;
+    if (n && !c->locks) {
+        free(assigned);
+        return ir_errorf(TJ_ERR_OOM, "out of memory");
     }
+    for (uint32_t s = 0; s < c->n_caps; s++)
+        if (assigned[s])
+            c->locks[c->n_locks++] = c->caps[s];
+    free(assigned);
     if (c->n_locks > 1)
         qsort(c->locks, c->n_locks, sizeof *c->locks, by_id);
     return TJ_OK;

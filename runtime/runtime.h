@@ -140,14 +140,31 @@ tj_tensor *rt_variable_get(tj_variable *v);                  /* +1 ref on the cu
 tj_status rt_variable_set(tj_variable *v, tj_tensor *value); /* checks dtype/shape; retains */
 
 /* ---- tracing: ops record into the innermost trace of the thread ------------------------------ */
+/* The outer values a control-flow node's regions read (node ids in the enclosing graph), shared
+ * by its regions: capture j is param n_explicit + j of each region. */
+typedef struct rt_captures {
+    uint32_t *outer;
+    uint32_t n, cap;
+} rt_captures;
+
 typedef struct rt_trace {
     ir_graph *g;
     tj_tensor *const *args; /* the triggering call's concrete inputs, or NULL (get_concrete) */
     uint32_t n_args;
     const char *const *arg_names;
-    tj_variable **caps; /* captured variables, slot = index */
+    tj_variable **caps; /* captured variables, slot = index (the function's: regions use the
+                           root trace's list) */
     uint32_t n_caps, cap_caps;
-    uint32_t *cap_value; /* per slot: node holding the current value in this trace, or IR_NONE */
+    uint32_t *cap_value;   /* per slot: node holding the current value in this trace, or IR_NONE */
+    uint32_t *cap_version; /* per slot: version of the next VAR_READ (bumped by regions that
+                              assign the variable, so the read after them is a new node) */
+    uint32_t n_var_state;  /* entries of cap_value and cap_version */
+    /* a region (a control-flow body) being traced inside its parent trace */
+    int is_region;
+    rt_captures *captures;   /* the node's captured outer values */
+    uint32_t n_explicit;     /* the body's own params come first */
+    uint32_t *capture_param; /* per capture: this region's PARAM node, or IR_NONE */
+    uint32_t n_capture_param;
     int allow_var_create;
     int n_vars_created;
     tj_variable **created; /* variables created by this trace: their references belong to the
@@ -175,8 +192,14 @@ tj_tensor *rt_symbolic(rt_trace *tr, uint32_t id);
 /* The node for t in trace tr: symbolic tensors give their node; concrete ones are lifted to
  * CONST nodes. IR_NONE with the error set on failure. */
 uint32_t rt_trace_lift(rt_trace *tr, tj_tensor *t);
-/* The capture slot of v in tr (adding it). */
+/* The capture slot of v (added to the function's list, the root trace's), with tr's per-slot
+ * state (cap_value, cap_version) covering it; IR_NONE on OOM. */
 uint32_t rt_trace_capture(rt_trace *tr, tj_variable *v);
+/* Frees a trace's own arrays (variable state, region capture params; not caps or the graph). */
+void rt_trace_free_state(rt_trace *tr);
+/* Region tracing (control.c): the PARAM node of capture j in region trace tr (made on first
+ * use, typed like the outer value); IR_NONE with the error set. */
+uint32_t rt_region_capture_param(rt_trace *tr, uint32_t j);
 
 /* ---- the generic op entry -------------------------------------------------------------------- */
 /* Applies an op: propagates error inputs, records a node when tracing, else infers and runs the

@@ -94,8 +94,35 @@ tj_tensor *rt_const_tensor(const ir_graph *g, const ir_node *n) {
     return t;
 }
 
+/* A symbolic tensor of an enclosing trace, used inside region tr: the value becomes an operand
+ * of the control-flow node (lifted into the parent first, recursively) and a param here. */
+static uint32_t capture_outer(rt_trace *tr, tj_tensor *t) {
+    uint32_t outer = rt_trace_lift(tr->parent, t);
+    if (outer == IR_NONE)
+        return IR_NONE;
+    rt_captures *c = tr->captures;
+    for (uint32_t j = 0; j < c->n; j++)
+        if (c->outer[j] == outer)
+            return rt_region_capture_param(tr, j);
+    if (c->n == c->cap) {
+        uint32_t cap = c->cap ? 2 * c->cap : 8;
+        uint32_t *o = realloc(c->outer, cap * sizeof *o);
+        if (!o) {
+            ir_errorf(TJ_ERR_OOM, "trace: out of memory");
+            return IR_NONE;
+        }
+        c->outer = o;
+        c->cap = cap;
+    }
+    c->outer[c->n++] = outer;
+    return rt_region_capture_param(tr, c->n - 1);
+}
+
 uint32_t rt_trace_lift(rt_trace *tr, tj_tensor *t) {
     if (t->kind == RT_SYMBOLIC) {
+        if ((t->trace != tr || t->trace_serial != tr->serial) && tr->is_region &&
+            rt_trace_is_live(t))
+            return capture_outer(tr, t);
         if (t->trace != tr || t->trace_serial != tr->serial) {
             ir_errorf(TJ_ERR_STATE, "a symbolic tensor from another trace was used (it escaped "
                                     "its function, or a value leaked between functions)");
@@ -118,25 +145,54 @@ uint32_t rt_trace_lift(rt_trace *tr, tj_tensor *t) {
     return ir_add(tr->g, &p, NULL, 0);
 }
 
-uint32_t rt_trace_capture(rt_trace *tr, tj_variable *v) {
-    for (uint32_t i = 0; i < tr->n_caps; i++)
-        if (tr->caps[i] == v)
-            return i;
-    if (tr->n_caps == tr->cap_caps) {
-        uint32_t cap = tr->cap_caps ? tr->cap_caps * 2 : 8;
-        tj_variable **c = realloc(tr->caps, cap * sizeof *c);
-        if (!c)
-            return IR_NONE;
-        tr->caps = c;
-        uint32_t *cv = realloc(tr->cap_value, cap * sizeof *cv);
-        if (!cv)
-            return IR_NONE;
+/* Grows tr's per-slot variable state to n slots (new slots: no value, version 0). */
+static bool var_state(rt_trace *tr, uint32_t n) {
+    if (n <= tr->n_var_state)
+        return true;
+    uint32_t *cv = realloc(tr->cap_value, n * sizeof *cv);
+    if (cv)
         tr->cap_value = cv;
-        tr->cap_caps = cap;
+    uint32_t *ver = cv ? realloc(tr->cap_version, n * sizeof *ver) : NULL;
+    if (!ver)
+        return false;
+    tr->cap_version = ver;
+    for (uint32_t i = tr->n_var_state; i < n; i++) {
+        cv[i] = IR_NONE;
+        ver[i] = 0;
     }
-    tr->caps[tr->n_caps] = rt_variable_retain(v);
-    tr->cap_value[tr->n_caps] = IR_NONE;
-    return tr->n_caps++;
+    tr->n_var_state = n;
+    return true;
+}
+
+uint32_t rt_trace_capture(rt_trace *tr, tj_variable *v) {
+    rt_trace *root = tr;
+    while (root->is_region && root->parent)
+        root = root->parent;
+    uint32_t slot = IR_NONE;
+    for (uint32_t i = 0; i < root->n_caps && slot == IR_NONE; i++)
+        if (root->caps[i] == v)
+            slot = i;
+    if (slot == IR_NONE) {
+        if (root->n_caps == root->cap_caps) {
+            uint32_t cap = root->cap_caps ? root->cap_caps * 2 : 8;
+            tj_variable **c = realloc(root->caps, cap * sizeof *c);
+            if (!c)
+                return IR_NONE;
+            root->caps = c;
+            root->cap_caps = cap;
+        }
+        root->caps[root->n_caps] = rt_variable_retain(v);
+        slot = root->n_caps++;
+    }
+    return var_state(tr, slot + 1) ? slot : IR_NONE;
+}
+
+void rt_trace_free_state(rt_trace *tr) {
+    free(tr->cap_value);
+    free(tr->cap_version);
+    free(tr->capture_param);
+    tr->cap_value = tr->cap_version = tr->capture_param = NULL;
+    tr->n_var_state = tr->n_capture_param = 0;
 }
 
 void rt_trace_fail(rt_trace *tr, tj_status code) {

@@ -93,6 +93,13 @@ tj_variable *tj_variable_new(tj_tensor *init, const char *name) {
     rt_trace *tr = rt_trace_current();
     tj_tensor *value = NULL;
     if (tr) {
+        if (tr->is_region) {
+            ir_errorf(TJ_ERR_STATE, "variable_new: variables cannot be created inside a "
+                                    "control-flow body (cond, while_loop, for_range, scan); "
+                                    "create them outside it");
+            rt_trace_fail(tr, TJ_ERR_STATE);
+            return NULL;
+        }
         if (!tr->allow_var_create) {
             ir_errorf(TJ_ERR_STATE,
                       "variable_new: a traced function tried to create a variable on a non-first "
@@ -198,6 +205,7 @@ tj_tensor *tj_variable_read(tj_variable *v) {
     memset(&p, 0, sizeof p);
     p.op = IR_OP_VAR_READ;
     p.a.i[0] = slot;
+    p.a.i[1] = tr->cap_version[slot];
     p.dtype = v->dtype;
     p.rank = v->rank;
     memcpy(p.dims, v->dims, sizeof p.dims);
