@@ -447,9 +447,7 @@ static tj_tensor *while_eager(tj_body cond_fn, tj_body body_fn, int n, tj_tensor
         if (!go)
             break;
     }
-    tj_tensor *res = err ? err : pack(n, vars, 1);
-    if (err)
-        rt_scoped(err);
+    tj_tensor *res = err ? err : pack(n, vars, 1); /* tj_keep gave err to the caller's scope */
     for (int k = 0; k < n; k++)
         tj_release(vars[k]);
     free(vars);
@@ -559,7 +557,7 @@ tj_tensor *tj_for_range(tj_tensor *start, tj_tensor *limit, tj_tensor *delta, tj
             if (__builtin_add_overflow(i, step, &i))
                 break;
         }
-        tj_tensor *res = e ? rt_scoped(e) : pack(n, args + 1, 1);
+        tj_tensor *res = e ? e : pack(n, args + 1, 1); /* e: kept into the caller's scope */
         for (int k = 0; k < n; k++)
             tj_release(args[1 + k]);
         free(args);
@@ -666,7 +664,7 @@ static tj_tensor *scan_eager(tj_body body_fn, int nc, tj_tensor *const *carry, i
             tj_release(out[nc + k]);
         free(out);
     } else {
-        res = rt_scoped(e);
+        res = e; /* kept into the caller's scope */
     }
     for (int k = 0; ys && k < ny; k++) {
         for (int64_t t = 0; ys[k] && t < T; t++)
