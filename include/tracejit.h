@@ -354,6 +354,22 @@ TJ_API tj_tensor *tj_for_range(tj_tensor *start, tj_tensor *limit, tj_tensor *de
 TJ_API tj_tensor *tj_scan(tj_body body_fn, int n_carry, tj_tensor *const *carry, int n_xs,
                           tj_tensor *const *xs, void *user);
 
+/* tf.TensorArray (S19): a fixed number of elements of one dtype and shape, updated functionally
+ * (write returns a new array). An array is a tuple (its data [size, ...] and a written mask), so
+ * it can be a loop variable of tj_while_loop / tj_for_range / tj_scan (tuples in loop-variable
+ * lists are kept as tuples for the bodies) and a function result. Reading an index out of range,
+ * or never written, is an error naming the op and the index (at run time when compiled). */
+TJ_API tj_tensor *tj_tensor_array_new(tj_dtype dt, int64_t size, int elem_rank,
+                                      const int64_t *elem_dims);
+TJ_API tj_tensor *tj_tensor_array_write(tj_tensor *ta, tj_tensor *index, tj_tensor *value);
+TJ_API tj_tensor *tj_tensor_array_read(tj_tensor *ta, tj_tensor *index);
+/* The elements stacked along a new leading axis ([size, ...]; unwritten ones are zeros). */
+TJ_API tj_tensor *tj_tensor_array_stack(tj_tensor *ta);
+/* An array of values' rows (every index written). */
+TJ_API tj_tensor *tj_tensor_array_unstack(tj_tensor *values);
+/* The number of elements; -1 (tj_last_error) if ta is not a tensor array. */
+TJ_API int64_t tj_tensor_array_size(const tj_tensor *ta);
+
 /* ---- variables (S10, S11) -------------------------------------------------------------------- */
 typedef struct tj_variable tj_variable;
 /* A variable holding `init`'s value. Outside a trace the caller owns it and frees it with

@@ -238,6 +238,50 @@ static tj_status gather(ir_node *p, const ir_node *x, const ir_node *idx) {
     return TJ_OK;
 }
 
+static tj_status need_index(const char *op, const ir_node *i) {
+    char s[DB];
+    if ((i->dtype != TJ_I32 && i->dtype != TJ_I64) || i->rank != 0)
+        return ir_errorf(TJ_ERR_DTYPE, "%s: the index must be an int32 or int64 scalar, got %s%s",
+                         op, ir_dtype_name(i->dtype), ir_fmt_dims(s, DB, i->rank, i->dims));
+    return TJ_OK;
+}
+
+/* update_index(x, i, v): x with row i replaced by v; read_index(x, written, i): row i. */
+static tj_status row_ops(ir_node *p, const ir_node *const *ins) {
+    const char *op = ir_ops[p->op].name;
+    const ir_node *x = ins[0], *i = ins[p->op == IR_OP_UPDATE_INDEX ? 1 : 2];
+    char sx[DB], sv[DB];
+    if (x->rank < 1)
+        return ir_errorf(TJ_ERR_SHAPE, "%s: needs a leading axis, got %s%s", op,
+                         ir_dtype_name(x->dtype), ir_fmt_dims(sx, DB, x->rank, x->dims));
+    if (need_index(op, i))
+        return TJ_ERR_DTYPE;
+    if (p->op == IR_OP_UPDATE_INDEX) {
+        const ir_node *v = ins[2];
+        bool ok = v->dtype == x->dtype && v->rank == x->rank - 1;
+        for (int d = 0; ok && d < v->rank; d++)
+            ok = v->dims[d] < 0 || x->dims[d + 1] < 0 || v->dims[d] == x->dims[d + 1];
+        if (!ok)
+            return ir_errorf(TJ_ERR_SHAPE, "update_index: a row of %s%s cannot be %s%s",
+                             ir_dtype_name(x->dtype), ir_fmt_dims(sx, DB, x->rank, x->dims),
+                             ir_dtype_name(v->dtype), ir_fmt_dims(sv, DB, v->rank, v->dims));
+        p->dtype = x->dtype;
+        p->rank = x->rank;
+        memcpy(p->dims, x->dims, sizeof p->dims);
+        return TJ_OK;
+    }
+    const ir_node *w = ins[1];
+    if (w->dtype != TJ_BOOL || w->rank != 1 ||
+        (w->dims[0] >= 0 && x->dims[0] >= 0 && w->dims[0] != x->dims[0]))
+        return ir_errorf(TJ_ERR_SHAPE, "read_index: the written mask is %s%s for rows of %s",
+                         ir_dtype_name(w->dtype), ir_fmt_dims(sv, DB, w->rank, w->dims),
+                         ir_fmt_dims(sx, DB, x->rank, x->dims));
+    p->dtype = x->dtype;
+    p->rank = (uint8_t)(x->rank - 1);
+    memcpy(p->dims, x->dims + 1, (size_t)p->rank * sizeof *p->dims);
+    return TJ_OK;
+}
+
 tj_status ir_infer_shape_op(ir_node *p, const ir_node *const *ins, uint32_t n_in) {
     switch (p->op) {
     case IR_OP_RESHAPE:
@@ -256,6 +300,9 @@ tj_status ir_infer_shape_op(ir_node *p, const ir_node *const *ins, uint32_t n_in
         return slice(p, ins[0]);
     case IR_OP_GATHER:
         return gather(p, ins[0], ins[1]);
+    case IR_OP_UPDATE_INDEX:
+    case IR_OP_READ_INDEX:
+        return row_ops(p, ins);
     default:
         return ir_errorf(TJ_ERR_UNSUPPORTED, "%s: no shape rule", ir_ops[p->op].name);
     }

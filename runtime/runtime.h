@@ -29,8 +29,9 @@ struct tj_tensor {
     uint8_t kind;
     uint8_t dtype; /* tj_dtype */
     uint8_t rank;
-    uint8_t is_static;   /* tj_static_*: part of a signature by value */
-    uint8_t host_scalar; /* tj_scalar_* / tj_static_*: takes the other operand's dtype in ops */
+    uint8_t is_static;    /* tj_static_*: part of a signature by value */
+    uint8_t host_scalar;  /* tj_scalar_* / tj_static_*: takes the other operand's dtype in ops */
+    uint8_t tensor_array; /* RT_TUPLE: a tensor array (data, written mask), see tensor_array.c */
     int64_t numel;
     int64_t dims[TJ_MAX_RANK];
     /* RT_CONCRETE */

@@ -205,6 +205,48 @@ static inline int64_t index_at(const tj_tensor *idx, int64_t j) {
 }
 
 /* out[o, j, t] = params[o, idx[j], t] with params viewed as [outer, N, inner]. */
+/* Copies `count` elements from src[so] to dst[do_] (strings deep-copied). */
+static tj_status copy_elems(const ir_node *n, tj_tensor *dst, int64_t do_, const tj_tensor *src,
+                            int64_t so, int64_t count) {
+    if (dst->dtype != TJ_STRING) {
+        size_t es = ir_dtype_size(dst->dtype);
+        if (count)
+            memcpy((char *)dst->data + (size_t)do_ * es, (const char *)src->data + (size_t)so * es,
+                   (size_t)count * es);
+        return TJ_OK;
+    }
+    for (int64_t t = 0; t < count; t++) {
+        tj_status st = rt_k_copy_elem(n, dst, do_ + t, src, so + t);
+        if (st)
+            return st;
+    }
+    return TJ_OK;
+}
+
+tj_status rt_k_row(const ir_node *n, tj_tensor *const *in, tj_tensor *out) {
+    const tj_tensor *x = in[0];
+    const tj_tensor *i = in[n->op == IR_OP_UPDATE_INDEX ? 1 : 2];
+    const char *op = rt_k_name(n);
+    if (i->dtype != TJ_I32 && i->dtype != TJ_I64)
+        return ir_errorf(TJ_ERR_DTYPE, "%s: the index must be int32 or int64, got %s", op,
+                         ir_dtype_name(i->dtype));
+    int64_t rows = x->rank ? x->dims[0] : 0, idx = index_at(i, 0);
+    int64_t row = rows ? x->numel / rows : 0;
+    if (idx < 0 || idx >= rows)
+        return ir_errorf(TJ_ERR_RUNTIME, "%s: index %lld out of range [0, %lld)", op,
+                         (long long)idx, (long long)rows);
+    if (n->op == IR_OP_READ_INDEX) {
+        if (!((const uint8_t *)in[1]->data)[idx])
+            return ir_errorf(TJ_ERR_RUNTIME,
+                             "read_index: row %lld was never written (a tensor "
+                             "array read before its write)",
+                             (long long)idx);
+        return copy_elems(n, out, 0, x, idx * row, row);
+    }
+    tj_status st = copy_elems(n, out, 0, x, 0, x->numel);
+    return st ? st : copy_elems(n, out, idx * row, in[2], 0, row);
+}
+
 tj_status rt_k_gather(const ir_node *n, tj_tensor *const *in, tj_tensor *out) {
     const tj_tensor *p = in[0], *idx = in[1];
     tj_status st = same_dtype(n, p, out);
