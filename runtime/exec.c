@@ -61,8 +61,8 @@ static tj_variable *bound(const rt_exec_env *env, int64_t slot) {
 }
 
 /* ---- control flow: regions run as programs, the loop itself here ---------------------------- */
-tj_status rt_regions_new(const ir_graph *g, rt_program *(*compile)(const ir_graph *),
-                         rt_program ***out) {
+tj_status rt_regions_new(const ir_graph *g, rt_program *(*compile)(const ir_graph *, void *),
+                         void *ctx, rt_program ***out) {
     *out = NULL;
     bool any = false;
     for (uint32_t i = 0; i < g->n_nodes && !any; i++)
@@ -76,7 +76,7 @@ tj_status rt_regions_new(const ir_graph *g, rt_program *(*compile)(const ir_grap
         const ir_node *n = &g->nodes[i];
         for (int k = 0; k < 2 && (ir_ops[n->op].flags & IR_F_CF); k++) {
             const ir_graph *sub = ir_region(g, n, k);
-            if (sub && !(r[2 * i + k] = compile(sub))) {
+            if (sub && !(r[2 * i + k] = compile(sub, ctx))) {
                 rt_regions_free(r, g);
                 return ir_last_code();
             }

@@ -126,6 +126,11 @@ static void interp_free(rt_program *p) {
 
 static const rt_program_vt interp_vt = {interp_run, interp_free, "interp"};
 
+static rt_program *interp_region(const ir_graph *g, void *ctx) {
+    (void)ctx;
+    return rt_interp_new(g);
+}
+
 rt_program *rt_interp_new(const ir_graph *g) {
     interp *ip = calloc(1, sizeof *ip);
     uint32_t n = g->n_nodes ? g->n_nodes : 1;
@@ -151,7 +156,7 @@ rt_program *rt_interp_new(const ir_graph *g) {
             return NULL;
         }
     }
-    if (rt_regions_new(g, rt_interp_new, &ip->regions) != TJ_OK) {
+    if (rt_regions_new(g, interp_region, NULL, &ip->regions) != TJ_OK) {
         interp_free(&ip->base);
         return NULL;
     }

@@ -256,8 +256,8 @@ tj_status rt_exec_node(const ir_graph *g, uint32_t i, const rt_exec_env *env, tj
 
 /* Builds the region programs of g's control-flow nodes with `compile` (*out: NULL when g has
  * none; two entries per node, see rt_exec_env.regions), and frees them. */
-tj_status rt_regions_new(const ir_graph *g, rt_program *(*compile)(const ir_graph *),
-                         rt_program ***out);
+tj_status rt_regions_new(const ir_graph *g, rt_program *(*compile)(const ir_graph *, void *),
+                         void *ctx, rt_program ***out);
 void rt_regions_free(rt_program **regions, const ir_graph *g);
 
 /* Side effects shared by eager execution and programs. */

@@ -37,7 +37,8 @@ static uint32_t *ids_dup(const uint32_t *a, uint32_t n) {
 
 static bool is_plumbing(int op) {
     return op == IR_OP_CONST || op == IR_OP_PARAM || op == IR_OP_VAR_READ || op == IR_OP_ASSIGN ||
-           op == IR_OP_PRINT || op == IR_OP_HOST_CALLBACK;
+           op == IR_OP_PRINT || op == IR_OP_HOST_CALLBACK || op == IR_OP_GET ||
+           (ir_ops[op].flags & IR_F_CF);
 }
 
 /* One step per group; matmuls, softmaxes and unsupported nodes decided here. */

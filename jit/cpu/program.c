@@ -212,6 +212,7 @@ static tj_status cpu_run(rt_program *p, tj_tensor *const *args, uint32_t n_args,
                        .n_args = n_args,
                        .caps = caps,
                        .consts = cp->consts,
+                       .regions = cp->regions,
                        .effects = 1,
                        .check_params = 1,
                        .who = "cpu program"};
@@ -262,12 +263,24 @@ static void cpu_free(rt_program *p) {
         free(cp->steps[s].out);
     }
     free(cp->steps);
+    rt_regions_free(cp->regions, p->g);
     free(cp->last_use);
     free(cp->out_slot);
     free(cp);
 }
 
 static const rt_program_vt cpu_vt = {cpu_run, cpu_free, "cpu"};
+
+/* A control-flow region: compiled like the graph around it (its kernels native; the loop or
+ * branch itself runs in the executor), interpreted where the backend declines. */
+static rt_program *compile_region(const ir_graph *g, void *ctx) {
+    rt_program *p = jit_cpu_compile_opts(g, ctx);
+    if (!p) {
+        ir_clear_error();
+        p = rt_interp_new(g);
+    }
+    return p;
+}
 
 rt_program *jit_cpu_compile_opts(const ir_graph *g, const jit_cpu_opts *opts) {
     jit_cpu_opts o = opts ? *opts : (jit_cpu_opts){0};
@@ -287,7 +300,7 @@ rt_program *jit_cpu_compile_opts(const ir_graph *g, const jit_cpu_opts *opts) {
                 return NULL;
             }
         }
-        if (n->a.sub[0]) {
+        if (n->a.sub[0] && !(ir_ops[n->op].flags & IR_F_CF)) {
             ir_errorf(TJ_ERR_UNSUPPORTED, "cpu jit: node %%%u (%s) has a subgraph", i,
                       ir_ops[n->op].name);
             return NULL;
@@ -313,7 +326,8 @@ rt_program *jit_cpu_compile_opts(const ir_graph *g, const jit_cpu_opts *opts) {
         cp->out_slot[i] = -1;
     for (uint32_t k = g->n_outputs; k-- > 0;)
         cp->out_slot[g->outputs[k]] = (int32_t)k;
-    if (jit_cpu_plan(cp, &o) != TJ_OK) {
+    if (jit_cpu_plan(cp, &o) != TJ_OK ||
+        rt_regions_new(g, compile_region, &o, &cp->regions) != TJ_OK) {
         cpu_free(&cp->base);
         return NULL;
     }

@@ -40,7 +40,8 @@ typedef struct cpu_prog {
     jit_cpu_shared *shared;
     int64_t par_min;
     uint32_t max_bufs;
-    int32_t *out_slot; /* per node: the first graph output it is, or -1 */
+    int32_t *out_slot;    /* per node: the first graph output it is, or -1 */
+    rt_program **regions; /* control-flow regions, compiled the same way (rt_regions_new) */
 } cpu_prog;
 
 /* Partitions cp->base.g, builds cp's steps, consts and last_use, compiles (or finds cached)
