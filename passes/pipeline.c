@@ -213,6 +213,26 @@ ir_graph *pass_pipeline_run(const ir_graph *g, const pass_options *opts, pass_st
     }
     if (cur == g && !(cur = ir_graph_clone(g)))
         return NULL;
+    /* the regions of control flow go through the same passes (their params and results keep
+     * their types, so the nodes owning them stay valid) */
+    pass_options ro = *opts;
+    ro.dump_dir = NULL;
+    for (uint32_t i = 0; i < cur->n_subs; i++) {
+        pass_stats rs;
+        ir_graph *r = pass_pipeline_run(cur->subs[i], &ro, &rs);
+        if (!r) {
+            ir_graph_free(cur);
+            return NULL;
+        }
+        ir_graph_free(cur->subs[i]);
+        cur->subs[i] = r;
+        for (int k = 0; k < PASS_N; k++) {
+            s->pass[k].folded += rs.pass[k].folded;
+            s->pass[k].merged += rs.pass[k].merged;
+            s->pass[k].simplified += rs.pass[k].simplified;
+            s->pass[k].removed += rs.pass[k].removed;
+        }
+    }
     s->nodes_out = cur->n_nodes;
     s->total_ns = now_ns() - t0;
     return cur;
