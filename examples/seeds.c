@@ -1,4 +1,4 @@
-/* seeds.c — the seed notebooks' tf.function examples (SEMANTICS S1–S14, S20, S23) in C.
+/* seeds.c — the seed notebooks' tf.function examples (SEMANTICS S1–S20, S23) in C.
  * Prints what the seeds print: "Tracing with ..." when (and only when) a trace runs, then the
  * values. Run by the README's first command. Exits non-zero if a value differs from the seeds. */
 #include <math.h>
@@ -131,6 +131,102 @@ static tj_tensor *dense_layer(tj_tensor *x, tj_tensor *w, tj_tensor *b) {
 static tj_tensor *unused_gather(tj_tensor *x) {
     tj_gather(x, tj_scalar_i32(1), 0); /* out of range, result unused: pruned */
     return x;
+}
+
+/* S15: square_if_positive as a real branch */
+static tj_tensor *square_b(int n, tj_tensor *const *a, void *u) {
+    (void)n, (void)u;
+    return tj_mul(a[0], a[0]);
+}
+static tj_tensor *zero_b(int n, tj_tensor *const *a, void *u) { /* x = 0 */
+    (void)n, (void)u;
+    return tj_zeros(tj_tensor_dtype(a[0]), tj_tensor_rank(a[0]), tj_tensor_dims(a[0]));
+}
+static tj_tensor *square_if_positive(tj_tensor *x) {
+    printf("Tracing square_if_positive\n");
+    return tj_cond(tj_greater(x, tj_scalar_f32(0)), square_b, zero_b, 1, &x, NULL);
+}
+/* S16: while tf.reduce_sum(x) > 1: tf.print(x); x = tf.tanh(x) */
+static tj_tensor *sum_gt_1(int n, tj_tensor *const *x, void *u) {
+    (void)n, (void)u;
+    return tj_greater(tj_sum(x[0], 0, NULL, 0), tj_scalar_f32(1));
+}
+static tj_tensor *print_tanh(int n, tj_tensor *const *x, void *u) {
+    (void)n, (void)u;
+    tj_print("", 1, x);
+    return tj_tanh(x[0]);
+}
+static tj_tensor *tanh_loop(tj_tensor *x) {
+    return tj_while_loop(sum_gt_1, print_tanh, 1, &x, NULL);
+}
+/* S17: fizzbuzz over tf.range(1, n + 1) */
+static tj_tensor *divisible(tj_tensor *i, int64_t k) {
+    return tj_equal(tj_mod(i, tj_scalar_i64(k)), tj_scalar_i64(0));
+}
+#define SAY(name, text)                                                                            \
+    static tj_tensor *name(int n, tj_tensor *const *a, void *u) {                                  \
+        (void)n, (void)a, (void)u;                                                                 \
+        printf("Tracing " text " branch\n");                                                       \
+        tj_print(text, 0, NULL);                                                                   \
+        return NULL;                                                                               \
+    }
+SAY(say_fizzbuzz, "fizzbuzz")
+SAY(say_fizz, "fizz")
+SAY(say_buzz, "buzz")
+static tj_tensor *say_i(int n, tj_tensor *const *a, void *u) {
+    (void)n, (void)u;
+    printf("Tracing default branch\n");
+    tj_print("", 1, a);
+    return NULL;
+}
+static tj_tensor *elif_buzz(int n, tj_tensor *const *a, void *u) {
+    return tj_cond(divisible(a[0], 5), say_buzz, say_i, n, a, u);
+}
+static tj_tensor *elif_fizz(int n, tj_tensor *const *a, void *u) {
+    return tj_cond(divisible(a[0], 3), say_fizz, elif_buzz, n, a, u);
+}
+static tj_tensor *fizz_body(int n, tj_tensor *const *a, void *u) {
+    (void)n;
+    printf("Tracing for loop\n");
+    return tj_cond(divisible(a[0], 15), say_fizzbuzz, elif_fizz, 1, a, u);
+}
+static tj_tensor *fizzbuzz(tj_tensor *n) {
+    tj_for_range(tj_scalar_i64(1), tj_add(n, tj_scalar_i64(1)), tj_scalar_i64(1), fizz_body, 0,
+                 NULL, NULL);
+    return NULL;
+}
+/* S18: the seed's train(dataset): unrolled over a host list, one loop over a tensor */
+static int n_pairs;
+static tj_tensor *train_list(tj_tensor *w) {
+    tj_tensor *loss = tj_scalar_i32(0);
+    for (int k = 0; k < n_pairs; k++)
+        loss = tj_add(loss, tj_abs(tj_sub(tj_mul(w, tj_scalar_i32(1)), tj_scalar_i32(1))));
+    return loss;
+}
+static tj_tensor *train_step(int n, tj_tensor *const *a, void *u) {
+    (void)n;
+    tj_tensor *x = tj_gather(a[1], tj_scalar_i64(0), 0), *y = tj_gather(a[1], tj_scalar_i64(1), 0);
+    return tj_add(a[0], tj_abs(tj_sub(tj_mul((tj_tensor *)u, y), x)));
+}
+static tj_tensor *train_tensor(tj_tensor *w, tj_tensor *data) {
+    tj_tensor *zero = tj_scalar_i32(0);
+    return tj_tuple_get(tj_scan(train_step, 1, &zero, 1, &data, w), 0);
+}
+/* S19: dynamic_rnn with a tensor array, rnn_step(x, state) = state + x */
+static tj_tensor *rnn_time_step(int n, tj_tensor *const *a, void *u) {
+    (void)n;
+    tj_tensor *state = tj_add(a[1], tj_gather((tj_tensor *)u, a[0], 0));
+    tj_tensor *r[2] = {state, tj_tensor_array_write(a[2], a[0], state)};
+    return tj_tuple(2, r);
+}
+static tj_tensor *dynamic_rnn(tj_tensor *input_data, tj_tensor *initial_state) {
+    tj_tensor *x = tj_transpose(input_data, (int[]){1, 0, 2}); /* [batch, time, f] -> time major */
+    int64_t max_seq_len = tj_tensor_dims(x)[0];
+    tj_tensor *init[2] = {initial_state,
+                          tj_tensor_array_new(TJ_F32, max_seq_len, 2, tj_tensor_dims(x) + 1)};
+    tj_tensor *r = tj_for_range(tj_scalar_i64(0), tj_scalar_i64(max_seq_len), tj_scalar_i64(1),
+                                rnn_time_step, 2, init, x);
+    return tj_transpose(tj_tensor_array_stack(tj_tuple_get(r, 1)), (int[]){1, 0, 2});
 }
 
 int main(void) {
@@ -289,6 +385,58 @@ int main(void) {
     show(r);
     EXPECT(tj_status_of(r) == TJ_OK);
     tj_function_free(ug);
+
+    section("S15: conditionals (a real branch, one trace)");
+    tj_function *sp = tj_function_new("square_if_positive", (void *)square_if_positive, 1, NULL);
+    tj_tensor *p2 = tj_call(sp, 1, (tj_tensor *[]){tj_scalar_f32(2)});
+    tj_tensor *m2 = tj_call(sp, 1, (tj_tensor *[]){tj_scalar_f32(-2)});
+    show(p2);
+    show(m2);
+    EXPECT(tj_tensor_get_f64(p2, 0) == 4 && tj_tensor_get_f64(m2, 0) == 0);
+    EXPECT(tj_function_trace_count(sp) == 1 || tj_get_eager());
+    tj_function_free(sp);
+
+    section("S16: while sum(x) > 1: print(x); x = tanh(x)");
+    tj_function *tl = tj_function_new("f", (void *)tanh_loop, 1, NULL);
+    r = tj_call(tl, 1, (tj_tensor *[]){tj_random_uniform(TJ_F32, 1, (int64_t[]){5}, 0, 1, 42)});
+    show(r);
+    EXPECT(tj_tensor_get_f64(tj_sum(r, 0, NULL, 0), 0) <= 1);
+    tj_function_free(tl);
+
+    section("S17: fizzbuzz over a tensor range (n = 5, then n = 20, one trace)");
+    tj_function *fz = tj_function_new("fizzbuzz", (void *)fizzbuzz, 1, NULL);
+    printf("first call:\n");
+    tj_call(fz, 1, (tj_tensor *[]){tj_scalar_i64(5)});
+    printf("second call:\n");
+    tj_call(fz, 1, (tj_tensor *[]){tj_scalar_i64(20)});
+    EXPECT(tj_function_trace_count(fz) == 1 || tj_get_eager());
+    tj_function_free(fz);
+
+    section("S18: unrolled vs compiled loops (graph sizes)");
+    int nodes[3];
+    for (int k = 0; k < 2; k++) {
+        n_pairs = k ? 10 : 3;
+        tj_function *tr2 = tj_function_new("train", (void *)train_list, 1, NULL);
+        nodes[k] = tj_concrete_node_count(
+            tj_function_get_concrete(tr2, 1, (tj_spec[]){{.dtype = TJ_I32}}));
+        printf("train(host list of %d pairs) contains %d nodes in its graph\n", n_pairs, nodes[k]);
+        tj_function_free(tr2);
+    }
+    tj_function *tt = tj_function_new("train", (void *)train_tensor, 2, NULL);
+    nodes[2] = tj_concrete_node_count(tj_function_get_concrete(
+        tt, 2, (tj_spec[]){{.dtype = TJ_I32}, {.dtype = TJ_I32, .rank = 2, .dims = {-1, 2}}}));
+    printf("train(tensor of pairs, any length) contains %d nodes in its graph\n", nodes[2]);
+    EXPECT(tj_get_eager() || (nodes[1] > nodes[0] && nodes[2] < nodes[1]));
+    tj_function_free(tt);
+
+    section("S19: dynamic_rnn with a tensor array");
+    tj_function *dr = tj_function_new("dynamic_rnn", (void *)dynamic_rnn, 2, NULL);
+    r = tj_call(dr, 2,
+                (tj_tensor *[]){tj_random_uniform(TJ_F32, 3, (int64_t[]){2, 3, 4}, 0, 1, 7),
+                                tj_zeros(TJ_F32, 2, (int64_t[]){2, 4})});
+    show(r);
+    EXPECT(tj_status_of(r) == TJ_OK && tj_tensor_rank(r) == 3);
+    tj_function_free(dr);
 
     tj_scope_end();
     printf("\nseeds: %s\n", failures ? "FAILED" : "all values as in the seeds");
