@@ -649,7 +649,7 @@ static tj_tensor *scan_eager(tj_body body_fn, int nc, tj_tensor *const *carry, i
             tj_tensor **rows = calloc((size_t)T + 1, sizeof *rows);
             for (int64_t t = 0; rows && t < T; t++)
                 rows[t] = tj_expand_dims(ys[k][t], 0);
-            out[nc + k] = rows ? tj_keep(tj_concat((int)T, rows, 0)) : NULL;
+            out[nc + k] = rows ? tj_retain(tj_concat((int)T, rows, 0)) : NULL; /* ours */
             free(rows);
         }
         tj_scope_end();
