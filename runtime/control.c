@@ -1,4 +1,5 @@
-/* control.c — control flow for C code (S15–S19): tj_cond, tj_while_loop, tj_for_range, tj_scan.
+/* control.c — control flow for C code (S15–S19): cond, while_loop, for_range and scan over flat
+ * lists of tensors (control_tree.c gives them tuples and the public names).
  * The bodies are C functions. Eagerly they run as plain C loops and branches. While tracing,
  * each body is traced into a region: a child trace whose graph gets the body's arguments as
  * params, then the node (COND, WHILE, FOR, SCAN) is recorded in the enclosing graph with GETs for
@@ -116,6 +117,18 @@ static tj_tensor *check_carried(const char *op, int64_t it, int n, tj_tensor *co
 }
 
 /* ---- regions: tracing a body into a subgraph ------------------------------------------------- */
+/* Adds PARAM `index` of g typed like node t (its dtype and dims). */
+static uint32_t add_param(ir_graph *g, const ir_node *t, uint32_t index) {
+    ir_node p;
+    memset(&p, 0, sizeof p);
+    p.op = IR_OP_PARAM;
+    p.dtype = t->dtype;
+    p.rank = t->rank;
+    memcpy(p.dims, t->dims, sizeof p.dims);
+    p.a.i[0] = index;
+    return ir_add(g, &p, NULL, 0);
+}
+
 uint32_t rt_region_capture_param(rt_trace *tr, uint32_t j) {
     if (j >= tr->n_capture_param) {
         uint32_t n = j + 8;
@@ -129,17 +142,9 @@ uint32_t rt_region_capture_param(rt_trace *tr, uint32_t j) {
         tr->capture_param = p;
         tr->n_capture_param = n;
     }
-    if (tr->capture_param[j] == IR_NONE) {
-        const ir_node *o = &tr->parent->g->nodes[tr->captures->outer[j]];
-        ir_node p;
-        memset(&p, 0, sizeof p);
-        p.op = IR_OP_PARAM;
-        p.dtype = o->dtype;
-        p.rank = o->rank;
-        memcpy(p.dims, o->dims, sizeof p.dims);
-        p.a.i[0] = tr->n_explicit + j;
-        tr->capture_param[j] = ir_add(tr->g, &p, NULL, 0);
-    }
+    if (tr->capture_param[j] == IR_NONE)
+        tr->capture_param[j] =
+            add_param(tr->g, &tr->parent->g->nodes[tr->captures->outer[j]], tr->n_explicit + j);
     return tr->capture_param[j];
 }
 
@@ -157,17 +162,7 @@ static tj_status complete_params(region *r, const rt_captures *c, uint32_t n_exp
         for (uint32_t i = 0; i < r->g->n_nodes && !have; i++)
             have = r->g->nodes[i].op == IR_OP_PARAM &&
                    (uint64_t)r->g->nodes[i].a.i[0] == n_explicit + j;
-        if (have)
-            continue;
-        const ir_node *o = &parent->nodes[c->outer[j]];
-        ir_node p;
-        memset(&p, 0, sizeof p);
-        p.op = IR_OP_PARAM;
-        p.dtype = o->dtype;
-        p.rank = o->rank;
-        memcpy(p.dims, o->dims, sizeof p.dims);
-        p.a.i[0] = n_explicit + j;
-        if (ir_add(r->g, &p, NULL, 0) == IR_NONE)
+        if (!have && add_param(r->g, &parent->nodes[c->outer[j]], n_explicit + j) == IR_NONE)
             return ir_last_code();
     }
     return TJ_OK;
@@ -197,11 +192,7 @@ static tj_status trace_region(rt_trace *parent, const char *name, tj_body body, 
     rt_trace_push(&tr);
     tj_scope_begin();
     for (int k = 0; k < n && !st; k++) {
-        ir_node p = types[k];
-        p.op = IR_OP_PARAM;
-        memset(&p.a, 0, sizeof p.a);
-        p.a.i[0] = k;
-        uint32_t id = ir_add(tr.g, &p, NULL, 0);
+        uint32_t id = add_param(tr.g, &types[k], (uint32_t)k);
         if (id == IR_NONE)
             st = ir_last_code();
         else
@@ -321,6 +312,12 @@ static tj_tensor *record(rt_trace *tr, ir_node *p, const uint32_t *ops, uint32_t
     return r;
 }
 
+/* Traces the bodies of one node into w->rs[0..n_regions) (all taking the same n params) and gives
+ * every region a param for every capture. bool_first: region 0 returns a predicate. */
+typedef struct work work;
+static tj_status trace_bodies(rt_trace *tr, work *w, int n_regions, const char *const *names,
+                              const tj_body *fns, void *user, int n, int bool_first);
+
 /* The nodes of values in trace tr (lifting concrete ones); false with the trace failed. */
 static bool lift_all(rt_trace *tr, int n, tj_tensor *const *xs, uint32_t *ids) {
     for (int k = 0; k < n; k++)
@@ -340,12 +337,23 @@ static void desc_of(const ir_graph *g, uint32_t id, ir_node *d) {
     memcpy(d->dims, n->dims, sizeof d->dims);
 }
 
-typedef struct work {
+struct work {
     uint32_t *ids;
     ir_node *types;
     rt_captures caps;
     region rs[2];
-} work;
+};
+
+static tj_status trace_bodies(rt_trace *tr, work *w, int n_regions, const char *const *names,
+                              const tj_body *fns, void *user, int n, int bool_first) {
+    tj_status st = TJ_OK;
+    for (int k = 0; k < n_regions && !st; k++)
+        st = trace_region(tr, names[k], fns[k], user, n, w->types, &w->caps, bool_first && !k,
+                          &w->rs[k]);
+    for (int k = 0; k < n_regions && !st; k++)
+        st = complete_params(&w->rs[k], &w->caps, (uint32_t)n, tr->g);
+    return st;
+}
 
 static bool work_init(work *w, int n) {
     memset(w, 0, sizeof *w);
@@ -362,8 +370,8 @@ static void work_free(work *w) {
 }
 
 /* ---- cond ------------------------------------------------------------------------------------ */
-static tj_tensor *cond_flat(tj_tensor *pred, tj_body then_fn, tj_body else_fn, int n,
-                            tj_tensor *const *args, void *user) {
+tj_tensor *rt_cond_flat(tj_tensor *pred, tj_body then_fn, tj_body else_fn, int n,
+                        tj_tensor *const *args, void *user) {
     tj_tensor *err = check_list("cond", "predicate", 1, &pred);
     if (!err)
         err = check_list("cond", "argument", n, args);
@@ -390,11 +398,8 @@ static tj_tensor *cond_flat(tj_tensor *pred, tj_body then_fn, tj_body else_fn, i
     } else {
         for (int k = 0; k < n; k++)
             desc_of(tr->g, w.ids[1 + k], &w.types[k]);
-        tj_status st = trace_region(tr, "then", then_fn, user, n, w.types, &w.caps, 0, &w.rs[0]);
-        if (!st)
-            st = trace_region(tr, "else", else_fn, user, n, w.types, &w.caps, 0, &w.rs[1]);
-        for (int k = 0; k < 2 && !st; k++)
-            st = complete_params(&w.rs[k], &w.caps, (uint32_t)n, tr->g);
+        tj_status st = trace_bodies(tr, &w, 2, (const char *[]){"then", "else"},
+                                    (tj_body[]){then_fn, else_fn}, user, n, 0);
         if (st) {
             res = fail(tr, st, "%s", ir_last_error());
         } else {
@@ -454,8 +459,8 @@ static tj_tensor *while_eager(tj_body cond_fn, tj_body body_fn, int n, tj_tensor
     return res;
 }
 
-static tj_tensor *while_flat(tj_body cond_fn, tj_body body_fn, int n, tj_tensor *const *init,
-                             int64_t maximum_iterations, void *user) {
+tj_tensor *rt_while_flat(tj_body cond_fn, tj_body body_fn, int n, tj_tensor *const *init,
+                         int64_t maximum_iterations, void *user) {
     tj_tensor *err = check_list("while_loop", "loop variable", n, init);
     if (err)
         return err;
@@ -478,11 +483,8 @@ static tj_tensor *while_flat(tj_body cond_fn, tj_body body_fn, int n, tj_tensor 
     } else {
         for (int k = 0; k < n; k++)
             desc_of(tr->g, w.ids[k], &w.types[k]);
-        tj_status st = trace_region(tr, "cond", cond_fn, user, n, w.types, &w.caps, 1, &w.rs[0]);
-        if (!st)
-            st = trace_region(tr, "body", body_fn, user, n, w.types, &w.caps, 0, &w.rs[1]);
-        for (int k = 0; k < 2 && !st; k++)
-            st = complete_params(&w.rs[k], &w.caps, (uint32_t)n, tr->g);
+        tj_status st = trace_bodies(tr, &w, 2, (const char *[]){"cond", "body"},
+                                    (tj_body[]){cond_fn, body_fn}, user, n, 1);
         if (st) {
             res = fail(tr, st, "while_loop: %s", ir_last_error());
         } else {
@@ -512,8 +514,8 @@ static tj_tensor *bound(const char *what, tj_tensor *t) {
     return t->dtype == TJ_I64 ? t : tj_cast(t, TJ_I64);
 }
 
-static tj_tensor *for_flat(tj_tensor *start, tj_tensor *limit, tj_tensor *delta, tj_body body_fn,
-                           int n, tj_tensor *const *init, void *user) {
+tj_tensor *rt_for_flat(tj_tensor *start, tj_tensor *limit, tj_tensor *delta, tj_body body_fn, int n,
+                       tj_tensor *const *init, void *user) {
     rt_trace *tr = rt_trace_current();
     tj_tensor *b[3] = {bound("start", start), bound("limit", limit), bound("delta", delta)};
     for (int k = 0; k < 3; k++)
@@ -571,9 +573,7 @@ static tj_tensor *for_flat(tj_tensor *start, tj_tensor *limit, tj_tensor *delta,
         for (int k = 0; k < n; k++)
             desc_of(tr->g, w.ids[3 + k], &w.types[1 + k]);
         tj_status st =
-            trace_region(tr, "body", body_fn, user, n + 1, w.types, &w.caps, 0, &w.rs[0]);
-        if (!st)
-            st = complete_params(&w.rs[0], &w.caps, (uint32_t)n + 1, tr->g);
+            trace_bodies(tr, &w, 1, (const char *[]){"body"}, (tj_body[]){body_fn}, user, n + 1, 0);
         if (st) {
             res = fail(tr, st, "for_range: %s", ir_last_error());
         } else {
@@ -673,8 +673,8 @@ static tj_tensor *scan_eager(tj_body body_fn, int nc, tj_tensor *const *carry, i
     return res;
 }
 
-static tj_tensor *scan_flat(tj_body body_fn, int n_carry, tj_tensor *const *carry, int n_xs,
-                            tj_tensor *const *xs, void *user) {
+tj_tensor *rt_scan_flat(tj_body body_fn, int n_carry, tj_tensor *const *carry, int n_xs,
+                        tj_tensor *const *xs, void *user) {
     tj_tensor *err = check_list("scan", "carried value", n_carry, carry);
     if (!err)
         err = check_list("scan", "sequence", n_xs, xs);
@@ -716,10 +716,8 @@ static tj_tensor *scan_flat(tj_body body_fn, int n_carry, tj_tensor *const *carr
                         (size_t)w.types[k].rank * sizeof *w.types->dims);
             }
         }
-        tj_status st =
-            trace_region(tr, "body", body_fn, user, n_carry + n_xs, w.types, &w.caps, 0, &w.rs[0]);
-        if (!st)
-            st = complete_params(&w.rs[0], &w.caps, (uint32_t)(n_carry + n_xs), tr->g);
+        tj_status st = trace_bodies(tr, &w, 1, (const char *[]){"body"}, (tj_body[]){body_fn}, user,
+                                    n_carry + n_xs, 0);
         if (st) {
             res = fail(tr, st, "scan: %s", ir_last_error());
         } else {
@@ -733,261 +731,4 @@ static tj_tensor *scan_flat(tj_body body_fn, int n_carry, tj_tensor *const *carr
     }
     work_free(&w);
     return res;
-}
-
-/* ---- structured loop variables: tuples (tensor arrays) flattened around the flat versions -----
- */
-/* A list of values, each a tensor or a tuple of tensors (a tensor array is one): the bodies see
- * the list as given, the regions and the executor a flat list of tensors. */
-#define TREE_MAX 64
-typedef struct tree {
-    int n_top, n_flat, has_tuple;
-    uint8_t kind[TREE_MAX]; /* 0: a tensor, 1: a tuple, 2: a tensor array */
-    uint8_t width[TREE_MAX];
-} tree;
-
-/* The tree of v[0..n) and its flat items (into flat, room for `room`); an error tensor or NULL. */
-static tj_tensor *tree_of(const char *op, int n, tj_tensor *const *v, tree *t, tj_tensor **flat,
-                          int room) {
-    memset(t, 0, sizeof *t);
-    t->n_top = n;
-    for (int k = 0; k < n; k++) {
-        if (!v[k])
-            return rt_scoped(rt_errorf(TJ_ERR_INVALID, "%s: value %d is NULL", op, k));
-        if (v[k]->kind == RT_ERROR)
-            return rt_scoped(tj_retain(v[k]));
-        int w = v[k]->kind == RT_TUPLE ? v[k]->n_items : 1;
-        if (v[k]->kind == RT_TUPLE) {
-            if (k >= TREE_MAX || w > 255)
-                return rt_scoped(rt_errorf(TJ_ERR_UNSUPPORTED,
-                                           "%s: at most %d values when some are tuples", op,
-                                           TREE_MAX));
-            t->has_tuple = 1;
-            t->kind[k] = v[k]->tensor_array ? 2 : 1;
-            t->width[k] = (uint8_t)w;
-            for (int j = 0; j < w; j++)
-                if (v[k]->items[j]->kind == RT_TUPLE)
-                    return rt_scoped(rt_errorf(TJ_ERR_UNSUPPORTED,
-                                               "%s: value %d holds a tuple in a tuple (one level "
-                                               "of tuples only)",
-                                               op, k));
-        } else if (k < TREE_MAX) {
-            t->width[k] = 1;
-        }
-        for (int j = 0; j < w && t->n_flat + j < room; j++)
-            flat[t->n_flat + j] = v[k]->kind == RT_TUPLE ? v[k]->items[j] : v[k];
-        t->n_flat += w;
-    }
-    return NULL;
-}
-
-/* The top-level values of flat values shaped by t (tuples are new scoped references). */
-static void tree_nest(const tree *t, tj_tensor *const *flat, tj_tensor **top) {
-    int at = 0;
-    for (int k = 0; k < t->n_top; k++) {
-        if (!t->has_tuple || t->kind[k] == 0) {
-            top[k] = flat[at++];
-            continue;
-        }
-        top[k] = tj_tuple(t->width[k], flat + at);
-        if (top[k]->kind == RT_TUPLE)
-            top[k]->tensor_array = t->kind[k] == 2;
-        at += t->width[k];
-    }
-}
-
-/* A user body seen through flat lists: it gets its arguments shaped by `in` and its results
- * are flattened; the first `expect.n_top` results must be shaped like `expect` (the carried
- * values of a loop; for a cond's else branch, what the then branch returned), the rest plain. */
-typedef struct adapter {
-    tj_body fn;
-    void *user;
-    const char *op;
-    tree in, expect, got;
-    int check;  /* expect is set */
-    int single; /* the body returned one value, not a tuple */
-} adapter;
-
-static tj_tensor *run_adapted(adapter *a, tj_tensor *const *flat) {
-    tj_tensor *stack_top[16],
-        **top = a->in.n_top <= 16 ? stack_top : calloc((size_t)a->in.n_top, sizeof *top);
-    if (!top)
-        return rt_scoped(rt_errorf(TJ_ERR_OOM, "%s: out of memory", a->op));
-    tree_nest(&a->in, flat, top);
-    tj_tensor *r = a->fn(a->in.n_top, top, a->user);
-    if (top != stack_top)
-        free(top);
-    if (!r || r->kind == RT_ERROR)
-        return r;
-    /* a tensor array is one value, not a tuple of results */
-    bool many = r->kind == RT_TUPLE && !r->tensor_array;
-    a->single = !many;
-    tj_tensor *one = r, *const *items = many ? r->items : &one;
-    int m = many ? r->n_items : 1, room = 0;
-    for (int k = 0; k < m; k++)
-        room += items[k]->kind == RT_TUPLE ? items[k]->n_items : 1;
-    tj_tensor **fl = calloc((size_t)room + 1, sizeof *fl);
-    if (!fl)
-        return rt_scoped(rt_errorf(TJ_ERR_OOM, "%s: out of memory", a->op));
-    tj_tensor *err = tree_of(a->op, m, items, &a->got, fl, room);
-    for (int k = 0; !err && a->check && k < a->expect.n_top; k++) {
-        bool tup = k < m && items[k]->kind == RT_TUPLE;
-        int w = tup ? items[k]->n_items : 1;
-        if (k >= m || tup != (a->expect.kind[k] != 0) || w != a->expect.width[k])
-            err = rt_scoped(rt_errorf(TJ_ERR_SHAPE,
-                                      "%s: result %d is shaped unlike before (a tuple or tensor "
-                                      "array must stay one, with the same number of items)",
-                                      a->op, k));
-    }
-    tj_tensor *res = err                               ? err
-                     : a->single && a->got.n_flat == 1 ? (tj_retain(fl[0]), rt_scoped(fl[0]))
-                                                       : tj_tuple(a->got.n_flat, fl);
-    free(fl);
-    return res;
-}
-/* ctx: an array of adapters; the first body of a node uses [0], the second [1] */
-static tj_tensor *adapted0(int n, tj_tensor *const *flat, void *ctx) {
-    (void)n;
-    return run_adapted(&((adapter *)ctx)[0], flat);
-}
-static tj_tensor *adapted1(int n, tj_tensor *const *flat, void *ctx) {
-    (void)n;
-    return run_adapted(&((adapter *)ctx)[1], flat);
-}
-/* a cond's else branch must return what its then branch returned */
-static tj_tensor *adapted_else(int n, tj_tensor *const *flat, void *ctx) {
-    adapter *a = ctx; /* a[0]: then, a[1]: else */
-    (void)n;
-    if (a[0].got.n_top || a[0].got.n_flat) {
-        a[1].expect = a[0].got;
-        a[1].check = 1;
-    }
-    return run_adapted(&a[1], flat);
-}
-
-/* The flat results r of a flat call shaped back: the first values by t, the rest as they are;
- * one value or a tuple as `single` says. */
-static tj_tensor *unflatten(tj_tensor *r, const tree *t, int single) {
-    if (!r || r->kind == RT_ERROR)
-        return r;
-    tj_tensor *one = r, *const *flat = r->kind == RT_TUPLE ? r->items : &one;
-    int n = r->kind == RT_TUPLE ? r->n_items : 1;
-    if (n < t->n_flat)
-        return r;
-    int m = t->n_top + n - t->n_flat;
-    tj_tensor **top = calloc((size_t)m + 1, sizeof *top);
-    if (!top)
-        return rt_scoped(rt_errorf(TJ_ERR_OOM, "out of memory"));
-    tree_nest(t, flat, top);
-    for (int k = t->n_flat; k < n; k++)
-        top[t->n_top + k - t->n_flat] = flat[k];
-    tj_tensor *res = single && m == 1 ? (tj_retain(top[0]), rt_scoped(top[0])) : tj_tuple(m, top);
-    free(top);
-    return res;
-}
-
-/* A list's tree and flat items (malloc'd into *flat); an error tensor or NULL. */
-static tj_tensor *prepare(const char *op, int n, tj_tensor *const *v, tree *t, tj_tensor ***flat) {
-    *flat = NULL;
-    if (n < 0 || (n > 0 && !v))
-        return NULL; /* the flat version reports it */
-    int room = 0;
-    for (int k = 0; k < n; k++)
-        room += v[k] && v[k]->kind == RT_TUPLE ? v[k]->n_items : 1;
-    *flat = calloc((size_t)room + 1, sizeof **flat);
-    if (!*flat)
-        return rt_scoped(rt_errorf(TJ_ERR_OOM, "%s: out of memory", op));
-    return tree_of(op, n, v, t, *flat, room);
-}
-
-tj_tensor *tj_cond(tj_tensor *pred, tj_body then_fn, tj_body else_fn, int n, tj_tensor *const *args,
-                   void *user) {
-    tree in;
-    tj_tensor **flat;
-    tj_tensor *err = prepare("cond", n, args, &in, &flat);
-    if (err || !flat || !in.has_tuple || !then_fn || !else_fn) {
-        free(flat);
-        return err ? err : cond_flat(pred, then_fn, else_fn, n, args, user);
-    }
-    adapter a[2] = {{.fn = then_fn, .user = user, .op = "cond", .in = in},
-                    {.fn = else_fn, .user = user, .op = "cond", .in = in}};
-    tj_tensor *r = cond_flat(pred, adapted0, adapted_else, in.n_flat, flat, a);
-    free(flat);
-    /* the branch that ran (eager) or the then branch (traced) says how results are shaped */
-    adapter *ran = a[1].got.n_top || a[1].got.n_flat ? &a[1] : &a[0];
-    return unflatten(r, &ran->got, ran->single);
-}
-
-tj_tensor *tj_while_loop_max(tj_body cond_fn, tj_body body_fn, int n, tj_tensor *const *init,
-                             int64_t maximum_iterations, void *user) {
-    tree in;
-    tj_tensor **flat;
-    tj_tensor *err = prepare("while_loop", n, init, &in, &flat);
-    if (err || !flat || !in.has_tuple || !cond_fn || !body_fn) {
-        free(flat);
-        return err ? err : while_flat(cond_fn, body_fn, n, init, maximum_iterations, user);
-    }
-    adapter a[2] = {
-        {.fn = cond_fn, .user = user, .op = "while_loop", .in = in},
-        {.fn = body_fn, .user = user, .op = "while_loop", .in = in, .expect = in, .check = 1}};
-    tj_tensor *r = while_flat(adapted0, adapted1, in.n_flat, flat, maximum_iterations, a);
-    free(flat);
-    return unflatten(r, &in, 1);
-}
-
-tj_tensor *tj_while_loop(tj_body cond_fn, tj_body body_fn, int n, tj_tensor *const *init,
-                         void *user) {
-    return tj_while_loop_max(cond_fn, body_fn, n, init, 0, user);
-}
-
-tj_tensor *tj_for_range(tj_tensor *start, tj_tensor *limit, tj_tensor *delta, tj_body body_fn,
-                        int n, tj_tensor *const *init, void *user) {
-    tree in;
-    tj_tensor **flat;
-    tj_tensor *err = prepare("for_range", n, init, &in, &flat);
-    if (err || !flat || !in.has_tuple || !body_fn) {
-        free(flat);
-        return err ? err : for_flat(start, limit, delta, body_fn, n, init, user);
-    }
-    /* the body takes the index first: its tree is the loop variables' with one tensor in front */
-    adapter a = {.fn = body_fn, .user = user, .op = "for_range", .expect = in, .check = 1};
-    a.in.n_top = in.n_top + 1;
-    a.in.n_flat = in.n_flat + 1;
-    a.in.has_tuple = 1;
-    for (int k = 0; k < in.n_top && k + 1 < TREE_MAX; k++) {
-        a.in.kind[k + 1] = in.kind[k];
-        a.in.width[k + 1] = in.width[k];
-    }
-    a.in.width[0] = 1;
-    tj_tensor *r = for_flat(start, limit, delta, adapted0, in.n_flat, flat, &a);
-    free(flat);
-    return unflatten(r, &in, 1);
-}
-
-tj_tensor *tj_scan(tj_body body_fn, int n_carry, tj_tensor *const *carry, int n_xs,
-                   tj_tensor *const *xs, void *user) {
-    tree in;
-    tj_tensor **flat;
-    tj_tensor *err = prepare("scan", n_carry, carry, &in, &flat);
-    if (err || !flat || !in.has_tuple || !body_fn || n_xs < 0 || (n_xs && !xs) ||
-        in.n_top + n_xs >= TREE_MAX) {
-        free(flat);
-        return err ? err : scan_flat(body_fn, n_carry, carry, n_xs, xs, user);
-    }
-    tj_tensor **all = realloc(flat, (size_t)(in.n_flat + n_xs + 1) * sizeof *all);
-    if (!all) {
-        free(flat);
-        return rt_scoped(rt_errorf(TJ_ERR_OOM, "scan: out of memory"));
-    }
-    for (int k = 0; k < n_xs; k++)
-        all[in.n_flat + k] = xs[k];
-    /* the body takes the carried values shaped by their tree, then one row of each sequence */
-    adapter a = {.fn = body_fn, .user = user, .op = "scan", .in = in, .expect = in, .check = 1};
-    a.in.n_top += n_xs;
-    a.in.n_flat += n_xs;
-    for (int k = 0; k < n_xs; k++)
-        a.in.width[in.n_top + k] = 1;
-    tj_tensor *r = scan_flat(adapted0, in.n_flat, all, n_xs, all + in.n_flat, &a);
-    free(all);
-    return unflatten(r, &in, 0);
 }

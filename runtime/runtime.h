@@ -260,6 +260,17 @@ tj_status rt_regions_new(const ir_graph *g, rt_program *(*compile)(const ir_grap
                          void *ctx, rt_program ***out);
 void rt_regions_free(rt_program **regions, const ir_graph *g);
 
+/* ---- control flow (control.c; the public entry points in control_tree.c) -------------------- */
+/* The control-flow ops over flat lists of tensors (no tuples): eagerly as C, traced as regions. */
+tj_tensor *rt_cond_flat(tj_tensor *pred, tj_body then_fn, tj_body else_fn, int n,
+                        tj_tensor *const *args, void *user);
+tj_tensor *rt_while_flat(tj_body cond_fn, tj_body body_fn, int n, tj_tensor *const *init,
+                         int64_t maximum_iterations, void *user);
+tj_tensor *rt_for_flat(tj_tensor *start, tj_tensor *limit, tj_tensor *delta, tj_body body_fn, int n,
+                       tj_tensor *const *init, void *user);
+tj_tensor *rt_scan_flat(tj_body body_fn, int n_carry, tj_tensor *const *carry, int n_xs,
+                        tj_tensor *const *xs, void *user);
+
 /* Side effects shared by eager execution and programs. */
 tj_status rt_do_print(const char *prefix, tj_tensor *const *xs, uint32_t n);
 tj_status rt_do_callback(void *fn, void *user, tj_tensor *const *xs, uint32_t n);
