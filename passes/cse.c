@@ -2,8 +2,10 @@
  * ir_add interns identical pure nodes as they are built, so CSE is a rebuild: nodes that became
  * identical after folding or simplification (same op, attrs, dtype, dims and, by then, the same
  * input ids) collapse into the first of them. Side-effect and random nodes are never interned by
- * ir_add and so never merged. Blobs are copied once per rebuild, subgraphs up front (same
- * handles; they are not optimized inside yet). */
+ * ir_add and so never merged. Blobs and subgraphs are copied once per rebuild, when the first
+ * node that uses them is added: a region no node refers to any more (the untaken branch of an
+ * inlined cond, a pruned loop) does not survive the rebuild. Two nodes merge only if their
+ * handles are the same, so a merged node never leaves an orphan copy behind. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,13 +41,6 @@ tj_status pass_rebuild_begin(pass_rebuild *rb, const ir_graph *src, uint32_t n_n
     rb->flags = calloc(nn, 1);
     bool ok = rb->dst && rb->map && rb->blob_map && rb->sub_map && rb->flags &&
               ir_graph_reserve(rb->dst, n_nodes, n_edges) == TJ_OK;
-    /* subgraphs are copied up front, in order, so their handles stay the same */
-    for (uint32_t i = 0; ok && i < src->n_subs; i++) {
-        ir_graph *c = ir_graph_clone(src->subs[i]);
-        ok = c && (rb->sub_map[i] = ir_add_sub(rb->dst, c)) != 0;
-        if (c && !rb->sub_map[i])
-            ir_graph_free(c);
-    }
     if (!ok) {
         pass_rebuild_abort(rb);
         return ir_errorf(TJ_ERR_OOM, "passes: out of memory rebuilding a graph of %u nodes",
@@ -92,8 +87,18 @@ static uint32_t add_translated(pass_rebuild *rb, const ir_node *proto, const uin
                           p.a.sub[k]);
                 return IR_NONE;
             }
+            uint32_t s = p.a.sub[k] - 1;
+            if (p.a.sub[k] && !rb->sub_map[s]) {
+                ir_graph *c = ir_graph_clone(src->subs[s]);
+                if (!c || !(rb->sub_map[s] = ir_add_sub(rb->dst, c))) {
+                    ir_graph_free(c);
+                    ir_errorf(TJ_ERR_OOM, "%s: out of memory copying region %u", ir_ops[p.op].name,
+                              p.a.sub[k]);
+                    return IR_NONE;
+                }
+            }
             if (p.a.sub[k])
-                p.a.sub[k] = rb->sub_map[p.a.sub[k] - 1];
+                p.a.sub[k] = rb->sub_map[s];
         }
         proto = &p;
     }
@@ -162,8 +167,9 @@ ir_graph *pass_rebuild_end(pass_rebuild *rb, pass_stat *st) {
     }
     /* Effects in src program order (ir_add already appended side nodes in node order; redo the
      * list so an effect order that differs from node order survives too). */
-    dst->n_effects = 0;
-    for (uint32_t i = 0; i < src->n_effects; i++) {
+    if (!rb->keep_effects)
+        dst->n_effects = 0;
+    for (uint32_t i = 0; i < src->n_effects && !rb->keep_effects; i++) {
         uint32_t d = rb->map[src->effects[i]];
         if (d == IR_NONE) {
             ir_errorf(TJ_ERR_INVALID, "passes: effect %u (node %u) was dropped", i,

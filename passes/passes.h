@@ -133,8 +133,10 @@ typedef struct pass_rebuild {
     uint32_t *scratch;  /* input-id buffer for pass_copy */
     uint8_t *flags;     /* per src id, set by pass_map: PASS_M_SAME, PASS_M_CONST */
     uint32_t cap_scratch;
-    uint64_t merged; /* pass_add calls that returned an existing node (interning) */
-    bool dry;        /* simplify's scan: dst == src, identity map, nothing is added */
+    uint64_t merged;   /* pass_add calls that returned an existing node (interning) */
+    bool dry;          /* simplify's scan: dst == src, identity map, nothing is added */
+    bool keep_effects; /* pass_rebuild_end keeps dst's effects (node order) instead of remapping
+                          src's: a pass that replaces an effect by others (inline_cond.c) */
 } pass_rebuild;
 
 /* What pass_map learns of map[id] while both nodes are in cache, so later reads need neither:
@@ -161,6 +163,11 @@ uint32_t pass_add(pass_rebuild *rb, const ir_node *proto, const uint32_t *in, ui
 ir_graph *pass_rebuild_end(pass_rebuild *rb, pass_stat *st);
 /* Frees everything after a failure. Returns NULL. */
 ir_graph *pass_rebuild_abort(pass_rebuild *rb);
+
+/* inline_cond.c: whether g has a COND with a constant predicate, and g with each such COND
+ * replaced by the branch it takes (a new graph; NULL with the error set). */
+bool pass_has_const_cond(const ir_graph *g);
+ir_graph *pass_inline_conds(const ir_graph *g, pass_stat *st);
 
 /* Nodes of g whose value is a CONST: its payload, or NULL. */
 const ir_blob *pass_const_blob(const ir_graph *g, uint32_t id);

@@ -276,9 +276,21 @@ static bool any_rewrite(const ir_graph *g) {
     return false;
 }
 
+static ir_graph *simplify_nodes(const ir_graph *g, pass_stat *st);
+
 ir_graph *pass_simplify_run(const ir_graph *g, const pass_options *opts, pass_stat *st) {
+    (void)opts;
+    ir_graph *inl = NULL; /* a cond on a constant predicate becomes its branch first */
+    if (pass_has_const_cond(g) && !(g = inl = pass_inline_conds(g, st)))
+        return NULL;
     if (!any_rewrite(g))
         return (ir_graph *)g;
+    ir_graph *out = simplify_nodes(g, st);
+    ir_graph_free(inl);
+    return out;
+}
+
+static ir_graph *simplify_nodes(const ir_graph *g, pass_stat *st) {
     pass_rebuild rb;
     /* a rebuild never makes more nodes or edges than its source */
     if (pass_rebuild_begin(&rb, g, g->n_nodes, g->n_edges) != TJ_OK)

@@ -117,7 +117,8 @@ int main(void) {
     CHECK_HAS(ir_last_error(), "output");
     ir_graph_free(bad);
 
-    /* subgraphs (control flow bodies) are carried over with the same handles */
+    /* a subgraph no node refers to does not survive the rebuild (the regions a node uses are
+     * copied when it is: tests/passes/regions_inside.tjir, inline_cond.tjir) */
     ir_graph *withsub = ir_graph_clone(g);
     ir_graph *body = ir_graph_new("body");
     ir_add_output(body, b_param(body, 0, TJ_F32, 0, NULL));
@@ -126,9 +127,7 @@ int main(void) {
     r = pass_pipeline_run(withsub, &o, NULL);
     CHECK_MSG(r != NULL, "%s", ir_last_error());
     if (r) {
-        CHECK_EQ_INT(r->n_subs, 1);
-        CHECK(r->subs[0] != body && strcmp(r->subs[0]->name, "body") == 0);
-        CHECK_EQ_INT(r->subs[0]->n_nodes, 1);
+        CHECK_EQ_INT(r->n_subs, 0);
         CHECK_EQ_INT(r->n_nodes, 3);
     }
     ir_graph_free(r);

@@ -95,6 +95,10 @@ static tj_tensor *same(int n, tj_tensor *const *a, void *user) {
 static tj_tensor *mismatched(tj_tensor *x) {
     return tj_cond(tj_greater(tj_sum(x, 0, NULL, 0), tj_scalar_f32(0)), vec, same, 1, &x, NULL);
 }
+/* a predicate the passes fold (1 < 2): the compiled graph is the then branch, inlined */
+static tj_tensor *const_pred(tj_tensor *x) {
+    return tj_cond(tj_less(tj_scalar_f32(1), tj_scalar_f32(2)), square, zero, 1, &x, NULL);
+}
 static tj_tensor *vector_pred(tj_tensor *x) {
     return tj_cond(tj_greater(x, tj_scalar_f32(0)), same, same, 1, &x, NULL);
 }
@@ -162,6 +166,28 @@ int main(void) {
     tj_tensor *e = tj_call_eager(f, 3, args);
     CHECK_NEAR(tj_tensor_get_f64(tj_tuple_get(e, 0), 0), 1, 0);
     CHECK_EQ_INT(tj_function_trace_count(f), eager ? 0 : 1);
+    tj_function_free(f);
+
+    /* a constant predicate: the branch it takes is inlined (no cond node, no regions left) and
+     * keeps its side effects, in order, on every call */
+    f = tj_function_new("const_pred", (void *)const_pred, 1, NULL);
+    n_then_cb = n_else_cb = 0;
+    for (int i = 1; i <= 2; i++) {
+        r = tj_call(f, 1, (tj_tensor *[]){tj_scalar_f32(3)});
+        CHECK_NEAR(tj_tensor_get_f64(r, 0), 9, 0);
+        CHECK_EQ_INT(n_then_cb, i);
+        CHECK_EQ_INT(n_else_cb, 0);
+        CHECK_STR(last(), "then 3");
+    }
+    if (!eager) {
+        tj_concrete *c = tj_function_get_concrete(f, 1, (tj_spec[]){{.dtype = TJ_F32}});
+        char *text = tj_concrete_graph_text(c);
+        CHECK_MSG(text && !strstr(text, "= cond ") && !strstr(text, "  graph @"),
+                  "the cond on a constant predicate is still there:\n%s", text ? text : "");
+        CHECK_HAS(text, "print ");
+        CHECK_HAS(text, "host_callback ");
+        free(text);
+    }
     tj_function_free(f);
 
     /* errors: branches that disagree (named), a vector predicate, NULL branches */
