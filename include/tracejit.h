@@ -332,6 +332,13 @@ typedef tj_tensor *(*tj_body)(int n, tj_tensor *const *args, void *user);
  * no op and no side effect. */
 TJ_API tj_tensor *tj_cond(tj_tensor *pred, tj_body then_fn, tj_body else_fn, int n,
                           tj_tensor *const *args, void *user);
+/* tf.switch_case / lax.switch: runs fns[index](n, args, user) of n_branches branches. index is
+ * an integer scalar, clamped into [0, n_branches) as lax.switch does. Every branch must return
+ * what branch 0 returns (the error names the branch, the result and both types). Traced, the
+ * branches become a balanced tree of conds (log2(n) compares; a constant index inlines the one
+ * branch). fns is borrowed for the call. */
+TJ_API tj_tensor *tj_switch(tj_tensor *index, int n_branches, const tj_body *fns, int n,
+                            tj_tensor *const *args, void *user);
 /* tf.while_loop / lax.while_loop: while cond_fn(vars) { vars = body_fn(vars) }, starting from
  * init (n loop variables). The body must return n tensors keeping each variable's dtype and shape
  * (the error names the variable and both shapes); the result is the final variables (one tensor
