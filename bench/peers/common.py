@@ -71,13 +71,20 @@ def softmax_ref(x):
 
 
 class Workload:
-    """name, inputs (numpy arrays), a lazily computed reference, a tolerance, bytes and flops."""
+    """name, inputs (numpy arrays), a lazily computed reference, a tolerance, bytes and flops.
+    per: a function giving the number of loop iterations a call runs (the reference's), when the
+    unit is per iteration: the timer divides each call's time by it."""
 
-    def __init__(self, name, title, make_inputs, ref, tol, unit, nbytes=None, flops=None):
+    def __init__(self, name, title, make_inputs, ref, tol, unit, nbytes=None, flops=None,
+                 per=None):
         self.name, self.title, self.unit = name, title, unit
         self._make, self._ref_fn, self.tol = make_inputs, ref, tol
-        self.nbytes, self.flops = nbytes, flops
+        self.nbytes, self.flops, self._per = nbytes, flops, per
         self._inputs = self._ref = None
+
+    @property
+    def per(self):
+        return self._per() if self._per else 1
 
     @property
     def inputs(self):
@@ -168,6 +175,54 @@ def _chain_inputs(n):
     return lambda: (np.ones(n, dtype=np.float32),)
 
 
+# --- control flow (issue 10; as bench/bench_control.c) -------------------------------------------
+WT_N, WT_LIMIT = 1000, 30.0  # while sum(x) > 30: x = tanh(x), x: f32[1000] in [0, 1)
+RNN_T, RNN_B, RNN_H = 100, 32, 128  # h = tanh(x_t W + h U + b), 100 steps
+FB_N = 100000  # fizzbuzz over 1..10^5 counting into 4 loop variables
+_wt_iters = []
+
+
+def _while_tanh_inputs():
+    return ((((np.arange(WT_N) * 7919) % 1000).astype(np.float32) / np.float32(1000)),)
+
+
+def while_tanh_ref(x):
+    """The f32 loop with numpy's tanh and a float64 sum, as bench_control.c's C loop; records its
+    iteration count (the per-iteration divisor for everyone)."""
+    x, it = x.copy(), 0
+    while float(np.sum(x, dtype=np.float64)) > WT_LIMIT:
+        x = np.tanh(x)
+        it += 1
+    _wt_iters[:] = [it]
+    return x.astype(np.float64)
+
+
+def rnn_inputs():
+    i = np.arange(RNN_T * RNN_B * RNN_H)
+    xs = (((i * 31) % 17).astype(np.float32) / np.float32(17) - np.float32(0.5))
+    j = np.arange(2 * RNN_H * RNN_H)
+    w = ((((j * 13) % 23).astype(np.float32) / np.float32(23) - np.float32(0.5)) * np.float32(0.1))
+    return (xs.reshape(RNN_T, RNN_B, RNN_H), np.zeros((RNN_B, RNN_H), np.float32),
+            w[:RNN_H * RNN_H].reshape(RNN_H, RNN_H), w[RNN_H * RNN_H:].reshape(RNN_H, RNN_H),
+            np.zeros(RNN_H, np.float32))
+
+
+def rnn_ref(xs, h0, W, U, b):
+    h = h0.astype(np.float64)
+    for t in range(xs.shape[0]):
+        h = np.tanh(xs[t].astype(np.float64) @ W + h @ U + b)
+    return h
+
+
+def fizzbuzz_ref(n):
+    i = np.arange(1, int(n) + 1)
+    fb = i % 15 == 0
+    fz = (i % 3 == 0) & ~fb
+    bz = (i % 5 == 0) & ~fb
+    return np.array([fb.sum(), fz.sum(), bz.sum(), len(i) - fb.sum() - fz.sum() - bz.sum()],
+                    np.int64)
+
+
 F32 = ("elem", 1e-5, 1e-6)  # elementwise f32: (kind, rtol, atol)
 RED = ("max", 1e-4, 0.0)  # matmul, dense, conv: f32 sums of up to 2048 products
 WORKLOADS = {w.name: w for w in [
@@ -194,6 +249,14 @@ WORKLOADS = {w.name: w for w in [
              _chain_inputs(16), chain_ref, F32, "ms"),
     Workload("retrace_50op", "retrace for a new shape, 50-op chain f32[16] -> f32[32]",
              _chain_inputs(32), chain_ref, F32, "ms"),
+    # a different tanh or sum order may stop one iteration earlier or later: 3e-4 relative
+    Workload("while_tanh", "while sum(x) > 30: x = tanh(x), f32[1000] (S16), per iteration",
+             _while_tanh_inputs, while_tanh_ref, ("elem", 2e-3, 1e-6), "ns",
+             per=lambda: (WORKLOADS["while_tanh"].ref, _wt_iters[0])[1]),
+    Workload("rnn_scan", "tanh RNN, batch 32, hidden 128, 100 steps (S19, scan)", rnn_inputs,
+             rnn_ref, ("max", 1e-4, 1e-6), "ms", flops=2 * 2 * RNN_B * RNN_H * RNN_H * RNN_T),
+    Workload("fizzbuzz_1e5", "fizzbuzz counts over 1..10^5, branches in a loop (S17), per "
+             "iteration", lambda: (np.int64(FB_N),), fizzbuzz_ref, None, "ns", per=lambda: FB_N),
 ]}
 UNIT_S = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
@@ -255,7 +318,7 @@ class Runner:
                 t0 = time.perf_counter()
                 for _ in range(n):
                     fn()
-                samples.append((time.perf_counter() - t0) / n / UNIT_S[w.unit])
+                samples.append((time.perf_counter() - t0) / n / w.per / UNIT_S[w.unit])
             self._record_samples(w, impl, mode, samples, n, err, note)
         except Exception as e:  # a peer that cannot run a workload is reported, not fatal
             self._add(w, impl, mode, "error", note=_short(e))
@@ -289,6 +352,8 @@ class Runner:
             extra["gbps"] = w.nbytes / (med * UNIT_S[w.unit]) / 1e9
         if w.flops:
             extra["gflops"] = w.flops / (med * UNIT_S[w.unit]) / 1e9
+        if w.per != 1:
+            extra["iterations_per_call"] = w.per
         self._add(w, impl, mode, "ok", median=med, min=float(min(samples)),
                   max=float(max(samples)), reps=len(samples), calls_per_rep=n, max_err=err,
                   note=note, **extra)

@@ -141,4 +141,48 @@ def retrace():
 
 
 R.first_call("retrace_50op", E, retrace, note="no recompile: specializes on dtype/rank, not shape")
+
+
+# --- control flow: plain loops and ifs in @njit code (what a C programmer would write) -----------
+@njit
+def while_tanh(x0):
+    x = x0.copy()
+    while True:
+        s = 0.0
+        for i in range(x.size):
+            s += x[i]
+        if not s > common.WT_LIMIT:
+            return x
+        for i in range(x.size):
+            x[i] = np.tanh(x[i])
+
+
+@njit
+def rnn(xs, h0, W, U, b):
+    h = h0.copy()
+    for t in range(xs.shape[0]):
+        h = np.tanh(np.dot(xs[t], W) + np.dot(h, U) + b)
+    return h
+
+
+@njit
+def fizzbuzz(n):
+    c = np.zeros(4, np.int64)
+    for i in range(1, n + 1):
+        if i % 15 == 0:
+            c[0] += 1
+        elif i % 3 == 0:
+            c[1] += 1
+        elif i % 5 == 0:
+            c[2] += 1
+        else:
+            c[3] += 1
+    return c
+
+
+for name, fn in [("while_tanh", while_tanh), ("rnn_scan", rnn), ("fizzbuzz_1e5", fizzbuzz)]:
+    if R.wants(name):
+        args = WORKLOADS[name].inputs
+        R.time(name, E, "compiled", lambda fn=fn, args=args: lambda: fn(*args),
+               note="np.dot (BLAS)" if name == "rnn_scan" else "")
 R.save()

@@ -60,4 +60,24 @@ if R.wants("dense_bias_relu_1024"):
 if R.wants("softmax_4096"):
     (x,) = W["softmax_4096"]
     R.time("softmax_4096", E, "eager", lambda: lambda: softmax(x))
+
+
+def while_tanh(x):
+    while float(np.sum(x)) > common.WT_LIMIT:
+        x = np.tanh(x)
+    return x
+
+
+def rnn(xs, h0, W, U, b):
+    h = h0
+    for t in range(xs.shape[0]):
+        h = np.tanh(xs[t] @ W + h @ U + b)
+    return h
+
+
+for name, fn in [("while_tanh", while_tanh), ("rnn_scan", rnn)]:
+    if R.wants(name):
+        args = WORKLOADS[name].inputs
+        R.time(name, E, "eager", lambda fn=fn, args=args: lambda: fn(*args), note="Python loop")
+R.unsupported("fizzbuzz_1e5", E, "eager", "a scalar loop: no array formulation")
 R.save()

@@ -74,6 +74,70 @@ def build_chain():
     return session(nodes, [vi("x", F, ["n"])], [vi("y", F, ["n"])], inits)
 
 
+def build_while_tanh():
+    """Loop (no trip count) whose body returns tanh(x) and sum(tanh(x)) > 30 as the condition of
+    the next iteration; the first condition is computed before the loop."""
+    body = helper.make_graph(
+        [helper.make_node("Tanh", ["xb"], ["xn"]),
+         helper.make_node("ReduceSum", ["xn"], ["s"], keepdims=0),
+         binop("Greater", "s", "lim", "c")],
+        "body", [vi("it", TensorProto.INT64, []), vi("cin", TensorProto.BOOL, []),
+                 vi("xb", F, [common.WT_N])],
+        [vi("c", TensorProto.BOOL, []), vi("xn", F, [common.WT_N])])
+    nodes = [helper.make_node("ReduceSum", ["x"], ["s0"], keepdims=0),
+             binop("Greater", "s0", "lim", "c0"),
+             helper.make_node("Loop", ["", "c0", "x"], ["y"], body=body)]
+    return session(nodes, [vi("x", F, [common.WT_N])], [vi("y", F, [common.WT_N])],
+                   [scalar("lim", common.WT_LIMIT)])
+
+
+def build_rnn():
+    """ONNX's own RNN operator (tanh): W and R are the transposed weights, B = [Wb, Rb]."""
+    T, B, H = common.RNN_T, common.RNN_B, common.RNN_H
+    nodes = [helper.make_node("RNN", ["x", "w", "r", "b", "", "h0"], ["", "yh"], hidden_size=H),
+             helper.make_node("Squeeze", ["yh", "axis0"], ["y"])]
+    inputs = [vi("x", F, [T, B, H]), vi("w", F, [1, H, H]), vi("r", F, [1, H, H]),
+              vi("b", F, [1, 2 * H]), vi("h0", F, [1, B, H])]
+    axis0 = numpy_helper.from_array(np.array([0], np.int64), "axis0")
+    return session(nodes, inputs, [vi("y", F, [B, H])], [axis0])
+
+
+def build_fizzbuzz():
+    """Loop over i = 0..n-1 (k = i + 1) with nested Ifs adding a one-hot row to the counts."""
+    I64 = TensorProto.INT64
+
+    def const(name, v):
+        return numpy_helper.from_array(np.array(v, np.int64), name)
+
+    def bump(j):
+        return helper.make_graph([binop("Add", "cb", f"e{j}", f"o{j}")], f"bump{j}", [],
+                                 [vi(f"o{j}", I64, [4])], [const(f"e{j}", np.eye(4)[j])])
+
+    def divisible(k, out):
+        return [binop("Mod", "k", f"m{k}", f"r{k}"), binop("Equal", f"r{k}", "zero", out)]
+
+    def branch(level):  # level 0: %15, 1: %3, 2: %5, else bump(3)
+        if level == 3:
+            return bump(3)
+        div = {0: 15, 1: 3, 2: 5}[level]
+        nodes = divisible(div, f"d{level}") + [helper.make_node(
+            "If", [f"d{level}"], [f"out{level}"], then_branch=bump(level),
+            else_branch=branch(level + 1))]
+        return helper.make_graph(nodes, f"level{level}", [], [vi(f"out{level}", I64, [4])])
+
+    top = branch(0)
+    body = helper.make_graph(
+        [binop("Add", "i", "one", "k"), helper.make_node("Identity", ["cin"], ["cout"]),
+         helper.make_node("Identity", ["c"], ["cb"])] + list(top.node) +
+        [helper.make_node("Identity", ["out0"], ["cnext"])],
+        "body", [vi("i", I64, []), vi("cin", TensorProto.BOOL, []), vi("c", I64, [4])],
+        [vi("cout", TensorProto.BOOL, []), vi("cnext", I64, [4])],
+        [const("one", 1), const("zero", 0), const("m15", 15), const("m3", 3), const("m5", 5)])
+    nodes = [helper.make_node("Loop", ["n", "", "c0"], ["y"], body=body)]
+    return session(nodes, [vi("n", I64, [])], [vi("y", I64, [4])],
+                   [numpy_helper.from_array(np.zeros(4, np.int64), "c0")])
+
+
 def timed(name, sess, feeds, out=lambda y: y, note=""):
     run = sess.run
     R.time(name, E, "compiled", lambda: lambda: run(None, feeds)[0], to_numpy=out, note=note)
@@ -132,6 +196,18 @@ def main():
         return time.perf_counter() - t0, y
 
     R.first_call("retrace_50op", E, retrace, note="symbolic dim: no rebuild")
+
+    if R.wants("while_tanh"):
+        timed("while_tanh", build_while_tanh(), {"x": WORKLOADS["while_tanh"].inputs[0]},
+              note="Loop")
+    if R.wants("rnn_scan"):
+        xs, h0, W, U, b = WORKLOADS["rnn_scan"].inputs
+        timed("rnn_scan", build_rnn(), {"x": xs, "w": W.T[None].copy(), "r": U.T[None].copy(),
+                                        "b": np.concatenate([b, b * 0])[None], "h0": h0[None]},
+              note="the RNN operator")
+    if R.wants("fizzbuzz_1e5"):
+        timed("fizzbuzz_1e5", build_fizzbuzz(), {"n": np.array(WORKLOADS["fizzbuzz_1e5"].inputs[0])},
+              note="Loop + nested If")
     R.save()
 
 

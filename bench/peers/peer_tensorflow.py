@@ -31,4 +31,46 @@ impls = [
                 lambda f: tf.function(f, jit_compile=True)),
 ]
 common.run_standard(R, ops, impls)
+
+
+# --- control flow: Python loops and ifs on tensors, which AutoGraph turns into tf.while_loop and
+# tf.cond inside tf.function (the seed's way); eagerly the same code runs op by op -------------
+def while_tanh(x):
+    while tf.reduce_sum(x) > common.WT_LIMIT:
+        x = tf.tanh(x)
+    return x
+
+
+def rnn(xs, h0, W, U, b):
+    h = h0
+    for t in tf.range(tf.shape(xs)[0]):
+        h = tf.tanh(tf.matmul(xs[t], W) + tf.matmul(h, U) + b)
+    return h
+
+
+def fizzbuzz(n):
+    c0 = c1 = c2 = c3 = tf.constant(0, tf.int64)
+    for i in tf.range(tf.constant(1, tf.int64), n + 1):
+        if i % 15 == 0:
+            c0 += 1
+        elif i % 3 == 0:
+            c1 += 1
+        elif i % 5 == 0:
+            c2 += 1
+        else:
+            c3 += 1
+    return tf.stack([c0, c1, c2, c3])
+
+
+for name, fn in [("while_tanh", while_tanh), ("rnn_scan", rnn), ("fizzbuzz_1e5", fizzbuzz)]:
+    if not R.wants(name):
+        continue
+    args = [tf.constant(a) for a in common.WORKLOADS[name].inputs]
+    for im in impls:
+        if im.mode == "eager" and name.startswith("fizz"):
+            R.unsupported(name, im.name, "eager", "10^5 Python iterations of tf ops: not run")
+            continue
+        R.time(name, im.name, im.mode, lambda im=im, fn=fn, a=args: (
+            lambda f: lambda: f(*a))(im.wrap(fn)), to_numpy=lambda t: t.numpy(),
+            note="AutoGraph: tf.while_loop / tf.cond" if im.mode == "compiled" else "")
 R.save()

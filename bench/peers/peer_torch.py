@@ -50,4 +50,44 @@ impls = [
                 note="inductor"),
 ]
 common.run_standard(R, ops, impls)
+
+
+# --- control flow: Python loops (torch.compile unrolls a loop of static trip count and breaks the
+# graph at a data-dependent condition); torch's experimental while_loop operator is tried too --
+def while_tanh(x):
+    while x.sum() > common.WT_LIMIT:
+        x = torch.tanh(x)
+    return x
+
+
+def while_tanh_hop(x):
+    from torch._higher_order_ops.while_loop import while_loop
+    return while_loop(lambda x: x.sum() > common.WT_LIMIT, lambda x: (torch.tanh(x),), (x,))[0]
+
+
+def rnn(xs, h0, W, U, b):
+    h = h0
+    for t in range(xs.shape[0]):
+        h = torch.tanh(xs[t] @ W + h @ U + b)
+    return h
+
+
+for name, fn in [("while_tanh", while_tanh), ("rnn_scan", rnn)]:
+    if not R.wants(name):
+        continue
+    args = [torch.from_numpy(a) for a in common.WORKLOADS[name].inputs]
+    for im in impls:
+        note = im.note
+        if im.mode == "compiled":
+            note += "; graph break at the data-dependent condition" if name == "while_tanh" \
+                else "; the 100 steps unrolled"
+        R.time(name, im.name, im.mode, lambda im=im, fn=fn, a=args: (
+            lambda f: lambda: f(*a))(im.wrap(fn)), to_numpy=lambda t: t.numpy(), note=note)
+    if name == "while_tanh":
+        R.time(name, "torch.compile while_loop", "compiled", lambda a=args: (
+            lambda f: lambda: f(*a))(torch.compile(while_tanh_hop, fullgraph=True)),
+            to_numpy=lambda t: t.numpy(), note="torch._higher_order_ops.while_loop (experimental)")
+for im in impls:
+    R.unsupported("fizzbuzz_1e5", im.name, im.mode,
+                  "no data-dependent loop with branches short of unrolling 10^5 iterations")
 R.save()

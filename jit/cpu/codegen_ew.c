@@ -109,8 +109,7 @@ static void store_elem(em *e, LLVMValueRef base, int dt, LLVMValueRef off, LLVMV
     LLVMBuildStore(e->b, v, p);
 }
 
-/* A one-element CONST input becomes an immediate; NULL for anything else. */
-static LLVMValueRef const_scalar(em *e, const ir_graph *g, const ir_node *n) {
+LLVMValueRef jit_cpu_const_scalar(em *e, const ir_graph *g, const ir_node *n) {
     const ir_blob *bl = ir_blob_get(g, n->a.blob);
     if (n->op != IR_OP_CONST || ir_numel(n->rank, n->dims) != 1 || !bl ||
         bl->size != ir_dtype_size(n->dtype))
@@ -251,7 +250,7 @@ tj_status jit_cpu_ew_emit(LLVMModuleRef m, const ir_graph *g, const pass_group *
     LLVMPositionBuilderAtEnd(b, entry);
     LLVMValueRef z64 = LLVMConstInt(e->i64, 0, 0), one64 = LLVMConstInt(e->i64, 1, 0);
     for (uint32_t i = 0; i < ni; i++)
-        if (L.scalar[i] && !(pre[i] = const_scalar(e, g, ir_node_get(g, gr->inputs[i]))))
+        if (L.scalar[i] && !(pre[i] = jit_cpu_const_scalar(e, g, ir_node_get(g, gr->inputs[i]))))
             pre[i] = load_elem(e, ptrs[i], ir_node_get(g, gr->inputs[i])->dtype, z64);
     LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, begin, end, ""), loop, exit);
     LLVMPositionBuilderAtEnd(b, loop);

@@ -191,6 +191,8 @@ jit_cpu_loop jit_cpu_loop_begin(jit_cpu_em *e, LLVMValueRef fn, LLVMValueRef fro
 /* Closes l; returns the latch block (for phis carried around the loop). */
 LLVMBasicBlockRef jit_cpu_loop_end(jit_cpu_em *e, LLVMValueRef fn, jit_cpu_loop *l,
                                    LLVMValueRef to);
+/* A one-element CONST node of a numeric or bool dtype as an immediate; NULL for anything else. */
+LLVMValueRef jit_cpu_const_scalar(jit_cpu_em *e, const ir_graph *g, const ir_node *n);
 /* Register type of a dtype (bool is i1; in memory it is i8). */
 LLVMTypeRef jit_cpu_reg_ty(jit_cpu_em *e, int dt);
 /* One element of node n from its inputs' values a[] (t: dtype of the value operands, i.e. input
@@ -231,6 +233,16 @@ tj_status jit_cpu_softmax_emit(LLVMModuleRef m, const ir_graph *g, uint32_t id, 
  * output's last axis. */
 tj_status jit_cpu_view_emit(LLVMModuleRef m, const ir_graph *g, uint32_t id, const char *name,
                             jit_cpu_ew_plan *plan);
+/* Native control flow (codegen_cf.c): whether COND / WHILE / FOR node id and everything in its
+ * regions is scalar arithmetic the codegen lowers (no effects, no tensors beyond one element). */
+bool jit_cpu_cf_supported(const ir_graph *g, uint32_t id);
+/* The ABI of a control-flow kernel: bufs holds the node's operands' data then its results';
+ * returns 0, or 1 when the run must be redone by the executor (an integer division by zero, a
+ * for_range step of 0: the executor reports the error with its iteration). */
+typedef int32_t (*jit_cpu_cf_fn)(void *const *bufs);
+/* Emits `name` for control-flow node id (jit_cpu_cf_supported must hold). */
+tj_status jit_cpu_cf_emit(LLVMModuleRef m, const ir_graph *g, uint32_t id, const char *name,
+                          const jit_cpu_opts *o);
 /* One kernel `name` running members in order on one thread (ABI: ins then outs); values that
  * no one outside reads live in stack slots. Member kernels become internal to the module. */
 tj_status jit_cpu_chain_emit(LLVMModuleRef m, const ir_graph *g, const jit_cpu_member *mem,

@@ -63,7 +63,9 @@ static tj_status build_steps(cpu_prog *cp, const jit_cpu_opts *o) {
             sp->id = id;
             sp->kind = STEP_NODE;
             const char *why = "no generated lowering";
-            if (n->op == IR_OP_MATMUL && jit_cpu_mm_shape(g, id, &sp->mm)) {
+            if ((ir_ops[n->op].flags & IR_F_CF) && jit_cpu_cf_supported(g, id)) {
+                sp->kind = STEP_CF;
+            } else if (n->op == IR_OP_MATMUL && jit_cpu_mm_shape(g, id, &sp->mm)) {
                 if (ir_dtype_is_float(sp->mm.dt) && !jit_cpu_mm_small(&sp->mm) && !o->exact_math) {
                     if (!blas_asked)
                         blas = jit_cpu_blas_get();
@@ -159,6 +161,8 @@ static tj_status merge_epilogues(cpu_prog *cp, const uint8_t *is_out) {
 static tj_status emit_step(LLVMModuleRef m, cpu_prog *cp, step *sp, const jit_cpu_opts *o) {
     const ir_graph *g = cp->base.g;
     bool contract = !o->no_contract;
+    if (sp->kind == STEP_CF)
+        return jit_cpu_cf_emit(m, g, sp->id, sp->name, o);
     if (sp->kind == STEP_BLAS)
         return sp->epi
                    ? jit_cpu_ew_emit(m, g, sp->epi, sp->name, contract, o->exact_math, &sp->plan)
@@ -309,7 +313,7 @@ tj_status jit_cpu_plan(cpu_prog *cp, const jit_cpu_opts *o) {
     int n_blas = 0;
     for (uint32_t s = 0; s < cp->n_steps; s++)
         n_blas += cp->steps[s].kind == STEP_BLAS;
-    snprintf(key, sizeof key, "%s;plan=2;blas=%d;exact=%d;par=%lld", base, n_blas > 0,
+    snprintf(key, sizeof key, "%s;plan=3;blas=%d;exact=%d;par=%lld", base, n_blas > 0,
              o->exact_math, (long long)cp->par_min);
     snprintf(prefix, sizeof prefix, "tj_%016llx_",
              (unsigned long long)ir_hash_bytes(key, strlen(key), 11));
@@ -324,6 +328,17 @@ tj_status jit_cpu_plan(cpu_prog *cp, const jit_cpu_opts *o) {
             continue;
         snprintf(sp->name, sizeof sp->name, "%.40sk%u", prefix, s);
         st = emit_step(m, cp, sp, o);
+        if (st && sp->kind == STEP_CF) { /* not lowered after all: the executor runs it */
+            rt_log(RT_LOG_COMPILE, "cpu: %%%u %s: executor (%s)", sp->id,
+                   ir_ops[ir_node_get(cp->base.g, sp->id)->op].name, ir_last_error());
+            ir_clear_error();
+            sp->kind = STEP_NODE;
+            sp->name[0] = 0;
+            st = TJ_OK;
+        } else if (sp->kind == STEP_CF) {
+            rt_log(RT_LOG_COMPILE, "cpu: %%%u %s: native control flow", sp->id,
+                   ir_ops[ir_node_get(cp->base.g, sp->id)->op].name);
+        }
     }
     if (!st)
         st = form_chains(m, cp, is_out, prefix);
@@ -370,6 +385,8 @@ tj_status jit_cpu_plan(cpu_prog *cp, const jit_cpu_opts *o) {
     for (uint32_t s = 0; s < cp->n_steps; s++) {
         const step *sp = &cp->steps[s];
         uint32_t nb = sp->epi ? sp->epi->n_inputs + sp->epi->n_outputs : sp->n_in + sp->n_out;
+        if (sp->kind == STEP_CF)
+            nb = sp->n_in + ir_cf_n_results(g, ir_node_get(g, sp->id));
         if (nb > cp->max_bufs)
             cp->max_bufs = nb;
         for (uint32_t k = 0; k < sp->n_in; k++)

@@ -188,6 +188,41 @@ static tj_status run_blas(cpu_prog *cp, const step *s, tj_tensor **vals, void **
     return TJ_OK;
 }
 
+/* A natively lowered branch or loop: operands in, one-element results out, packed as the node's
+ * tuple; when the code hands back (an error to report) the executor runs the node instead. */
+static tj_status run_cf(cpu_prog *cp, const step *s, tj_tensor **vals, void **bufs,
+                        const rt_exec_env *env) {
+    const ir_graph *g = cp->base.g;
+    const ir_node *n = ir_node_get(g, s->id);
+    uint32_t nr = ir_cf_n_results(g, n);
+    tj_tensor *stack_res[16] = {0}, **res = nr <= 16 ? stack_res : calloc(nr + 1, sizeof *res);
+    if (!res)
+        return ir_errorf(TJ_ERR_OOM, "cpu program: out of memory");
+    tj_status st = TJ_OK;
+    for (uint32_t k = 0; k < s->n_in; k++)
+        bufs[k] = vals[s->in[k]]->data;
+    for (uint32_t k = 0; k < nr && !st; k++) {
+        ir_node d;
+        if ((st = ir_cf_result(g, n, k, &d)) == TJ_OK &&
+            !(res[k] = rt_tensor_alloc_uninit(d.dtype, d.rank, d.dims)))
+            st = ir_last_code() ? ir_last_code() : TJ_ERR_OOM;
+        if (!st)
+            bufs[s->n_in + k] = res[k]->data;
+    }
+    int32_t rc = st ? 1 : ((jit_cpu_cf_fn)(void *)s->fn)(bufs);
+    if (!st && rc == 0) {
+        vals[s->id] = rt_tuple_new((int)nr, res);
+        st = vals[s->id]->kind == RT_ERROR ? vals[s->id]->code : TJ_OK;
+    }
+    for (uint32_t k = 0; k < nr; k++)
+        tj_release(res[k]);
+    if (res != stack_res)
+        free(res);
+    if (!st && rc != 0) /* an error to report: the executor finds it and names the iteration */
+        st = rt_exec_node(g, s->id, env, vals, (tj_tensor **)bufs);
+    return st;
+}
+
 static tj_status cpu_run(rt_program *p, tj_tensor *const *args, uint32_t n_args, tj_variable **caps,
                          tj_tensor **outs) {
     cpu_prog *cp = (cpu_prog *)p;
@@ -222,6 +257,8 @@ static tj_status cpu_run(rt_program *p, tj_tensor *const *args, uint32_t n_args,
             st = run_gen(cp, sp, vals, scratch, outs, args, n_args);
         else if (sp->kind == STEP_BLAS)
             st = run_blas(cp, sp, vals, scratch);
+        else if (sp->kind == STEP_CF)
+            st = run_cf(cp, sp, vals, scratch, &env);
         else
             st = rt_exec_node(g, sp->id, &env, vals, (tj_tensor **)scratch);
         /* drop values whose last reader was this step */

@@ -11,8 +11,10 @@
 /* How a step runs. STEP_GEN: a generated kernel (an elementwise group, a reduce group, a matmul,
  * a softmax, or a chain of those run as one function); STEP_BLAS: OpenBLAS's gemm, then the fused
  * consumer group (the epilogue) block by block while the product is in cache; STEP_NODE: the
- * reference kernel (or a source / side effect, as the interpreter runs it). */
-enum { STEP_NODE, STEP_GEN, STEP_BLAS };
+ * reference kernel (or a source / side effect, as the interpreter runs it); STEP_CF: a scalar
+ * branch or loop lowered natively whole (codegen_cf.c; fn is a jit_cpu_cf_fn), which hands back
+ * to the executor (the node's region programs) when it meets an error. */
+enum { STEP_NODE, STEP_GEN, STEP_BLAS, STEP_CF };
 enum { SUB_EW, SUB_RED, SUB_MM, SUB_SOFTMAX, SUB_VIEW, SUB_CHAIN };
 
 typedef struct step {
