@@ -172,6 +172,9 @@ static tj_status exec_cf(const ir_graph *g, uint32_t i, const rt_exec_env *env, 
         return ir_errorf(TJ_ERR_STATE, "%s: %s has no region programs", env->who, op);
     region_call rc = {.p = r0, .caps = env->caps, .op = op, .outs = res, .n_outs = nr};
     tj_status st = TJ_OK;
+    if (n->op != IR_OP_COND && (st = rt_loop_raw(g, i, r0, r1, ins, res)) != RT_RAW_REDO)
+        return st; /* the loop ran on the regions' raw forms, allocating nothing per iteration */
+    st = TJ_OK;
     switch (n->op) {
     case IR_OP_COND:
         rc.p = truthy(ins[0]) ? r0 : r1;

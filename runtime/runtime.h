@@ -218,7 +218,23 @@ typedef struct rt_program_vt {
                      tj_tensor **outs);
     void (*free)(rt_program *p);
     const char *name; /* "interp", "cpu", ... */
+    /* Optional (NULL: none), for loops (exec.c): the program's raw form, which runs on data
+     * pointers and allocates nothing. raw_bytes(p) is the scratch one run needs (64-byte
+     * aligned), 0 when p has no raw form (it reads variables, has side effects or strings, or a
+     * node only the executor runs). run_raw reads param k's elements at in[k] and writes output
+     * k into out[k] (caller memory of the output's dtype and shape that aliases no in[j]).
+     * It returns TJ_OK or RT_RAW_REDO: a node has an error to report, so the caller runs the
+     * node the usual way (a program with a raw form is pure: running again is safe). */
+    size_t (*raw_bytes)(const rt_program *p);
+    tj_status (*run_raw)(rt_program *p, void *const *in, void *const *out, void *scratch);
 } rt_program_vt;
+#define RT_RAW_REDO 1
+/* Runs loop node i of g (WHILE, FOR, SCAN) on its regions' raw forms (exec_raw.c): results into
+ * res, or RT_RAW_REDO when that path does not apply (the caller runs the loop as usual). */
+tj_status rt_loop_raw(const ir_graph *g, uint32_t i, rt_program *r0, rt_program *r1,
+                      tj_tensor **ins, tj_tensor **res);
+/* Loop nodes run that way so far in the process (for tests and profiles). */
+uint64_t rt_raw_loop_count(void);
 struct rt_program {
     const rt_program_vt *vt;
     const ir_graph *g; /* borrowed: owned by the concrete function */

@@ -53,8 +53,8 @@ static tj_tensor *out_tensor(const ir_node *n) {
 }
 
 /* Runs fn over [0, units), split across the pool when the work is large. */
-static void run_units(cpu_prog *cp, jit_cpu_kernel_fn fn, const jit_cpu_ew_plan *plan,
-                      void *const *bufs) {
+void jit_cpu_run_units(cpu_prog *cp, jit_cpu_kernel_fn fn, const jit_cpu_ew_plan *plan,
+                       void *const *bufs) {
     int64_t units = plan->n_units;
     if (units == 0)
         return;
@@ -100,7 +100,7 @@ static tj_status run_gen(cpu_prog *cp, const step *s, tj_tensor **vals, void **b
         vals[s->out[k]] = t;
         bufs[s->n_in + k] = t->data;
     }
-    run_units(cp, s->fn, &s->plan, bufs);
+    jit_cpu_run_units(cp, s->fn, &s->plan, bufs);
     return TJ_OK;
 }
 
@@ -123,37 +123,10 @@ static int64_t blas_block_rows(const step *s) {
     return rows;
 }
 
-static tj_status run_blas(cpu_prog *cp, const step *s, tj_tensor **vals, void **bufs) {
-    const ir_graph *g = cp->base.g;
+void jit_cpu_blas_run(cpu_prog *cp, const step *s, const char *A, const char *B, char *C,
+                      void *const *bufs) {
     const jit_cpu_mm *mm = &s->mm;
-    const ir_node *mn = ir_node_get(g, s->id);
-    const uint32_t *min = ir_inputs(g, mn);
-    const char *A = vals[min[0]]->data, *B = vals[min[1]]->data;
     size_t es = ir_dtype_size(mm->dt), bytes = (size_t)(mm->batches * mm->m * mm->n) * es;
-    char *C;
-    void *tmp = NULL;
-    if (s->epi) {
-        if (!(C = tmp = rt_alloc(bytes)))
-            return ir_errorf(TJ_ERR_OOM, "cpu program: out of memory for matmul %%%u", s->id);
-        const pass_group *gr = s->epi;
-        for (uint32_t k = 0; k < gr->n_inputs; k++)
-            bufs[k] = gr->inputs[k] == s->id ? (void *)C : vals[gr->inputs[k]]->data;
-        for (uint32_t k = 0; k < gr->n_outputs; k++) {
-            tj_tensor *t = out_tensor(ir_node_get(g, gr->outputs[k]));
-            if (!t) {
-                rt_free(tmp, bytes);
-                return TJ_ERR_OOM;
-            }
-            vals[gr->outputs[k]] = t;
-            bufs[gr->n_inputs + k] = t->data;
-        }
-    } else {
-        tj_tensor *t = out_tensor(mn);
-        if (!t)
-            return TJ_ERR_OOM;
-        vals[s->id] = t;
-        C = t->data;
-    }
     int64_t rb = blas_block_rows(s), m = mm->m, n = mm->n, k = mm->k;
     int64_t ul = s->plan.unit_len ? s->plan.unit_len : 1;
     if (k == 0)
@@ -182,10 +155,46 @@ static tj_status run_blas(cpu_prog *cp, const step *s, tj_tensor **vals, void **
         }
     }
     if (s->epi && rb == 0)
-        run_units(cp, s->fn, &s->plan, bufs);
+        jit_cpu_run_units(cp, s->fn, &s->plan, bufs);
+}
+
+static tj_status run_blas(cpu_prog *cp, const step *s, tj_tensor **vals, void **bufs) {
+    const ir_graph *g = cp->base.g;
+    const ir_node *mn = ir_node_get(g, s->id);
+    const uint32_t *min = ir_inputs(g, mn);
+    size_t bytes = jit_cpu_blas_bytes(s);
+    char *C;
+    void *tmp = NULL;
+    if (s->epi) {
+        if (!(C = tmp = rt_alloc(bytes)))
+            return ir_errorf(TJ_ERR_OOM, "cpu program: out of memory for matmul %%%u", s->id);
+        const pass_group *gr = s->epi;
+        for (uint32_t k = 0; k < gr->n_inputs; k++)
+            bufs[k] = gr->inputs[k] == s->id ? (void *)C : vals[gr->inputs[k]]->data;
+        for (uint32_t k = 0; k < gr->n_outputs; k++) {
+            tj_tensor *t = out_tensor(ir_node_get(g, gr->outputs[k]));
+            if (!t) {
+                rt_free(tmp, bytes);
+                return TJ_ERR_OOM;
+            }
+            vals[gr->outputs[k]] = t;
+            bufs[gr->n_inputs + k] = t->data;
+        }
+    } else {
+        tj_tensor *t = out_tensor(mn);
+        if (!t)
+            return TJ_ERR_OOM;
+        vals[s->id] = t;
+        C = t->data;
+    }
+    jit_cpu_blas_run(cp, s, vals[min[0]]->data, vals[min[1]]->data, C, bufs);
     if (tmp)
         rt_free(tmp, bytes);
     return TJ_OK;
+}
+
+size_t jit_cpu_blas_bytes(const step *s) {
+    return (size_t)(s->mm.batches * s->mm.m * s->mm.n) * ir_dtype_size(s->mm.dt);
 }
 
 /* A natively lowered branch or loop: operands in, one-element results out, packed as the node's
@@ -298,15 +307,17 @@ static void cpu_free(rt_program *p) {
     for (uint32_t s = 0; cp->steps && s < cp->n_steps; s++) {
         free(cp->steps[s].in);
         free(cp->steps[s].out);
+        free(cp->steps[s].raw_res);
     }
     free(cp->steps);
+    free(cp->raw_off);
     rt_regions_free(cp->regions, p->g);
     free(cp->last_use);
     free(cp->out_slot);
     free(cp);
 }
 
-static const rt_program_vt cpu_vt = {cpu_run, cpu_free, "cpu"};
+static const rt_program_vt cpu_vt = {cpu_run, cpu_free, "cpu", jit_cpu_raw_bytes, jit_cpu_run_raw};
 
 /* A control-flow region: compiled like the graph around it (its kernels native; the loop or
  * branch itself runs in the executor), interpreted where the backend declines. */
@@ -363,7 +374,7 @@ rt_program *jit_cpu_compile_opts(const ir_graph *g, const jit_cpu_opts *opts) {
         cp->out_slot[i] = -1;
     for (uint32_t k = g->n_outputs; k-- > 0;)
         cp->out_slot[g->outputs[k]] = (int32_t)k;
-    if (jit_cpu_plan(cp, &o) != TJ_OK ||
+    if (jit_cpu_plan(cp, &o) != TJ_OK || jit_cpu_raw_plan(cp) != TJ_OK ||
         rt_regions_new(g, compile_region, &o, &cp->regions) != TJ_OK) {
         cpu_free(&cp->base);
         return NULL;

@@ -30,6 +30,8 @@ typedef struct step {
     jit_cpu_mm mm;
     const jit_cpu_blas *blas;
     const pass_group *epi; /* the fused consumer of the product; NULL: none */
+    /* STEP_CF in the raw form: the scratch offsets of its results */
+    int64_t *raw_res;
 } step;
 
 typedef struct cpu_prog {
@@ -44,7 +46,26 @@ typedef struct cpu_prog {
     uint32_t max_bufs;
     int32_t *out_slot;    /* per node: the first graph output it is, or -1 */
     rt_program **regions; /* control-flow regions, compiled the same way (rt_regions_new) */
+    /* the raw form (program_raw.c): scratch bytes per run (0: none) and per node where its
+     * value lives: RAW_PARAM, RAW_CONST, or an offset into the scratch */
+    size_t raw_bytes;
+    int64_t *raw_off;
 } cpu_prog;
+
+enum { RAW_NONE = -1, RAW_PARAM = -2, RAW_CONST = -3 };
+
+/* Runs fn over [0, units), split across the runtime's pool when the work is large. */
+void jit_cpu_run_units(cpu_prog *cp, jit_cpu_kernel_fn fn, const jit_cpu_ew_plan *plan,
+                       void *const *bufs);
+/* OpenBLAS step s: C = A x B (C of jit_cpu_blas_bytes(s)), then its epilogue on bufs (the
+ * epilogue group's buffers, C in the product's place). */
+void jit_cpu_blas_run(cpu_prog *cp, const step *s, const char *A, const char *B, char *C,
+                      void *const *bufs);
+size_t jit_cpu_blas_bytes(const step *s);
+/* Plans cp's raw form when every step allows it (sets raw_bytes, or leaves it 0). */
+tj_status jit_cpu_raw_plan(cpu_prog *cp);
+size_t jit_cpu_raw_bytes(const rt_program *p);
+tj_status jit_cpu_run_raw(rt_program *p, void *const *in, void *const *out, void *scratch);
 
 /* Partitions cp->base.g, builds cp's steps, consts and last_use, compiles (or finds cached)
  * kernels. o is complete (par_min and exact_math resolved). */
