@@ -18,6 +18,7 @@ static tj_tensor *make(tj_tensor *data, tj_tensor *written) {
 
 /* ta's data and mask; an error tensor (scoped) when ta is not a tensor array. */
 static tj_tensor *parts(const char *op, tj_tensor *ta, tj_tensor **data, tj_tensor **written) {
+    *data = *written = NULL;
     if (!ta)
         return rt_scoped(rt_errorf(TJ_ERR_INVALID, "%s: the tensor array is NULL", op));
     if (rt_is_freed(ta, op))
