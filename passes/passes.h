@@ -122,8 +122,8 @@ ir_graph *pass_prune_run(const ir_graph *g, const pass_options *opts, pass_stat 
 
 /* ---- rebuilding helpers shared by the pass files ----------------------------------------------
  * A rebuild copies nodes of `src` into a fresh graph `dst`; map[id] is the dst id of src node id
- * (IR_NONE until set). Blobs are copied once each, when first used; subgraphs are all cloned
- * up front so their handles do not change. */
+ * (IR_NONE until set). Blobs and subgraphs are copied once each, when a node first uses them
+ * (a region no node uses any more is dropped). */
 typedef struct pass_rebuild {
     const ir_graph *src;
     ir_graph *dst;
@@ -168,6 +168,10 @@ ir_graph *pass_rebuild_abort(pass_rebuild *rb);
  * replaced by the branch it takes (a new graph; NULL with the error set). */
 bool pass_has_const_cond(const ir_graph *g);
 ir_graph *pass_inline_conds(const ir_graph *g, pass_stat *st);
+
+/* loops.c: g with loop-invariant nodes moved out of loop regions and dead loop values removed;
+ * g itself when there is nothing to do (a new graph otherwise; NULL with the error set). */
+ir_graph *pass_loops_run(const ir_graph *g, pass_stat *st);
 
 /* Nodes of g whose value is a CONST: its payload, or NULL. */
 const ir_blob *pass_const_blob(const ir_graph *g, uint32_t id);

@@ -169,6 +169,31 @@ ir_graph *pass_pipeline_run(const ir_graph *g, const pass_options *opts, pass_st
         return NULL;
     /* cur is g until the first pass changes something; owned graphs are freed when replaced */
     ir_graph *cur = (ir_graph *)g;
+    /* the regions of control flow first, through the same passes (their params and results keep
+     * their types, so the nodes owning them stay valid): the passes here then see optimized
+     * bodies, so a node an inner loop moved out of its body can move on out of the outer one */
+    if (g->n_subs) {
+        if (!(cur = ir_graph_clone(g)))
+            return NULL;
+        pass_options ro = *opts;
+        ro.dump_dir = NULL;
+        for (uint32_t i = 0; i < cur->n_subs; i++) {
+            pass_stats rs;
+            ir_graph *r = pass_pipeline_run(cur->subs[i], &ro, &rs);
+            if (!r) {
+                ir_graph_free(cur);
+                return NULL;
+            }
+            ir_graph_free(cur->subs[i]);
+            cur->subs[i] = r;
+            for (int k = 0; k < PASS_N; k++) {
+                s->pass[k].folded += rs.pass[k].folded;
+                s->pass[k].merged += rs.pass[k].merged;
+                s->pass[k].simplified += rs.pass[k].simplified;
+                s->pass[k].removed += rs.pass[k].removed;
+            }
+        }
+    }
     int max_iters = opts->max_iters > 0 ? opts->max_iters : PASS_DEFAULT_MAX_ITERS;
     bool failed = false;
     for (int it = 0; it < max_iters && !failed; it++) {
@@ -213,26 +238,6 @@ ir_graph *pass_pipeline_run(const ir_graph *g, const pass_options *opts, pass_st
     }
     if (cur == g && !(cur = ir_graph_clone(g)))
         return NULL;
-    /* the regions of control flow go through the same passes (their params and results keep
-     * their types, so the nodes owning them stay valid) */
-    pass_options ro = *opts;
-    ro.dump_dir = NULL;
-    for (uint32_t i = 0; i < cur->n_subs; i++) {
-        pass_stats rs;
-        ir_graph *r = pass_pipeline_run(cur->subs[i], &ro, &rs);
-        if (!r) {
-            ir_graph_free(cur);
-            return NULL;
-        }
-        ir_graph_free(cur->subs[i]);
-        cur->subs[i] = r;
-        for (int k = 0; k < PASS_N; k++) {
-            s->pass[k].folded += rs.pass[k].folded;
-            s->pass[k].merged += rs.pass[k].merged;
-            s->pass[k].simplified += rs.pass[k].simplified;
-            s->pass[k].removed += rs.pass[k].removed;
-        }
-    }
     s->nodes_out = cur->n_nodes;
     s->total_ns = now_ns() - t0;
     return cur;

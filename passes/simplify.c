@@ -283,6 +283,15 @@ ir_graph *pass_simplify_run(const ir_graph *g, const pass_options *opts, pass_st
     ir_graph *inl = NULL; /* a cond on a constant predicate becomes its branch first */
     if (pass_has_const_cond(g) && !(g = inl = pass_inline_conds(g, st)))
         return NULL;
+    ir_graph *lp = pass_loops_run(g, st); /* then loop invariants move out, dead values go */
+    if (!lp) {
+        ir_graph_free(inl);
+        return NULL;
+    }
+    if (lp != g) {
+        ir_graph_free(inl);
+        g = inl = lp;
+    }
     if (!any_rewrite(g))
         return (ir_graph *)g;
     ir_graph *out = simplify_nodes(g, st);
