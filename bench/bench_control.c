@@ -5,6 +5,9 @@
  *   rnn_scan      a tanh RNN cell, hidden 128, batch 32, 100 steps (tj_scan): ms per call
  *   fizzbuzz_1e5  a for_range of 10^5 iterations with nested conds and no prints (the branches
  *                 count into a loop variable): ns per iteration
+ *   rnn_ta        the same RNN written as the seed's dynamic_rnn: a for_range over time that
+ *                 gathers x_t and writes h into a tensor array (S19): ms per call, against
+ *                 rnn_scan in the same run
  * Every result is checked against the C loop before timing. Timings are medians. */
 #include <math.h>
 #include <stdint.h>
@@ -53,6 +56,24 @@ static tj_tensor *rnn_cell(int n, tj_tensor *const *a, void *user) {
 static tj_tensor *rnn(tj_tensor *xs, tj_tensor *h0, tj_tensor *W, tj_tensor *U, tj_tensor *b) {
     tj_tensor *w[3] = {W, U, b};
     return tj_tuple_get(tj_scan(rnn_cell, 1, &h0, 1, &xs, w), 0);
+}
+
+/* ---- rnn_ta: the loop over time with a tensor array ----------------------------------------- */
+static tj_tensor *rnn_ta_step(int n, tj_tensor *const *a, void *user) {
+    (void)n;
+    tj_tensor **w = user; /* xs, W, U, b */
+    tj_tensor *x = tj_gather(w[0], a[0], 0);
+    tj_tensor *h = tj_tanh(tj_add(tj_add(tj_matmul(x, w[1]), tj_matmul(a[1], w[2])), w[3]));
+    tj_tensor *r[2] = {h, tj_tensor_array_write(a[2], a[0], h)};
+    return tj_tuple(2, r);
+}
+static tj_tensor *rnn_ta(tj_tensor *xs, tj_tensor *h0, tj_tensor *W, tj_tensor *U, tj_tensor *b) {
+    tj_tensor *w[4] = {xs, W, U, b};
+    tj_tensor *ta = tj_tensor_array_new(TJ_F32, RT, 2, (int64_t[]){RB, RH});
+    tj_tensor *init[2] = {h0, ta};
+    tj_tensor *r = tj_for_range(tj_scalar_i64(0), tj_scalar_i64(RT), tj_scalar_i64(1), rnn_ta_step,
+                                2, init, w);
+    return tj_tuple_get(r, 0);
 }
 
 /* ---- fizzbuzz_1e5: counts of fizzbuzz, fizz, buzz and other, kept in loop variables ---------- */
@@ -192,8 +213,23 @@ int main(int argc, char **argv) {
            maxd);
     bench_report("rnn_scan", "ms", tr * 1e3, "ms", "eager", tre * 1e3, tre / tr);
     bench_report("rnn_scan", "gflops", flops / tr * 1e-9, "GFLOP/s", NULL, 0, 0);
-    tj_release(y);
     tj_release(yr);
+    tj_function_free(f);
+    /* rnn_ta: the same final state through a tensor array, against the scan */
+    f = tj_function_new("rnn_ta", (void *)rnn_ta, 5, NULL);
+    tj_tensor *yt = NULL;
+    double tt = time_call(f, 5, rargs, rreps, &yt);
+    maxd = 0;
+    for (int i = 0; i < RB * RH && !tj_status_of(y) && !tj_status_of(yt); i++)
+        maxd = fmax(maxd, fabs(tj_tensor_get_f64(y, i) - tj_tensor_get_f64(yt, i)));
+    if (tj_status_of(yt) || maxd > 1e-5) {
+        fprintf(stderr, "bench_control: rnn_ta differs from rnn_scan by %g (%s)\n", maxd,
+                tj_error_message(yt));
+        bad++;
+    }
+    bench_report("rnn_ta", "ms", tt * 1e3, "ms", "rnn_scan", tr * 1e3, tr / tt);
+    tj_release(yt);
+    tj_release(y);
     tj_function_free(f);
     tj_release(X), tj_release(W), tj_release(U), tj_release(bias), tj_release(h0);
     free(xs);

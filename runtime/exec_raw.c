@@ -2,11 +2,14 @@
  * programs without effects, strings or reference-kernel nodes). Each loop variable gets two
  * buffers, allocated once per run of the loop node: an iteration reads one and writes the other,
  * then they swap, so after the buffers exist an iteration allocates nothing and builds no tensor;
- * the regions' intermediates live in one scratch block. A scan reads its rows in place and writes
- * its outputs straight into the stacked results when rows keep 64-byte alignment (else through an
- * aligned row buffer). Semantics are exec.c's loops' exactly; whatever this path does not take
- * (no raw form, a for_range step of 0, a node with an error to report) it hands back with
- * RT_RAW_REDO and exec.c runs the loop the usual way, which is safe because raw regions are pure.
+ * the regions' intermediates live in one scratch block. A loop variable the body only updates in
+ * place (a tensor array written each iteration: rt_program_vt.raw_inplace) has one buffer, which
+ * goes in and out of the body: a write costs its row, not a copy of the array. A scan reads its
+ * rows in place and writes its outputs straight into the stacked results when rows keep 64-byte
+ * alignment (else through an aligned row buffer). Semantics are exec.c's loops' exactly; whatever
+ * this path does not take (no raw form, a for_range step of 0, a node with an error to report) it
+ * hands back with RT_RAW_REDO and exec.c runs the loop the usual way, which is safe because raw
+ * regions are pure.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +46,8 @@ static bool bool_out(const rt_program *p) {
 
 typedef struct raw_loop {
     uint32_t nr;        /* loop variables */
-    tj_tensor **buf[2]; /* their two buffers each */
+    tj_tensor **buf[2]; /* their two buffers each (one when updated in place) */
+    uint8_t *inplace;   /* per variable: the body writes it over itself */
     int cur;            /* which holds the current values; -1: still the operands */
     void **in, **out;   /* the region's param and output pointers */
     void *scratch;
@@ -56,44 +60,59 @@ static void raw_free(raw_loop *L) {
             tj_release(L->buf[b][k]);
         free(L->buf[b]);
     }
+    free(L->inplace);
     free(L->in);
     free(L->out);
     if (L->scratch)
         rt_free(L->scratch, L->scratch_bytes);
 }
 
-/* Buffers for the nr loop variables (results 0..nr of node n), room for na params and n_out
- * outputs, and the scratch. */
-static tj_status raw_init(raw_loop *L, const ir_graph *g, const ir_node *n, uint32_t nr,
-                          uint32_t na, uint32_t n_out, size_t scratch) {
+/* Buffers for the nr loop variables (results 0..nr of node n; variable k is param first + k of
+ * body, its first value init[k]), room for na params and n_out outputs, and the scratch. */
+static tj_status raw_init(raw_loop *L, const ir_graph *g, const ir_node *n, rt_program *body,
+                          uint32_t first, tj_tensor *const *init, uint32_t nr, uint32_t na,
+                          uint32_t n_out, size_t scratch) {
     memset(L, 0, sizeof *L);
     L->nr = nr;
     L->cur = -1;
     L->buf[0] = calloc(nr + 1, sizeof(tj_tensor *));
     L->buf[1] = calloc(nr + 1, sizeof(tj_tensor *));
+    L->inplace = calloc(nr + 1, 1);
     L->in = calloc(na + 1, sizeof(void *));
     L->out = calloc(n_out + 1, sizeof(void *));
     L->scratch_bytes = scratch;
     L->scratch = rt_alloc(scratch);
-    if (!L->buf[0] || !L->buf[1] || !L->in || !L->out || !L->scratch)
+    if (!L->buf[0] || !L->buf[1] || !L->inplace || !L->in || !L->out || !L->scratch)
         return ir_errorf(TJ_ERR_OOM, "%s: out of memory", ir_ops[n->op].name);
     for (uint32_t k = 0; k < nr; k++) {
         ir_node d;
         tj_status st = ir_cf_result(g, n, k, &d);
         if (st)
             return st;
-        for (int b = 0; b < 2; b++)
+        L->inplace[k] =
+            body->vt->raw_inplace && body->vt->raw_inplace(body, k) == (int32_t)(first + k);
+        for (int b = 0; b < 2 - L->inplace[k]; b++)
             if (!(L->buf[b][k] = rt_tensor_alloc_uninit(d.dtype, d.rank, d.dims)))
                 return ir_last_code() ? ir_last_code() : TJ_ERR_OOM;
+        if (L->inplace[k]) { /* the operand is not ours to write: its copy is */
+            size_t bytes = (size_t)init[k]->numel * ir_dtype_size(init[k]->dtype);
+            if (bytes)
+                memcpy(L->buf[0][k]->data, init[k]->data, bytes);
+        }
     }
     return TJ_OK;
 }
 
+/* The loop variables' params, from in[at]: the operands, or the in-place buffers. */
+static void raw_start(raw_loop *L, tj_tensor *const *init, uint32_t at) {
+    for (uint32_t k = 0; k < L->nr; k++)
+        L->in[at + k] = L->inplace[k] ? L->buf[0][k]->data : init[k]->data;
+}
 /* Points out[0..nr) at the free buffers (where the next iteration writes). */
 static void raw_targets(raw_loop *L) {
     int nx = L->cur == 0 ? 1 : 0;
     for (uint32_t k = 0; k < L->nr; k++)
-        L->out[k] = L->buf[nx][k]->data;
+        L->out[k] = L->buf[L->inplace[k] ? 0 : nx][k]->data;
 }
 /* The iteration wrote them: they are current, and the next iteration reads them at in + at. */
 static void raw_advance(raw_loop *L, uint32_t at) {
@@ -104,11 +123,12 @@ static void raw_advance(raw_loop *L, uint32_t at) {
 /* The loop's results: the current buffers (or the operands when no iteration ran). */
 static void raw_results(raw_loop *L, tj_tensor *const *init, tj_tensor **res) {
     for (uint32_t k = 0; k < L->nr; k++) {
+        int b = L->inplace[k] ? 0 : L->cur;
         if (L->cur < 0) {
             res[k] = tj_retain(init[k]);
         } else {
-            res[k] = L->buf[L->cur][k];
-            L->buf[L->cur][k] = NULL;
+            res[k] = L->buf[b][k];
+            L->buf[b][k] = NULL;
         }
     }
 }
@@ -118,11 +138,13 @@ static tj_status raw_while(const ir_node *n, const ir_graph *g, rt_program *cond
     uint32_t nr = ir_cf_n_results(g, n), na = n->n_in;
     size_t sb = raw_size(cond) > raw_size(body) ? raw_size(cond) : raw_size(body);
     raw_loop L;
-    tj_status st = raw_init(&L, g, n, nr, na, nr, sb);
+    tj_status st = raw_init(&L, g, n, body, 0, ins, nr, na, nr, sb);
     _Alignas(64) unsigned char flag[64];
     void *flag_out = flag;
-    for (uint32_t k = 0; k < na && !st; k++)
+    for (uint32_t k = nr; k < na && !st; k++)
         L.in[k] = ins[k]->data;
+    if (!st)
+        raw_start(&L, ins, 0);
     for (int64_t it = 0; !st; it++) {
         if (n->a.i[0] > 0 && it >= n->a.i[0])
             break; /* maximum_iterations, as exec.c */
@@ -146,11 +168,13 @@ static tj_status raw_for(const ir_node *n, const ir_graph *g, rt_program *body, 
         return RT_RAW_REDO;                                /* exec.c reports it */
     uint32_t nr = ir_cf_n_results(g, n), na = n->n_in - 2; /* i, carried..., invariants... */
     raw_loop L;
-    tj_status st = raw_init(&L, g, n, nr, na, nr, raw_size(body));
+    tj_status st = raw_init(&L, g, n, body, 1, ins + 3, nr, na, nr, raw_size(body));
     _Alignas(64) int64_t index[8];
     L.in[0] = index;
-    for (uint32_t k = 1; k < na && !st; k++)
+    for (uint32_t k = 1 + nr; k < na && !st; k++)
         L.in[k] = ins[2 + k]->data;
+    if (!st)
+        raw_start(&L, ins + 3, 1);
     while (!st && (delta > 0 ? v < limit : v > limit)) {
         index[0] = v;
         raw_targets(&L);
@@ -172,7 +196,7 @@ static tj_status raw_scan(const ir_node *n, const ir_graph *g, rt_program *body,
     uint32_t nx = n->n_in - nc - ninv, nr = ir_cf_n_results(g, n), ny = nr - nc;
     int64_t T = ins[nc]->dims[0];
     raw_loop L;
-    tj_status st = raw_init(&L, g, n, nc, n->n_in, nr, raw_size(body));
+    tj_status st = raw_init(&L, g, n, body, 0, ins, nc, n->n_in, nr, raw_size(body));
     /* rows of a sequence or an output: in place when every row stays 64-byte aligned, else
      * through one aligned row buffer each (the kernels may assume aligned rows) */
     size_t *xrow = calloc(nx + 1, sizeof *xrow), *yrow = calloc(ny + 1, sizeof *yrow);
@@ -199,8 +223,8 @@ static tj_status raw_scan(const ir_node *n, const ir_graph *g, rt_program *body,
         if (yrow[k] % 64 && !(tmp[nx + k] = rt_alloc(tmp_bytes[nx + k] = yrow[k])))
             st = ir_errorf(TJ_ERR_OOM, "scan: out of memory");
     }
-    for (uint32_t k = 0; k < nc && !st; k++)
-        L.in[k] = ins[k]->data;
+    if (!st)
+        raw_start(&L, ins, 0);
     for (uint32_t k = nc + nx; k < n->n_in && !st; k++)
         L.in[k] = ins[k]->data; /* invariants */
     for (int64_t t = 0; t < T && !st; t++) {

@@ -227,6 +227,10 @@ typedef struct rt_program_vt {
      * node the usual way (a program with a raw form is pure: running again is safe). */
     size_t (*raw_bytes)(const rt_program *p);
     tj_status (*run_raw)(rt_program *p, void *const *in, void *const *out, void *scratch);
+    /* Optional: the param whose memory output k may be written over (out[k] == in[param]: the
+     * output is that param updated in place, e.g. a tensor-array write, and nothing else reads
+     * the param), or -1. */
+    int32_t (*raw_inplace)(const rt_program *p, uint32_t k);
 } rt_program_vt;
 #define RT_RAW_REDO 1
 /* Runs loop node i of g (WHILE, FOR, SCAN) on its regions' raw forms (exec_raw.c): results into

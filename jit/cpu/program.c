@@ -311,13 +311,15 @@ static void cpu_free(rt_program *p) {
     }
     free(cp->steps);
     free(cp->raw_off);
+    free(cp->raw_inplace);
     rt_regions_free(cp->regions, p->g);
     free(cp->last_use);
     free(cp->out_slot);
     free(cp);
 }
 
-static const rt_program_vt cpu_vt = {cpu_run, cpu_free, "cpu", jit_cpu_raw_bytes, jit_cpu_run_raw};
+static const rt_program_vt cpu_vt = {cpu_run,           cpu_free,        "cpu",
+                                     jit_cpu_raw_bytes, jit_cpu_run_raw, jit_cpu_raw_inplace};
 
 /* A control-flow region: compiled like the graph around it (its kernels native; the loop or
  * branch itself runs in the executor), interpreted where the backend declines. */

@@ -50,6 +50,8 @@ typedef struct cpu_prog {
      * value lives: RAW_PARAM, RAW_CONST, or an offset into the scratch */
     size_t raw_bytes;
     int64_t *raw_off;
+    size_t raw_hdr;       /* scratch offset of the tensor headers a reference-kernel step uses */
+    int32_t *raw_inplace; /* per output: the param it may overwrite in place, or -1 */
 } cpu_prog;
 
 enum { RAW_NONE = -1, RAW_PARAM = -2, RAW_CONST = -3 };
@@ -66,6 +68,7 @@ size_t jit_cpu_blas_bytes(const step *s);
 tj_status jit_cpu_raw_plan(cpu_prog *cp);
 size_t jit_cpu_raw_bytes(const rt_program *p);
 tj_status jit_cpu_run_raw(rt_program *p, void *const *in, void *const *out, void *scratch);
+int32_t jit_cpu_raw_inplace(const rt_program *p, uint32_t k);
 
 /* Partitions cp->base.g, builds cp's steps, consts and last_use, compiles (or finds cached)
  * kernels. o is complete (par_min and exact_math resolved). */

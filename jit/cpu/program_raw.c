@@ -1,12 +1,15 @@
 /* program_raw.c — the CPU program's raw form (rt_program_vt.run_raw), what a loop's regions run
  * as each iteration: the same steps on data pointers, every value in a slot of one scratch block
  * planned at compile time, so an iteration allocates nothing, counts no references and builds no
- * tensor. A program has a raw form when each of its steps is a generated kernel, an OpenBLAS
- * product, a native scalar branch or loop, or plumbing (params, constants, results of those), no
- * value is a string and nothing has an effect. Outputs produced by a kernel are written straight
+ * tensor. A program has a raw form when nothing in it has an effect, reads a variable or is a
+ * string: its steps are generated kernels, OpenBLAS products, native scalar branches and loops,
+ * plumbing (params, constants, results of those) and reference kernels, which run on tensor
+ * headers built in the scratch around the slots (a gather, a tensor-array write: no allocation
+ * either). A reference kernel that fails hands the run back (RT_RAW_REDO): the caller reruns the
+ * node the usual way, which reports the error. Outputs produced by a step are written straight
  * into the caller's memory (out[k]); the rest are copied there at the end.
  *
- *   scratch:  [ ptr: one pointer per node | bufs: a step's buffer list | value slots ... ]
+ *   scratch:  [ ptr: one pointer per node | bufs: a step's buffer list | headers | slots ... ]
  */
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +30,22 @@ static size_t head_bytes(const cpu_prog *cp) {
            ALIGN64((size_t)(cp->max_bufs + 1) * sizeof(void *));
 }
 
+/* A node a raw run computes with its reference kernel: pure, deterministic, not a source. */
+static bool by_ref(const ir_node *n) {
+    if (ir_ops[n->op].flags & (IR_F_SIDE | IR_F_RAND | IR_F_CF))
+        return false;
+    switch (n->op) {
+    case IR_OP_PARAM:
+    case IR_OP_CONST:
+    case IR_OP_GET:
+    case IR_OP_VAR_READ:
+    case IR_OP_ASSIGN:
+        return false;
+    default:
+        return true;
+    }
+}
+
 tj_status jit_cpu_raw_plan(cpu_prog *cp) {
     const ir_graph *g = cp->base.g;
     cp->raw_bytes = 0;
@@ -35,30 +54,40 @@ tj_status jit_cpu_raw_plan(cpu_prog *cp) {
     for (uint32_t i = 0; i < g->n_nodes; i++)
         if (g->nodes[i].dtype == TJ_STRING)
             return TJ_OK;
+    uint32_t max_in = 0;
     for (uint32_t s = 0; s < cp->n_steps; s++) {
         const step *sp = &cp->steps[s];
-        int op = ir_node_get(g, sp->id)->op;
-        if (sp->kind == STEP_NODE && op != IR_OP_PARAM && op != IR_OP_CONST && op != IR_OP_GET)
-            return TJ_OK; /* a reference kernel, a variable, an effect: only the executor */
+        const ir_node *n = ir_node_get(g, sp->id);
+        if (sp->kind != STEP_NODE || n->op == IR_OP_PARAM || n->op == IR_OP_CONST ||
+            n->op == IR_OP_GET)
+            continue;
+        if (!by_ref(n))
+            return TJ_OK; /* a variable or an effect: only the executor */
+        if (n->n_in > max_in)
+            max_in = n->n_in;
     }
     int64_t *off = malloc(((size_t)g->n_nodes + 1) * sizeof *off);
     if (!off)
         return ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
     for (uint32_t i = 0; i < g->n_nodes; i++)
         off[i] = RAW_NONE;
-    size_t at = head_bytes(cp);
+    cp->raw_hdr = head_bytes(cp);
+    size_t at = cp->raw_hdr + ALIGN64(((size_t)max_in + 1) * sizeof(tj_tensor));
     tj_status st = TJ_OK;
     for (uint32_t s = 0; s < cp->n_steps && !st; s++) {
         step *sp = &cp->steps[s];
         const ir_node *n = ir_node_get(g, sp->id);
         if (sp->kind == STEP_NODE) {
-            if (n->op == IR_OP_PARAM)
+            if (n->op == IR_OP_PARAM) {
                 off[sp->id] = RAW_PARAM;
-            else if (n->op == IR_OP_CONST)
+            } else if (n->op == IR_OP_CONST) {
                 off[sp->id] = RAW_CONST;
-            /* a GET's slot was set by its control-flow node's step */
-            else if (off[sp->id] == RAW_NONE)
+            } else if (n->op != IR_OP_GET) { /* a reference kernel's result */
+                off[sp->id] = (int64_t)at;
+                at += value_bytes(n);
+            } else if (off[sp->id] == RAW_NONE) { /* a GET's slot: set by its node's step */
                 st = ir_errorf(TJ_ERR_INVALID, "cpu jit: get %%%u before its node", sp->id);
+            }
             continue;
         }
         if (sp->kind == STEP_CF) { /* a slot per result; its GETs read them */
@@ -99,13 +128,75 @@ tj_status jit_cpu_raw_plan(cpu_prog *cp) {
         free(off);
         return st;
     }
+    /* an output that is a tensor-array write of a param nothing else reads may be written over
+     * that param's memory (the loop passes the same buffer in and out: no copy of the array) */
+    int32_t *inplace = malloc(((size_t)g->n_outputs + 1) * sizeof *inplace);
+    uint32_t *readers = calloc((size_t)g->n_nodes + 1, sizeof *readers);
+    if (!inplace || !readers) {
+        free(off);
+        free(inplace);
+        free(readers);
+        return ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
+    }
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        const uint32_t *in = ir_inputs(g, &g->nodes[i]);
+        for (uint32_t k = 0; k < g->nodes[i].n_in; k++)
+            readers[in[k]]++;
+    }
+    for (uint32_t k = 0; k < g->n_outputs; k++) {
+        readers[g->outputs[k]]++; /* an output counts as a reader */
+        inplace[k] = -1;
+    }
+    for (uint32_t k = 0; k < g->n_outputs; k++) {
+        const ir_node *o = ir_node_get(g, g->outputs[k]);
+        if (o->op != IR_OP_UPDATE_INDEX || readers[g->outputs[k]] != 1 || off[g->outputs[k]] < 0)
+            continue;
+        uint32_t d = ir_inputs(g, o)[0];
+        const ir_node *pn = ir_node_get(g, d);
+        if (pn->op == IR_OP_PARAM && readers[d] == 1)
+            inplace[k] = (int32_t)pn->a.i[0];
+    }
+    free(readers);
+    cp->raw_inplace = inplace;
     cp->raw_off = off;
     cp->raw_bytes = at;
     return TJ_OK;
 }
 
+int32_t jit_cpu_raw_inplace(const rt_program *p, uint32_t k) {
+    const cpu_prog *cp = (const cpu_prog *)p;
+    return cp->raw_inplace && k < p->g->n_outputs ? cp->raw_inplace[k] : -1;
+}
+
+/* update_index(data, i, value) written over data itself: only row i changes. false: i is out of
+ * range (the usual path reports it). */
+static bool update_in_place(const ir_graph *g, const ir_node *n, void *const *ptr) {
+    const uint32_t *in = ir_inputs(g, n);
+    const ir_node *x = ir_node_get(g, in[0]), *i = ir_node_get(g, in[1]);
+    int64_t idx = i->dtype == TJ_I32 ? *(const int32_t *)ptr[in[1]] : *(const int64_t *)ptr[in[1]];
+    int64_t rows = x->rank ? x->dims[0] : 0;
+    if ((i->dtype != TJ_I32 && i->dtype != TJ_I64) || idx < 0 || idx >= rows)
+        return false;
+    size_t row = (size_t)(ir_numel(x->rank, x->dims) / rows) * ir_dtype_size(x->dtype);
+    if (row)
+        memmove((char *)ptr[in[0]] + (size_t)idx * row, ptr[in[2]], row);
+    return true;
+}
+
 size_t jit_cpu_raw_bytes(const rt_program *p) {
     return ((const cpu_prog *)p)->raw_bytes;
+}
+
+/* A concrete tensor header over raw data (no buffer: nothing to release). */
+static void header(tj_tensor *h, const ir_node *n, void *data) {
+    memset(h, 0, sizeof *h);
+    atomic_init(&h->rc, 1);
+    h->kind = RT_CONCRETE;
+    h->dtype = n->dtype;
+    h->rank = n->rank;
+    memcpy(h->dims, n->dims, (size_t)n->rank * sizeof *h->dims);
+    h->numel = ir_numel(n->rank, n->dims);
+    h->data = data;
 }
 
 /* Whether node id is written by a step (so the step may write it into the caller's memory). */
@@ -174,8 +265,27 @@ tj_status jit_cpu_run_raw(rt_program *p, void *const *in, void *const *out, void
                 return RT_RAW_REDO;
             break;
         }
-        default: /* params, constants, GETs: their pointers are set */
+        default: { /* params, constants, GETs: their pointers are set; the rest: a reference kernel
+                    */
+            const ir_node *n = ir_node_get(g, sp->id);
+            if (n->op == IR_OP_PARAM || n->op == IR_OP_CONST || n->op == IR_OP_GET)
+                break;
+            if (n->op == IR_OP_UPDATE_INDEX && ptr[ir_inputs(g, n)[0]] == ptr[sp->id]) {
+                if (!update_in_place(g, n, ptr))
+                    return RT_RAW_REDO;
+                break;
+            }
+            tj_tensor *h = (tj_tensor *)(base + cp->raw_hdr), **hp = (tj_tensor **)bufs;
+            const uint32_t *nin = ir_inputs(g, n);
+            for (uint32_t k = 0; k < n->n_in; k++) {
+                header(&h[k], ir_node_get(g, nin[k]), ptr[nin[k]]);
+                hp[k] = &h[k];
+            }
+            header(&h[n->n_in], n, ptr[sp->id]);
+            if (rt_ref_kernel(n, hp, &h[n->n_in]) != TJ_OK)
+                return RT_RAW_REDO; /* an error to report: the usual path finds it again */
             break;
+        }
         }
     }
     for (uint32_t k = 0; k < g->n_outputs; k++) {

@@ -110,6 +110,59 @@ static tj_tensor *divided(tj_tensor *n, tj_tensor *v) {
     return tj_for_range(tj_scalar_i64(0), n, tj_scalar_i64(1), div_body, 1, &v, NULL);
 }
 
+/* ---- reference kernels in a raw body: the seed's dynamic_rnn (gather a time step, write the
+ * state into a tensor array), and a read of a row never written (handed back: the usual path
+ * names it) ------------------------------------------------------------------------------------ */
+static tj_tensor *time_step(int n, tj_tensor *const *a, void *u) {
+    (void)n;
+    tj_tensor *state = tj_add(a[1], tj_gather((tj_tensor *)u, a[0], 0));
+    tj_tensor *r[2] = {state, tj_tensor_array_write(a[2], a[0], state)};
+    return tj_tuple(2, r);
+}
+static tj_tensor *dyn_rnn(tj_tensor *xs, tj_tensor *s0) {
+    int64_t T = tj_tensor_dims(xs)[0];
+    tj_tensor *ta = tj_tensor_array_new(TJ_F32, T, 2, tj_tensor_dims(xs) + 1);
+    tj_tensor *init[2] = {s0, ta};
+    tj_tensor *r =
+        tj_for_range(tj_scalar_i64(0), tj_scalar_i64(T), tj_scalar_i64(1), time_step, 2, init, xs);
+    return tj_tensor_array_stack(tj_tuple_get(r, 1));
+}
+static tj_tensor *read_back(int n, tj_tensor *const *a, void *u) {
+    (void)n;
+    /* reads row i * 2 of an array whose rows 0..3 were written: fails at i = 2 */
+    return tj_add(a[1], tj_tensor_array_read((tj_tensor *)u, tj_mul(a[0], tj_scalar_i64(2))));
+}
+static tj_tensor *fill(int n, tj_tensor *const *a, void *u) {
+    (void)n, (void)u;
+    return tj_tensor_array_write(a[1], a[0], tj_cast(a[0], TJ_F32));
+}
+static tj_tensor *reads(tj_tensor *n) {
+    tj_tensor *ta = tj_tensor_array_new(TJ_F32, 8, 0, NULL);
+    ta = tj_for_range(tj_scalar_i64(0), tj_scalar_i64(4), tj_scalar_i64(1), fill, 1, &ta, NULL);
+    tj_tensor *z = tj_scalar_f32(0);
+    return tj_for_range(tj_scalar_i64(0), n, tj_scalar_i64(1), read_back, 1, &z, ta);
+}
+
+/* rows 0..n-1 of a fresh 6-row array written with i + x; the rest stays 0 (a write in place must
+ * not reach the array the function starts from, a constant shared by every call) */
+static tj_tensor *put_row(int n, tj_tensor *const *a, void *u) {
+    (void)n;
+    tj_tensor *v = tj_add(tj_cast(a[0], TJ_F32), (tj_tensor *)u);
+    return tj_tensor_array_write(a[1], a[0], v);
+}
+static tj_tensor *partial(tj_tensor *n, tj_tensor *x) {
+    tj_tensor *ta = tj_tensor_array_new(TJ_F32, 6, 1, (int64_t[]){2});
+    ta = tj_for_range(tj_scalar_i64(0), n, tj_scalar_i64(1), put_row, 1, &ta, x);
+    return tj_tensor_array_stack(ta);
+}
+
+/* the same over the caller's values: the argument must come back untouched */
+static tj_tensor *overwrite(tj_tensor *n, tj_tensor *x, tj_tensor *init) {
+    tj_tensor *ta = tj_tensor_array_unstack(init);
+    ta = tj_for_range(tj_scalar_i64(0), n, tj_scalar_i64(1), put_row, 1, &ta, x);
+    return tj_tensor_array_stack(ta);
+}
+
 int main(void) {
     const char *be = getenv("TJ_BACKEND");
     int native = !be || !*be || strcmp(be, "interp") != 0;
@@ -193,6 +246,56 @@ int main(void) {
     CHECK_HAS(tj_error_message(r), "for: iteration 3");
     CHECK_HAS(tj_error_message(r), "integer division by zero");
     CHECK_EQ_INT(rt_raw_loop_count(), before); /* handed back, not counted */
+    tj_function_free(f);
+
+    f = tj_function_new("dyn_rnn", (void *)dyn_rnn, 2, NULL);
+    xs = malloc(sizeof(float) * 9 * 3 * 5);
+    for (int i = 0; i < 9 * 3 * 5; i++)
+        xs[i] = (float)((i * 37) % 11) / 10.0f;
+    tj_tensor *d2[2] = {tj_tensor_from_data(TJ_F32, 3, (int64_t[]){9, 3, 5}, xs),
+                        tj_zeros(TJ_F32, 2, (int64_t[]){3, 5})};
+    free(xs);
+    before = rt_raw_loop_count();
+    same("dynamic_rnn", tj_call(f, 2, d2), tj_call_eager(f, 2, d2), 1e-6);
+    if (native)
+        CHECK_MSG(rt_raw_loop_count() > before, "dynamic_rnn's loop did not run raw");
+    tj_function_free(f);
+
+    f = tj_function_new("reads", (void *)reads, 1, NULL);
+    r = tj_call(f, 1, (tj_tensor *[]){tj_scalar_i64(2)}); /* rows 0 and 2 */
+    CHECK_NEAR(tj_tensor_get_f64(r, 0), 0 + 2, 0);
+    r = tj_call(f, 1, (tj_tensor *[]){tj_scalar_i64(3)}); /* row 4: never written */
+    CHECK_EQ_INT(tj_status_of(r), TJ_ERR_RUNTIME);
+    CHECK_HAS(tj_error_message(r), "for: iteration 2");
+    CHECK_HAS(tj_error_message(r), "read_index: row 4 was never written");
+    tj_function_free(f);
+
+    f = tj_function_new("partial", (void *)partial, 2, NULL);
+    tj_tensor *xp = tj_tensor_from_data(TJ_F32, 1, (int64_t[]){2}, (float[]){0.5f, 0.25f});
+    for (int64_t n = 5; n >= 0; n -= 2) {
+        r = tj_call(f, 2, (tj_tensor *[]){tj_scalar_i64(n), xp});
+        CHECK_MSG(tj_status_of(r) == TJ_OK, "%s", tj_error_message(r));
+        for (int64_t i = 0; i < 12 && !tj_status_of(r); i++) {
+            int64_t row = i / 2;
+            double want = row < n ? (double)row + (i % 2 ? 0.25 : 0.5) : 0;
+            CHECK_MSG(tj_tensor_get_f64(r, i) == want, "n=%lld: element %lld is %g, want %g",
+                      (long long)n, (long long)i, tj_tensor_get_f64(r, i), want);
+        }
+    }
+    tj_function_free(f);
+    f = tj_function_new("overwrite", (void *)overwrite, 3, NULL);
+    float iv[12];
+    for (int i = 0; i < 12; i++)
+        iv[i] = 100.0f + (float)i;
+    tj_tensor *init = tj_tensor_from_data(TJ_F32, 2, (int64_t[]){6, 2}, iv);
+    r = tj_call(f, 3, (tj_tensor *[]){tj_scalar_i64(3), xp, init});
+    for (int64_t i = 0; i < 12 && !tj_status_of(r); i++) {
+        CHECK_MSG(tj_tensor_get_f64(init, i) == 100.0 + (double)i,
+                  "the argument changed at %lld: %g", (long long)i, tj_tensor_get_f64(init, i));
+        double want = i / 2 < 3 ? (double)(i / 2) + (i % 2 ? 0.25 : 0.5) : 100.0 + (double)i;
+        CHECK_MSG(tj_tensor_get_f64(r, i) == want, "overwrite: element %lld is %g, want %g",
+                  (long long)i, tj_tensor_get_f64(r, i), want);
+    }
     tj_function_free(f);
 
     uint64_t ran = rt_raw_loop_count() - raw0;
