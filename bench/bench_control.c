@@ -5,6 +5,8 @@
  *   rnn_scan      a tanh RNN cell, hidden 128, batch 32, 100 steps (tj_scan): ms per call
  *   fizzbuzz_1e5  a for_range of 10^5 iterations with nested conds and no prints (the branches
  *                 count into a loop variable): ns per iteration
+ *   while_tiny    a loop on a tiny tensor: while sum(x) < 10^6: x = x * 1.0001 + 0.1, x f32[4]
+ *                 (~55,000 iterations): ns per iteration, against the same C loop
  *   rnn_ta        the same RNN written as the seed's dynamic_rnn: a for_range over time that
  *                 gathers x_t and writes h into a tensor array (S19): ms per call, against
  *                 rnn_scan in the same run
@@ -56,6 +58,28 @@ static tj_tensor *rnn_cell(int n, tj_tensor *const *a, void *user) {
 static tj_tensor *rnn(tj_tensor *xs, tj_tensor *h0, tj_tensor *W, tj_tensor *U, tj_tensor *b) {
     tj_tensor *w[3] = {W, U, b};
     return tj_tuple_get(tj_scan(rnn_cell, 1, &h0, 1, &xs, w), 0);
+}
+
+/* ---- while_tiny ------------------------------------------------------------------------------ */
+static tj_tensor *tiny_cond(int n, tj_tensor *const *x, void *user) {
+    (void)n, (void)user;
+    return tj_less(tj_sum(x[0], 0, NULL, 0), tj_scalar_f32(1e6f));
+}
+static tj_tensor *tiny_body(int n, tj_tensor *const *x, void *user) {
+    (void)n, (void)user;
+    return tj_add(tj_mul(x[0], tj_scalar_f32(1.0001f)), tj_scalar_f32(0.1f));
+}
+static tj_tensor *while_tiny(tj_tensor *x) {
+    return tj_while_loop(tiny_cond, tiny_body, 1, &x, NULL);
+}
+__attribute__((noinline)) static int64_t while_tiny_c(float *x) {
+    int64_t it = 0;
+    while ((double)x[0] + x[1] + x[2] + x[3] < 1e6) {
+        for (int k = 0; k < 4; k++)
+            x[k] = x[k] * 1.0001f + 0.1f;
+        it++;
+    }
+    return it;
 }
 
 /* ---- rnn_ta: the loop over time with a tensor array ----------------------------------------- */
@@ -177,6 +201,33 @@ int main(int argc, char **argv) {
                  tcl / iters * 1e9, tcl / tc);
     bench_report("while_tanh", "ns_per_iter_eager", te / iters * 1e9, "ns", "compiled",
                  tc / iters * 1e9, tc / te);
+    tj_function_free(f);
+    tj_release(x);
+
+    /* while_tiny */
+    float t0v[4] = {1, 2, 3, 4}, tc4[4];
+    memcpy(tc4, t0v, sizeof tc4);
+    int64_t titers = while_tiny_c(tc4);
+    for (int r = 0; r < REPS; r++) {
+        memcpy(tc4, t0v, sizeof tc4);
+        double t1 = bench_now();
+        while_tiny_c(tc4);
+        v[r] = bench_now() - t1;
+    }
+    double ttc = bench_median(v, REPS);
+    x = tj_tensor_from_data(TJ_F32, 1, (int64_t[]){4}, t0v);
+    f = tj_function_new("while_tiny", (void *)while_tiny, 1, NULL);
+    y = NULL;
+    double ttj = time_call(f, 1, &x, REPS, &y);
+    if (tj_status_of(y) || fabs(tj_tensor_get_f64(y, 0) - tc4[0]) > 1e-3 * fabs(tc4[0])) {
+        fprintf(stderr, "bench_control: while_tiny gave %g, the C loop %g (%s)\n",
+                tj_tensor_get_f64(y, 0), tc4[0], tj_error_message(y));
+        bad++;
+    }
+    tj_release(y);
+    printf("  # while_tiny: %lld iterations of f32[4]\n", (long long)titers);
+    bench_report("while_tiny", "ns_per_iter", ttj / titers * 1e9, "ns", "C loop",
+                 ttc / titers * 1e9, ttc / ttj);
     tj_function_free(f);
     tj_release(x);
 

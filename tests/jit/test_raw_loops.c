@@ -300,7 +300,8 @@ int main(void) {
 
     uint64_t ran = rt_raw_loop_count() - raw0;
     if (native)
-        CHECK_MSG(ran >= 16, "only %llu loops ran raw", (unsigned long long)ran);
+        CHECK_MSG(ran >= 12, "only %llu loops ran raw",
+                  (unsigned long long)ran); /* <= 16 elements: native */
     else
         CHECK_EQ_INT(ran, 0);
     tj_scope_end();
