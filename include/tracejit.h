@@ -394,6 +394,47 @@ TJ_API tj_tensor *tj_assign_add(tj_variable *v, tj_tensor *delta);
 TJ_API tj_tensor *tj_assign_sub(tj_variable *v, tj_tensor *delta);
 TJ_API const char *tj_variable_name(const tj_variable *v);
 
+/* ---- gradients (S21) ------------------------------------------------------------------------- */
+/* A gradient tape, as tf.GradientTape: while it records, every op on this thread whose inputs
+ * depend on a watched tensor, or on a variable read while it records, is recorded; afterwards
+ * tj_tape_gradient gives the gradients of a target with respect to watched tensors or variables.
+ * The same code works eagerly (the recorded ops are replayed backwards, eagerly) and inside a
+ * traced function (the backward pass is recorded into the same graph, so the passes and the
+ * backend see forward and backward together). Gradients are computed by tracejit ops, so an
+ * enclosing tape records them too: nested tapes give higher-order gradients.
+ *   - Only float tensors carry gradients; integer and bool values (argmax, comparisons, casts to
+ *     int) stop them. An op without a gradient rule fails tj_tape_gradient with an error naming
+ *     the op, when (and only when) a gradient has to flow through it.
+ *   - Eagerly, a tj_call of a compiled function with a watched input runs the function eagerly,
+ *     so its ops are recorded. Inside a trace, only ops of the trace that created the tape are
+ *     recorded; gradients through traced control flow (tj_cond, tj_for_range, tj_scan, ...) are
+ *     not supported yet and fail with an error naming the op.
+ * Tapes belong to the thread that made them. */
+typedef struct tj_tape tj_tape;
+enum {
+    TJ_TAPE_UNCONNECTED_ZERO = 1, /* a source the target does not depend on gets zeros, not NULL */
+};
+/* Starts recording (flags: TJ_TAPE_*). Caller frees with tj_tape_free. NULL on error. */
+TJ_API tj_tape *tj_tape_new(unsigned flags);
+/* Records ops on x (borrowed) from now on; variables read while recording are watched on their
+ * own (TensorFlow's watch_accessed_variables). */
+TJ_API tj_status tj_tape_watch(tj_tape *tape, tj_tensor *x);
+/* Stops recording (the end of TensorFlow's `with` block); the tape keeps what it recorded. */
+TJ_API tj_status tj_tape_stop(tj_tape *tape);
+/* Gradients of `target` with respect to the n tensors `sources` (tensors watched on the tape or
+ * produced by recorded ops) written to grads[0..n): new references, shaped like each source, or
+ * NULL for a source the target does not depend on (TensorFlow's None; zeros with
+ * TJ_TAPE_UNCONNECTED_ZERO). `seed` is the gradient of the target (its dtype and shape); NULL
+ * means 1, and then the target must be a scalar. May be called several times. On error every
+ * grads[k] is NULL and the message is in tj_last_error(). */
+TJ_API tj_status tj_tape_gradient(tj_tape *tape, tj_tensor *target, tj_tensor *seed, int n,
+                                  tj_tensor *const *sources, tj_tensor **grads);
+/* The same with respect to variables: the sum over every read of vars[k] while recording. */
+TJ_API tj_status tj_tape_gradient_vars(tj_tape *tape, tj_tensor *target, tj_tensor *seed, int n,
+                                       tj_variable *const *vars, tj_tensor **grads);
+/* Stops the tape if it records and frees it, with its references. NULL-safe. */
+TJ_API void tj_tape_free(tj_tape *tape);
+
 /* ---- functions, tracing and concrete functions ----------------------------------------------- */
 typedef struct tj_function tj_function;
 typedef struct tj_concrete tj_concrete;
@@ -414,6 +455,22 @@ typedef struct tj_function_options {
  * Copies `name` and `opts`. Caller frees with tj_function_free. */
 TJ_API tj_function *tj_function_new(const char *name, void *fn, int nargs,
                                     const tj_function_options *opts);
+/* The same for a body of the control-flow form, called as body(nargs, args, user): for callers
+ * that build functions at run time (frontends, transforms). `user` is borrowed and must outlive
+ * the function. */
+TJ_API tj_function *tj_function_new_body(const char *name, tj_body body, int nargs, void *user,
+                                         const tj_function_options *opts);
+/* Function transforms (jax.grad, jax.value_and_grad): a new function of f's arguments returning
+ * the gradients of f's result (a float scalar) with respect to the arguments argnums[0..n) (one
+ * tensor for n = 1, else a tuple), and, for value_and_grad, the tuple (value, gradients...). It
+ * is traced, cached and compiled like any function, with forward and backward in one graph; an
+ * argument the result does not depend on gets zeros. Variables f reads are constants of the
+ * transform (take their gradients with a tape inside f). f is borrowed: free the transform first.
+ * Caller frees with tj_function_free. NULL on error (tj_last_error). */
+TJ_API tj_function *tj_grad(tj_function *f, int n, const int *argnums,
+                            const tj_function_options *opts);
+TJ_API tj_function *tj_value_and_grad(tj_function *f, int n, const int *argnums,
+                                      const tj_function_options *opts);
 /* Frees the function, its concrete functions and the variables its traces created. Calling it
  * afterwards returns an error (freed handles are recognised for any number of frees). From
  * inside f's own trace it does nothing and leaves an error in tj_last_error. */

@@ -31,6 +31,7 @@ static unsigned attr_use(int op) {
     case IR_OP_EXPAND_DIMS:
     case IR_OP_CONCAT:
     case IR_OP_GATHER:
+    case IR_OP_SCATTER_ADD:
         return U_I0;
     case IR_OP_RANGE:
         return U_F3;
@@ -46,6 +47,7 @@ static unsigned attr_use(int op) {
     case IR_OP_TRANSPOSE:
     case IR_OP_SQUEEZE:
     case IR_OP_SLICE:
+    case IR_OP_SLICE_GRAD:
         return U_LIST;
     default:
         return 0;

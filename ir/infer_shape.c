@@ -238,6 +238,68 @@ static tj_status gather(ir_node *p, const ir_node *x, const ir_node *idx) {
     return TJ_OK;
 }
 
+/* slice_grad(dy): the node's own rank and dims are the sliced tensor's; slicing them with the
+ * node's begin/end/step must give dy's dims. */
+static tj_status slice_grad(ir_node *p, const ir_node *dy) {
+    char sx[DB], sy[DB];
+    int r = p->rank;
+    if (r > IR_MAX_RANK || p->a.n_list != 3u * (uint32_t)r)
+        return ir_errorf(TJ_ERR_SHAPE,
+                         "slice_grad: expected %d begin/end/step values for rank %d, got %u", 3 * r,
+                         r, p->a.n_list);
+    if (dy->dtype == TJ_STRING || dy->rank != r)
+        return ir_errorf(TJ_ERR_SHAPE, "slice_grad: gradient %s%s does not fit shape %s",
+                         ir_dtype_name(dy->dtype), ir_fmt_dims(sy, DB, dy->rank, dy->dims),
+                         ir_fmt_dims(sx, DB, r, p->dims));
+    for (int k = 0; k < r; k++) {
+        int64_t b = p->a.list[k], e = p->a.list[r + k], s = p->a.list[2 * r + k];
+        if (s == 0)
+            return ir_errorf(TJ_ERR_INVALID, "slice_grad: step of axis %d is zero", k);
+        if (p->dims[k] < 0)
+            return ir_errorf(TJ_ERR_SHAPE, "slice_grad: the sliced shape %s must be known",
+                             ir_fmt_dims(sx, DB, r, p->dims));
+        if (dy->dims[k] >= 0 && ir_slice_len(p->dims[k], b, e, s) != dy->dims[k])
+            return ir_errorf(TJ_ERR_SHAPE,
+                             "slice_grad: axis %d of %s sliced gives %lld elements, the gradient "
+                             "%s has %lld",
+                             k, ir_fmt_dims(sx, DB, r, p->dims),
+                             (long long)ir_slice_len(p->dims[k], b, e, s),
+                             ir_fmt_dims(sy, DB, dy->rank, dy->dims), (long long)dy->dims[k]);
+    }
+    p->dtype = dy->dtype;
+    return TJ_OK;
+}
+
+/* scatter_add(x, indices, updates): updates must be shaped like gather(x, indices, axis). */
+static tj_status scatter_add(ir_node *p, const ir_node *const *ins) {
+    const ir_node *x = ins[0], *idx = ins[1], *u = ins[2];
+    char sx[DB], si[DB], su[DB];
+    if (!ir_dtype_is_numeric(x->dtype) || x->dtype != u->dtype)
+        return ir_errorf(TJ_ERR_DTYPE,
+                         "scatter_add: x and updates must share a numeric dtype, got %s and %s",
+                         ir_dtype_name(x->dtype), ir_dtype_name(u->dtype));
+    ir_node want = *p;
+    tj_status st = gather(&want, x, idx);
+    if (st)
+        return st;
+    p->a.i[0] = want.a.i[0];
+    bool ok = want.rank == u->rank;
+    for (int k = 0; ok && k < u->rank; k++)
+        ok = want.dims[k] < 0 || u->dims[k] < 0 || want.dims[k] == u->dims[k];
+    if (!ok)
+        return ir_errorf(TJ_ERR_SHAPE,
+                         "scatter_add: updates %s do not match x %s gathered at indices %s on "
+                         "axis %lld (%s)",
+                         ir_fmt_dims(su, DB, u->rank, u->dims),
+                         ir_fmt_dims(sx, DB, x->rank, x->dims),
+                         ir_fmt_dims(si, DB, idx->rank, idx->dims), (long long)want.a.i[0],
+                         ir_fmt_dims(sx, DB, want.rank, want.dims));
+    p->dtype = x->dtype;
+    p->rank = x->rank;
+    memcpy(p->dims, x->dims, sizeof(int64_t) * x->rank);
+    return TJ_OK;
+}
+
 static tj_status need_index(const char *op, const ir_node *i) {
     char s[DB];
     if ((i->dtype != TJ_I32 && i->dtype != TJ_I64) || i->rank != 0)
@@ -300,6 +362,10 @@ tj_status ir_infer_shape_op(ir_node *p, const ir_node *const *ins, uint32_t n_in
         return slice(p, ins[0]);
     case IR_OP_GATHER:
         return gather(p, ins[0], ins[1]);
+    case IR_OP_SLICE_GRAD:
+        return slice_grad(p, ins[0]);
+    case IR_OP_SCATTER_ADD:
+        return scatter_add(p, ins);
     case IR_OP_UPDATE_INDEX:
     case IR_OP_READ_INDEX:
         return row_ops(p, ins);

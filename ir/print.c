@@ -225,6 +225,7 @@ static void put_attrs(sbuf *b, const ir_graph *g, const ir_node *n) {
     case IR_OP_EXPAND_DIMS:
     case IR_OP_CONCAT:
     case IR_OP_GATHER:
+    case IR_OP_SCATTER_ADD:
         put(b, " {axis=%lld}", i0);
         break;
     case IR_OP_TRANSPOSE:
@@ -233,7 +234,8 @@ static void put_attrs(sbuf *b, const ir_graph *g, const ir_node *n) {
         put_list(b, a->list, a->n_list);
         put(b, "}");
         break;
-    case IR_OP_SLICE: {
+    case IR_OP_SLICE:
+    case IR_OP_SLICE_GRAD: {
         uint32_t r = a->n_list / 3;
         put(b, " {begin=");
         put_list(b, a->list, r);

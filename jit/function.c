@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "jit/jit.h"
+#include "runtime/grad.h"
 
 /* ---- function objects ------------------------------------------------------------------------ */
 static rt_arena fn_arena = RT_ARENA_INIT(512);
@@ -241,7 +242,30 @@ void tj_function_free(tj_function *f) {
     free(f->arg_names);
     free(f->arg_types);
     free(f->name);
+    if (f->body_free)
+        f->body_free(f->body_user);
     rt_arena_release(&fn_arena, f, sizeof *f); /* a later call through f reports "freed" */
+}
+
+tj_function *jit_function_new_body(const char *name, tj_body body, int nargs, void *user,
+                                   void (*free_user)(void *), const tj_function_options *opts) {
+    tj_function *f = tj_function_new(name, (void *)body, nargs, opts);
+    if (!f) {
+        if (free_user)
+            free_user(user);
+        return NULL;
+    }
+    f->body = body;
+    f->body_user = user;
+    f->body_free = free_user;
+    return f;
+}
+
+tj_function *tj_function_new_body(const char *name, tj_body body, int nargs, void *user,
+                                  const tj_function_options *opts) {
+    if (!body)
+        return (void)ir_errorf(TJ_ERR_INVALID, "function_new_body: body is NULL"), NULL;
+    return jit_function_new_body(name, body, nargs, user, NULL, opts);
 }
 
 const char *tj_function_name(const tj_function *f) {
@@ -451,8 +475,10 @@ tj_tensor *tj_call(tj_function *f, int nargs, tj_tensor *const *args) {
     tj_tensor *err = jit_check_args("call", f, nargs, args);
     if (err)
         return rt_scoped(err);
-    if (f->eager || tj_get_eager() || rt_trace_current()) {
-        /* eager mode, or a nested call while tracing: run the C code inline (S9, S20) */
+    if (f->eager || tj_get_eager() || rt_trace_current() ||
+        (rt_tape_n_active && rt_tape_wants_eager(nargs, args))) {
+        /* eager mode, a nested call while tracing, or a call a tape records: run the C code
+         * inline (S9, S20) */
         return tj_call_eager(f, nargs, args);
     }
     int slot;

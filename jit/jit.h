@@ -56,6 +56,9 @@ struct tj_function {
     uint32_t magic;
     char *name;
     void *fn;
+    tj_body body; /* tj_function_new_body: called as body(nargs, args, body_user) instead of fn */
+    void *body_user;
+    void (*body_free)(void *user); /* called on body_user when the function is freed */
     int nargs;
     ffi_cif cif;
     ffi_type **arg_types;
@@ -79,6 +82,10 @@ struct tj_function {
     uint64_t trace_calls[5]; /* call index of the last 5 traces (retrace warning) */
     int n_warnings;
 };
+
+/* tj_function_new_body with a destructor for `user` (called on failure too). */
+tj_function *jit_function_new_body(const char *name, tj_body body, int nargs, void *user,
+                                   void (*free_user)(void *), const tj_function_options *opts);
 
 /* function headers live in an rt_arena (function.c), so a freed handle is recognised */
 enum { JIT_FN_NONE = 0, JIT_FN_ALIVE, JIT_FN_FREED };

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/runtime.h"
+#include "runtime/grad.h"
 
 /* A concrete 0-d numeric tensor converted to dtype `dt`, if exact; NULL otherwise. */
 static tj_tensor *convert_scalar(const tj_tensor *s, int dt) {
@@ -118,14 +118,16 @@ tj_tensor *rt_apply(ir_node *proto, tj_tensor *const *in_args, uint32_t n_in) {
                 break;
         if (k == n_in)
             id = ir_add(tr->g, proto, pid, n_in);
-        if (pid != ids)
-            free(pid);
         if (id == IR_NONE) {
             res = rt_error_from_status(0);
             rt_trace_fail(tr, ir_last_code());
         } else {
             res = rt_symbolic(tr, id);
+            if (rt_tape_n_active)
+                rt_tape_on_op(ir_node_get(tr->g, id), in_args, in, n_in, pid, res);
         }
+        if (pid != ids)
+            free(pid);
         goto done;
     }
     for (uint32_t k = 0; k < n_in; k++) {
@@ -159,6 +161,8 @@ tj_tensor *rt_apply(ir_node *proto, tj_tensor *const *in_args, uint32_t n_in) {
                 res = rt_error_from_status(st);
             } else {
                 res = out;
+                if (rt_tape_n_active)
+                    rt_tape_on_op(proto, in_args, in, n_in, NULL, res);
             }
         }
     }

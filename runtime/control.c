@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/runtime.h"
+#include "runtime/grad.h"
 
 /* ---- helpers --------------------------------------------------------------------------------- */
 static tj_tensor *fail(rt_trace *tr, tj_status code, const char *fmt, ...)
@@ -305,6 +305,10 @@ static tj_tensor *record(rt_trace *tr, ir_node *p, const uint32_t *ops, uint32_t
             st = ir_last_code();
         else
             v[k] = rt_scoped(rt_symbolic(tr, gid));
+    }
+    if (!st && rt_tape_n_active) {
+        const ir_node *node = ir_node_get(tr->g, id);
+        rt_tape_on_cf(tr, node, ir_inputs(tr->g, node), node->n_in, v, nr);
     }
     tj_tensor *r = st ? fail(tr, st, "%s", ir_last_error()) : pack((int)nr, v, single);
     if (v != stack_v)

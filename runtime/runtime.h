@@ -68,6 +68,9 @@ tj_tensor *rt_tensor_clone(const tj_tensor *t);
 /* t as an ordinary tensor argument: a new reference to t, or, for a host scalar or static value,
  * to a new header sharing its buffer without those marks. NULL with the error set on OOM. */
 tj_tensor *rt_tensor_plain(tj_tensor *t);
+/* A new header on t's buffer (a concrete t; others: a new reference to t), without the static
+ * and host-scalar marks: the same values under another identity (for tapes). NULL on OOM. */
+tj_tensor *rt_tensor_alias(tj_tensor *t);
 /* Whether t may receive a call's results (tj_call_into): concrete, not static. `what` and `k`
  * name the call and the output in the error. */
 tj_status rt_check_output(const tj_tensor *t, const char *what, int k);

@@ -426,6 +426,12 @@ tj_tensor *rt_tensor_clone(const tj_tensor *t) {
 tj_tensor *rt_tensor_plain(tj_tensor *t) {
     if (!t || t->kind != RT_CONCRETE || (!t->host_scalar && !t->is_static))
         return tj_retain(t);
+    return rt_tensor_alias(t);
+}
+
+tj_tensor *rt_tensor_alias(tj_tensor *t) {
+    if (!t || t->kind != RT_CONCRETE)
+        return tj_retain(t);
     tj_tensor *a = header_new(RT_CONCRETE);
     if (!a)
         return (void)ir_errorf(TJ_ERR_OOM, "out of memory"), NULL;

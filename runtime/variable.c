@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/runtime.h"
+#include "runtime/grad.h"
 
 static atomic_uint_fast64_t next_id = 1;
 static rt_arena var_arena = RT_ARENA_INIT(256);
@@ -190,17 +190,18 @@ const char *tj_variable_name(const tj_variable *v) {
     return rt_variable_check(v, "variable_name") ? "" : v->name;
 }
 
-tj_tensor *tj_variable_read(tj_variable *v) {
+/* The value of v: an unscoped new reference (an error tensor on failure). */
+static tj_tensor *read_value(tj_variable *v) {
     if (rt_variable_check(v, "variable_read"))
-        return rt_scoped(rt_error_from_status(0));
+        return rt_error_from_status(0);
     rt_trace *tr = rt_trace_current();
     if (!tr)
-        return rt_scoped(rt_variable_get(v));
+        return rt_variable_get(v);
     uint32_t slot = rt_trace_capture(tr, v);
     if (slot == IR_NONE)
-        return rt_scoped(rt_errorf(TJ_ERR_OOM, "variable_read: out of memory"));
+        return rt_errorf(TJ_ERR_OOM, "variable_read: out of memory");
     if (tr->cap_value[slot] != IR_NONE)
-        return rt_scoped(rt_symbolic(tr, tr->cap_value[slot]));
+        return rt_symbolic(tr, tr->cap_value[slot]);
     ir_node p;
     memset(&p, 0, sizeof p);
     p.op = IR_OP_VAR_READ;
@@ -211,8 +212,26 @@ tj_tensor *tj_variable_read(tj_variable *v) {
     memcpy(p.dims, v->dims, sizeof p.dims);
     uint32_t id = ir_add(tr->g, &p, NULL, 0);
     if (id == IR_NONE)
-        return rt_scoped(rt_error_from_status(0));
-    return rt_scoped(rt_symbolic(tr, id));
+        return rt_error_from_status(0);
+    return rt_symbolic(tr, id);
+}
+
+tj_tensor *tj_variable_read(tj_variable *v) {
+    tj_tensor *r = read_value(v);
+    if (rt_tape_n_active) {
+        /* recording tapes watch the variables read; eagerly the read gets an identity of its
+         * own, so a tensor that is also the variable's value (its initial value, say) is not
+         * mistaken for the variable */
+        if (r->kind == RT_CONCRETE) {
+            tj_tensor *a = rt_tensor_alias(r);
+            if (a) {
+                tj_release(r);
+                r = a;
+            }
+        }
+        rt_tape_on_var_read(v, r);
+    }
+    return rt_scoped(r);
 }
 
 tj_tensor *tj_assign(tj_variable *v, tj_tensor *value) {

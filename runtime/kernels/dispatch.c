@@ -148,6 +148,10 @@ tj_status rt_ref_kernel(const ir_node *n, tj_tensor *const *in, tj_tensor *out) 
         return rt_k_slice(n, in[0], out);
     case IR_OP_GATHER:
         return rt_k_gather(n, in, out);
+    case IR_OP_SLICE_GRAD:
+        return rt_k_slice_grad(n, in[0], out);
+    case IR_OP_SCATTER_ADD:
+        return rt_k_scatter_add(n, in, out);
     case IR_OP_UPDATE_INDEX:
     case IR_OP_READ_INDEX:
         return rt_k_row(n, in, out);

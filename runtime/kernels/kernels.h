@@ -28,6 +28,8 @@ tj_status rt_k_concat(const ir_node *n, tj_tensor *const *in, tj_tensor *out);
 tj_status rt_k_slice(const ir_node *n, const tj_tensor *x, tj_tensor *out);
 tj_status rt_k_gather(const ir_node *n, tj_tensor *const *in, tj_tensor *out);
 tj_status rt_k_row(const ir_node *n, tj_tensor *const *in, tj_tensor *out); /* update/read_index */
+tj_status rt_k_slice_grad(const ir_node *n, const tj_tensor *dy, tj_tensor *out); /* grad.c */
+tj_status rt_k_scatter_add(const ir_node *n, tj_tensor *const *in, tj_tensor *out);
 tj_status rt_k_eye(const ir_node *n, tj_tensor *out);                       /* source.c */
 tj_status rt_k_range(const ir_node *n, tj_tensor *out);
 tj_status rt_k_random(const ir_node *n, tj_tensor *out);

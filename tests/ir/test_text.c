@@ -133,6 +133,8 @@ static const char *all_ops =
     "  %89 = update_index %0, %82, %1 : f32[2,3]\n"
     "  %90 = const [1, 0] : bool[2]\n"
     "  %91 = read_index %89, %90, %82 : f32[3]\n"
+    "  %92 = slice_grad %63 {begin=[0, -1], end=[2, -4], step=[1, -1]} : f32[2,3]\n"
+    "  %93 = scatter_add %0, %65, %66 {axis=1} : f32[2,3]\n"
     "  return %27, %46, %71, %87, %88\n"
     "  effects %67, %68, %69, %76, %85\n"
     "}\n";
@@ -177,7 +179,7 @@ int main(void) {
         count[g->nodes[i].op]++;
     for (int op = 0; op < IR_N_OPS; op++)
         CHECK_MSG(count[op] > 0, "op %s missing from the test graph", ir_ops[op].name);
-    CHECK_EQ_INT(g->n_nodes, 91); /* %90 is %72 (interned) */
+    CHECK_EQ_INT(g->n_nodes, 93); /* %90 is %72 (interned) */
     CHECK_EQ_INT(g->n_params, 3);
     CHECK_EQ_INT(g->n_caps, 2);
     CHECK_EQ_INT(g->n_outputs, 5);

@@ -1,0 +1,464 @@
+/* Every gradient rule against central finite differences in f64, on shapes that broadcast,
+ * keepdims on and off and every axis. For each case the loss is sum(f(xs) * w) with a fixed random
+ * w (so the output gradient is not uniform); the tape's gradient of each input is compared with
+ * (loss(x + h) - loss(x - h)) / 2h element by element. The same gradients compiled (tj_grad of
+ * the loss, one graph) must agree with the eager tape. Second-order gradients (a tape inside a
+ * tape) are checked the same way on the rules that compose. The table test walks ops.def: every
+ * op has a rule, or says it has no gradient, or why it is refused. */
+#include <tracejit.h>
+
+#include "check.h"
+#include "runtime/grad.h"
+
+enum { MAXIN = 3 };
+typedef struct gcase {
+    const char *name;
+    int n_in;
+    int rank[MAXIN];
+    int64_t dims[MAXIN][4];
+    double lo, hi; /* input domain */
+    tj_tensor *(*fn)(tj_tensor *const *x, int arg);
+    int arg;
+} gcase;
+
+static const int ax1[1] = {1}, ax_last[1] = {-1}, ax02[2] = {0, 2};
+
+static tj_tensor *f_unary(tj_tensor *const *x, int op) {
+    tj_tensor *(*fns[])(tj_tensor *) = {tj_neg,   tj_abs,   tj_exp,     tj_log,  tj_sqrt,
+                                        tj_rsqrt, tj_tanh,  tj_sigmoid, tj_relu, tj_sin,
+                                        tj_cos,   tj_floor, tj_sign,    tj_ceil, tj_round};
+    return fns[op](x[0]);
+}
+static tj_tensor *f_binary(tj_tensor *const *x, int op) {
+    tj_tensor *(*fns[])(tj_tensor *, tj_tensor *) = {
+        tj_add, tj_sub, tj_mul, tj_div, tj_pow, tj_maximum, tj_minimum, tj_matmul, tj_mod};
+    return fns[op](x[0], x[1]);
+}
+static tj_tensor *f_reduce(tj_tensor *const *x, int arg) {
+    /* arg: op * 8 + axes choice * 2 + keepdims */
+    int op = arg / 8, which = (arg / 2) % 4, kd = arg % 2;
+    const int *axes[4] = {NULL, ax1, ax_last, ax02};
+    int n_axes[4] = {0, 1, 1, 2};
+    tj_tensor *(*fns[])(tj_tensor *, int, const int *, int) = {tj_sum, tj_mean, tj_max, tj_min,
+                                                               tj_prod};
+    return fns[op](x[0], n_axes[which], axes[which], kd);
+}
+static tj_tensor *f_softmax(tj_tensor *const *x, int arg) {
+    return arg == 0   ? tj_softmax(x[0], -1)
+           : arg == 1 ? tj_softmax(x[0], 0)
+           : arg == 2 ? tj_log_softmax(x[0], -1)
+                      : tj_log_softmax(x[0], 1);
+}
+static tj_tensor *f_where(tj_tensor *const *x, int arg) {
+    (void)arg;
+    return tj_where(tj_greater(x[0], tj_scalar_f64(0)), x[1], x[2]);
+}
+static tj_tensor *f_shape(tj_tensor *const *x, int arg) {
+    int perm[3] = {2, 0, 1};
+    int64_t to[3] = {2, 3, 4}, r6[2] = {6, 4}, b[3] = {1, -1, 0}, e[3] = {2, -4, 3},
+            s[3] = {1, -2, 2};
+    int sq[1] = {1};
+    int64_t idx_d[1] = {5};
+    int64_t iv[5] = {2, 0, 2, 1, 2};
+    switch (arg) {
+    case 0:
+        return tj_transpose(x[0], perm);
+    case 1:
+        return tj_broadcast_to(x[0], 3, to);
+    case 2:
+        return tj_reshape(x[0], 2, r6);
+    case 3:
+        return tj_squeeze(tj_expand_dims(x[0], 1), 1, sq);
+    case 4:
+        return tj_slice(x[0], b, e, s);
+    case 5: {
+        tj_tensor *xs[2] = {x[0], x[1]};
+        return tj_concat(2, xs, 1);
+    }
+    case 6:
+        return tj_gather(x[0], tj_tensor_from_data(TJ_I64, 1, idx_d, iv), 1);
+    case 7:
+        return tj_cast(tj_cast(x[0], TJ_F32), TJ_F64);
+    case 8: /* a tensor array: write two rows, read one back, stack */
+    default: {
+        int64_t ed[1] = {4};
+        tj_tensor *ta = tj_tensor_array_new(TJ_F64, 3, 1, ed);
+        ta = tj_tensor_array_write(ta, tj_scalar_i64(0), x[0]);
+        ta = tj_tensor_array_write(ta, tj_scalar_i64(2), tj_mul(x[0], x[1]));
+        ta =
+            tj_tensor_array_write(ta, tj_scalar_i64(1), tj_tensor_array_read(ta, tj_scalar_i64(2)));
+        return tj_tensor_array_stack(ta);
+    }
+    }
+}
+
+#define R3(a, b, c)                                                                                \
+    { a, b, c }
+static const gcase cases[] = {
+    /* unary */
+    {"neg", 1, {2}, {{3, 4}}, -2, 2, f_unary, 0},
+    {"abs", 1, {2}, {{3, 4}}, -2, 2, f_unary, 1},
+    {"exp", 1, {2}, {{3, 4}}, -2, 2, f_unary, 2},
+    {"log", 1, {2}, {{3, 4}}, 0.5, 3, f_unary, 3},
+    {"sqrt", 1, {2}, {{3, 4}}, 0.5, 3, f_unary, 4},
+    {"rsqrt", 1, {2}, {{3, 4}}, 0.5, 3, f_unary, 5},
+    {"tanh", 1, {2}, {{3, 4}}, -2, 2, f_unary, 6},
+    {"sigmoid", 1, {2}, {{3, 4}}, -3, 3, f_unary, 7},
+    {"relu", 1, {2}, {{3, 4}}, -2, 2, f_unary, 8},
+    {"sin", 1, {1}, {{7}}, -3, 3, f_unary, 9},
+    {"cos", 1, {1}, {{7}}, -3, 3, f_unary, 10},
+    {"floor", 1, {1}, {{7}}, -3, 3, f_unary, 11},
+    {"sign", 1, {1}, {{7}}, -3, 3, f_unary, 12},
+    {"ceil", 1, {1}, {{7}}, -3, 3, f_unary, 13},
+    {"round", 1, {1}, {{7}}, -3, 3, f_unary, 14},
+    /* binary, with broadcasting both ways */
+    {"add", 2, {3, 2}, {{2, 3, 4}, {3, 1}}, -2, 2, f_binary, 0},
+    {"add_rank0", 2, {0, 2}, {{0}, {2, 3}}, -2, 2, f_binary, 0},
+    {"sub", 2, {1, 3}, {{4}, {2, 3, 4}}, -2, 2, f_binary, 1},
+    {"mul", 2, {3, 3}, {{2, 1, 4}, {1, 3, 1}}, -2, 2, f_binary, 2},
+    {"div", 2, {2, 1}, {{3, 4}, {4}}, 0.5, 2, f_binary, 3},
+    {"pow", 2, {2, 2}, {{3, 4}, {1, 4}}, 0.5, 2, f_binary, 4},
+    {"maximum", 2, {2, 2}, {{3, 4}, {3, 1}}, -2, 2, f_binary, 5},
+    {"minimum", 2, {2, 1}, {{3, 4}, {4}}, -2, 2, f_binary, 6},
+    {"matmul", 2, {2, 2}, {{3, 4}, {4, 5}}, -2, 2, f_binary, 7},
+    {"matmul_batch", 2, {3, 2}, {{2, 3, 4}, {4, 2}}, -2, 2, f_binary, 7},
+    {"matmul_bcast", 2, {4, 3}, {{2, 1, 3, 4}, {3, 4, 2}}, -2, 2, f_binary, 7},
+    {"mod", 2, {2, 2}, {{3, 4}, {3, 4}}, 0.5, 3, f_binary, 8},
+    {"where", 3, {2, 2, 1}, {{3, 4}, {3, 4}, {4}}, -2, 2, f_where, 0},
+    /* softmax family */
+    {"softmax", 1, {2}, {{3, 5}}, -2, 2, f_softmax, 0},
+    {"softmax_ax0", 1, {2}, {{3, 5}}, -2, 2, f_softmax, 1},
+    {"log_softmax", 1, {2}, {{3, 5}}, -2, 2, f_softmax, 2},
+    {"log_softmax_3d", 1, {3}, {{2, 3, 4}}, -2, 2, f_softmax, 3},
+    /* shapes */
+    {"transpose", 1, {3}, {{3, 4, 2}}, -2, 2, f_shape, 0},
+    {"broadcast_to", 1, {2}, {{3, 1}}, -2, 2, f_shape, 1},
+    {"reshape", 1, {3}, {{2, 3, 4}}, -2, 2, f_shape, 2},
+    {"expand_squeeze", 1, {2}, {{3, 4}}, -2, 2, f_shape, 3},
+    {"slice", 1, {3}, {{3, 5, 4}}, -2, 2, f_shape, 4},
+    {"concat", 2, {2, 2}, {{3, 2}, {3, 4}}, -2, 2, f_shape, 5},
+    {"gather", 1, {2}, {{2, 3}}, -2, 2, f_shape, 6},
+    {"cast", 1, {2}, {{2, 3}}, -2, 2, f_shape, 7},
+    {"tensor_array", 2, {1, 1}, {{4}, {4}}, -2, 2, f_shape, 8},
+};
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static double urand(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (double)(rng >> 11) / 9007199254740992.0;
+}
+
+static tj_tensor *rand_tensor(int rank, const int64_t *dims, double lo, double hi) {
+    int64_t n = 1;
+    for (int d = 0; d < rank; d++)
+        n *= dims[d];
+    double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+    for (int64_t i = 0; i < n; i++) {
+        v[i] = lo + (hi - lo) * urand();
+        if (lo < 0 && fabs(v[i]) < 0.05) /* keep away from kinks at 0 */
+            v[i] = 0.3;
+        if (fabs(v[i] - round(v[i])) < 0.05) /* and from integer steps (floor, mod, round) */
+            v[i] += 0.1;
+    }
+    tj_tensor *t = tj_tensor_from_data(TJ_F64, rank, dims, v);
+    free(v);
+    return t;
+}
+
+static tj_tensor *weights; /* w of the current case */
+static const gcase *cur;
+
+static tj_tensor *loss_of(tj_tensor *const *x) {
+    tj_tensor *y = cur->fn(x, cur->arg);
+    return tj_sum(tj_mul(y, weights), 0, NULL, 0);
+}
+
+/* loss as a function for tj_grad (up to three inputs) */
+static tj_tensor *loss1(tj_tensor *a) {
+    return loss_of(&a);
+}
+static tj_tensor *loss2(tj_tensor *a, tj_tensor *b) {
+    tj_tensor *x[2] = {a, b};
+    return loss_of(x);
+}
+static tj_tensor *loss3(tj_tensor *a, tj_tensor *b, tj_tensor *c) {
+    tj_tensor *x[3] = {a, b, c};
+    return loss_of(x);
+}
+
+static double eval_loss(tj_tensor *const *x) {
+    tj_scope_begin();
+    double v = tj_tensor_get_f64(loss_of(x), 0);
+    tj_scope_end();
+    return v;
+}
+
+static void run_case(const gcase *c) {
+    cur = c;
+    tj_scope_begin();
+    tj_tensor *x[MAXIN];
+    for (int k = 0; k < c->n_in; k++)
+        x[k] = rand_tensor(c->rank[k], c->dims[k], c->lo, c->hi);
+    /* the output's shape, for w */
+    tj_tensor *y = c->fn(x, c->arg);
+    CHECK_MSG(tj_status_of(y) == TJ_OK, "%s: forward: %s", c->name, tj_error_message(y));
+    if (tj_status_of(y)) {
+        tj_scope_end();
+        return;
+    }
+    weights = rand_tensor(tj_tensor_rank(y), tj_tensor_dims(y), -1, 1);
+    /* eager tape */
+    tj_tape *tape = tj_tape_new(0);
+    for (int k = 0; k < c->n_in; k++)
+        CHECK_EQ_INT(tj_tape_watch(tape, x[k]), TJ_OK);
+    tj_tensor *loss = loss_of(x);
+    tj_tensor *g[MAXIN] = {0};
+    tj_status st = tj_tape_gradient(tape, loss, NULL, c->n_in, x, g);
+    CHECK_MSG(st == TJ_OK, "%s: %s", c->name, tj_last_error());
+    tj_tape_free(tape);
+    /* compiled: tj_grad of the loss over every input */
+    void *fns[3] = {(void *)loss1, (void *)loss2, (void *)loss3};
+    tj_function *lf = tj_function_new(c->name, fns[c->n_in - 1], c->n_in, NULL);
+    int argnums[MAXIN] = {0, 1, 2};
+    tj_function *gf = tj_grad(lf, c->n_in, argnums, NULL);
+    tj_tensor *gc = tj_call(gf, c->n_in, x);
+    CHECK_MSG(tj_status_of(gc) == TJ_OK, "%s: compiled: %s", c->name, tj_error_message(gc));
+    for (int k = 0; k < c->n_in && !st; k++) {
+        tj_tensor *gk = g[k];
+        tj_tensor *ck = c->n_in == 1 ? gc : tj_tuple_get(gc, k);
+        if (!gk) { /* no gradient (a bool path): finite differences must see none either */
+            double *xv = (double *)tj_tensor_data(x[k]);
+            double keep = xv[0];
+            xv[0] = keep + 1e-3;
+            double lp = eval_loss(x);
+            xv[0] = keep;
+            CHECK_MSG(lp == eval_loss(x), "%s: input %d has no gradient", c->name, k);
+            continue;
+        }
+        CHECK_EQ_INT(tj_tensor_numel(gk), tj_tensor_numel(x[k]));
+        CHECK_EQ_INT(tj_tensor_rank(gk), tj_tensor_rank(x[k]));
+        double *xv = (double *)tj_tensor_data(x[k]); /* perturbed in place, then restored */
+        int64_t n = tj_tensor_numel(x[k]);
+        for (int64_t i = 0; i < n; i++) {
+            /* the f32 round trip of `cast` needs a step well above f32's rounding */
+            double keep = xv[i],
+                   h = (c->fn == f_shape && c->arg == 7 ? 1e-2 : 1e-6) * fmax(1, fabs(keep));
+            xv[i] = keep + h;
+            double lp = eval_loss(x);
+            xv[i] = keep - h;
+            double lm = eval_loss(x);
+            xv[i] = keep;
+            double fd = (lp - lm) / (2 * h), an = tj_tensor_get_f64(gk, i);
+            CHECK_MSG(fabs(fd - an) <= 1e-5 * fmax(1, fabs(fd)),
+                      "%s: d/dx%d[%lld]: tape %.9g, finite differences %.9g", c->name, k,
+                      (long long)i, an, fd);
+            if (tj_status_of(ck) == TJ_OK)
+                CHECK_MSG(fabs(tj_tensor_get_f64(ck, i) - an) <= 1e-9 * fmax(1, fabs(an)),
+                          "%s: d/dx%d[%lld]: compiled %.17g, eager %.17g", c->name, k, (long long)i,
+                          tj_tensor_get_f64(ck, i), an);
+        }
+    }
+    tj_release(gc);
+    tj_function_free(gf);
+    tj_function_free(lf);
+    tj_scope_end();
+}
+
+/* ---- second order: d2/dx2 of sum(f(x)) by a tape inside a tape ------------------------------- */
+static tj_tensor *second(tj_tensor *x, tj_tensor *(*f)(tj_tensor *), tj_tensor **g1) {
+    tj_tape *outer = tj_tape_new(0);
+    tj_tape_watch(outer, x);
+    tj_tape *inner = tj_tape_new(0);
+    tj_tape_watch(inner, x);
+    tj_tensor *y = tj_sum(f(x), 0, NULL, 0);
+    tj_tensor *g = NULL, *h = NULL;
+    CHECK_EQ_INT(tj_tape_gradient(inner, y, NULL, 1, &x, &g), TJ_OK);
+    tj_tape_free(inner);
+    /* g = f'(x) elementwise; sum(g) differentiated again gives f''(x) */
+    CHECK_EQ_INT(tj_tape_gradient(outer, tj_sum(g, 0, NULL, 0), NULL, 1, &x, &h), TJ_OK);
+    tj_tape_free(outer);
+    *g1 = g;
+    return h;
+}
+
+static tj_tensor *cube(tj_tensor *x) {
+    return tj_mul(tj_mul(x, x), x);
+}
+
+static void second_order(void) {
+    struct {
+        const char *name;
+        tj_tensor *(*f)(tj_tensor *);
+    } fs[] = {{"tanh", tj_tanh}, {"exp", tj_exp},   {"sin", tj_sin}, {"sigmoid", tj_sigmoid},
+              {"log", tj_log},   {"sqrt", tj_sqrt}, {"cube", cube}};
+    for (size_t i = 0; i < sizeof fs / sizeof fs[0]; i++) {
+        tj_scope_begin();
+        int64_t d[1] = {5};
+        tj_tensor *x = rand_tensor(1, d, 0.5, 2);
+        tj_tensor *g1 = NULL, *h = second(x, fs[i].f, &g1);
+        CHECK_MSG(h != NULL, "%s: no second derivative", fs[i].name);
+        for (int64_t k = 0; h && k < 5; k++) {
+            double *xv = (double *)tj_tensor_data(x), keep = xv[k], e = 1e-5;
+            xv[k] = keep + e;
+            tj_tensor *gp = NULL, *gm = NULL, *hp = second(x, fs[i].f, &gp);
+            xv[k] = keep - e;
+            tj_tensor *hm = second(x, fs[i].f, &gm);
+            xv[k] = keep;
+            (void)hp;
+            (void)hm;
+            double fd = (tj_tensor_get_f64(gp, k) - tj_tensor_get_f64(gm, k)) / (2 * e);
+            CHECK_MSG(fabs(fd - tj_tensor_get_f64(h, k)) <= 1e-5 * fmax(1, fabs(fd)),
+                      "%s'' at %g: tape %.9g, finite differences %.9g", fs[i].name, keep,
+                      tj_tensor_get_f64(h, k), fd);
+        }
+        tj_scope_end();
+    }
+    /* compiled: grad of grad of a scalar function */
+    tj_scope_begin();
+    tj_function *f = tj_function_new("cube", (void *)cube, 1, NULL);
+    int a0 = 0;
+    tj_function *df = tj_grad(f, 1, &a0, NULL), *ddf = tj_grad(df, 1, &a0, NULL);
+    tj_tensor *x = tj_scalar_f64(1.5);
+    tj_tensor *r = tj_call(ddf, 1, &x), *re = tj_call_eager(ddf, 1, &x);
+    CHECK_MSG(tj_status_of(r) == TJ_OK, "%s", tj_error_message(r));
+    CHECK_NEAR(tj_tensor_get_f64(r, 0), 9.0, 1e-12); /* d2/dx2 x^3 = 6x */
+    CHECK_NEAR(tj_tensor_get_f64(re, 0), 9.0, 1e-12);
+    tj_release(r);
+    tj_release(re);
+    tj_function_free(ddf);
+    tj_function_free(df);
+    tj_function_free(f);
+    tj_scope_end();
+}
+
+/* ---- the table and the errors ---------------------------------------------------------------- */
+static void table(void) {
+    for (int op = 0; op < IR_N_OPS; op++) {
+        const rt_grad_rule *r = &rt_grad_rules[op];
+        CHECK_MSG(r->kind != RT_GRAD_MISSING, "op %s has no gradient entry", ir_ops[op].name);
+        CHECK_MSG(r->kind != RT_GRAD_RULE || r->fn, "op %s: a rule without a function",
+                  ir_ops[op].name);
+        CHECK_MSG(r->kind != RT_GRAD_UNSUPPORTED || r->why, "op %s: refused without a reason",
+                  ir_ops[op].name);
+    }
+}
+
+static tj_variable *unused_var;
+static tj_tensor *uses_var(tj_tensor *x) {
+    return tj_sum(tj_mul(x, tj_variable_read(unused_var)), 0, NULL, 0);
+}
+
+static tj_tensor *double_it(int n, tj_tensor *const *a, void *u) {
+    (void)n;
+    (void)u;
+    return tj_mul(a[0], tj_scalar_f64(2));
+}
+
+static void errors(void) {
+    tj_scope_begin();
+    int64_t d[1] = {3};
+    tj_tensor *x = rand_tensor(1, d, -1, 1), *g = NULL;
+    /* a non-scalar target without a seed; a wrong seed; an integer target */
+    tj_tape *t = tj_tape_new(0);
+    tj_tape_watch(t, x);
+    tj_tensor *y = tj_mul(x, x);
+    CHECK_EQ_INT(tj_tape_gradient(t, y, NULL, 1, &x, &g), TJ_ERR_SHAPE);
+    CHECK_HAS(tj_last_error(), "scalar");
+    CHECK_EQ_INT(tj_tape_gradient(t, y, tj_ones(TJ_F64, 1, (int64_t[]){4}), 1, &x, &g),
+                 TJ_ERR_SHAPE);
+    CHECK_HAS(tj_last_error(), "seed float64[4] does not match the target float64[3]");
+    CHECK_EQ_INT(tj_tape_gradient(t, tj_argmax(y, 0), NULL, 1, &x, &g), TJ_ERR_DTYPE);
+    CHECK_EQ_INT(tj_tape_gradient(t, NULL, NULL, 1, &x, &g), TJ_ERR_INVALID);
+    CHECK(g == NULL);
+    /* with a seed: the vector-Jacobian product 2 x seed */
+    tj_tensor *seed = tj_ones(TJ_F64, 1, d);
+    CHECK_EQ_INT(tj_tape_gradient(t, y, seed, 1, &x, &g), TJ_OK);
+    CHECK_NEAR(tj_tensor_get_f64(g, 1), 2 * tj_tensor_get_f64(x, 1), 1e-15);
+    /* an unconnected source is NULL (TensorFlow's None), zeros with the flag */
+    tj_tensor *other = rand_tensor(1, d, -1, 1);
+    tj_tensor *s = tj_sum(y, 0, NULL, 0);
+    CHECK_EQ_INT(tj_tape_gradient(t, s, NULL, 1, &other, &g), TJ_OK);
+    CHECK(g == NULL);
+    tj_tape_free(t);
+    t = tj_tape_new(TJ_TAPE_UNCONNECTED_ZERO);
+    tj_tape_watch(t, x);
+    s = tj_sum(tj_exp(x), 0, NULL, 0);
+    CHECK_EQ_INT(tj_tape_gradient(t, s, NULL, 1, &other, &g), TJ_OK);
+    CHECK(g != NULL && tj_tensor_get_f64(g, 0) == 0 && tj_tensor_numel(g) == 3);
+    /* an integer path stops the gradient: floor division has none */
+    tj_tensor *q = tj_sum(tj_floordiv(x, tj_scalar_f64(0.25)), 0, NULL, 0);
+    CHECK_EQ_INT(tj_tape_gradient(t, q, NULL, 1, &x, &g), TJ_OK);
+    CHECK(g != NULL && tj_tensor_get_f64(g, 0) == 0);
+    tj_tape_free(t);
+    /* a variable the loss does not use: NULL */
+    unused_var = tj_variable_new(x, "unused");
+    tj_variable *v2 = tj_variable_new(x, "v2");
+    t = tj_tape_new(0);
+    s = uses_var(x);
+    tj_tensor *gv[2] = {0};
+    tj_variable *vs[2] = {unused_var, v2};
+    CHECK_EQ_INT(tj_tape_gradient_vars(t, s, NULL, 2, vs, gv), TJ_OK);
+    CHECK(gv[0] != NULL && gv[1] == NULL);
+    CHECK_NEAR(tj_tensor_get_f64(gv[0], 2), tj_tensor_get_f64(x, 2), 0);
+    tj_tape_free(t);
+    /* a freed tape, NULL arguments */
+    CHECK_EQ_INT(tj_tape_watch(t, x), TJ_ERR_STATE);
+    CHECK_HAS(tj_last_error(), "freed");
+    CHECK_EQ_INT(tj_tape_watch(NULL, x), TJ_ERR_INVALID);
+    CHECK(tj_tape_new(0x100) == NULL);
+    /* gradients through traced control flow are refused, naming the op */
+    tj_function *f = tj_function_new("uses_var", (void *)uses_var, 1, NULL);
+    int a0 = 0, a5 = 5;
+    CHECK(tj_grad(f, 1, &a5, NULL) == NULL);
+    CHECK_HAS(tj_last_error(), "argnum 5 out of range");
+    CHECK(tj_grad(NULL, 1, &a0, NULL) == NULL);
+    tj_function_free(f);
+    tj_variable_free(unused_var);
+    tj_variable_free(v2);
+    tj_scope_end();
+}
+
+static tj_tensor *through_cond(tj_tensor *x) {
+    tj_body b = double_it;
+    return tj_sum(tj_cond(tj_scalar_bool(1), b, b, 1, &x, NULL), 0, NULL, 0);
+}
+
+static void control_flow_refused(void) {
+    tj_scope_begin();
+    tj_function *f = tj_function_new("through_cond", (void *)through_cond, 1, NULL);
+    int a0 = 0;
+    tj_function *gf = tj_grad(f, 1, &a0, NULL);
+    int64_t d[1] = {3};
+    tj_tensor *x = rand_tensor(1, d, -1, 1);
+    tj_tensor *r = tj_call(gf, 1, &x);
+    if (!tj_get_eager()) {
+        CHECK_EQ_INT(tj_status_of(r), TJ_ERR_UNSUPPORTED);
+        CHECK_HAS(tj_error_message(r), "'cond'");
+    }
+    /* eagerly the branch runs as C: its ops are on the tape */
+    tj_tensor *re = tj_call_eager(gf, 1, &x);
+    CHECK_MSG(tj_status_of(re) == TJ_OK, "%s", tj_error_message(re));
+    CHECK_NEAR(tj_tensor_get_f64(re, 0), 2, 0);
+    tj_release(r);
+    tj_release(re);
+    tj_function_free(gf);
+    tj_function_free(f);
+    tj_scope_end();
+}
+
+int main(void) {
+    table();
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        run_case(&cases[i]);
+    for (int op = 0; op < 5; op++)
+        for (int k = 0; k < 8; k++) {
+            gcase c = {"reduce", 1, {3}, {{2, 3, 4}}, -2, 2, f_reduce, op * 8 + k};
+            run_case(&c);
+        }
+    second_order();
+    errors();
+    control_flow_refused();
+    return check_done();
+}
