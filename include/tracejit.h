@@ -286,6 +286,32 @@ TJ_API tj_tensor *tj_slice(tj_tensor *x, const int64_t *begin, const int64_t *en
                            const int64_t *step);
 TJ_API tj_tensor *tj_gather(tj_tensor *params, tj_tensor *indices, int axis);
 TJ_API tj_tensor *tj_cast(tj_tensor *x, tj_dtype dt);
+/* neural networks (tf.nn). Images are NHWC, filters HWIO [KH, KW, C_in, C_out], as TensorFlow's
+ * defaults. strides/dilations/ksize are {h, w} (NULL: 1); padding as TensorFlow: VALID uses no
+ * padding, SAME pads so that the output is ceil(input / stride) (the extra row or column goes to
+ * the bottom/right). Floats only. Errors name the op and the shapes (channels that differ, a
+ * filter or window larger than the padded input). */
+typedef enum tj_padding { TJ_PAD_VALID = 0, TJ_PAD_SAME = 1 } tj_padding;
+TJ_API tj_tensor *tj_conv2d(tj_tensor *x, tj_tensor *filter, const int *strides, tj_padding padding,
+                            const int *dilations);
+/* Pooling over H and W; padded positions never win a max and are not counted in an average. */
+TJ_API tj_tensor *tj_max_pool2d(tj_tensor *x, const int *ksize, const int *strides,
+                                tj_padding padding);
+TJ_API tj_tensor *tj_avg_pool2d(tj_tensor *x, const int *ksize, const int *strides,
+                                tj_padding padding);
+/* x + bias along the last axis (tf.nn.bias_add): bias must be rank 1 of x's last dim. */
+TJ_API tj_tensor *tj_bias_add(tj_tensor *x, tj_tensor *bias);
+/* [..., depth] of `dt`: on at each index, off elsewhere (an index outside [0, depth): all off). */
+TJ_API tj_tensor *tj_one_hot(tj_tensor *indices, int64_t depth, double on, double off, tj_dtype dt);
+/* tf.nn.sparse_softmax_cross_entropy_with_logits: per row, -log softmax(logits)[label], in the
+ * numerically stable fused form; labels (int) have the logits' shape without the class axis. A
+ * label outside [0, classes) is an error naming it (at run time when compiled). */
+TJ_API tj_tensor *tj_sparse_softmax_cross_entropy(tj_tensor *labels, tj_tensor *logits);
+/* Keras' sparse_categorical_crossentropy averaged over the batch (the loss the seed's model.fit
+ * uses): from_logits = 0 takes probabilities (clipped to [1e-7, 1 - 1e-7], then their log as
+ * logits, as Keras does); from_logits = 1 takes logits. Returns a scalar. */
+TJ_API tj_tensor *tj_sparse_categorical_crossentropy(tj_tensor *labels, tj_tensor *output,
+                                                     int from_logits);
 /* constructors */
 TJ_API tj_tensor *tj_zeros(tj_dtype dt, int rank, const int64_t *dims);
 TJ_API tj_tensor *tj_ones(tj_dtype dt, int rank, const int64_t *dims);

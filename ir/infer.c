@@ -11,7 +11,7 @@
 
 #define DB 200 /* room for "[" + 8 dims of 20 chars + "]" */
 
-enum { U_I0 = 1, U_F3 = 2, U_F2 = 4, U_LIST = 8, U_BLOB = 16, U_I1 = 32 };
+enum { U_I0 = 1, U_F3 = 2, U_F2 = 4, U_LIST = 8, U_BLOB = 16, U_I1 = 32, U_I23 = 64 };
 
 /* Which attribute fields the op reads; the rest are zeroed so that interning sees them equal. */
 static unsigned attr_use(int op) {
@@ -44,6 +44,16 @@ static unsigned attr_use(int op) {
     case IR_OP_MIN:
     case IR_OP_PROD:
         return U_I0 | U_LIST;
+    case IR_OP_CONV2D:
+    case IR_OP_CONV2D_GRAD_INPUT:
+    case IR_OP_CONV2D_GRAD_FILTER:
+    case IR_OP_MAX_POOL2D:
+    case IR_OP_MAX_POOL2D_GRAD:
+    case IR_OP_AVG_POOL2D:
+    case IR_OP_AVG_POOL2D_GRAD:
+        return U_I0 | U_I1 | U_I23 | U_LIST;
+    case IR_OP_ONE_HOT:
+        return U_I0 | U_F2;
     case IR_OP_TRANSPOSE:
     case IR_OP_SQUEEZE:
     case IR_OP_SLICE:
@@ -59,7 +69,8 @@ static void canon_attrs(ir_attrs *a, unsigned use) {
         a->i[0] = 0;
     if (!(use & U_I1))
         a->i[1] = 0;
-    a->i[2] = a->i[3] = 0;
+    if (!(use & U_I23))
+        a->i[2] = a->i[3] = 0;
     int nf = (use & U_F3) ? 3 : (use & U_F2) ? 2 : 0;
     for (int k = nf; k < 3; k++)
         a->f[k] = 0;

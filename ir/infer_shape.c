@@ -370,6 +370,6 @@ tj_status ir_infer_shape_op(ir_node *p, const ir_node *const *ins, uint32_t n_in
     case IR_OP_READ_INDEX:
         return row_ops(p, ins);
     default:
-        return ir_errorf(TJ_ERR_UNSUPPORTED, "%s: no shape rule", ir_ops[p->op].name);
+        return ir_infer_nn_op(p, ins, n_in);
     }
 }

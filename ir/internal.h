@@ -14,6 +14,7 @@ int64_t ir_string_count(const void *data, size_t size);
 
 /* Inference for the shape ops (reshape ... gather); ir_infer dispatches to it. */
 tj_status ir_infer_shape_op(ir_node *p, const ir_node *const *ins, uint32_t n_in);
+tj_status ir_infer_nn_op(ir_node *p, const ir_node *const *ins, uint32_t n_in); /* infer_nn.c */
 /* Python slice length of an axis of length `len` (>= 0); begin/end may be any int64. */
 int64_t ir_slice_len(int64_t len, int64_t begin, int64_t end, int64_t step);
 

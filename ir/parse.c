@@ -108,6 +108,16 @@ static const struct {
     {"n_carried", K_INT, 0},
     {"n_invariant", K_INT, 1},
     {"version", K_INT, 1},
+    {"stride_h", K_INT, 0},
+    {"stride_w", K_INT, 1},
+    {"dilation_h", K_INT, 2},
+    {"dilation_w", K_INT, 3},
+    {"window_h", K_INT, 2},
+    {"window_w", K_INT, 3},
+    {"pads", K_LIST, 0},
+    {"depth", K_INT, 0},
+    {"on", K_FLT, 0},
+    {"off", K_FLT, 1},
 };
 
 typedef struct nodeparse {

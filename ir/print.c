@@ -246,6 +246,29 @@ static void put_attrs(sbuf *b, const ir_graph *g, const ir_node *n) {
         put(b, "}");
         break;
     }
+    case IR_OP_CONV2D:
+    case IR_OP_CONV2D_GRAD_INPUT:
+    case IR_OP_CONV2D_GRAD_FILTER:
+    case IR_OP_MAX_POOL2D:
+    case IR_OP_MAX_POOL2D_GRAD:
+    case IR_OP_AVG_POOL2D:
+    case IR_OP_AVG_POOL2D_GRAD: {
+        bool cv = n->op == IR_OP_CONV2D || n->op == IR_OP_CONV2D_GRAD_INPUT ||
+                  n->op == IR_OP_CONV2D_GRAD_FILTER;
+        put(b, " {stride_h=%lld, stride_w=%lld, %s_h=%lld, %s_w=%lld, pads=", i0,
+            (long long)a->i[1], cv ? "dilation" : "window", (long long)a->i[2],
+            cv ? "dilation" : "window", (long long)a->i[3]);
+        put_list(b, a->list, a->n_list);
+        put(b, "}");
+        break;
+    }
+    case IR_OP_ONE_HOT:
+        put(b, " {depth=%lld, on=", i0);
+        put_f64(b, a->f[0]);
+        put(b, ", off=");
+        put_f64(b, a->f[1]);
+        put(b, "}");
+        break;
     case IR_OP_PRINT:
         if (bl) {
             size_t len = bl->size;

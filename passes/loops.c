@@ -42,6 +42,7 @@ static bool movable(const ir_graph *r, const ir_node *n) {
     case IR_OP_VAR_READ:
     case IR_OP_GATHER:
     case IR_OP_SCATTER_ADD:
+    case IR_OP_SPARSE_XENT:
     case IR_OP_READ_INDEX:
     case IR_OP_UPDATE_INDEX:
         return false;

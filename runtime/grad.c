@@ -362,6 +362,59 @@ RULE(g_read_index) { /* x: zeros with row i = g */
     return TJ_OK;
 }
 
+/* ---- neural networks ------------------------------------------------------------------------ */
+/* The node n retargeted to `op` with the given output dims (rank 4), applied to a, b. */
+static tj_tensor *conv_like(const ir_node *n, int op, const int64_t *dims, tj_tensor *a,
+                            tj_tensor *b) {
+    ir_node p = *n;
+    p.op = (uint16_t)op;
+    p.rank = 4;
+    memcpy(p.dims, dims, 4 * sizeof(int64_t));
+    tj_tensor *in[2] = {a, b};
+    return rt_apply(&p, in, b ? 2 : 1);
+}
+RULE(g_conv2d) { /* x: conv2d_grad_input(g, w); w: conv2d_grad_filter(x, g) */
+    UNUSED;
+    gin[0] = conv_like(n, IR_OP_CONV2D_GRAD_INPUT, in[0]->dims, g, in[1]);
+    gin[1] = conv_like(n, IR_OP_CONV2D_GRAD_FILTER, in[1]->dims, in[0], g);
+    return TJ_OK;
+}
+RULE(g_conv2d_grad_input) { /* dx = A(dy, w), linear in each: dy: conv2d(g, w); w: filter(g, dy) */
+    UNUSED;
+    gin[0] = conv_like(n, IR_OP_CONV2D, in[0]->dims, g, in[1]);
+    gin[1] = conv_like(n, IR_OP_CONV2D_GRAD_FILTER, in[1]->dims, g, in[0]);
+    return TJ_OK;
+}
+RULE(g_conv2d_grad_filter) { /* dw = B(x, dy): x: grad_input(dy, g); dy: conv2d(x, g) */
+    UNUSED;
+    gin[0] = conv_like(n, IR_OP_CONV2D_GRAD_INPUT, in[0]->dims, in[1], g);
+    gin[1] = conv_like(n, IR_OP_CONV2D, in[1]->dims, in[0], g);
+    return TJ_OK;
+}
+RULE(g_max_pool) {
+    UNUSED;
+    gin[0] = conv_like(n, IR_OP_MAX_POOL2D_GRAD, in[0]->dims, in[0], g);
+    return TJ_OK;
+}
+RULE(g_avg_pool) {
+    UNUSED;
+    gin[0] = conv_like(n, IR_OP_AVG_POOL2D_GRAD, in[0]->dims, g, NULL);
+    return TJ_OK;
+}
+RULE(g_avg_pool_grad) { /* linear: its adjoint is the pooling */
+    UNUSED;
+    gin[0] = conv_like(n, IR_OP_AVG_POOL2D, in[0]->dims, g, NULL);
+    return TJ_OK;
+}
+RULE(g_sparse_xent) { /* logits: g (softmax(logits) - one_hot(labels)); labels: none */
+    UNUSED;
+    tj_tensor *lg = in[0];
+    int ax = lg->rank - 1;
+    tj_tensor *oh = tj_one_hot(in[1], lg->dims[ax], 1, 0, (tj_dtype)lg->dtype);
+    gin[0] = tj_mul(tj_expand_dims(g, -1), tj_sub(tj_softmax(lg, ax), oh));
+    return TJ_OK;
+}
+
 /* ---- the table ------------------------------------------------------------------------------- */
 #define R(OP, fn) [IR_OP_##OP] = {RT_GRAD_RULE, fn, NULL}
 #define NONE(OP) [IR_OP_##OP] = {RT_GRAD_NONE, NULL, NULL}
@@ -438,6 +491,16 @@ const rt_grad_rule rt_grad_rules[IR_N_OPS] = {
     R(GATHER, g_gather),
     R(SLICE_GRAD, g_slice_grad),
     R(SCATTER_ADD, g_scatter_add),
+    /* neural networks */
+    R(CONV2D, g_conv2d),
+    R(CONV2D_GRAD_INPUT, g_conv2d_grad_input),
+    R(CONV2D_GRAD_FILTER, g_conv2d_grad_filter),
+    R(MAX_POOL2D, g_max_pool),
+    UNSUP(MAX_POOL2D_GRAD, "second derivatives of max pooling are not implemented"),
+    R(AVG_POOL2D, g_avg_pool),
+    R(AVG_POOL2D_GRAD, g_avg_pool_grad),
+    NONE(ONE_HOT),
+    R(SPARSE_XENT, g_sparse_xent),
     /* effects: no value to differentiate (assign's result is the value it was given) */
     NONE(PRINT),
     NONE(HOST_CALLBACK),

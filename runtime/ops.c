@@ -329,3 +329,128 @@ tj_tensor *tj_random_normal(tj_dtype dt, int rank, const int64_t *dims, double m
     p.a.f[1] = stddev;
     return source(&p, dt, rank, dims);
 }
+
+/* ---- neural networks ------------------------------------------------------------------------- */
+static int pair(const int *v, int k) {
+    return v ? v[k] : 1;
+}
+
+/* Pads for TensorFlow's SAME/VALID along one axis of length `in` (known), a window spanning
+ * `span` taps, stride `s`: SAME gives ceil(in / s) outputs, the odd pad going after. */
+static void tf_pads(tj_padding pad, int64_t in, int64_t span, int64_t s, int64_t *p0, int64_t *p1) {
+    *p0 = *p1 = 0;
+    if (pad != TJ_PAD_SAME || in < 0)
+        return;
+    int64_t out = (in + s - 1) / s, total = (out - 1) * s + span - in;
+    if (total < 0)
+        total = 0;
+    *p0 = total / 2;
+    *p1 = total - *p0;
+}
+
+/* Fills p's strides (i[0..1]), i[2..3] and pads from x's H and W; spans are the windows'. */
+static tj_tensor *window_attrs(const char *op, ir_node *p, tj_tensor *x, const int *strides,
+                               tj_padding padding, const int64_t *span, const int *i23) {
+    if (padding != TJ_PAD_VALID && padding != TJ_PAD_SAME)
+        return rt_scoped(rt_errorf(TJ_ERR_INVALID,
+                                   "%s: unknown padding %d (TJ_PAD_VALID or TJ_PAD_SAME)", op,
+                                   (int)padding));
+    for (int k = 0; k < 2; k++) {
+        p->a.i[k] = pair(strides, k);
+        p->a.i[2 + k] = i23[k];
+        if (p->a.i[k] < 1 || i23[k] < 1)
+            return rt_scoped(rt_errorf(
+                TJ_ERR_INVALID, "%s: strides, dilations and windows must be >= 1, got %lld and %d",
+                op, (long long)p->a.i[k], i23[k]));
+    }
+    p->a.n_list = 4;
+    int64_t h = -1, w = -1;
+    if (x && x->kind != RT_ERROR && x->kind != RT_TUPLE && x->rank == 4) {
+        h = x->dims[1];
+        w = x->dims[2];
+    }
+    if (padding == TJ_PAD_SAME && (h < 0 || w < 0) && x && x->kind != RT_ERROR &&
+        x->kind != RT_TUPLE && x->rank == 4)
+        return rt_scoped(
+            rt_errorf(TJ_ERR_SHAPE, "%s: SAME padding needs the input's height and width", op));
+    tf_pads(padding, h, span[0], p->a.i[0], &p->a.list[0], &p->a.list[1]);
+    tf_pads(padding, w, span[1], p->a.i[1], &p->a.list[2], &p->a.list[3]);
+    return NULL;
+}
+
+tj_tensor *tj_conv2d(tj_tensor *x, tj_tensor *filter, const int *strides, tj_padding padding,
+                     const int *dilations) {
+    ir_node p = proto_of(IR_OP_CONV2D);
+    int dil[2] = {pair(dilations, 0), pair(dilations, 1)};
+    int64_t span[2] = {1, 1};
+    if (filter && filter->kind != RT_ERROR && filter->kind != RT_TUPLE && filter->rank == 4)
+        for (int k = 0; k < 2; k++)
+            span[k] = (int64_t)dil[k] * (filter->dims[k] - 1) + 1;
+    tj_tensor *err = window_attrs("conv2d", &p, x, strides, padding, span, dil);
+    if (err)
+        return err;
+    tj_tensor *in[2] = {x, filter};
+    return rt_apply(&p, in, 2);
+}
+
+static tj_tensor *pool(int op, tj_tensor *x, const int *ksize, const int *strides,
+                       tj_padding padding) {
+    ir_node p = proto_of(op);
+    if (!ksize)
+        return rt_scoped(rt_errorf(TJ_ERR_INVALID, "%s: ksize is NULL", ir_ops[op].name));
+    int64_t span[2] = {ksize[0], ksize[1]};
+    tj_tensor *err = window_attrs(ir_ops[op].name, &p, x, strides, padding, span, ksize);
+    return err ? err : rt_apply(&p, &x, 1);
+}
+
+tj_tensor *tj_max_pool2d(tj_tensor *x, const int *ksize, const int *strides, tj_padding padding) {
+    return pool(IR_OP_MAX_POOL2D, x, ksize, strides, padding);
+}
+tj_tensor *tj_avg_pool2d(tj_tensor *x, const int *ksize, const int *strides, tj_padding padding) {
+    return pool(IR_OP_AVG_POOL2D, x, ksize, strides, padding);
+}
+
+tj_tensor *tj_bias_add(tj_tensor *x, tj_tensor *bias) {
+    if (x && bias && x->kind != RT_ERROR && bias->kind != RT_ERROR && x->kind != RT_TUPLE &&
+        bias->kind != RT_TUPLE &&
+        (bias->rank != 1 || x->rank < 1 ||
+         (x->dims[x->rank - 1] >= 0 && bias->dims[0] >= 0 &&
+          x->dims[x->rank - 1] != bias->dims[0]))) {
+        char a[128], b[128];
+        return rt_scoped(rt_errorf(TJ_ERR_SHAPE,
+                                   "bias_add: bias %s must be rank 1 and match the last axis of %s",
+                                   ir_fmt_dims(a, sizeof a, bias->rank, bias->dims),
+                                   ir_fmt_dims(b, sizeof b, x->rank, x->dims)));
+    }
+    return tj_add(x, bias);
+}
+
+tj_tensor *tj_one_hot(tj_tensor *indices, int64_t depth, double on, double off, tj_dtype dt) {
+    if ((int)dt < 0 || dt >= TJ_N_DTYPES)
+        return rt_scoped(rt_errorf(TJ_ERR_DTYPE, "one_hot: bad dtype %d", (int)dt));
+    ir_node p = proto_of(IR_OP_ONE_HOT);
+    p.dtype = (uint8_t)dt;
+    p.a.i[0] = depth;
+    p.a.f[0] = on;
+    p.a.f[1] = off;
+    return rt_apply(&p, &indices, 1);
+}
+
+tj_tensor *tj_sparse_softmax_cross_entropy(tj_tensor *labels, tj_tensor *logits) {
+    ir_node p = proto_of(IR_OP_SPARSE_XENT);
+    tj_tensor *in[2] = {logits, labels};
+    return rt_apply(&p, in, 2);
+}
+
+tj_tensor *tj_sparse_categorical_crossentropy(tj_tensor *labels, tj_tensor *output,
+                                              int from_logits) {
+    tj_scope_begin();
+    tj_tensor *logits = output;
+    if (!from_logits) { /* Keras: clip the probabilities, their log is the logits */
+        double eps = 1e-7;
+        logits = tj_log(tj_minimum(tj_maximum(output, tj_scalar_f64(eps)), tj_scalar_f64(1 - eps)));
+    }
+    tj_tensor *r = tj_keep(tj_mean(tj_sparse_softmax_cross_entropy(labels, logits), 0, NULL, 0));
+    tj_scope_end();
+    return r;
+}

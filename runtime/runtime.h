@@ -298,6 +298,22 @@ tj_tensor *rt_scan_flat(tj_body body_fn, int n_carry, tj_tensor *const *carry, i
 tj_status rt_do_print(const char *prefix, tj_tensor *const *xs, uint32_t n);
 tj_status rt_do_callback(void *fn, void *user, tj_tensor *const *xs, uint32_t n);
 
+/* ---- OpenBLAS (runtime/blas.c; eager convolutions and compiled products share it), opened with dlopen on first use ----------------------------------- */
+typedef void (*rt_sgemm_fn)(int order, int ta, int tb, int m, int n, int k, float alpha,
+                                 const float *a, int lda, const float *b, int ldb, float beta,
+                                 float *c, int ldc);
+typedef void (*rt_dgemm_fn)(int order, int ta, int tb, int m, int n, int k, double alpha,
+                                 const double *a, int lda, const double *b, int ldb, double beta,
+                                 double *c, int ldc);
+typedef struct rt_blas {
+    rt_sgemm_fn sgemm; /* cblas_sgemm */
+    rt_dgemm_fn dgemm; /* cblas_dgemm */
+} rt_blas;
+/* The library (static), or NULL when it is absent or TJ_NO_BLAS=1 (read at every call). */
+const rt_blas *rt_blas_get(void);
+/* "openblas core=Zen threads=2" or why it is unavailable: what the benchmarks report. Static. */
+const char *rt_blas_info(void);
+
 /* ---- configuration and logging (read once from the environment) ------------------------------ */
 typedef struct rt_config {
     int eager;

@@ -91,21 +91,7 @@ typedef struct jit_cpu_ew_plan {
 /* Whether the codegen supports node `id` inside a fused group (op and dtypes). */
 bool jit_cpu_ew_supported(const ir_graph *g, uint32_t id);
 
-/* ---- OpenBLAS (blas.c), opened with dlopen on first use ----------------------------------- */
-typedef void (*jit_cpu_sgemm_fn)(int order, int ta, int tb, int m, int n, int k, float alpha,
-                                 const float *a, int lda, const float *b, int ldb, float beta,
-                                 float *c, int ldc);
-typedef void (*jit_cpu_dgemm_fn)(int order, int ta, int tb, int m, int n, int k, double alpha,
-                                 const double *a, int lda, const double *b, int ldb, double beta,
-                                 double *c, int ldc);
-typedef struct jit_cpu_blas {
-    jit_cpu_sgemm_fn sgemm; /* cblas_sgemm */
-    jit_cpu_dgemm_fn dgemm; /* cblas_dgemm */
-} jit_cpu_blas;
-/* The library (static), or NULL when it is absent or TJ_NO_BLAS=1 (read at every call). */
-const jit_cpu_blas *jit_cpu_blas_get(void);
-/* "openblas core=Zen threads=2" or why it is unavailable: what the benchmarks report. Static. */
-const char *jit_cpu_blas_info(void);
+/* OpenBLAS: runtime/blas.c (rt_blas_get), shared with the eager kernels */
 
 /* ---- matrix products (codegen_mm.c) ------------------------------------------------------- */
 /* A MATMUL node's geometry: batches of [m,k] x [k,n], NumPy-broadcast batch dims whose strides

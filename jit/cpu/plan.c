@@ -44,7 +44,7 @@ static bool is_plumbing(int op) {
 /* One step per group; matmuls, softmaxes and unsupported nodes decided here. */
 static tj_status build_steps(cpu_prog *cp, const jit_cpu_opts *o) {
     const ir_graph *g = cp->base.g;
-    const jit_cpu_blas *blas = NULL;
+    const rt_blas *blas = NULL;
     bool blas_asked = false;
     for (uint32_t gi = 0; gi < cp->part->n_groups; gi++) {
         const pass_group *gr = &cp->part->groups[gi];
@@ -68,7 +68,7 @@ static tj_status build_steps(cpu_prog *cp, const jit_cpu_opts *o) {
             } else if (n->op == IR_OP_MATMUL && jit_cpu_mm_shape(g, id, &sp->mm)) {
                 if (ir_dtype_is_float(sp->mm.dt) && !jit_cpu_mm_small(&sp->mm) && !o->exact_math) {
                     if (!blas_asked)
-                        blas = jit_cpu_blas_get();
+                        blas = rt_blas_get();
                     blas_asked = true;
                 }
                 sp->kind = STEP_GEN;

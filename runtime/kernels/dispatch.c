@@ -152,6 +152,19 @@ tj_status rt_ref_kernel(const ir_node *n, tj_tensor *const *in, tj_tensor *out) 
         return rt_k_slice_grad(n, in[0], out);
     case IR_OP_SCATTER_ADD:
         return rt_k_scatter_add(n, in, out);
+    case IR_OP_CONV2D:
+    case IR_OP_CONV2D_GRAD_INPUT:
+    case IR_OP_CONV2D_GRAD_FILTER:
+        return rt_k_conv2d(n, in, out);
+    case IR_OP_MAX_POOL2D:
+    case IR_OP_MAX_POOL2D_GRAD:
+    case IR_OP_AVG_POOL2D:
+    case IR_OP_AVG_POOL2D_GRAD:
+        return rt_k_pool2d(n, in, out);
+    case IR_OP_ONE_HOT:
+        return rt_k_one_hot(n, in[0], out);
+    case IR_OP_SPARSE_XENT:
+        return rt_k_sparse_xent(n, in, out);
     case IR_OP_UPDATE_INDEX:
     case IR_OP_READ_INDEX:
         return rt_k_row(n, in, out);

@@ -135,6 +135,17 @@ static const char *all_ops =
     "  %91 = read_index %89, %90, %82 : f32[3]\n"
     "  %92 = slice_grad %63 {begin=[0, -1], end=[2, -4], step=[1, -1]} : f32[2,3]\n"
     "  %93 = scatter_add %0, %65, %66 {axis=1} : f32[2,3]\n"
+    "  %94 = reshape %0 : f32[1,2,3,1]\n"
+    "  %95 = const [1, 2] : f32[1,1,1,2]\n"
+    "  %96 = conv2d %94, %95 {stride_h=1, stride_w=1, dilation_h=1, dilation_w=1, pads=[0, 0, 0, 0]} : f32[1,2,3,2]\n"
+    "  %97 = conv2d_grad_input %96, %95 {stride_h=1, stride_w=1, dilation_h=1, dilation_w=1, pads=[0, 0, 0, 0]} : f32[1,2,3,1]\n"
+    "  %98 = conv2d_grad_filter %94, %96 {stride_h=1, stride_w=1, dilation_h=1, dilation_w=1, pads=[0, 0, 0, 0]} : f32[1,1,1,2]\n"
+    "  %99 = max_pool2d %94 {stride_h=1, stride_w=1, window_h=2, window_w=2, pads=[0, 0, 0, 0]} : f32[1,1,2,1]\n"
+    "  %100 = max_pool2d_grad %94, %99 {stride_h=1, stride_w=1, window_h=2, window_w=2, pads=[0, 0, 0, 0]} : f32[1,2,3,1]\n"
+    "  %101 = avg_pool2d %94 {stride_h=1, stride_w=1, window_h=2, window_w=2, pads=[0, 0, 0, 0]} : f32[1,1,2,1]\n"
+    "  %102 = avg_pool2d_grad %101 {stride_h=1, stride_w=1, window_h=2, window_w=2, pads=[0, 0, 0, 0]} : f32[1,2,3,1]\n"
+    "  %103 = one_hot %65 {depth=3, on=1, off=0} : f32[2,3]\n"
+    "  %104 = sparse_softmax_xent %0, %65 : f32[2]\n"
     "  return %27, %46, %71, %87, %88\n"
     "  effects %67, %68, %69, %76, %85\n"
     "}\n";
@@ -179,7 +190,7 @@ int main(void) {
         count[g->nodes[i].op]++;
     for (int op = 0; op < IR_N_OPS; op++)
         CHECK_MSG(count[op] > 0, "op %s missing from the test graph", ir_ops[op].name);
-    CHECK_EQ_INT(g->n_nodes, 93); /* %90 is %72 (interned) */
+    CHECK_EQ_INT(g->n_nodes, 104); /* %90 is %72 (interned) */
     CHECK_EQ_INT(g->n_params, 3);
     CHECK_EQ_INT(g->n_caps, 2);
     CHECK_EQ_INT(g->n_outputs, 5);

@@ -207,7 +207,7 @@ int main(void) {
         printf("skip: %s\n", ir_last_error());
         return 77;
     }
-    printf("%s\n", jit_cpu_blas_info());
+    printf("%s\n", rt_blas_info());
     run_all(false);
     setenv("TJ_NO_BLAS", "1", 1); /* as if OpenBLAS were absent: generated products */
     run_all(true);

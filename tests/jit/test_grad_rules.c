@@ -92,8 +92,35 @@ static tj_tensor *f_shape(tj_tensor *const *x, int arg) {
     }
 }
 
-#define R3(a, b, c)                                                                                \
-    { a, b, c }
+static tj_tensor *f_nn(tj_tensor *const *x, int arg) {
+    int s2[2] = {2, 2}, s21[2] = {2, 1}, k2[2] = {2, 2}, k32[2] = {3, 2}, d2[2] = {2, 1};
+    int64_t ld[1] = {3};
+    int64_t lv[3] = {2, 0, 4};
+    switch (arg) {
+    case 0:
+        return tj_conv2d(x[0], x[1], NULL, TJ_PAD_VALID, NULL);
+    case 1:
+        return tj_conv2d(x[0], x[1], s2, TJ_PAD_SAME, NULL);
+    case 2:
+        return tj_conv2d(x[0], x[1], s21, TJ_PAD_SAME, d2);
+    case 3:
+        return tj_max_pool2d(x[0], k2, s2, TJ_PAD_VALID);
+    case 4:
+        return tj_max_pool2d(x[0], k32, s21, TJ_PAD_SAME);
+    case 5:
+        return tj_avg_pool2d(x[0], k2, s2, TJ_PAD_SAME);
+    case 6:
+        return tj_avg_pool2d(x[0], k32, NULL, TJ_PAD_VALID);
+    case 7:
+        return tj_sparse_softmax_cross_entropy(tj_tensor_from_data(TJ_I64, 1, ld, lv), x[0]);
+    case 8:
+        return tj_sparse_categorical_crossentropy(tj_tensor_from_data(TJ_I64, 1, ld, lv),
+                                                  tj_softmax(x[0], -1), 0);
+    default:
+        return tj_bias_add(x[0], x[1]);
+    }
+}
+
 static const gcase cases[] = {
     /* unary */
     {"neg", 1, {2}, {{3, 4}}, -2, 2, f_unary, 0},
@@ -140,6 +167,17 @@ static const gcase cases[] = {
     {"gather", 1, {2}, {{2, 3}}, -2, 2, f_shape, 6},
     {"cast", 1, {2}, {{2, 3}}, -2, 2, f_shape, 7},
     {"tensor_array", 2, {1, 1}, {{4}, {4}}, -2, 2, f_shape, 8},
+    /* neural networks */
+    {"conv2d_valid", 2, {4, 4}, {{2, 5, 4, 3}, {3, 2, 3, 2}}, -1, 1, f_nn, 0},
+    {"conv2d_same_s2", 2, {4, 4}, {{2, 5, 6, 2}, {3, 3, 2, 3}}, -1, 1, f_nn, 1},
+    {"conv2d_dilated", 2, {4, 4}, {{1, 6, 5, 2}, {2, 3, 2, 2}}, -1, 1, f_nn, 2},
+    {"max_pool_valid", 1, {4}, {{2, 4, 5, 3}}, -2, 2, f_nn, 3},
+    {"max_pool_same", 1, {4}, {{1, 5, 4, 2}}, -2, 2, f_nn, 4},
+    {"avg_pool_same", 1, {4}, {{2, 5, 3, 2}}, -2, 2, f_nn, 5},
+    {"avg_pool_valid", 1, {4}, {{1, 4, 5, 2}}, -2, 2, f_nn, 6},
+    {"sparse_xent", 1, {2}, {{3, 5}}, -2, 2, f_nn, 7},
+    {"sparse_categorical_crossentropy", 1, {2}, {{3, 5}}, -2, 2, f_nn, 8},
+    {"bias_add", 2, {4, 1}, {{2, 3, 2, 4}, {4}}, -2, 2, f_nn, 9},
 };
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;

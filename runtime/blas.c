@@ -1,4 +1,5 @@
-/* blas.c — OpenBLAS as an external kernel of the CPU backend (the way XLA calls Eigen): opened
+/* blas.c — OpenBLAS as an external kernel (the way XLA calls Eigen), of the CPU backend's
+ * products and of the eager convolutions: opened
  * with dlopen("libopenblas.so.0") on first use, so tracejit builds and runs where it is absent
  * (large float products are then generated like the small ones). OpenBLAS picks its kernel in a
  * constructor from OPENBLAS_CORETYPE; an environment forcing an older core would halve its speed,
@@ -10,12 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jit/cpu/cpu.h"
+#include "runtime/runtime.h"
 #include "runtime/rt_pool.h"
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t env_mu = PTHREAD_MUTEX_INITIALIZER;
-static jit_cpu_blas lib;
+static rt_blas lib;
 static bool have;
 static char info[256] = "openblas: not loaded";
 
@@ -37,8 +38,8 @@ static void load(void) {
         free(saved);
         return;
     }
-    lib.sgemm = (jit_cpu_sgemm_fn)dlsym(h, "cblas_sgemm");
-    lib.dgemm = (jit_cpu_dgemm_fn)dlsym(h, "cblas_dgemm");
+    lib.sgemm = (rt_sgemm_fn)dlsym(h, "cblas_sgemm");
+    lib.dgemm = (rt_dgemm_fn)dlsym(h, "cblas_dgemm");
     void (*set_threads)(int) = (void (*)(int))dlsym(h, "openblas_set_num_threads");
     char *(*corename)(void) = (char *(*)(void))dlsym(h, "openblas_get_corename");
     if (!lib.sgemm || !lib.dgemm) {
@@ -56,7 +57,7 @@ static void load(void) {
     have = true;
 }
 
-const jit_cpu_blas *jit_cpu_blas_get(void) {
+const rt_blas *rt_blas_get(void) {
     const char *off = getenv("TJ_NO_BLAS");
     if (off && *off && strcmp(off, "0") != 0)
         return NULL;
@@ -64,7 +65,7 @@ const jit_cpu_blas *jit_cpu_blas_get(void) {
     return have ? &lib : NULL;
 }
 
-const char *jit_cpu_blas_info(void) {
+const char *rt_blas_info(void) {
     pthread_once(&once, load);
     return info;
 }

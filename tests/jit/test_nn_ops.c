@@ -1,0 +1,230 @@
+/* The neural-network ops against plain loops written here (the oracle), eagerly and compiled;
+ * run again under TJ_EXACT_MATH=1, where the kernels take their direct loops instead of
+ * OpenBLAS. Also TensorFlow's SAME geometry, one_hot, the cross-entropies, and every bad input
+ * the issue lists: channels that differ, a filter or window larger than the input, a label out of
+ * range (eagerly and at run time when compiled). */
+#include <tracejit.h>
+
+#include "check.h"
+
+static uint64_t rng = 12345;
+static double urand(void) {
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (double)(rng >> 11) / 9007199254740992.0 * 2 - 1;
+}
+
+static tj_tensor *rand_f32(int64_t a, int64_t b, int64_t c, int64_t d) {
+    int64_t dims[4] = {a, b, c, d}, n = a * b * c * d;
+    float *v = malloc((size_t)n * sizeof *v);
+    for (int64_t i = 0; i < n; i++)
+        v[i] = (float)urand();
+    tj_tensor *t = tj_tensor_from_data(TJ_F32, 4, dims, v);
+    free(v);
+    return t;
+}
+
+/* the oracle: y[n,oy,ox,o] = sum x[n, oy*s + ky*d - pt, ox*s + kx*d - pl, c] w[ky,kx,c,o] */
+static double conv_at(const tj_tensor *x, const tj_tensor *w, int64_t n, int64_t oy, int64_t ox,
+                      int64_t o, const int *s, const int *d, int64_t pt, int64_t pl) {
+    const int64_t *xd = tj_tensor_dims(x), *wd = tj_tensor_dims(w);
+    const float *xv = tj_tensor_data(x), *wv = tj_tensor_data(w);
+    double acc = 0;
+    for (int64_t ky = 0; ky < wd[0]; ky++)
+        for (int64_t kx = 0; kx < wd[1]; kx++)
+            for (int64_t c = 0; c < wd[2]; c++) {
+                int64_t iy = oy * s[0] + ky * d[0] - pt, ix = ox * s[1] + kx * d[1] - pl;
+                if (iy < 0 || iy >= xd[1] || ix < 0 || ix >= xd[2])
+                    continue;
+                acc += (double)xv[((n * xd[1] + iy) * xd[2] + ix) * xd[3] + c] *
+                       wv[((ky * wd[1] + kx) * wd[2] + c) * wd[3] + o];
+            }
+    return acc;
+}
+
+static tj_tensor *conv_fn(tj_tensor *x, tj_tensor *w) {
+    int s[2] = {2, 1};
+    return tj_conv2d(x, w, s, TJ_PAD_SAME, NULL);
+}
+
+static void conv_cases(void) {
+    struct {
+        int64_t n, h, w, c, kh, kw, o;
+        int s[2], d[2];
+        tj_padding pad;
+    } cs[] = {
+        {2, 7, 6, 3, 3, 3, 4, {1, 1}, {1, 1}, TJ_PAD_VALID},
+        {2, 7, 6, 3, 3, 3, 4, {1, 1}, {1, 1}, TJ_PAD_SAME},
+        {1, 9, 8, 2, 5, 5, 3, {2, 2}, {1, 1}, TJ_PAD_SAME},
+        {3, 8, 7, 2, 3, 2, 2, {2, 3}, {1, 1}, TJ_PAD_VALID},
+        {1, 9, 9, 2, 3, 3, 2, {1, 1}, {2, 2}, TJ_PAD_SAME},
+        {50, 28, 28, 1, 5, 5, 32, {1, 1}, {1, 1}, TJ_PAD_SAME}, /* the seed's first layer */
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        tj_scope_begin();
+        tj_tensor *x = rand_f32(cs[i].n, cs[i].h, cs[i].w, cs[i].c);
+        tj_tensor *w = rand_f32(cs[i].kh, cs[i].kw, cs[i].c, cs[i].o);
+        tj_tensor *y = tj_conv2d(x, w, cs[i].s, cs[i].pad, cs[i].d);
+        CHECK_MSG(tj_status_of(y) == TJ_OK, "case %zu: %s", i, tj_error_message(y));
+        if (tj_status_of(y)) {
+            tj_scope_end();
+            continue;
+        }
+        const int64_t *yd = tj_tensor_dims(y);
+        int64_t span[2] = {(cs[i].kh - 1) * cs[i].d[0] + 1, (cs[i].kw - 1) * cs[i].d[1] + 1};
+        int64_t in[2] = {cs[i].h, cs[i].w}, pads[2] = {0, 0};
+        for (int k = 0; k < 2; k++) {
+            int64_t want = cs[i].pad == TJ_PAD_SAME ? (in[k] + cs[i].s[k] - 1) / cs[i].s[k]
+                                                    : (in[k] - span[k]) / cs[i].s[k] + 1;
+            CHECK_EQ_INT(yd[1 + k], want);
+            int64_t total = (want - 1) * cs[i].s[k] + span[k] - in[k];
+            pads[k] = cs[i].pad == TJ_PAD_SAME && total > 0 ? total / 2 : 0;
+        }
+        const float *yv = tj_tensor_data(y);
+        double worst = 0;
+        for (int64_t n = 0; n < yd[0]; n++)
+            for (int64_t oy = 0; oy < yd[1]; oy++)
+                for (int64_t ox = 0; ox < yd[2]; ox++)
+                    for (int64_t o = 0; o < yd[3]; o++) {
+                        double want =
+                            conv_at(x, w, n, oy, ox, o, cs[i].s, cs[i].d, pads[0], pads[1]);
+                        double got = yv[((n * yd[1] + oy) * yd[2] + ox) * yd[3] + o];
+                        worst = fmax(worst, fabs(got - want));
+                    }
+        CHECK_MSG(worst <= 1e-4, "case %zu: max error %g", i, worst);
+        tj_scope_end();
+    }
+    /* compiled == eager */
+    tj_scope_begin();
+    tj_function *f = tj_function_new("conv", (void *)conv_fn, 2, NULL);
+    tj_tensor *x = rand_f32(2, 9, 8, 3), *w = rand_f32(3, 3, 3, 5);
+    tj_tensor *args[2] = {x, w};
+    tj_tensor *yc = tj_call(f, 2, args), *ye = conv_fn(x, w);
+    CHECK_EQ_INT(tj_tensor_numel(yc), tj_tensor_numel(ye));
+    for (int64_t i = 0; i < tj_tensor_numel(ye); i++)
+        if (tj_tensor_get_f64(yc, i) != tj_tensor_get_f64(ye, i)) {
+            CHECK_MSG(0, "compiled conv differs at %lld", (long long)i);
+            break;
+        }
+    tj_release(yc);
+    tj_function_free(f);
+    tj_scope_end();
+}
+
+static void pool_cases(void) {
+    tj_scope_begin();
+    /* a 1x3x3x1 image 1..9: SAME 2x2 stride 2 pooling gives 2x2 windows clipped at the edges */
+    int64_t d[4] = {1, 3, 3, 1};
+    float v[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+    tj_tensor *x = tj_tensor_from_data(TJ_F32, 4, d, v);
+    int k[2] = {2, 2}, s[2] = {2, 2};
+    tj_tensor *mx = tj_max_pool2d(x, k, s, TJ_PAD_SAME), *av = tj_avg_pool2d(x, k, s, TJ_PAD_SAME);
+    double want_max[4] = {5, 6, 8, 9}, want_avg[4] = {3, 4.5, 7.5, 9}; /* pads not counted */
+    CHECK_EQ_INT(tj_tensor_numel(mx), 4);
+    for (int i = 0; i < 4; i++) {
+        CHECK_NEAR(tj_tensor_get_f64(mx, i), want_max[i], 0);
+        CHECK_NEAR(tj_tensor_get_f64(av, i), want_avg[i], 1e-6);
+    }
+    tj_tensor *vm = tj_max_pool2d(x, k, s, TJ_PAD_VALID);
+    CHECK_EQ_INT(tj_tensor_numel(vm), 1);
+    CHECK_NEAR(tj_tensor_get_f64(vm, 0), 5, 0);
+    /* bad input */
+    int big[2] = {4, 4};
+    tj_tensor *e = tj_max_pool2d(x, big, s, TJ_PAD_VALID);
+    CHECK_EQ_INT(tj_status_of(e), TJ_ERR_SHAPE);
+    CHECK_HAS(tj_error_message(e),
+              "max_pool2d: the window 4x4 is larger than the padded input [1,3,3,1]");
+    e = tj_avg_pool2d(tj_reshape(x, 2, (int64_t[]){3, 3}), k, s, TJ_PAD_VALID);
+    CHECK_HAS(tj_error_message(e), "must have rank 4");
+    CHECK_EQ_INT(tj_status_of(tj_max_pool2d(x, NULL, s, TJ_PAD_VALID)), TJ_ERR_INVALID);
+    tj_scope_end();
+}
+
+static tj_tensor *xent_fn(tj_tensor *labels, tj_tensor *logits) {
+    return tj_sparse_softmax_cross_entropy(labels, logits);
+}
+
+static void xent_cases(void) {
+    tj_scope_begin();
+    int64_t ld[2] = {2, 3}, bd[1] = {2};
+    float lg[6] = {1, 2, 3, 1000, 0, -1000}; /* a huge logit: the fused form stays finite */
+    int32_t lb[2] = {2, 1};
+    tj_tensor *logits = tj_tensor_from_data(TJ_F32, 2, ld, lg);
+    tj_tensor *labels = tj_tensor_from_data(TJ_I32, 1, bd, lb);
+    tj_tensor *l = tj_sparse_softmax_cross_entropy(labels, logits);
+    double r0 = log(exp(-2.0) + exp(-1.0) + 1.0); /* -log softmax([1,2,3])[2] */
+    CHECK_NEAR(tj_tensor_get_f64(l, 0), r0, 1e-6);
+    CHECK_NEAR(tj_tensor_get_f64(l, 1), 1000, 1e-3);
+    /* Keras on probabilities: mean of -log(clip(p)[label]) */
+    int64_t pd[2] = {2, 2};
+    float p[4] = {0.25f, 0.75f, 1.0f, 0.0f};
+    int32_t pl[2] = {1, 1};
+    tj_tensor *k = tj_sparse_categorical_crossentropy(tj_tensor_from_data(TJ_I32, 1, bd, pl),
+                                                      tj_tensor_from_data(TJ_F32, 2, pd, p), 0);
+    /* row 2: p = [1 - 1e-7, 1e-7] after clipping; softmax of their logs renormalises */
+    double want = (-log(0.75) + -log(1e-7 / (1 - 1e-7 + 1e-7))) / 2;
+    CHECK_NEAR(tj_tensor_get_f64(k, 0), want, 1e-3);
+    CHECK_EQ_INT(tj_tensor_rank(k), 0);
+    /* one_hot */
+    int32_t ix[3] = {0, 2, 5};
+    int64_t id[1] = {3};
+    tj_tensor *oh = tj_one_hot(tj_tensor_from_data(TJ_I32, 1, id, ix), 3, 1, -1, TJ_F32);
+    double want_oh[9] = {1, -1, -1, -1, -1, 1, -1, -1, -1};
+    CHECK_EQ_INT(tj_tensor_numel(oh), 9);
+    for (int i = 0; i < 9; i++)
+        CHECK_NEAR(tj_tensor_get_f64(oh, i), want_oh[i], 0);
+    /* a label out of range: eagerly, and at run time when compiled */
+    int32_t bad[2] = {0, 3};
+    tj_tensor *blab = tj_tensor_from_data(TJ_I32, 1, bd, bad);
+    tj_tensor *e = tj_sparse_softmax_cross_entropy(blab, logits);
+    CHECK_EQ_INT(tj_status_of(e), TJ_ERR_RUNTIME);
+    CHECK_HAS(tj_error_message(e), "label 3 of row 1 is outside [0, 3)");
+    tj_function *f = tj_function_new("xent", (void *)xent_fn, 2, NULL);
+    tj_tensor *args[2] = {labels, logits}, *bargs[2] = {blab, logits};
+    tj_tensor *ok = tj_call(f, 2, args), *bad_r = tj_call(f, 2, bargs);
+    CHECK_NEAR(tj_tensor_get_f64(ok, 0), r0, 1e-6);
+    CHECK_EQ_INT(tj_status_of(bad_r), TJ_ERR_RUNTIME);
+    CHECK_HAS(tj_error_message(bad_r), "label 3 of row 1");
+    tj_release(ok);
+    tj_release(bad_r);
+    tj_function_free(f);
+    /* shapes and dtypes */
+    e = tj_sparse_softmax_cross_entropy(logits, logits);
+    CHECK_EQ_INT(tj_status_of(e), TJ_ERR_DTYPE);
+    e = tj_sparse_softmax_cross_entropy(tj_tensor_from_data(TJ_I32, 1, id, ix), logits);
+    CHECK_HAS(tj_error_message(e), "labels [3] must be the logits' [2,3] without");
+    tj_scope_end();
+}
+
+static void conv_errors(void) {
+    tj_scope_begin();
+    tj_tensor *x = rand_f32(1, 4, 4, 3), *w = rand_f32(3, 3, 2, 4), *big = rand_f32(5, 5, 3, 1);
+    tj_tensor *e = tj_conv2d(x, w, NULL, TJ_PAD_VALID, NULL);
+    CHECK_EQ_INT(tj_status_of(e), TJ_ERR_SHAPE);
+    CHECK_HAS(tj_error_message(e), "conv2d: input channels differ: input [1,4,4,3] has 3, filter "
+                                   "[3,3,2,4] expects 2");
+    e = tj_conv2d(x, big, NULL, TJ_PAD_VALID, NULL);
+    CHECK_HAS(tj_error_message(e), "the filter [5,5,3,1] (dilated) is larger than the padded "
+                                   "input [1,4,4,3]");
+    tj_tensor *ok = tj_conv2d(x, big, NULL, TJ_PAD_SAME, NULL); /* SAME pads it */
+    CHECK_EQ_INT(tj_status_of(ok), TJ_OK);
+    int zero[2] = {0, 1};
+    e = tj_conv2d(x, big, zero, TJ_PAD_SAME, NULL);
+    CHECK_EQ_INT(tj_status_of(e), TJ_ERR_INVALID);
+    e = tj_conv2d(x, big, NULL, (tj_padding)7, NULL);
+    CHECK_HAS(tj_error_message(e), "unknown padding 7");
+    e = tj_conv2d(tj_cast(x, TJ_I32), tj_cast(big, TJ_I32), NULL, TJ_PAD_SAME, NULL);
+    CHECK_EQ_INT(tj_status_of(e), TJ_ERR_DTYPE);
+    e = tj_conv2d(x, NULL, NULL, TJ_PAD_SAME, NULL);
+    CHECK_EQ_INT(tj_status_of(e), TJ_ERR_INVALID);
+    e = tj_bias_add(x, rand_f32(1, 1, 1, 3));
+    CHECK_HAS(tj_error_message(e), "bias_add: bias [1,1,1,3] must be rank 1");
+    tj_scope_end();
+}
+
+int main(void) {
+    conv_cases();
+    pool_cases();
+    xent_cases();
+    conv_errors();
+    return check_done();
+}
