@@ -461,6 +461,37 @@ TJ_API tj_status tj_tape_gradient_vars(tj_tape *tape, tj_tensor *target, tj_tens
 /* Stops the tape if it records and frees it, with its references. NULL-safe. */
 TJ_API void tj_tape_free(tj_tape *tape);
 
+/* ---- training: optimizers, initializers, data ------------------------------------------------ */
+/* Optimizers as tf.keras.optimizers define them (TF >= 2.11 update rules, see runtime/optim.c):
+ * tj_optimizer_apply updates each variable from its gradient with ordinary ops, so inside a traced
+ * step the update is compiled into the step's graph, and eagerly it runs op by op. Slots
+ * (momentum; Adam's m and v, named "<var>/m", "<var>/v") and the step counter (int64
+ * "optimizer/iterations", incremented once per apply) are variables the optimizer owns, created
+ * at the first apply even inside a trace (TensorFlow's init_scope). A NULL gradient leaves its
+ * variable as it is. Caller frees with tj_optimizer_free (after the functions that apply it are
+ * freed, or they keep the slots alive on their own). NULL on bad arguments (tj_last_error). */
+typedef struct tj_optimizer tj_optimizer;
+TJ_API tj_optimizer *tj_sgd_new(double learning_rate, double momentum, int nesterov);
+/* Keras defaults: beta1 0.9, beta2 0.999, epsilon 1e-7. */
+TJ_API tj_optimizer *tj_adam_new(double learning_rate, double beta1, double beta2, double epsilon);
+TJ_API tj_status tj_optimizer_apply(tj_optimizer *opt, int n, tj_variable *const *vars,
+                                    tj_tensor *const *grads);
+/* The step counter (NULL before the first apply) and a slot ("m", "v", "momentum") of var;
+ * borrowed, owned by the optimizer. */
+TJ_API tj_variable *tj_optimizer_iterations(tj_optimizer *opt);
+TJ_API tj_variable *tj_optimizer_slot(tj_optimizer *opt, tj_variable *var, const char *name);
+TJ_API void tj_optimizer_free(tj_optimizer *opt);
+/* Keras' GlorotUniform: U(-l, l), l = sqrt(6 / (fan_in + fan_out)), fans of a kernel
+ * [..., in, out] times its receptive field (conv HWIO: KH KW). Deterministic for a seed. */
+TJ_API tj_tensor *tj_glorot_uniform(tj_dtype dt, int rank, const int64_t *dims, uint64_t seed);
+/* Reads an IDX file (the MNIST format; gzip-compressed when the name ends in .gz): unsigned and
+ * signed bytes, shorts and ints become int32, floats float32, doubles float64. Errors name the
+ * file and the byte offset of a bad or truncated header or payload. A new reference. */
+TJ_API tj_tensor *tj_idx_load(const char *path);
+/* `count` int64 indices drawn uniformly from [0, n) with replacement (np.random.randint),
+ * deterministic for a seed: gather a batch with tj_gather(data, indices, 0). */
+TJ_API tj_tensor *tj_random_indices(int64_t n, int64_t count, uint64_t seed);
+
 /* ---- functions, tracing and concrete functions ----------------------------------------------- */
 typedef struct tj_function tj_function;
 typedef struct tj_concrete tj_concrete;

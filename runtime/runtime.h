@@ -191,6 +191,10 @@ void rt_trace_fail(rt_trace *tr, tj_status code);
 rt_trace *rt_trace_current(void);
 void rt_trace_push(rt_trace *t);
 void rt_trace_pop(void);
+/* TensorFlow's init_scope: runs what follows eagerly even inside a trace (state made once, such
+ * as optimizer slots); resume with what suspend returned. */
+rt_trace *rt_trace_suspend(void);
+void rt_trace_resume(rt_trace *t);
 /* A symbolic tensor for node `id` of the current trace (unscoped reference). */
 tj_tensor *rt_symbolic(rt_trace *tr, uint32_t id);
 /* The node for t in trace tr: symbolic tensors give their node; concrete ones are lifted to

@@ -20,6 +20,16 @@ void rt_trace_push(rt_trace *t) {
     cur = t;
 }
 
+rt_trace *rt_trace_suspend(void) {
+    rt_trace *t = cur;
+    cur = NULL;
+    return t;
+}
+
+void rt_trace_resume(rt_trace *t) {
+    cur = t;
+}
+
 void rt_trace_pop(void) {
     if (cur)
         cur = cur->parent;

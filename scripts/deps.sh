@@ -11,6 +11,8 @@ PKGS=(
     libopenblas-dev       # BLAS for matmul/conv kernels
     clang-14 libclang-rt-14-dev clang-format-14  # LeakSanitizer runtime, format check
     python3-venv          # peer benchmarks in bench/
+    zlib1g-dev            # gzip-compressed IDX datasets (tj_idx_load)
+    dataset-fashion-mnist # the seed CNN's training data (examples/train_cnn.c)
 )
 
 missing=()

@@ -1,0 +1,118 @@
+/* train_cnn.c — the seed's training program (S22) on Debian's Fashion-MNIST: the CNN of
+ * examples/cnn.h, batch 50, Adam 1e-3, one compiled function per step that computes the loss
+ * under a tape, prints it (tj_print, as the seed's tf.print), takes the gradients of the eight
+ * variables and applies Adam. Prints the loss each step, the time per step and the test accuracy.
+ *
+ *   train_cnn [--steps N] [--seed S] [--data DIR] [--eager] [--quiet] [--every K]
+ *
+ * --eager runs the same step op by op (tj_call_eager); --quiet prints the loss every K steps
+ * from the host instead of from inside the step. */
+#include <time.h>
+
+#include "cnn.h"
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+int main(int argc, char **argv) {
+    int steps = 1000, eager = 0, quiet = 0, every = 100;
+    uint64_t seed = 1;
+    const char *dir = "/usr/share/datasets/fashion-mnist";
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--steps") && i + 1 < argc)
+            steps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
+            seed = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--data") && i + 1 < argc)
+            dir = argv[++i];
+        else if (!strcmp(argv[i], "--every") && i + 1 < argc)
+            every = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--eager"))
+            eager = 1;
+        else if (!strcmp(argv[i], "--quiet"))
+            quiet = 1;
+        else {
+            fprintf(stderr,
+                    "usage: %s [--steps N] [--seed S] [--data DIR] [--eager] [--quiet] "
+                    "[--every K]\n",
+                    argv[0]);
+            return 2;
+        }
+    }
+    if (steps < 0 || every < 1)
+        return fprintf(stderr, "train_cnn: bad --steps or --every\n"), 2;
+    cnn_data d;
+    const char *err = cnn_load(&d, dir);
+    if (err) {
+        fprintf(stderr, "train_cnn: %s\n(install Debian's dataset-fashion-mnist, or pass --data)\n",
+                err);
+        cnn_data_free(&d);
+        return 1;
+    }
+    if (cnn_init(&cnn_model, seed, 1e-3)) {
+        fprintf(stderr, "train_cnn: %s\n", tj_last_error());
+        return 1;
+    }
+    cnn_model.print_loss = !quiet;
+    tj_function *step = tj_function_new("train_one_step", (void *)cnn_train_step, 2, NULL);
+    int64_t n_train = tj_tensor_dims(d.train_x)[0];
+    printf("train_cnn: %lld training images, %d steps of 50, %s\n", (long long)n_train, steps,
+           eager ? "eager" : "compiled");
+    double t0 = now(), t_first = 0, last_loss = 0;
+    int status = 0;
+    for (int s = 0; s < steps; s++) {
+        tj_scope_begin();
+        tj_tensor *x, *y;
+        cnn_batch(&d, n_train, 50, seed * 1000003u + (uint64_t)s, &x, &y);
+        tj_tensor *args[2] = {x, y};
+        tj_tensor *loss = eager ? tj_call_eager(step, 2, args) : tj_call(step, 2, args);
+        if (tj_status_of(loss)) {
+            fprintf(stderr, "train_cnn: step %d: %s\n", s, tj_error_message(loss));
+            status = 1;
+            tj_scope_end();
+            break;
+        }
+        last_loss = tj_tensor_get_f64(loss, 0);
+        if (quiet && (s % every == 0 || s == steps - 1))
+            printf("step %d loss: %.6f\n", s, last_loss);
+        tj_release(loss);
+        tj_scope_end();
+        if (s == 0)
+            t_first = now() - t0;
+    }
+    double total = now() - t0;
+    if (!status && steps > 1)
+        printf("first step (trace + compile + run): %.1f ms; then %.2f ms per step (%d steps, "
+               "%.1f s in all)\n",
+               1e3 * t_first, 1e3 * (total - t_first) / (steps - 1), steps, total);
+    /* test accuracy, 500 images per call */
+    tj_function *pred = tj_function_new("predict", (void *)cnn_predict, 1, NULL);
+    int64_t n_test = tj_tensor_dims(d.test_x)[0], right = 0;
+    for (int64_t i = 0; !status && i < n_test; i += 500) {
+        tj_scope_begin();
+        int64_t b[4] = {i, 0, 0, 0}, e[4] = {i + 500, 28, 28, 1};
+        tj_tensor *xb = tj_slice(d.test_x, b, e, NULL);
+        tj_tensor *yb = tj_slice(d.test_y, b, e, NULL);
+        tj_tensor *p = tj_call(pred, 1, &xb);
+        tj_tensor *hit = tj_sum(tj_cast(tj_equal(p, tj_cast(yb, TJ_I64)), TJ_I32), 0, NULL, 0);
+        if (tj_status_of(hit)) {
+            fprintf(stderr, "train_cnn: predict: %s\n", tj_error_message(hit));
+            status = 1;
+        } else {
+            right += (int64_t)tj_tensor_get_f64(hit, 0);
+        }
+        tj_release(p);
+        tj_scope_end();
+    }
+    if (!status)
+        printf("final loss %.4f; test accuracy after %d steps: %.2f%% (%lld of %lld)\n", last_loss,
+               steps, 100.0 * (double)right / (double)n_test, (long long)right, (long long)n_test);
+    tj_function_free(pred);
+    tj_function_free(step);
+    cnn_free(&cnn_model);
+    cnn_data_free(&d);
+    return status;
+}
