@@ -89,7 +89,7 @@ static tj_tensor *cnn_train_step(tj_tensor *x, tj_tensor *y) {
 }
 
 /* predict(X): the predicted classes (int64 [N]). */
-static tj_tensor *cnn_predict(tj_tensor *x) {
+static __attribute__((unused)) tj_tensor *cnn_predict(tj_tensor *x) {
     return tj_argmax(cnn_forward(&cnn_model, x), -1);
 }
 
