@@ -286,6 +286,90 @@ static tj_status form_chains(LLVMModuleRef m, cpu_prog *cp, const uint8_t *is_ou
     return st;
 }
 
+/* The IR text of fn with every occurrence of `name` replaced by "K" (malloc'd). */
+static char *text_without_name(LLVMValueRef fn, const char *name) {
+    char *t = LLVMPrintValueToString(fn);
+    size_t n = strlen(name), len = strlen(t);
+    char *out = malloc(len + 1), *o = out;
+    if (!out) {
+        LLVMDisposeMessage(t);
+        return NULL;
+    }
+    for (const char *s = t; *s;) {
+        if (!strncmp(s, name, n)) {
+            *o++ = 'K';
+            s += n;
+        } else {
+            *o++ = *s++;
+        }
+    }
+    *o = 0;
+    LLVMDisposeMessage(t);
+    return out;
+}
+
+/* Kernels whose code is the same but for their name (the same fused ops on other buffers of
+ * other sizes: an elementwise loop takes its range as arguments) are compiled once: a later one
+ * is deleted from the module and its step calls the first's symbol. The Adam updates of a
+ * model's variables, or the repeated blocks of a network, cost one kernel each. */
+static void dedupe_kernels(LLVMModuleRef m, cpu_prog *cp) {
+    uint64_t *hash = calloc(cp->n_steps + 1, sizeof *hash);
+    char **text = calloc(cp->n_steps + 1, sizeof *text);
+    if (!hash || !text) {
+        free(hash);
+        free(text);
+        return; /* only an optimisation */
+    }
+    for (uint32_t s = 0; s < cp->n_steps; s++) {
+        step *sp = &cp->steps[s];
+        if (!sp->name[0] || sp->alias)
+            continue;
+        char body_name[80];
+        snprintf(body_name, sizeof body_name, "%s.body", sp->name);
+        LLVMValueRef fn = LLVMGetNamedFunction(m, sp->name);
+        LLVMValueRef body = LLVMGetNamedFunction(m, body_name);
+        /* only a kernel nothing else calls: a wrapper, and a body only the wrapper calls */
+        if (!fn || LLVMGetFirstUse(fn) || (body && LLVMGetNextUse(LLVMGetFirstUse(body))))
+            continue;
+        char *a = text_without_name(fn, sp->name),
+             *b = body ? text_without_name(body, sp->name) : NULL;
+        if (!a || (body && !b)) {
+            free(a);
+            free(b);
+            continue;
+        }
+        size_t la = strlen(a), lb = b ? strlen(b) : 0;
+        char *t = malloc(la + lb + 1);
+        if (t) {
+            memcpy(t, a, la);
+            memcpy(t + la, b ? b : "", lb + 1);
+        }
+        free(a);
+        free(b);
+        if (!t)
+            continue;
+        uint64_t h = ir_hash_bytes(t, la + lb, 0xdedu);
+        uint32_t same = UINT32_MAX;
+        for (uint32_t r = 0; r < s && same == UINT32_MAX; r++)
+            if (text[r] && hash[r] == h && !strcmp(text[r], t))
+                same = r;
+        if (same == UINT32_MAX) {
+            hash[s] = h;
+            text[s] = t;
+            continue;
+        }
+        free(t);
+        LLVMDeleteFunction(fn);
+        if (body)
+            LLVMDeleteFunction(body);
+        sp->alias = same + 1;
+    }
+    for (uint32_t s = 0; s < cp->n_steps; s++)
+        free(text[s]);
+    free(text);
+    free(hash);
+}
+
 tj_status jit_cpu_plan(cpu_prog *cp, const jit_cpu_opts *o) {
     const ir_graph *g = cp->base.g;
     uint32_t nn = g->n_nodes + 1;
@@ -313,7 +397,7 @@ tj_status jit_cpu_plan(cpu_prog *cp, const jit_cpu_opts *o) {
     int n_blas = 0;
     for (uint32_t s = 0; s < cp->n_steps; s++)
         n_blas += cp->steps[s].kind == STEP_BLAS;
-    snprintf(key, sizeof key, "%s;plan=3;blas=%d;exact=%d;par=%lld", base, n_blas > 0,
+    snprintf(key, sizeof key, "%s;plan=4;blas=%d;exact=%d;par=%lld", base, n_blas > 0,
              o->exact_math, (long long)cp->par_min);
     snprintf(prefix, sizeof prefix, "tj_%016llx_",
              (unsigned long long)ir_hash_bytes(key, strlen(key), 11));
@@ -343,16 +427,20 @@ tj_status jit_cpu_plan(cpu_prog *cp, const jit_cpu_opts *o) {
     if (!st)
         st = form_chains(m, cp, is_out, prefix);
     free(is_out);
+    if (!st)
+        dedupe_kernels(m, cp);
 
-    uint32_t nk = 0;
-    for (uint32_t s = 0; s < cp->n_steps; s++)
-        nk += cp->steps[s].name[0] != 0;
+    uint32_t nk = 0, n_alias = 0;
+    for (uint32_t s = 0; s < cp->n_steps; s++) {
+        nk += cp->steps[s].name[0] != 0 && !cp->steps[s].alias;
+        n_alias += cp->steps[s].alias != 0;
+    }
     const char **names = calloc(nk + 1, sizeof *names);
     void **addrs = calloc(nk + 1, sizeof *addrs);
     if (!st && (!names || !addrs))
         st = ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
     for (uint32_t s = 0, k = 0; s < cp->n_steps && !st; s++)
-        if (cp->steps[s].name[0])
+        if (cp->steps[s].name[0] && !cp->steps[s].alias)
             names[k++] = cp->steps[s].name;
     int from = 0;
     jit_cpu_stats stats = {0};
@@ -374,8 +462,11 @@ tj_status jit_cpu_plan(cpu_prog *cp, const jit_cpu_opts *o) {
     stats.n_kernels = nk;
     jit_cpu_stats_set(&stats);
     for (uint32_t s = 0, k = 0; s < cp->n_steps && !st; s++)
-        if (cp->steps[s].name[0])
+        if (cp->steps[s].name[0] && !cp->steps[s].alias)
             cp->steps[s].fn = (jit_cpu_kernel_fn)addrs[k++];
+    for (uint32_t s = 0; s < cp->n_steps && !st; s++) /* aliases point at earlier steps */
+        if (cp->steps[s].alias)
+            cp->steps[s].fn = cp->steps[cp->steps[s].alias - 1].fn;
     free(names);
     free(addrs);
     if (st)
@@ -395,14 +486,16 @@ tj_status jit_cpu_plan(cpu_prog *cp, const jit_cpu_opts *o) {
     for (uint32_t k = 0; k < g->n_outputs; k++)
         cp->last_use[g->outputs[k]] = UINT32_MAX;
     if (from)
-        rt_log(RT_LOG_COMPILE, "cpu: %u kernels %s in %.2f ms (no compile)", nk,
-               from == 1 ? "shared with a loaded program" : "loaded from the disk cache",
+        rt_log(RT_LOG_COMPILE,
+               "cpu: %u kernels (+%u the same as one of them) %s in %.2f ms (no compile)", nk,
+               n_alias, from == 1 ? "shared with a loaded program" : "loaded from the disk cache",
                stats.build_ms);
     else if (nk)
         rt_log(RT_LOG_COMPILE,
-               "cpu: %u kernels, build %.2f ms, O3 %.2f ms, emit %.2f ms, link %.2f ms, "
-               "%zu-byte object",
-               nk, stats.build_ms, stats.opt_ms, stats.emit_ms, stats.link_ms, stats.obj_bytes);
+               "cpu: %u kernels (+%u the same as one of them), build %.2f ms, O3 %.2f ms, emit "
+               "%.2f ms, link %.2f ms, %zu-byte object",
+               nk, n_alias, stats.build_ms, stats.opt_ms, stats.emit_ms, stats.link_ms,
+               stats.obj_bytes);
     return TJ_OK;
 }
 

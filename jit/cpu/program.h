@@ -25,7 +25,9 @@ typedef struct step {
     jit_cpu_kernel_fn fn;
     jit_cpu_ew_plan plan;
     char name[64];
-    bool chained; /* member of a chain: runs inside it, not on its own */
+    bool chained;   /* member of a chain: runs inside it, not on its own */
+    uint32_t alias; /* 1 + an earlier step whose code this one's is (the same but for its name):
+                       it calls that step's symbol; 0: its own */
     /* STEP_BLAS */
     jit_cpu_mm mm;
     const rt_blas *blas;
@@ -62,7 +64,7 @@ void jit_cpu_run_units(cpu_prog *cp, jit_cpu_kernel_fn fn, const jit_cpu_ew_plan
 /* OpenBLAS step s: C = A x B (C of rt_blas_bytes(s)), then its epilogue on bufs (the
  * epilogue group's buffers, C in the product's place). */
 void rt_blas_run(cpu_prog *cp, const step *s, const char *A, const char *B, char *C,
-                      void *const *bufs);
+                 void *const *bufs);
 size_t rt_blas_bytes(const step *s);
 /* Plans cp's raw form when every step allows it (sets raw_bytes, or leaves it 0). */
 tj_status jit_cpu_raw_plan(cpu_prog *cp);
