@@ -3,10 +3,11 @@
  * A convolution is a matrix product over patches: the rows of `cols` are the output positions
  * (n, oh, ow) and its columns the taps (kh, kw, c), so y = cols · w with w viewed as
  * [KH·KW·C, O], dw = colsᵀ · dy and dcols = dy · wᵀ, which col2im adds back into dx. With
- * OpenBLAS present (and not TJ_EXACT_MATH) the products are sgemm/dgemm on chunks of samples
- * whose patches fit in ~8 MiB, so an eager convolution runs as fast as a compiled one (both run
- * this kernel). Without it, or under exact math, direct loops accumulate in the dtype in
- * (kh, kw, c) order: the oracle the tests compare against. */
+ * OpenBLAS present (and not TJ_EXACT_MATH) the products are sgemm/dgemm on chunks of output
+ * rows whose patches fit in ~8 MiB (a buffer kept per thread), so an eager convolution runs as fast
+ * as a compiled one (both run this kernel). Without it, or under exact math, direct loops
+ * accumulate in the dtype in (kh, kw, c) order: the oracle the tests compare against. */
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "runtime/kernels/kernels.h"
@@ -31,46 +32,48 @@ static const rt_blas *blas_for_conv(void) {
 
 enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };
 
-/* ---- im2col / col2im over samples [n0, n0 + nn) --------------------------------------------- */
+/* ---- im2col / col2im over output rows [u0, u0 + nu) (u = n * OH + oy) --------------------- */
 #define IM2COL(T)                                                                                  \
-    static void im2col_##T(const geom *g, const T *x, int64_t n0, int64_t nn, T *cols) {           \
+    static void im2col_##T(const geom *g, const T *x, int64_t u0, int64_t nu, T *cols) {           \
         int64_t K = g->kh * g->kw * g->c;                                                          \
-        for (int64_t b = 0; b < nn; b++)                                                           \
-            for (int64_t oy = 0; oy < g->oh; oy++)                                                 \
-                for (int64_t ox = 0; ox < g->ow; ox++) {                                           \
-                    T *row = cols + ((b * g->oh + oy) * g->ow + ox) * K;                           \
-                    for (int64_t ky = 0; ky < g->kh; ky++) {                                       \
-                        int64_t iy = oy * g->sh + ky * g->dh - g->pt;                              \
-                        for (int64_t kx = 0; kx < g->kw; kx++, row += g->c) {                      \
-                            int64_t ix = ox * g->sw + kx * g->dw - g->pl;                          \
-                            if (iy < 0 || iy >= g->h || ix < 0 || ix >= g->w) {                    \
-                                memset(row, 0, (size_t)g->c * sizeof(T));                          \
-                                continue;                                                          \
-                            }                                                                      \
-                            memcpy(row, x + (((n0 + b) * g->h + iy) * g->w + ix) * g->c,           \
-                                   (size_t)g->c * sizeof(T));                                      \
+        for (int64_t u = u0; u < u0 + nu; u++) {                                                   \
+            int64_t b = u / g->oh, oy = u % g->oh;                                                 \
+            for (int64_t ox = 0; ox < g->ow; ox++) {                                               \
+                T *row = cols + ((u - u0) * g->ow + ox) * K;                                       \
+                for (int64_t ky = 0; ky < g->kh; ky++) {                                           \
+                    int64_t iy = oy * g->sh + ky * g->dh - g->pt;                                  \
+                    for (int64_t kx = 0; kx < g->kw; kx++, row += g->c) {                          \
+                        int64_t ix = ox * g->sw + kx * g->dw - g->pl;                              \
+                        if (iy < 0 || iy >= g->h || ix < 0 || ix >= g->w) {                        \
+                            memset(row, 0, (size_t)g->c * sizeof(T));                              \
+                            continue;                                                              \
                         }                                                                          \
+                        memcpy(row, x + ((b * g->h + iy) * g->w + ix) * g->c,                      \
+                               (size_t)g->c * sizeof(T));                                          \
                     }                                                                              \
                 }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
     }                                                                                              \
-    static void col2im_##T(const geom *g, const T *cols, int64_t n0, int64_t nn, T *dx) {          \
+    static void col2im_##T(const geom *g, const T *cols, int64_t u0, int64_t nu, T *dx) {          \
         int64_t K = g->kh * g->kw * g->c;                                                          \
-        for (int64_t b = 0; b < nn; b++)                                                           \
-            for (int64_t oy = 0; oy < g->oh; oy++)                                                 \
-                for (int64_t ox = 0; ox < g->ow; ox++) {                                           \
-                    const T *row = cols + ((b * g->oh + oy) * g->ow + ox) * K;                     \
-                    for (int64_t ky = 0; ky < g->kh; ky++) {                                       \
-                        int64_t iy = oy * g->sh + ky * g->dh - g->pt;                              \
-                        for (int64_t kx = 0; kx < g->kw; kx++, row += g->c) {                      \
-                            int64_t ix = ox * g->sw + kx * g->dw - g->pl;                          \
-                            if (iy < 0 || iy >= g->h || ix < 0 || ix >= g->w)                      \
-                                continue;                                                          \
-                            T *d = dx + (((n0 + b) * g->h + iy) * g->w + ix) * g->c;               \
-                            for (int64_t c = 0; c < g->c; c++)                                     \
-                                d[c] += row[c];                                                    \
-                        }                                                                          \
+        for (int64_t u = u0; u < u0 + nu; u++) {                                                   \
+            int64_t b = u / g->oh, oy = u % g->oh;                                                 \
+            for (int64_t ox = 0; ox < g->ow; ox++) {                                               \
+                const T *row = cols + ((u - u0) * g->ow + ox) * K;                                 \
+                for (int64_t ky = 0; ky < g->kh; ky++) {                                           \
+                    int64_t iy = oy * g->sh + ky * g->dh - g->pt;                                  \
+                    for (int64_t kx = 0; kx < g->kw; kx++, row += g->c) {                          \
+                        int64_t ix = ox * g->sw + kx * g->dw - g->pl;                              \
+                        if (iy < 0 || iy >= g->h || ix < 0 || ix >= g->w)                          \
+                            continue;                                                              \
+                        T *d = dx + ((b * g->h + iy) * g->w + ix) * g->c;                          \
+                        for (int64_t c = 0; c < g->c; c++)                                         \
+                            d[c] += row[c];                                                        \
                     }                                                                              \
                 }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
     }
 IM2COL(float)
 IM2COL(double)
@@ -117,32 +120,70 @@ DIRECT(double)
 /* ---- the BLAS path --------------------------------------------------------------------------- */
 /* which: 0 forward (a = x, b = w, out = y), 1 input gradient (a = dy, b = w, out = dx),
  * 2 filter gradient (a = x, b = dy, out = dw). Returns 0 when done, 1 to use the direct loops. */
+/* The patch buffer, kept per thread between calls (freed when the thread exits): a first touch
+ * of fresh memory costs ~11 us per page here, more than the copy into it. */
+typedef struct scratch {
+    void *p;
+    size_t size;
+} scratch;
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+
+static void scratch_free(void *s) {
+    if (s)
+        free(((scratch *)s)->p);
+    free(s);
+}
+static void scratch_init(void) {
+    pthread_key_create(&scratch_key, scratch_free);
+}
+
+static void *patch_buffer(size_t bytes) {
+    pthread_once(&scratch_once, scratch_init);
+    scratch *s = pthread_getspecific(scratch_key);
+    if (!s) {
+        if (!(s = calloc(1, sizeof *s)) || pthread_setspecific(scratch_key, s)) {
+            free(s);
+            return NULL;
+        }
+    }
+    if (bytes <= s->size)
+        return s->p;
+    void *p = realloc(s->p, bytes);
+    if (!p)
+        return NULL;
+    s->p = p;
+    s->size = bytes;
+    return p;
+}
+
 static int conv_blas(const geom *g, int which, int dt, const void *a, const void *b, void *out) {
     const rt_blas *bl = blas_for_conv();
-    int64_t K = g->kh * g->kw * g->c, P = g->oh * g->ow;
+    int64_t K = g->kh * g->kw * g->c, U = g->n * g->oh;
     size_t es = dt == TJ_F32 ? 4 : 8;
-    if (!bl || K * P == 0 || g->o == 0 || K > INT32_MAX || g->o > INT32_MAX)
+    if (!bl || K * U * g->ow == 0 || g->o == 0 || K > INT32_MAX || g->o > INT32_MAX)
         return 1;
-    int64_t chunk = (int64_t)((8u << 20) / ((size_t)(K * P) * es));
+    /* output rows per product: patches of at most ~8 MiB (at least one row) */
+    int64_t row_bytes = g->ow * K * (int64_t)es, chunk = ((int64_t)8 << 20) / row_bytes;
     if (chunk < 1)
         chunk = 1;
-    if (chunk > g->n)
-        chunk = g->n;
-    if (chunk * P > INT32_MAX)
+    if (chunk > U)
+        chunk = U;
+    if (chunk * g->ow > INT32_MAX)
         return 1;
-    void *cols = malloc((size_t)(chunk * P * K) * es);
+    void *cols = patch_buffer((size_t)(chunk * row_bytes));
     if (!cols)
         return 1;
     int O = (int)g->o, Ki = (int)K;
-    for (int64_t n0 = 0; n0 < g->n; n0 += chunk) {
-        int64_t nn = g->n - n0 < chunk ? g->n - n0 : chunk;
-        int rows = (int)(nn * P);
-        size_t yoff = (size_t)(n0 * P * g->o);
+    for (int64_t u0 = 0; u0 < U; u0 += chunk) {
+        int64_t nu = U - u0 < chunk ? U - u0 : chunk;
+        int rows = (int)(nu * g->ow);
+        size_t yoff = (size_t)(u0 * g->ow * g->o);
         if (which != 1) {
             if (dt == TJ_F32)
-                im2col_float(g, a, n0, nn, cols);
+                im2col_float(g, a, u0, nu, cols);
             else
-                im2col_double(g, a, n0, nn, cols);
+                im2col_double(g, a, u0, nu, cols);
         }
         if (which == 0) { /* y[rows, O] = cols[rows, K] · w[K, O] */
             if (dt == TJ_F32)
@@ -154,23 +195,22 @@ static int conv_blas(const geom *g, int which, int dt, const void *a, const void
         } else if (which == 2) { /* dw[K, O] += colsᵀ · dy[rows, O] */
             if (dt == TJ_F32)
                 bl->sgemm(ROW_MAJOR, TRANS, NO_TRANS, Ki, O, rows, 1.0f, cols, Ki,
-                          (const float *)b + yoff, O, n0 ? 1.0f : 0.0f, out, O);
+                          (const float *)b + yoff, O, u0 ? 1.0f : 0.0f, out, O);
             else
                 bl->dgemm(ROW_MAJOR, TRANS, NO_TRANS, Ki, O, rows, 1.0, cols, Ki,
-                          (const double *)b + yoff, O, n0 ? 1.0 : 0.0, out, O);
+                          (const double *)b + yoff, O, u0 ? 1.0 : 0.0, out, O);
         } else { /* dcols[rows, K] = dy[rows, O] · wᵀ, added back into dx */
             if (dt == TJ_F32) {
                 bl->sgemm(ROW_MAJOR, NO_TRANS, TRANS, rows, Ki, O, 1.0f, (const float *)a + yoff, O,
                           b, O, 0.0f, cols, Ki);
-                col2im_float(g, cols, n0, nn, out);
+                col2im_float(g, cols, u0, nu, out);
             } else {
                 bl->dgemm(ROW_MAJOR, NO_TRANS, TRANS, rows, Ki, O, 1.0, (const double *)a + yoff, O,
                           b, O, 0.0, cols, Ki);
-                col2im_double(g, cols, n0, nn, out);
+                col2im_double(g, cols, u0, nu, out);
             }
         }
     }
-    free(cols);
     return 0;
 }
 

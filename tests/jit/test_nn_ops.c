@@ -110,6 +110,51 @@ static void conv_cases(void) {
     tj_scope_end();
 }
 
+/* The gradients of a convolution large enough that its patches take several chunks (the filter
+ * gradient accumulates across them), against loops over every (output, tap) pair. */
+static void conv_grad_chunks(void) {
+    tj_scope_begin();
+    int64_t N = 4, H = 40, W = 64, C = 32, KH = 3, KW = 3, O = 8; /* 160 rows of 73 KiB: 2 chunks */
+    tj_tensor *x = rand_f32(N, H, W, C), *w = rand_f32(KH, KW, C, O);
+    tj_tensor *r = rand_f32(N, H, W, O); /* SAME, stride 1: the output is [N, H, W, O] */
+    tj_tape *tape = tj_tape_new(0);
+    tj_tape_watch(tape, x);
+    tj_tape_watch(tape, w);
+    tj_tensor *loss = tj_sum(tj_mul(tj_conv2d(x, w, NULL, TJ_PAD_SAME, NULL), r), 0, NULL, 0);
+    tj_tensor *src[2] = {x, w}, *g[2] = {0};
+    CHECK_EQ_INT(tj_tape_gradient(tape, loss, NULL, 2, src, g), TJ_OK);
+    tj_tape_free(tape);
+    const float *xv = tj_tensor_data(x), *wv = tj_tensor_data(w), *rv = tj_tensor_data(r);
+    double *dx = calloc((size_t)(N * H * W * C), sizeof *dx),
+           *dw = calloc((size_t)(KH * KW * C * O), sizeof *dw);
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t oy = 0; oy < H; oy++)
+            for (int64_t ox = 0; ox < W; ox++)
+                for (int64_t ky = 0; ky < KH; ky++)
+                    for (int64_t kx = 0; kx < KW; kx++) {
+                        int64_t iy = oy + ky - 1, ix = ox + kx - 1;
+                        if (iy < 0 || iy >= H || ix < 0 || ix >= W)
+                            continue;
+                        for (int64_t c = 0; c < C; c++)
+                            for (int64_t o = 0; o < O; o++) {
+                                double rr = rv[((n * H + oy) * W + ox) * O + o];
+                                int64_t xi = ((n * H + iy) * W + ix) * C + c;
+                                int64_t wi = ((ky * KW + kx) * C + c) * O + o;
+                                dx[xi] += rr * wv[wi];
+                                dw[wi] += rr * xv[xi];
+                            }
+                    }
+    double ex = 0, ew = 0;
+    for (int64_t i = 0; i < N * H * W * C; i++)
+        ex = fmax(ex, fabs(tj_tensor_get_f64(g[0], i) - dx[i]));
+    for (int64_t i = 0; i < KH * KW * C * O; i++)
+        ew = fmax(ew, fabs(tj_tensor_get_f64(g[1], i) - dw[i]));
+    CHECK_MSG(ex <= 1e-4 && ew <= 2e-3, "conv gradients: dx off by %g, dw off by %g", ex, ew);
+    free(dx);
+    free(dw);
+    tj_scope_end();
+}
+
 static void pool_cases(void) {
     tj_scope_begin();
     /* a 1x3x3x1 image 1..9: SAME 2x2 stride 2 pooling gives 2x2 windows clipped at the edges */
@@ -223,6 +268,7 @@ static void conv_errors(void) {
 
 int main(void) {
     conv_cases();
+    conv_grad_chunks();
     pool_cases();
     xent_cases();
     conv_errors();
