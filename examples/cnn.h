@@ -120,7 +120,7 @@ static tj_tensor *cnn_labels(const char *dir, const char *file) {
 }
 
 /* Loads the four files; returns the first error tensor's message, or NULL. */
-static const char *cnn_load(cnn_data *d, const char *dir) {
+static __attribute__((unused)) const char *cnn_load(cnn_data *d, const char *dir) {
     d->train_x = cnn_images(dir, "train-images-idx3-ubyte.gz");
     d->train_y = cnn_labels(dir, "train-labels-idx1-ubyte.gz");
     d->test_x = cnn_images(dir, "t10k-images-idx3-ubyte.gz");
@@ -132,7 +132,7 @@ static const char *cnn_load(cnn_data *d, const char *dir) {
     return NULL;
 }
 
-static void cnn_data_free(cnn_data *d) {
+static __attribute__((unused)) void cnn_data_free(cnn_data *d) {
     tj_release(d->train_x);
     tj_release(d->train_y);
     tj_release(d->test_x);
@@ -140,8 +140,8 @@ static void cnn_data_free(cnn_data *d) {
 }
 
 /* The seed's get_batch: `batch` random rows (with replacement) of the first `limit` examples. */
-static void cnn_batch(const cnn_data *d, int64_t limit, int64_t batch, uint64_t seed, tj_tensor **x,
-                      tj_tensor **y) {
+static __attribute__((unused)) void cnn_batch(const cnn_data *d, int64_t limit, int64_t batch,
+                                              uint64_t seed, tj_tensor **x, tj_tensor **y) {
     tj_tensor *idx = tj_random_indices(limit, batch, seed);
     *x = tj_gather(d->train_x, idx, 0);
     *y = tj_gather(d->train_y, idx, 0);
