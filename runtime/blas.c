@@ -3,7 +3,11 @@
  * with dlopen("libopenblas.so.0") on first use, so tracejit builds and runs where it is absent
  * (large float products are then generated like the small ones). OpenBLAS picks its kernel in a
  * constructor from OPENBLAS_CORETYPE; an environment forcing an older core would halve its speed,
- * so the variable is unset around the dlopen (under a lock) and restored after. Its thread count
+ * so the variable is unset around the dlopen (under a lock) and restored after. Its idle threads
+ * spin (sched_yield) for 2^28 cycles by default, taking the cores the runtime's pool needs between
+ * two products (pooling, im2col, fused kernels: a training step alternates them); unless the
+ * user set OPENBLAS_THREAD_TIMEOUT it is set to 12 (2^12 cycles, ~1 us) for the dlopen: the seed
+ * CNN's step went from 31-37 to 27-28 ms (bench/RESULTS.md). Its thread count
  * is the runtime pool's (TJ_NUM_THREADS). TJ_NO_BLAS=1, read at each compile, turns it off. */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -26,11 +30,16 @@ static void load(void) {
     char *saved = ct ? strdup(ct) : NULL;
     if (ct)
         unsetenv("OPENBLAS_CORETYPE");
+    bool set_timeout = getenv("OPENBLAS_THREAD_TIMEOUT") == NULL;
+    if (set_timeout)
+        setenv("OPENBLAS_THREAD_TIMEOUT", "12", 1);
     /* already in the process (a user linked it): dlopen returns that copy, its core is fixed */
     bool preloaded = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_NOLOAD) != NULL;
     void *h = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
     if (saved)
         setenv("OPENBLAS_CORETYPE", saved, 1);
+    if (set_timeout)
+        unsetenv("OPENBLAS_THREAD_TIMEOUT");
     pthread_mutex_unlock(&env_mu);
     if (!h) {
         const char *why = dlerror();

@@ -223,6 +223,65 @@ def fizzbuzz_ref(n):
                     np.int64)
 
 
+# --- training steps (issue 11): the seed's CNN at batch 50 with Adam 1e-3, and a 64x784 -> 256 ->
+# 10 MLP with SGD 0.1. Every peer starts from these weights (Glorot uniform and zeros, as Keras),
+# returns the loss its step computed (before the update), and the first call is checked against
+# the float64 loss at these weights. Adam is Keras' (TF >= 2.11): alpha = lr sqrt(1 - b2^t) /
+# (1 - b1^t), m += (g - m)(1 - b1), v += (g^2 - v)(1 - b2), w -= m alpha / (sqrt(v) + 1e-7).
+ADAM = (1e-3, 0.9, 0.999, 1e-7)
+MLP_B, MLP_I, MLP_H, MLP_O, MLP_LR = 64, 784, 256, 10, 0.1
+
+
+def _glorot(rng, shape):
+    recept = int(np.prod(shape[:-2])) if len(shape) > 2 else 1
+    lim = np.sqrt(6.0 / (shape[-2] * recept + shape[-1] * recept))
+    return rng.uniform(-lim, lim, shape).astype(np.float32)
+
+
+def cnn_inputs():
+    rng = _rng(21)
+    w = [_glorot(rng, (5, 5, 1, 32)), np.zeros(32, np.float32), _glorot(rng, (5, 5, 32, 64)),
+         np.zeros(64, np.float32), _glorot(rng, (3136, 1024)), np.zeros(1024, np.float32),
+         _glorot(rng, (1024, 10)), np.zeros(10, np.float32)]
+    x = rng.uniform(0, 1, (50, 28, 28, 1)).astype(np.float32)
+    y = rng.integers(0, 10, 50).astype(np.int32)
+    return (x, y, *w)
+
+
+def _pool2(h):
+    n, hh, ww, c = h.shape
+    return h.reshape(n, hh // 2, 2, ww // 2, 2, c).max(axis=(2, 4))
+
+
+def cnn_ref(x, y, w1, b1, w2, b2, w3, b3, w4, b4):
+    """The loss at the initial weights in float64 (SAME 5x5 convolutions: pad 2)."""
+    pad = ((0, 0), (2, 2), (2, 2), (0, 0))
+    h = _pool2(np.maximum(conv_ref(np.pad(x, pad), w1, b1), 0))
+    h = _pool2(np.maximum(conv_ref(np.pad(h, pad), w2, b2), 0))
+    h = np.maximum(h.reshape(h.shape[0], -1) @ w3.astype(np.float64) + b3, 0)
+    lg = h @ w4.astype(np.float64) + b4
+    p = np.exp(lg - lg.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    p = np.clip(p, 1e-7, 1 - 1e-7)
+    return np.float64(np.mean(-np.log(p[np.arange(len(y)), y])))
+
+
+def mlp_inputs():
+    rng = _rng(22)
+    x = rng.uniform(0, 1, (MLP_B, MLP_I)).astype(np.float32)
+    y = rng.integers(0, MLP_O, MLP_B).astype(np.int32)
+    return (x, y, _glorot(rng, (MLP_I, MLP_H)), np.zeros(MLP_H, np.float32),
+            _glorot(rng, (MLP_H, MLP_O)), np.zeros(MLP_O, np.float32))
+
+
+def mlp_ref(x, y, w1, b1, w2, b2):
+    h = np.maximum(x.astype(np.float64) @ w1 + b1, 0)
+    lg = h @ w2.astype(np.float64) + b2
+    m = lg.max(axis=1, keepdims=True)
+    lse = m[:, 0] + np.log(np.exp(lg - m).sum(axis=1))
+    return np.float64(np.mean(lse - lg[np.arange(len(y)), y]))
+
+
 F32 = ("elem", 1e-5, 1e-6)  # elementwise f32: (kind, rtol, atol)
 RED = ("max", 1e-4, 0.0)  # matmul, dense, conv: f32 sums of up to 2048 products
 WORKLOADS = {w.name: w for w in [
@@ -255,6 +314,10 @@ WORKLOADS = {w.name: w for w in [
              per=lambda: (WORKLOADS["while_tanh"].ref, _wt_iters[0])[1]),
     Workload("rnn_scan", "tanh RNN, batch 32, hidden 128, 100 steps (S19, scan)", rnn_inputs,
              rnn_ref, ("max", 1e-4, 1e-6), "ms", flops=2 * 2 * RNN_B * RNN_H * RNN_H * RNN_T),
+    Workload("cnn_train_step_b50", "the seed's CNN, one training step (forward, gradients, Adam), "
+             "batch 50 (S22)", cnn_inputs, cnn_ref, ("elem", 1e-4, 1e-6), "ms"),
+    Workload("mlp_train_step", "MLP 64x784 -> 256 relu -> 10, softmax cross-entropy, SGD 0.1, "
+             "one step", mlp_inputs, mlp_ref, ("elem", 1e-4, 1e-6), "ms"),
     Workload("fizzbuzz_1e5", "fizzbuzz counts over 1..10^5, branches in a loop (S17), per "
              "iteration", lambda: (np.int64(FB_N),), fizzbuzz_ref, None, "ns", per=lambda: FB_N),
 ]}

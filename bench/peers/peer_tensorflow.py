@@ -73,4 +73,61 @@ for name, fn in [("while_tanh", while_tanh), ("rnn_scan", rnn), ("fizzbuzz_1e5",
         R.time(name, im.name, im.mode, lambda im=im, fn=fn, a=args: (
             lambda f: lambda: f(*a))(im.wrap(fn)), to_numpy=lambda t: t.numpy(),
             note="AutoGraph: tf.while_loop / tf.cond" if im.mode == "compiled" else "")
+
+
+# --- training steps: tf.GradientTape, then Keras' Adam (or SGD) as graph code on tf.Variables,
+# the whole step in one tf.function (the seed's train_one_step) -----------------------------------
+def adam(vs):
+    lr, b1, b2, eps = common.ADAM
+    slots = [(tf.Variable(tf.zeros_like(v)), tf.Variable(tf.zeros_like(v))) for v in vs]
+    it = tf.Variable(0, dtype=tf.int64)
+
+    def apply(grads):
+        t = tf.cast(it + 1, tf.float32)
+        alpha = lr * tf.sqrt(1 - b2 ** t) / (1 - b1 ** t)
+        for v, g, (m, s) in zip(vs, grads, slots):
+            m.assign_add((g - m) * (1 - b1))
+            s.assign_add((g * g - s) * (1 - b2))
+            v.assign_sub(m * alpha / (tf.sqrt(s) + eps))
+        it.assign_add(1)
+    return apply
+
+
+def cnn_loss(vs, x, y):
+    h = tf.nn.relu(tf.nn.bias_add(tf.nn.conv2d(x, vs[0], 1, "SAME"), vs[1]))
+    h = tf.nn.max_pool2d(h, 2, 2, "VALID")
+    h = tf.nn.relu(tf.nn.bias_add(tf.nn.conv2d(h, vs[2], 1, "SAME"), vs[3]))
+    h = tf.reshape(tf.nn.max_pool2d(h, 2, 2, "VALID"), [-1, 7 * 7 * 64])
+    h = tf.nn.relu(tf.matmul(h, vs[4]) + vs[5])
+    p = tf.nn.softmax(tf.matmul(h, vs[6]) + vs[7])
+    p = tf.clip_by_value(p, 1e-7, 1 - 1e-7)  # Keras' sparse_categorical_crossentropy
+    return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(y, tf.math.log(p)))
+
+
+def mlp_loss(vs, x, y):
+    h = tf.nn.relu(tf.matmul(x, vs[0]) + vs[1])
+    return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(y, tf.matmul(h, vs[2]) + vs[3]))
+
+
+def make_train(name, im):
+    x, y, *w = common.WORKLOADS[name].inputs
+    x, y = tf.constant(x), tf.constant(y)
+    vs = [tf.Variable(a) for a in w]
+    loss_fn = cnn_loss if name.startswith("cnn") else mlp_loss
+    update = adam(vs) if name.startswith("cnn") else (
+        lambda gs: [v.assign_sub(common.MLP_LR * g) for v, g in zip(vs, gs)])
+
+    def step(x, y):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(vs, x, y)
+        update(tape.gradient(loss, vs))
+        return loss
+    f = im.wrap(step)
+    return lambda: f(x, y)
+
+
+for name in ("cnn_train_step_b50", "mlp_train_step"):
+    for im in impls:
+        R.time(name, im.name, im.mode, lambda im=im, name=name: make_train(name, im),
+               to_numpy=lambda t: t.numpy(), note="GradientTape + Adam/SGD on tf.Variables")
 R.save()

@@ -90,4 +90,53 @@ for name, fn in [("while_tanh", while_tanh), ("rnn_scan", rnn)]:
 for im in impls:
     R.unsupported("fizzbuzz_1e5", im.name, im.mode,
                   "no data-dependent loop with branches short of unrolling 10^5 iterations")
+
+
+# --- training steps: autograd (backward), then torch.optim.Adam (eps 1e-7; foreach) or SGD. Under
+# torch.compile the loss function is compiled (forward and, through AOTAutograd, backward); the
+# optimizer step runs as PyTorch users run it. NCHW with channels_last memory; the flatten goes
+# through NHWC so the weights are the same as the other peers' -----------------------------------
+def cnn_loss(p, x, y):
+    h = F.max_pool2d(F.relu(F.conv2d(x, p[0], p[1], padding=2)), 2)
+    h = F.max_pool2d(F.relu(F.conv2d(h, p[2], p[3], padding=2)), 2)
+    h = h.permute(0, 2, 3, 1).reshape(x.shape[0], -1)
+    h = F.relu(h @ p[4] + p[5])
+    pr = torch.clamp(torch.softmax(h @ p[6] + p[7], dim=-1), 1e-7, 1 - 1e-7)
+    return F.cross_entropy(torch.log(pr), y)
+
+
+def mlp_loss(p, x, y):
+    return F.cross_entropy(F.relu(x @ p[0] + p[1]) @ p[2] + p[3], y)
+
+
+def make_train(name, im):
+    x, y, *w = common.WORKLOADS[name].inputs
+    cnn = name.startswith("cnn")
+    x = torch.from_numpy(x)
+    if cnn:
+        x = x.permute(0, 3, 1, 2)
+        w = [torch.from_numpy(a).permute(3, 2, 0, 1).contiguous(memory_format=torch.channels_last)
+             if a.ndim == 4 else torch.from_numpy(a) for a in w]
+    else:
+        w = [torch.from_numpy(a) for a in w]
+    y = torch.from_numpy(y).long()
+    params = [a.clone().requires_grad_(True) for a in w]
+    opt = (torch.optim.Adam(params, lr=common.ADAM[0], betas=common.ADAM[1:3],
+                            eps=common.ADAM[3]) if cnn else torch.optim.SGD(params, lr=common.MLP_LR))
+    loss_fn = im.wrap(cnn_loss if cnn else mlp_loss)
+
+    def run():
+        with torch.enable_grad():
+            opt.zero_grad(set_to_none=True)
+            loss = loss_fn(params, x, y)
+            loss.backward()
+        opt.step()
+        return loss.detach()
+    return run
+
+
+for name in ("cnn_train_step_b50", "mlp_train_step"):
+    for im in impls:
+        R.time(name, im.name, im.mode, lambda im=im, name=name: make_train(name, im),
+               to_numpy=lambda t: t.numpy(), note="autograd + torch.optim (eager step)")
 R.save()

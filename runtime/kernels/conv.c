@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "runtime/kernels/kernels.h"
+#include "runtime/rt_pool.h"
 
 typedef struct geom {
     int64_t n, h, w, c;     /* input */
@@ -120,6 +121,55 @@ DIRECT(double)
 /* ---- the BLAS path --------------------------------------------------------------------------- */
 /* which: 0 forward (a = x, b = w, out = y), 1 input gradient (a = dy, b = w, out = dx),
  * 2 filter gradient (a = x, b = dy, out = dw). Returns 0 when done, 1 to use the direct loops. */
+/* im2col and col2im of rows [u0, u0 + nu) on the runtime's pool: im2col in pieces of rows;
+ * col2im by sample (a sample's rows add into the same dx elements; different samples never do). */
+typedef struct cols_task {
+    const geom *g;
+    int f32, to_cols;
+    const void *src; /* x (im2col) or the patches (col2im) */
+    void *dst;       /* the patches (im2col) or dx (col2im) */
+    int64_t u0, nu, per;
+} cols_task;
+
+static void cols_piece(void *ctx, int64_t i) {
+    const cols_task *t = ctx;
+    const geom *g = t->g;
+    int64_t a, e;
+    if (t->to_cols) {
+        a = t->u0 + i * t->per;
+        e = a + t->per < t->u0 + t->nu ? a + t->per : t->u0 + t->nu;
+    } else { /* the rows of sample (first sample + i) inside the range */
+        int64_t b = t->u0 / g->oh + i;
+        a = b * g->oh > t->u0 ? b * g->oh : t->u0;
+        e = (b + 1) * g->oh < t->u0 + t->nu ? (b + 1) * g->oh : t->u0 + t->nu;
+    }
+    if (a >= e)
+        return;
+    size_t es = t->f32 ? 4 : 8, K = (size_t)(g->kh * g->kw * g->c);
+    if (t->to_cols) {
+        void *cols = (char *)t->dst + (size_t)((a - t->u0) * g->ow) * K * es;
+        t->f32 ? im2col_float(g, t->src, a, e - a, cols) : im2col_double(g, t->src, a, e - a, cols);
+    } else {
+        const void *cols = (const char *)t->src + (size_t)((a - t->u0) * g->ow) * K * es;
+        t->f32 ? col2im_float(g, cols, a, e - a, t->dst) : col2im_double(g, cols, a, e - a, t->dst);
+    }
+}
+
+static void cols_run(const geom *g, int f32, int to_cols, const void *src, void *dst, int64_t u0,
+                     int64_t nu) {
+    int64_t per = (nu + 15) / 16, n_tasks;
+    if (to_cols)
+        n_tasks = (nu + per - 1) / per;
+    else
+        n_tasks = (u0 + nu - 1) / g->oh - u0 / g->oh + 1;
+    cols_task t = {g, f32, to_cols, src, dst, u0, nu, per};
+    if (n_tasks > 1 && nu * g->ow * g->kh * g->kw * g->c >= 65536)
+        rt_parallel_for(n_tasks, cols_piece, &t);
+    else
+        for (int64_t i = 0; i < n_tasks; i++)
+            cols_piece(&t, i);
+}
+
 /* The patch buffer, kept per thread between calls (freed when the thread exits): a first touch
  * of fresh memory costs ~11 us per page here, more than the copy into it. */
 typedef struct scratch {
@@ -179,12 +229,8 @@ static int conv_blas(const geom *g, int which, int dt, const void *a, const void
         int64_t nu = U - u0 < chunk ? U - u0 : chunk;
         int rows = (int)(nu * g->ow);
         size_t yoff = (size_t)(u0 * g->ow * g->o);
-        if (which != 1) {
-            if (dt == TJ_F32)
-                im2col_float(g, a, u0, nu, cols);
-            else
-                im2col_double(g, a, u0, nu, cols);
-        }
+        if (which != 1)
+            cols_run(g, dt == TJ_F32, 1, a, cols, u0, nu);
         if (which == 0) { /* y[rows, O] = cols[rows, K] · w[K, O] */
             if (dt == TJ_F32)
                 bl->sgemm(ROW_MAJOR, NO_TRANS, NO_TRANS, rows, O, Ki, 1.0f, cols, Ki, b, O, 0.0f,
@@ -203,11 +249,11 @@ static int conv_blas(const geom *g, int which, int dt, const void *a, const void
             if (dt == TJ_F32) {
                 bl->sgemm(ROW_MAJOR, NO_TRANS, TRANS, rows, Ki, O, 1.0f, (const float *)a + yoff, O,
                           b, O, 0.0f, cols, Ki);
-                col2im_float(g, cols, u0, nu, out);
+                cols_run(g, 1, 0, cols, out, u0, nu);
             } else {
                 bl->dgemm(ROW_MAJOR, NO_TRANS, TRANS, rows, Ki, O, 1.0, (const double *)a + yoff, O,
                           b, O, 0.0, cols, Ki);
-                col2im_double(g, cols, u0, nu, out);
+                cols_run(g, 0, 0, cols, out, u0, nu);
             }
         }
     }
@@ -259,79 +305,128 @@ tj_status rt_k_conv2d(const ir_node *n, tj_tensor *const *in, tj_tensor *out) {
 }
 
 /* ---- pooling --------------------------------------------------------------------------------- */
-/* Visits every output position with its window clipped to the input: BODY sees yi (output
- * offset without the channel), y0/y1, x0/x1 (the clipped window) and b (the sample). */
-#define FOR_WINDOWS(p, BODY)                                                                       \
-    for (int64_t b = 0; b < (p)->n; b++)                                                           \
-        for (int64_t oy = 0; oy < (p)->oh; oy++)                                                   \
-            for (int64_t ox = 0; ox < (p)->ow; ox++) {                                             \
-                int64_t yi = ((b * (p)->oh + oy) * (p)->ow + ox) * (p)->c;                         \
-                int64_t y0 = oy * (p)->sh - (p)->pt, x0 = ox * (p)->sw - (p)->pl;                  \
-                int64_t y1 = y0 + (p)->kh, x1 = x0 + (p)->kw;                                      \
-                y0 = y0 < 0 ? 0 : y0;                                                              \
-                x0 = x0 < 0 ? 0 : x0;                                                              \
-                y1 = y1 > (p)->h ? (p)->h : y1;                                                    \
-                x1 = x1 > (p)->w ? (p)->w : x1;                                                    \
-                BODY                                                                               \
-            }
+/* Each sample is a task of the runtime's pool (samples never share an output or, for the
+ * gradients, an input-gradient element). Within an output position the loops run over the
+ * window's positions with the channels innermost and contiguous, so they vectorize. Max: NaN
+ * wins (and is kept once found), the first maximum of a window takes the gradient. Average: over
+ * the window's positions inside the input. */
+enum { POOL_CH = 256 }; /* channels per pass of the max gradient's argmax */
+
+#define WINDOW(p, oy, ox)                                                                          \
+    int64_t y0 = (oy) * (p)->sh - (p)->pt, x0 = (ox) * (p)->sw - (p)->pl;                          \
+    int64_t y1 = y0 + (p)->kh, x1 = x0 + (p)->kw;                                                  \
+    y0 = y0 < 0 ? 0 : y0;                                                                          \
+    x0 = x0 < 0 ? 0 : x0;                                                                          \
+    y1 = y1 > (p)->h ? (p)->h : y1;                                                                \
+    x1 = x1 > (p)->w ? (p)->w : x1
 
 #define XI(p, b, iy, ix) ((((b) * (p)->h + (iy)) * (p)->w + (ix)) * (p)->c)
 
 #define POOLS(T)                                                                                   \
-    static void max_pool_##T(const geom *p, const T *x, T *y) {                                    \
-        FOR_WINDOWS(                                                                               \
-            p, for (int64_t c = 0; c < p->c; c++) {                                                \
-                T m = x[XI(p, b, y0, x0) + c];                                                     \
+    static void max_pool_##T(const geom *p, const T *x, T *y, int64_t b) {                         \
+        for (int64_t oy = 0; oy < p->oh; oy++)                                                     \
+            for (int64_t ox = 0; ox < p->ow; ox++) {                                               \
+                WINDOW(p, oy, ox);                                                                 \
+                T *yo = y + ((b * p->oh + oy) * p->ow + ox) * p->c;                                \
+                memcpy(yo, x + XI(p, b, y0, x0), (size_t)p->c * sizeof(T));                        \
                 for (int64_t iy = y0; iy < y1; iy++)                                               \
                     for (int64_t ix = x0; ix < x1; ix++) {                                         \
-                        T v = x[XI(p, b, iy, ix) + c];                                             \
-                        if (v > m || v != v)                                                       \
-                            m = v;                                                                 \
-                    }                                                                              \
-                y[yi + c] = m;                                                                     \
-            })                                                                                     \
-    }                                                                                              \
-    static void max_pool_grad_##T(const geom *p, const T *x, const T *dy, T *dx) {                 \
-        FOR_WINDOWS(                                                                               \
-            p, for (int64_t c = 0; c < p->c; c++) {                                                \
-                int64_t at = XI(p, b, y0, x0) + c;                                                 \
-                T m = x[at];                                                                       \
-                for (int64_t iy = y0; iy < y1; iy++)                                               \
-                    for (int64_t ix = x0; ix < x1; ix++) {                                         \
-                        int64_t k = XI(p, b, iy, ix) + c;                                          \
-                        if (x[k] > m || (x[k] != x[k] && m == m)) {                                \
-                            m = x[k];                                                              \
-                            at = k;                                                                \
+                        const T *xi = x + XI(p, b, iy, ix);                                        \
+                        for (int64_t c = 0; c < p->c; c++) {                                       \
+                            T v = xi[c], m = yo[c];                                                \
+                            yo[c] = (v > m || (v != v && m == m)) ? v : m;                         \
                         }                                                                          \
                     }                                                                              \
-                dx[at] += dy[yi + c];                                                              \
-            })                                                                                     \
-    }                                                                                              \
-    static void avg_pool_##T(const geom *p, const T *x, T *y) {                                    \
-        FOR_WINDOWS(p, {                                                                           \
-            T cnt = (T)((y1 - y0) * (x1 - x0));                                                    \
-            for (int64_t c = 0; c < p->c; c++) {                                                   \
-                T s = 0;                                                                           \
-                for (int64_t iy = y0; iy < y1; iy++)                                               \
-                    for (int64_t ix = x0; ix < x1; ix++)                                           \
-                        s += x[XI(p, b, iy, ix) + c];                                              \
-                y[yi + c] = s / cnt;                                                               \
             }                                                                                      \
-        })                                                                                         \
     }                                                                                              \
-    static void avg_pool_grad_##T(const geom *p, const T *dy, T *dx) {                             \
-        FOR_WINDOWS(p, {                                                                           \
-            T cnt = (T)((y1 - y0) * (x1 - x0));                                                    \
-            for (int64_t c = 0; c < p->c; c++) {                                                   \
-                T v = dy[yi + c] / cnt;                                                            \
-                for (int64_t iy = y0; iy < y1; iy++)                                               \
-                    for (int64_t ix = x0; ix < x1; ix++)                                           \
-                        dx[XI(p, b, iy, ix) + c] += v;                                             \
+    static void max_pool_grad_##T(const geom *p, const T *x, const T *dy, T *dx, int64_t b) {      \
+        T best[POOL_CH];                                                                           \
+        int64_t at[POOL_CH];                                                                       \
+        for (int64_t oy = 0; oy < p->oh; oy++)                                                     \
+            for (int64_t ox = 0; ox < p->ow; ox++) {                                               \
+                WINDOW(p, oy, ox);                                                                 \
+                const T *g = dy + ((b * p->oh + oy) * p->ow + ox) * p->c;                          \
+                for (int64_t c0 = 0; c0 < p->c; c0 += POOL_CH) {                                   \
+                    int64_t nc = p->c - c0 < POOL_CH ? p->c - c0 : POOL_CH;                        \
+                    for (int64_t c = 0; c < nc; c++) {                                             \
+                        at[c] = XI(p, b, y0, x0) + c0 + c;                                         \
+                        best[c] = x[at[c]];                                                        \
+                    }                                                                              \
+                    for (int64_t iy = y0; iy < y1; iy++)                                           \
+                        for (int64_t ix = x0; ix < x1; ix++) {                                     \
+                            int64_t base = XI(p, b, iy, ix) + c0;                                  \
+                            for (int64_t c = 0; c < nc; c++) {                                     \
+                                T v = x[base + c];                                                 \
+                                int take = v > best[c] || (v != v && best[c] == best[c]);          \
+                                best[c] = take ? v : best[c];                                      \
+                                at[c] = take ? base + c : at[c];                                   \
+                            }                                                                      \
+                        }                                                                          \
+                    for (int64_t c = 0; c < nc; c++)                                               \
+                        dx[at[c]] += g[c0 + c];                                                    \
+                }                                                                                  \
             }                                                                                      \
-        })                                                                                         \
+    }                                                                                              \
+    static void avg_pool_##T(const geom *p, const T *x, T *y, int64_t b) {                         \
+        for (int64_t oy = 0; oy < p->oh; oy++)                                                     \
+            for (int64_t ox = 0; ox < p->ow; ox++) {                                               \
+                WINDOW(p, oy, ox);                                                                 \
+                T *yo = y + ((b * p->oh + oy) * p->ow + ox) * p->c, cnt;                           \
+                cnt = (T)((y1 - y0) * (x1 - x0));                                                  \
+                for (int64_t iy = y0; iy < y1; iy++)                                               \
+                    for (int64_t ix = x0; ix < x1; ix++) {                                         \
+                        const T *xi = x + XI(p, b, iy, ix);                                        \
+                        for (int64_t c = 0; c < p->c; c++)                                         \
+                            yo[c] += xi[c];                                                        \
+                    }                                                                              \
+                for (int64_t c = 0; c < p->c; c++)                                                 \
+                    yo[c] /= cnt;                                                                  \
+            }                                                                                      \
+    }                                                                                              \
+    static void avg_pool_grad_##T(const geom *p, const T *dy, T *dx, int64_t b) {                  \
+        for (int64_t oy = 0; oy < p->oh; oy++)                                                     \
+            for (int64_t ox = 0; ox < p->ow; ox++) {                                               \
+                WINDOW(p, oy, ox);                                                                 \
+                const T *g = dy + ((b * p->oh + oy) * p->ow + ox) * p->c;                          \
+                T cnt = (T)((y1 - y0) * (x1 - x0));                                                \
+                for (int64_t iy = y0; iy < y1; iy++)                                               \
+                    for (int64_t ix = x0; ix < x1; ix++) {                                         \
+                        T *d = dx + XI(p, b, iy, ix);                                              \
+                        for (int64_t c = 0; c < p->c; c++)                                         \
+                            d[c] += g[c] / cnt;                                                    \
+                    }                                                                              \
+            }                                                                                      \
     }
 POOLS(float)
 POOLS(double)
+
+typedef struct pool_task {
+    const ir_node *n;
+    const geom *p;
+    const void *a, *b; /* the inputs */
+    void *out;
+    int f32;
+} pool_task;
+
+static void pool_sample(void *ctx, int64_t b) {
+    const pool_task *t = ctx;
+    const geom *p = t->p;
+    switch (t->n->op) {
+    case IR_OP_MAX_POOL2D:
+        t->f32 ? max_pool_float(p, t->a, t->out, b) : max_pool_double(p, t->a, t->out, b);
+        break;
+    case IR_OP_AVG_POOL2D:
+        t->f32 ? avg_pool_float(p, t->a, t->out, b) : avg_pool_double(p, t->a, t->out, b);
+        break;
+    case IR_OP_MAX_POOL2D_GRAD:
+        t->f32 ? max_pool_grad_float(p, t->a, t->b, t->out, b)
+               : max_pool_grad_double(p, t->a, t->b, t->out, b);
+        break;
+    default:
+        t->f32 ? avg_pool_grad_float(p, t->a, t->out, b) : avg_pool_grad_double(p, t->a, t->out, b);
+        break;
+    }
+}
 
 tj_status rt_k_pool2d(const ir_node *n, tj_tensor *const *in, tj_tensor *out) {
     int dt = out->dtype;
@@ -348,24 +443,13 @@ tj_status rt_k_pool2d(const ir_node *n, tj_tensor *const *in, tj_tensor *out) {
     if (out->numel == 0)
         return TJ_OK;
     memset(out->data, 0, (size_t)out->numel * ir_dtype_size(dt));
-    int f = dt == TJ_F32;
-    switch (n->op) {
-    case IR_OP_MAX_POOL2D:
-        f ? max_pool_float(&p, in[0]->data, out->data)
-          : max_pool_double(&p, in[0]->data, out->data);
-        break;
-    case IR_OP_AVG_POOL2D:
-        f ? avg_pool_float(&p, in[0]->data, out->data)
-          : avg_pool_double(&p, in[0]->data, out->data);
-        break;
-    case IR_OP_MAX_POOL2D_GRAD:
-        f ? max_pool_grad_float(&p, in[0]->data, in[1]->data, out->data)
-          : max_pool_grad_double(&p, in[0]->data, in[1]->data, out->data);
-        break;
-    default:
-        f ? avg_pool_grad_float(&p, in[0]->data, out->data)
-          : avg_pool_grad_double(&p, in[0]->data, out->data);
-        break;
-    }
+    pool_task t = {n,           &p,
+                   in[0]->data, n->op == IR_OP_MAX_POOL2D_GRAD ? in[1]->data : NULL,
+                   out->data,   dt == TJ_F32};
+    if (p.n > 1 && out->numel >= 4096)
+        rt_parallel_for(p.n, pool_sample, &t);
+    else
+        for (int64_t b = 0; b < p.n; b++)
+            pool_sample(&t, b);
     return TJ_OK;
 }
