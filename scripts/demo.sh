@@ -15,6 +15,11 @@ cmake --build "$B" -j"$JOBS"
 echo "== seed examples (./$B/seeds)"
 "./$B/seeds"
 
+# the seed's CNN trained on Fashion-MNIST (S22): one compiled step per batch, the loss every 100
+# steps (drop --quiet to print it every step, as the seed's tf.print does)
+echo "== training the seed's CNN (./$B/train_cnn --steps ${TJ_TRAIN_STEPS:-1000} --quiet)"
+"./$B/train_cnn" --steps "${TJ_TRAIN_STEPS:-1000}" --quiet --every 100
+
 if [ -f bench/run ]; then
     echo "== benchmark table (bench/run --quick)"
     if [ -x bench/run ]; then

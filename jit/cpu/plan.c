@@ -487,15 +487,15 @@ tj_status jit_cpu_plan(cpu_prog *cp, const jit_cpu_opts *o) {
         cp->last_use[g->outputs[k]] = UINT32_MAX;
     if (from)
         rt_log(RT_LOG_COMPILE,
-               "cpu: %u kernels (+%u the same as one of them) %s in %.2f ms (no compile)", nk,
-               n_alias, from == 1 ? "shared with a loaded program" : "loaded from the disk cache",
-               stats.build_ms);
+               "cpu: %u kernels %s in %.2f ms (no compile; +%u the same as one of them)", nk,
+               from == 1 ? "shared with a loaded program" : "loaded from the disk cache",
+               stats.build_ms, n_alias);
     else if (nk)
         rt_log(RT_LOG_COMPILE,
-               "cpu: %u kernels (+%u the same as one of them), build %.2f ms, O3 %.2f ms, emit "
-               "%.2f ms, link %.2f ms, %zu-byte object",
-               nk, n_alias, stats.build_ms, stats.opt_ms, stats.emit_ms, stats.link_ms,
-               stats.obj_bytes);
+               "cpu: %u kernels, build %.2f ms, O3 %.2f ms, emit %.2f ms, link %.2f ms, "
+               "%zu-byte object (+%u the same as one of them)",
+               nk, stats.build_ms, stats.opt_ms, stats.emit_ms, stats.link_ms, stats.obj_bytes,
+               n_alias);
     return TJ_OK;
 }
 
