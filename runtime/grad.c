@@ -418,7 +418,7 @@ RULE(g_sparse_xent) { /* logits: g (softmax(logits) - one_hot(labels)); labels: 
 /* ---- the table ------------------------------------------------------------------------------- */
 #define R(OP, fn) [IR_OP_##OP] = {RT_GRAD_RULE, fn, NULL}
 #define NONE(OP) [IR_OP_##OP] = {RT_GRAD_NONE, NULL, NULL}
-#define CF_WHY "gradients through traced control flow are not supported yet"
+#define CF_WHY "gradients through traced loops are not supported yet (cond and switch are)"
 #define UNSUP(OP, why) [IR_OP_##OP] = {RT_GRAD_UNSUPPORTED, NULL, why}
 
 const rt_grad_rule rt_grad_rules[IR_N_OPS] = {
@@ -506,7 +506,7 @@ const rt_grad_rule rt_grad_rules[IR_N_OPS] = {
     NONE(HOST_CALLBACK),
     NONE(ASSIGN),
     /* control flow */
-    UNSUP(COND, CF_WHY),
+    [IR_OP_COND] = {RT_GRAD_CF, NULL, NULL},
     UNSUP(WHILE, CF_WHY),
     UNSUP(FOR, CF_WHY),
     UNSUP(SCAN, CF_WHY),

@@ -21,6 +21,7 @@ enum {
     RT_GRAD_RULE,
     RT_GRAD_NONE,        /* no gradient flows through (integer/bool results, sources, effects) */
     RT_GRAD_UNSUPPORTED, /* a gradient asked through it is an error naming the op and `why` */
+    RT_GRAD_CF,          /* control flow: the tape differentiates its regions (tape.c) */
 };
 typedef struct rt_grad_rule {
     int kind;
@@ -43,6 +44,11 @@ void rt_tape_on_var_read(tj_variable *v, tj_tensor *res);
 /* A traced control-flow node of trace tr with operand nodes in[0..n_in) and results outs. */
 void rt_tape_on_cf(rt_trace *tr, const ir_node *node, const uint32_t *in, uint32_t n_in,
                    tj_tensor *const *outs, uint32_t n_out);
+/* The vector-Jacobian product: the gradients of sum_t <targets[t], seeds[t]> with respect to the
+ * n sources (scoped references, NULL or zeros as the tape's flags say). */
+tj_status rt_tape_vjp(tj_tape *tape, uint32_t n_t, tj_tensor *const *targets,
+                      tj_tensor *const *seeds, uint32_t n, tj_tensor *const *sources,
+                      tj_tensor **grads);
 /* Whether an eager call with these arguments must run op by op because a tape records them. */
 int rt_tape_wants_eager(int n, tj_tensor *const *args);
 

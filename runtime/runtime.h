@@ -258,6 +258,11 @@ rt_program *rt_interp_new(const ir_graph *g);
  * on a trace and for constant folding). Returns an unscoped reference or NULL (error set). */
 tj_tensor *rt_eval_node(const ir_graph *g, uint32_t id, tj_tensor *const *args, uint32_t n_args,
                         tj_variable **caps);
+/* Runs g's nodes again through rt_apply (recorded into the current trace, or eagerly), PARAM k
+ * reading params[k]; writes g's outputs (scoped references) to outs. Pure nodes and variable
+ * reads only: effects and control flow are an error naming the node (replay.c). */
+tj_status rt_replay_graph(const ir_graph *g, tj_tensor *const *params, uint32_t n_params,
+                          tj_tensor **outs);
 /* A concrete tensor from a CONST node's blob, and the blob bytes for a tensor. */
 tj_tensor *rt_const_tensor(const ir_graph *g, const ir_node *n);
 uint32_t rt_const_blob(ir_graph *g, const tj_tensor *t);
@@ -302,13 +307,14 @@ tj_tensor *rt_scan_flat(tj_body body_fn, int n_carry, tj_tensor *const *carry, i
 tj_status rt_do_print(const char *prefix, tj_tensor *const *xs, uint32_t n);
 tj_status rt_do_callback(void *fn, void *user, tj_tensor *const *xs, uint32_t n);
 
-/* ---- OpenBLAS (runtime/blas.c; eager convolutions and compiled products share it), opened with dlopen on first use ----------------------------------- */
+/* ---- OpenBLAS (runtime/blas.c; eager convolutions and compiled products share it), opened with
+ * dlopen on first use ----------------------------------- */
 typedef void (*rt_sgemm_fn)(int order, int ta, int tb, int m, int n, int k, float alpha,
-                                 const float *a, int lda, const float *b, int ldb, float beta,
-                                 float *c, int ldc);
+                            const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                            int ldc);
 typedef void (*rt_dgemm_fn)(int order, int ta, int tb, int m, int n, int k, double alpha,
-                                 const double *a, int lda, const double *b, int ldb, double beta,
-                                 double *c, int ldc);
+                            const double *a, int lda, const double *b, int ldb, double beta,
+                            double *c, int ldc);
 typedef struct rt_blas {
     rt_sgemm_fn sgemm; /* cblas_sgemm */
     rt_dgemm_fn dgemm; /* cblas_dgemm */

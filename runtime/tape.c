@@ -22,6 +22,9 @@ typedef struct entry {
     tj_tensor **in; /* input values (references) */
     uint64_t out_key;
     tj_tensor *out; /* reference */
+    /* a result of a control-flow node: one entry per float result, recorded together */
+    uint32_t res;   /* which result */
+    uint32_t first; /* the index of the node's first entry; UINT32_MAX: not control flow */
 } entry;
 
 /* an open-addressing map of keys (never 0) to tensors, or a set when vals is NULL */
@@ -198,6 +201,7 @@ static void add_entry(tj_tape *tp, const ir_node *n, const uint64_t *keys, tj_te
     }
     e->out_key = out_key;
     e->out = tj_retain(out);
+    e->first = UINT32_MAX;
     tp->n_e++;
 }
 
@@ -279,12 +283,30 @@ void rt_tape_on_cf(rt_trace *tr, const ir_node *node, const uint32_t *in, uint32
             hit = kmap_has(&tp->known, node_key(tp->serial, in[k]));
         if (!hit)
             continue;
-        /* one entry per float result, with no inputs: its rule reports the op */
-        for (uint32_t k = 0; k < n_out; k++) {
-            uint64_t ok = key_of(tp, outs[k]);
-            if (ok && ir_dtype_is_float(outs[k]->dtype) && !kmap_has(&tp->known, ok))
-                add_entry(tp, node, NULL, NULL, 0, ok, outs[k]);
+        /* one entry per float result, all with the node's operands (symbolic tensors) */
+        tj_tensor **vals = calloc((size_t)n_in + 1, sizeof *vals);
+        uint64_t *keys = calloc((size_t)n_in + 1, sizeof *keys);
+        for (uint32_t k = 0; vals && keys && k < n_in; k++) {
+            vals[k] = rt_symbolic(tr, in[k]);
+            keys[k] = node_key(tp->serial, in[k]);
+            if (!kmap_has(&tp->known, keys[k]))
+                keys[k] = 0;
         }
+        uint32_t first = (uint32_t)tp->n_e;
+        for (uint32_t k = 0; vals && keys && k < n_out; k++) {
+            uint64_t ok = key_of(tp, outs[k]);
+            size_t before = tp->n_e;
+            if (ok && ir_dtype_is_float(outs[k]->dtype) && !kmap_has(&tp->known, ok))
+                add_entry(tp, node, keys, vals, n_in, ok, outs[k]);
+            if (tp->n_e > before) {
+                tp->e[before].res = k;
+                tp->e[before].first = first;
+            }
+        }
+        for (uint32_t k = 0; vals && k < n_in; k++)
+            tj_release(vals[k]);
+        free(vals);
+        free(keys);
     }
 }
 
@@ -403,8 +425,130 @@ static tj_status accumulate(kmap *grads, uint64_t k, tj_tensor *g) {
     return TJ_OK;
 }
 
-/* Runs the backward pass from target (seeded) and leaves every reached key's gradient in grads. */
-static tj_status backward(tj_tape *tp, tj_tensor *target, tj_tensor *seed, kmap *grads) {
+/* ---- control flow: the gradient of a cond is a cond of the branches' gradients -------------- */
+typedef struct cf_bwd {
+    const ir_graph *region[2];
+    uint32_t n_ops;          /* the branch's operands (region params), node inputs 1.. */
+    const uint8_t *float_op; /* which operands get a gradient */
+    uint32_t n_res;
+    const uint8_t *float_res; /* which results have an output gradient among the args */
+} cf_bwd;
+
+/* A branch of the backward cond: replays the forward branch on its operands under a tape and
+ * returns the vector-Jacobian product with the output gradients (args after the operands), one
+ * tensor per float operand (zeros where the branch does not depend on it). */
+static tj_tensor *cf_branch(int which, int n, tj_tensor *const *args, void *user) {
+    const cf_bwd *c = user;
+    (void)n;
+    tj_tensor **outs = calloc((size_t)c->region[which]->n_outputs + 1, sizeof *outs);
+    tj_tensor **grads = calloc((size_t)c->n_ops + 1, sizeof *grads);
+    tj_tensor **srcs = calloc((size_t)c->n_ops + 1, sizeof *srcs);
+    tj_tensor **targets = calloc((size_t)c->n_res + 1, sizeof *targets);
+    tj_tensor **seeds = calloc((size_t)c->n_res + 1, sizeof *seeds);
+    tj_tensor *res = NULL;
+    tj_tape *tape = tj_tape_new(TJ_TAPE_UNCONNECTED_ZERO);
+    tj_status st = outs && grads && srcs && targets && seeds && tape ? TJ_OK : TJ_ERR_OOM;
+    uint32_t n_src = 0, n_t = 0;
+    for (uint32_t k = 0; k < c->n_ops && !st; k++)
+        if (c->float_op[k]) {
+            srcs[n_src++] = args[k];
+            st = tj_tape_watch(tape, args[k]);
+        }
+    if (!st)
+        st = rt_replay_graph(c->region[which], args, c->n_ops, outs);
+    if (tape)
+        tj_tape_stop(tape);
+    for (uint32_t r = 0, j = c->n_ops; r < c->n_res && !st; r++)
+        if (c->float_res[r]) {
+            targets[n_t] = outs[r];
+            seeds[n_t++] = args[j++];
+        }
+    if (!st)
+        st = rt_tape_vjp(tape, n_t, targets, seeds, n_src, srcs, grads);
+    if (st)
+        res = tj_error_new(st, "%s", ir_last_error());
+    else
+        res = n_src == 1 ? grads[0] : tj_tuple((int)n_src, grads);
+    tj_tape_free(tape);
+    free(outs);
+    free(grads);
+    free(srcs);
+    free(targets);
+    free(seeds);
+    return res;
+}
+static tj_tensor *cf_then(int n, tj_tensor *const *args, void *user) {
+    return cf_branch(0, n, args, user);
+}
+static tj_tensor *cf_else(int n, tj_tensor *const *args, void *user) {
+    return cf_branch(1, n, args, user);
+}
+
+/* Entries [first, last] are the float results of one cond node. */
+static tj_status cf_backward(tj_tape *tp, uint32_t first, uint32_t last, kmap *grads) {
+    entry *e0 = &tp->e[first];
+    const ir_node *node = &e0->n;
+    rt_trace *tr = rt_trace_current();
+    if (node->op != IR_OP_COND || !tr)
+        return ir_errorf(TJ_ERR_UNSUPPORTED, "only cond (and switch) are differentiable so far");
+    uint32_t n_in = e0->n_in, n_ops = n_in - 1, n_res = ir_cf_n_results(tr->g, node);
+    cf_bwd c = {{ir_region(tr->g, node, 0), ir_region(tr->g, node, 1)}, n_ops, NULL, n_res, NULL};
+    uint8_t *fo = calloc((size_t)n_ops + 1, 1), *fr = calloc((size_t)n_res + 1, 1);
+    tj_tensor **args = calloc((size_t)(n_ops + n_res) + 1, sizeof *args);
+    if (!fo || !fr || !args || !c.region[0] || !c.region[1]) {
+        free(fo);
+        free(fr);
+        free(args);
+        return ir_errorf(TJ_ERR_OOM, "cond gradient: out of memory");
+    }
+    c.float_op = fo;
+    c.float_res = fr;
+    uint32_t na = 0, n_float = 0;
+    for (uint32_t k = 0; k < n_ops; k++) {
+        args[na++] = e0->in[1 + k];
+        fo[k] = ir_dtype_is_float(e0->in[1 + k]->dtype);
+        n_float += fo[k];
+    }
+    tj_scope_begin();
+    for (uint32_t i = first; i <= last; i++) /* the recorded (float) results */
+        fr[tp->e[i].res] = 1;
+    for (uint32_t r = 0; r < n_res; r++) { /* their output gradients, zeros where none */
+        if (!fr[r])
+            continue;
+        tj_tensor *g = NULL;
+        for (uint32_t i = first; i <= last && !g; i++)
+            if (tp->e[i].res == r) {
+                tj_tensor **gp = kmap_get(grads, tp->e[i].out_key);
+                g = gp && *gp ? *gp
+                              : tj_zeros((tj_dtype)tp->e[i].out->dtype, tp->e[i].out->rank,
+                                         tp->e[i].out->dims);
+            }
+        args[na++] = g;
+    }
+    tj_status st = TJ_OK;
+    if (n_float) {
+        tj_tensor *r = tj_cond(e0->in[0], cf_then, cf_else, (int)na, args, &c);
+        if (r->kind == RT_ERROR)
+            st = ir_errorf(r->code, "%s", r->msg);
+        for (uint32_t k = 0, j = 0; k < n_ops && !st; k++) {
+            if (!fo[k])
+                continue;
+            tj_tensor *gk = n_float == 1 ? r : tj_tuple_get(r, (int)j);
+            j++;
+            if (e0->in_keys[1 + k])
+                st = accumulate(grads, e0->in_keys[1 + k], gk);
+        }
+    }
+    tj_scope_end();
+    free(fo);
+    free(fr);
+    free(args);
+    return st;
+}
+
+/* Checks seed against target (NULL: ones, and then the target must be a scalar) and adds it to
+ * the target's gradient. */
+static tj_status seed_target(tj_tape *tp, tj_tensor *target, tj_tensor *seed, kmap *grads) {
     const char *what = "tape_gradient";
     uint64_t tk = key_of(tp, target);
     tj_tensor *s = seed;
@@ -426,9 +570,17 @@ static tj_status backward(tj_tape *tp, tj_tensor *target, tj_tensor *seed, kmap 
                 ir_dtype_name(seed->dtype), ir_fmt_dims(a, sizeof a, seed->rank, seed->dims),
                 ir_dtype_name(target->dtype), ir_fmt_dims(b, sizeof b, target->rank, target->dims));
     }
-    if (!tk)
-        return TJ_OK; /* not a value of this tape's trace: nothing depends on it */
-    tj_status st = accumulate(grads, tk, s);
+    /* a target that is not a value of this tape's trace: nothing depends on it */
+    return tk ? accumulate(grads, tk, s) : TJ_OK;
+}
+
+/* Runs the backward pass from the seeded targets; every reached key's gradient is left in grads. */
+static tj_status backward(tj_tape *tp, uint32_t n_t, tj_tensor *const *targets,
+                          tj_tensor *const *seeds, kmap *grads) {
+    const char *what = "tape_gradient";
+    tj_status st = TJ_OK;
+    for (uint32_t t = 0; t < n_t && !st; t++)
+        st = seed_target(tp, targets[t], seeds ? seeds[t] : NULL, grads);
     for (size_t i = tp->n_e; i-- > 0 && !st;) {
         entry *e = &tp->e[i];
         tj_tensor **gp = kmap_get(grads, e->out_key);
@@ -438,6 +590,14 @@ static tj_status backward(tj_tape *tp, tj_tensor *target, tj_tensor *seed, kmap 
         const char *op = ir_ops[e->n.op].name;
         if (r->kind == RT_GRAD_NONE)
             continue;
+        if (r->kind == RT_GRAD_CF && e->first != UINT32_MAX) {
+            /* every result of the node at once; then skip its other entries */
+            st = cf_backward(tp, e->first, (uint32_t)i, grads);
+            if (st)
+                st = ir_errorf(st, "%s: gradient of '%s': %s", what, op, ir_last_error());
+            i = e->first;
+            continue;
+        }
         if (r->kind != RT_GRAD_RULE)
             return ir_errorf(TJ_ERR_UNSUPPORTED, "%s: no gradient for op '%s'%s%s", what, op,
                              r->why ? ": " : " (no rule)", r->why ? r->why : "");
@@ -482,13 +642,14 @@ typedef struct source_keys {
     const int64_t **dims;
 } source_keys;
 
-static tj_status gradient(tj_tape *tp, const char *what, tj_tensor *target, tj_tensor *seed, int n,
-                          const source_keys *sk, tj_tensor **grads) {
+static tj_status gradient(tj_tape *tp, const char *what, uint32_t n_t, tj_tensor *const *targets,
+                          tj_tensor *const *seeds, int n, const source_keys *sk,
+                          tj_tensor **grads) {
     tj_status st = TJ_OK;
     kmap grads_of = {0};
     tp->busy = 1; /* its own backward pass is not recorded; other tapes record it */
     tj_scope_begin();
-    st = backward(tp, target, seed, &grads_of);
+    st = backward(tp, n_t, targets, seeds, &grads_of);
     for (int k = 0; k < n && !st; k++) {
         tj_tensor *sum = NULL;
         for (uint32_t j = sk->off[k]; j < sk->off[k + 1] && !st; j++) {
@@ -590,7 +751,7 @@ tj_status tj_tape_gradient(tj_tape *tape, tj_tensor *target, tj_tensor *seed, in
     }
     sk.off[n] = (uint32_t)n;
     if (!st)
-        st = gradient(tape, what, target, seed, n, &sk, grads);
+        st = gradient(tape, what, 1, &target, seed ? &seed : NULL, n, &sk, grads);
     sk_free(&sk);
     return st;
 }
@@ -620,7 +781,38 @@ tj_status tj_tape_gradient_vars(tj_tape *tape, tj_tensor *target, tj_tensor *see
         sk.dims[k] = vars[k]->dims;
     }
     sk.off[n] = m;
-    st = gradient(tape, what, target, seed, n, &sk, grads);
+    st = gradient(tape, what, 1, &target, seed ? &seed : NULL, n, &sk, grads);
+    sk_free(&sk);
+    return st;
+}
+
+tj_status rt_tape_vjp(tj_tape *tape, uint32_t n_t, tj_tensor *const *targets,
+                      tj_tensor *const *seeds, uint32_t n, tj_tensor *const *sources,
+                      tj_tensor **grads) {
+    const char *what = "gradient";
+    tj_status st = check_tape(tape, what);
+    if (st)
+        return st;
+    source_keys sk;
+    if (!sk_alloc(&sk, (int)n, n)) {
+        sk_free(&sk);
+        return ir_errorf(TJ_ERR_OOM, "%s: out of memory", what);
+    }
+    for (uint32_t k = 0; k < n; k++) {
+        sk.off[k] = k;
+        sk.keys[k] = key_of(tape, sources[k]);
+        if (!sk.keys[k])
+            sk.keys[k] = ~0ull;
+        sk.dtype[k] = sources[k]->dtype;
+        sk.rank[k] = sources[k]->rank;
+        sk.dims[k] = sources[k]->dims;
+    }
+    sk.off[n] = n;
+    for (uint32_t t = 0; t < n_t && !st; t++)
+        if (!targets[t] || targets[t]->kind == RT_ERROR || targets[t]->kind == RT_TUPLE)
+            st = ir_errorf(TJ_ERR_INVALID, "%s: target %u is not a tensor", what, t);
+    if (!st)
+        st = gradient(tape, what, n_t, targets, seeds, (int)n, &sk, grads);
     sk_free(&sk);
     return st;
 }

@@ -388,12 +388,6 @@ static tj_tensor *uses_var(tj_tensor *x) {
     return tj_sum(tj_mul(x, tj_variable_read(unused_var)), 0, NULL, 0);
 }
 
-static tj_tensor *double_it(int n, tj_tensor *const *a, void *u) {
-    (void)n;
-    (void)u;
-    return tj_mul(a[0], tj_scalar_f64(2));
-}
-
 static void errors(void) {
     tj_scope_begin();
     int64_t d[1] = {3};
@@ -458,31 +452,156 @@ static void errors(void) {
     tj_scope_end();
 }
 
-static tj_tensor *through_cond(tj_tensor *x) {
-    tj_body b = double_it;
-    return tj_sum(tj_cond(tj_scalar_bool(1), b, b, 1, &x, NULL), 0, NULL, 0);
+/* ---- gradients through traced control flow ------------------------------------------------- */
+static tj_tensor *br_sin(int n, tj_tensor *const *a, void *u) { /* (sin(x) * y, x * x) */
+    (void)n, (void)u;
+    tj_tensor *r[2] = {tj_mul(tj_sin(a[0]), a[1]), tj_mul(a[0], a[0])};
+    return tj_tuple(2, r);
+}
+static tj_tensor *br_exp(int n, tj_tensor *const *a, void *u) { /* (exp(x) + y, y): no x in #2 */
+    (void)n, (void)u;
+    tj_tensor *r[2] = {tj_add(tj_exp(a[0]), a[1]), tj_mul(a[1], tj_scalar_f64(3))};
+    return tj_tuple(2, r);
+}
+static tj_tensor *captured_outer;
+static tj_tensor *br_cap(int n, tj_tensor *const *a, void *u) { /* reads an outer value */
+    (void)n, (void)u;
+    tj_tensor *r[2] = {tj_mul(a[0], captured_outer), tj_tanh(a[1])};
+    return tj_tuple(2, r);
+}
+static tj_tensor *br_print(int n, tj_tensor *const *a, void *u) {
+    (void)n, (void)u;
+    tj_print("x", 1, a);
+    tj_tensor *r[2] = {a[0], a[1]};
+    return tj_tuple(2, r);
+}
+static tj_body cond_bodies[4] = {br_sin, br_exp, br_cap, br_print};
+static int which_then, which_else;
+
+/* loss = sum(r0 * 2) + sum(r1) of cond(sum(x) > 0, then, else)(x, y) */
+static tj_tensor *cond_loss(tj_tensor *x, tj_tensor *y) {
+    tj_tensor *xy[2] = {x, y};
+    captured_outer = tj_cos(y);
+    tj_tensor *pred = tj_greater(tj_sum(x, 0, NULL, 0), tj_scalar_f64(0));
+    tj_tensor *r = tj_cond(pred, cond_bodies[which_then], cond_bodies[which_else], 2, xy, NULL);
+    return tj_add(tj_sum(tj_mul(tj_tuple_get(r, 0), tj_scalar_f64(2)), 0, NULL, 0),
+                  tj_sum(tj_tuple_get(r, 1), 0, NULL, 0));
 }
 
-static void control_flow_refused(void) {
-    tj_scope_begin();
-    tj_function *f = tj_function_new("through_cond", (void *)through_cond, 1, NULL);
-    int a0 = 0;
-    tj_function *gf = tj_grad(f, 1, &a0, NULL);
+static tj_tensor *switch_loss(tj_tensor *i, tj_tensor *x) {
+    tj_body fns[3] = {br_sin, br_exp, br_cap};
+    tj_tensor *xy[2] = {x, x};
+    captured_outer = tj_cos(x);
+    tj_tensor *r = tj_switch(i, 3, fns, 2, xy, NULL);
+    return tj_sum(tj_add(tj_tuple_get(r, 0), tj_tuple_get(r, 1)), 0, NULL, 0);
+}
+
+static tj_tensor *while_body(int n, tj_tensor *const *a, void *u) {
+    (void)n, (void)u;
+    return tj_mul(a[0], tj_scalar_f64(0.5));
+}
+static tj_tensor *while_cond(int n, tj_tensor *const *a, void *u) {
+    (void)n, (void)u;
+    return tj_greater(tj_sum(a[0], 0, NULL, 0), tj_scalar_f64(1));
+}
+static tj_tensor *through_while(tj_tensor *x) {
+    return tj_sum(tj_while_loop(while_cond, while_body, 1, &x, NULL), 0, NULL, 0);
+}
+
+/* compiled (one graph with the cond's gradient cond) against eager (the branch run as C) */
+static void control_flow(void) {
+    int pairs[3][2] = {{0, 1}, {1, 0}, {2, 0}};
     int64_t d[1] = {3};
+    for (int sign = 0; sign < 2; sign++)
+        for (int p = 0; p < 3; p++) {
+            tj_scope_begin();
+            which_then = pairs[p][0];
+            which_else = pairs[p][1];
+            tj_tensor *x = rand_tensor(1, d, sign ? 0.1 : -1.0, sign ? 1.0 : -0.1);
+            tj_tensor *y = rand_tensor(1, d, -1, 1);
+            tj_function *f = tj_function_new("cond_loss", (void *)cond_loss, 2, NULL);
+            int an[2] = {0, 1};
+            tj_function *gf = tj_grad(f, 2, an, NULL);
+            tj_tensor *args[2] = {x, y};
+            tj_tensor *gc = tj_call(gf, 2, args), *ge = tj_call_eager(gf, 2, args);
+            CHECK_MSG(tj_tuple_size(gc) == 2, "cond %d/%d: %s", which_then, which_else,
+                      tj_error_message(gc));
+            CHECK_MSG(tj_tuple_size(ge) == 2, "%s", tj_error_message(ge));
+            for (int k = 0; k < 2 && tj_tuple_size(gc) == 2 && tj_tuple_size(ge) == 2; k++)
+                for (int i = 0; i < 3; i++) {
+                    double c = tj_tensor_get_f64(tj_tuple_get(gc, k), i),
+                           e = tj_tensor_get_f64(tj_tuple_get(ge, k), i);
+                    CHECK_MSG(fabs(c - e) <= 1e-12 * fmax(1, fabs(e)),
+                              "cond %d/%d d/dx%d[%d]: compiled %.17g, eager %.17g", which_then,
+                              which_else, k, i, c, e);
+                }
+            /* and against finite differences of the eager loss */
+            for (int i = 0; i < 3 && tj_tuple_size(gc) == 2; i++) {
+                double *xv = (double *)tj_tensor_data(x), keep = xv[i], h = 1e-6;
+                xv[i] = keep + h;
+                double lp = tj_tensor_get_f64(cond_loss(x, y), 0);
+                xv[i] = keep - h;
+                double lm = tj_tensor_get_f64(cond_loss(x, y), 0);
+                xv[i] = keep;
+                double fd = (lp - lm) / (2 * h);
+                CHECK_MSG(fabs(fd - tj_tensor_get_f64(tj_tuple_get(gc, 0), i)) <= 1e-5,
+                          "cond d/dx[%d]: %.9g vs fd %.9g", i,
+                          tj_tensor_get_f64(tj_tuple_get(gc, 0), i), fd);
+            }
+            tj_release(gc);
+            tj_release(ge);
+            tj_function_free(gf);
+            tj_function_free(f);
+            tj_scope_end();
+        }
+    /* switch: a tree of conds */
+    tj_scope_begin();
+    tj_function *sf = tj_function_new("switch_loss", (void *)switch_loss, 2, NULL);
+    int a1 = 1;
+    tj_function *sg = tj_grad(sf, 1, &a1, NULL);
     tj_tensor *x = rand_tensor(1, d, -1, 1);
-    tj_tensor *r = tj_call(gf, 1, &x);
+    for (int64_t b = 0; b < 3; b++) {
+        tj_tensor *args[2] = {tj_scalar_i64(b), x};
+        tj_tensor *gc = tj_call(sg, 2, args), *ge = tj_call_eager(sg, 2, args);
+        CHECK_MSG(tj_status_of(gc) == TJ_OK, "switch %lld: %s", (long long)b, tj_error_message(gc));
+        for (int i = 0; i < 3 && tj_status_of(gc) == TJ_OK; i++)
+            CHECK_NEAR(tj_tensor_get_f64(gc, i), tj_tensor_get_f64(ge, i), 1e-12);
+        tj_release(gc);
+        tj_release(ge);
+    }
+    CHECK_EQ_INT(tj_function_trace_count(sg), tj_get_eager() ? 0 : 1);
+    tj_function_free(sg);
+    tj_function_free(sf);
+    /* refused: a branch with a print, and a while loop (data-dependent trip count) */
+    which_then = 3;
+    which_else = 0;
+    tj_function *f = tj_function_new("cond_loss", (void *)cond_loss, 2, NULL);
+    int an[2] = {0, 1};
+    tj_function *gf = tj_grad(f, 2, an, NULL);
+    tj_tensor *args[2] = {x, x};
+    tj_tensor *r = tj_call(gf, 2, args);
     if (!tj_get_eager()) {
         CHECK_EQ_INT(tj_status_of(r), TJ_ERR_UNSUPPORTED);
-        CHECK_HAS(tj_error_message(r), "'cond'");
+        CHECK_HAS(tj_error_message(r), "'print'");
     }
-    /* eagerly the branch runs as C: its ops are on the tape */
-    tj_tensor *re = tj_call_eager(gf, 1, &x);
-    CHECK_MSG(tj_status_of(re) == TJ_OK, "%s", tj_error_message(re));
-    CHECK_NEAR(tj_tensor_get_f64(re, 0), 2, 0);
     tj_release(r);
-    tj_release(re);
     tj_function_free(gf);
     tj_function_free(f);
+    tj_function *wf = tj_function_new("through_while", (void *)through_while, 1, NULL);
+    int a0 = 0;
+    tj_function *wg = tj_grad(wf, 1, &a0, NULL);
+    tj_tensor *w = rand_tensor(1, d, 1, 2);
+    r = tj_call(wg, 1, &w);
+    if (!tj_get_eager()) {
+        CHECK_EQ_INT(tj_status_of(r), TJ_ERR_UNSUPPORTED);
+        CHECK_HAS(tj_error_message(r), "'while'");
+    }
+    tj_tensor *re = tj_call_eager(wg, 1, &w); /* eagerly the loop runs as C: on the tape */
+    CHECK_MSG(tj_status_of(re) == TJ_OK, "%s", tj_error_message(re));
+    tj_release(r);
+    tj_release(re);
+    tj_function_free(wg);
+    tj_function_free(wf);
     tj_scope_end();
 }
 
@@ -497,6 +616,6 @@ int main(void) {
         }
     second_order();
     errors();
-    control_flow_refused();
+    control_flow();
     return check_done();
 }
