@@ -418,7 +418,9 @@ RULE(g_sparse_xent) { /* logits: g (softmax(logits) - one_hot(labels)); labels: 
 /* ---- the table ------------------------------------------------------------------------------- */
 #define R(OP, fn) [IR_OP_##OP] = {RT_GRAD_RULE, fn, NULL}
 #define NONE(OP) [IR_OP_##OP] = {RT_GRAD_NONE, NULL, NULL}
-#define CF_WHY "gradients through traced loops are not supported yet (cond and switch are)"
+#define CF_WHY                                                                                     \
+    "gradients through traced while and for loops are not supported yet (cond, switch and scan "   \
+    "are; a for over a fixed range is a scan over tj_range)"
 #define UNSUP(OP, why) [IR_OP_##OP] = {RT_GRAD_UNSUPPORTED, NULL, why}
 
 const rt_grad_rule rt_grad_rules[IR_N_OPS] = {
@@ -507,9 +509,10 @@ const rt_grad_rule rt_grad_rules[IR_N_OPS] = {
     NONE(ASSIGN),
     /* control flow */
     [IR_OP_COND] = {RT_GRAD_CF, NULL, NULL},
+    [IR_OP_SCAN] = {RT_GRAD_CF, NULL, NULL},
     UNSUP(WHILE, CF_WHY),
     UNSUP(FOR, CF_WHY),
-    UNSUP(SCAN, CF_WHY),
+
     UNSUP(GET, CF_WHY),
     /* tensor arrays */
     R(UPDATE_INDEX, g_update_index),

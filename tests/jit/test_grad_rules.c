@@ -508,6 +508,63 @@ static tj_tensor *through_while(tj_tensor *x) {
     return tj_sum(tj_while_loop(while_cond, while_body, 1, &x, NULL), 0, NULL, 0);
 }
 
+/* scan: h = tanh(h W + x_t) * s, with W captured, an int step counter carried, and a per-step
+ * output y_t = h * x_t; loss = sum(h_T) + sum(ys^2) */
+static tj_tensor *scan_w;
+static tj_tensor *rnn_body(int n, tj_tensor *const *a, void *u) {
+    (void)n, (void)u; /* a: h, count, s (carried), x_t */
+    tj_tensor *h = tj_mul(tj_tanh(tj_add(tj_matmul(a[0], scan_w), a[3])), a[2]);
+    tj_tensor *r[4] = {h, tj_add(a[1], tj_scalar_i64(1)), a[2], tj_mul(h, a[3])};
+    return tj_tuple(4, r);
+}
+static tj_tensor *scan_loss(tj_tensor *h0, tj_tensor *xs, tj_tensor *w, tj_tensor *s) {
+    scan_w = w;
+    tj_tensor *carry[3] = {h0, tj_scalar_i64(0), s};
+    tj_tensor *r = tj_scan(rnn_body, 3, carry, 1, &xs, NULL);
+    tj_tensor *ys = tj_tuple_get(r, 3);
+    return tj_add(tj_sum(tj_tuple_get(r, 0), 0, NULL, 0), tj_sum(tj_mul(ys, ys), 0, NULL, 0));
+}
+
+static void scan_gradients(void) {
+    tj_scope_begin();
+    int64_t dh[2] = {2, 3}, dx[3] = {5, 2, 3}, dw[2] = {3, 3}, ds[1] = {3};
+    tj_tensor *args[4] = {rand_tensor(2, dh, -1, 1), rand_tensor(3, dx, -1, 1),
+                          rand_tensor(2, dw, -0.5, 0.5), rand_tensor(1, ds, 0.5, 1.5)};
+    tj_function *f = tj_function_new("scan_loss", (void *)scan_loss, 4, NULL);
+    int an[4] = {0, 1, 2, 3};
+    tj_function *gf = tj_grad(f, 4, an, NULL);
+    tj_tensor *gc = tj_call(gf, 4, args), *ge = tj_call_eager(gf, 4, args);
+    CHECK_MSG(tj_tuple_size(gc) == 4, "scan: %s", tj_error_message(gc));
+    CHECK_MSG(tj_tuple_size(ge) == 4, "scan eager: %s", tj_error_message(ge));
+    for (int k = 0; k < 4 && tj_tuple_size(gc) == 4 && tj_tuple_size(ge) == 4; k++) {
+        tj_tensor *c = tj_tuple_get(gc, k), *e = tj_tuple_get(ge, k);
+        CHECK_EQ_INT(tj_tensor_numel(c), tj_tensor_numel(args[k]));
+        double *xv = (double *)tj_tensor_data(args[k]);
+        for (int64_t i = 0; i < tj_tensor_numel(e); i++) {
+            CHECK_MSG(fabs(tj_tensor_get_f64(c, i) - tj_tensor_get_f64(e, i)) <= 1e-12,
+                      "scan d/dx%d[%lld]: compiled %.17g, eager %.17g", k, (long long)i,
+                      tj_tensor_get_f64(c, i), tj_tensor_get_f64(e, i));
+            double keep = xv[i], h = 1e-6;
+            xv[i] = keep + h;
+            tj_scope_begin();
+            double lp = tj_tensor_get_f64(scan_loss(args[0], args[1], args[2], args[3]), 0);
+            xv[i] = keep - h;
+            double lm = tj_tensor_get_f64(scan_loss(args[0], args[1], args[2], args[3]), 0);
+            tj_scope_end();
+            xv[i] = keep;
+            double fd = (lp - lm) / (2 * h);
+            CHECK_MSG(fabs(fd - tj_tensor_get_f64(e, i)) <= 1e-5 * fmax(1, fabs(fd)),
+                      "scan d/dx%d[%lld]: tape %.9g, finite differences %.9g", k, (long long)i,
+                      tj_tensor_get_f64(e, i), fd);
+        }
+    }
+    tj_release(gc);
+    tj_release(ge);
+    tj_function_free(gf);
+    tj_function_free(f);
+    tj_scope_end();
+}
+
 /* compiled (one graph with the cond's gradient cond) against eager (the branch run as C) */
 static void control_flow(void) {
     int pairs[3][2] = {{0, 1}, {1, 0}, {2, 0}};
@@ -617,5 +674,6 @@ int main(void) {
     second_order();
     errors();
     control_flow();
+    scan_gradients();
     return check_done();
 }
