@@ -434,10 +434,11 @@ TJ_API const char *tj_variable_name(const tj_variable *v);
  *   - Eagerly, a tj_call of a compiled function with a watched input runs the function eagerly,
  *     so its ops are recorded; control flow runs as C, so its ops are recorded too. Inside a
  *     trace, only ops of the trace that created the tape are recorded; a traced tj_cond or
- *     tj_switch is differentiated as a cond of its branches' gradients and a traced tj_scan as a
- *     reverse scan (the bodies replayed under a tape; bodies with prints, callbacks or
- *     assignments are refused), while a gradient through a traced tj_while_loop or
- *     tj_for_range is not supported yet and fails with an error naming the op.
+ *     tj_switch is differentiated as a cond of its branches' gradients and a traced tj_scan (or
+ *     tj_for_range with constant bounds) as a reverse scan (the bodies replayed under a tape;
+ *     bodies with prints, callbacks or assignments are refused); a gradient through a traced
+ *     tj_while_loop (or a for_range with bounds computed at run time) is refused, as JAX
+ *     refuses reverse mode through while_loop, with an error naming the op.
  * Tapes belong to the thread that made them. */
 typedef struct tj_tape tj_tape;
 enum {

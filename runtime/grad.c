@@ -510,8 +510,8 @@ const rt_grad_rule rt_grad_rules[IR_N_OPS] = {
     /* control flow */
     [IR_OP_COND] = {RT_GRAD_CF, NULL, NULL},
     [IR_OP_SCAN] = {RT_GRAD_CF, NULL, NULL},
+    [IR_OP_FOR] = {RT_GRAD_CF, NULL, NULL},
     UNSUP(WHILE, CF_WHY),
-    UNSUP(FOR, CF_WHY),
 
     UNSUP(GET, CF_WHY),
     /* tensor arrays */

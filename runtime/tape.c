@@ -491,7 +491,22 @@ typedef struct scan_bwd {
     uint32_t nc, nx, ni, ny; /* carried, sequences, invariants (captures), per-step outputs */
     const uint8_t *fc, *fx, *fi, *fy; /* float-ness of each */
     uint32_t nfc, nfi;
+    int is_for; /* a for_range: the body takes the index first, then the carries */
 } scan_bwd;
+
+/* The body's parameters from the carries, the sequences' rows and the invariants. */
+static void body_params(const scan_bwd *s, tj_tensor **p, tj_tensor *const *c, tj_tensor *const *x,
+                        tj_tensor *const *inv) {
+    uint32_t m = 0;
+    if (s->is_for)
+        p[m++] = x[0];
+    for (uint32_t k = 0; k < s->nc; k++)
+        p[m++] = c[k];
+    for (uint32_t k = 0; !s->is_for && k < s->nx; k++)
+        p[m++] = x[k];
+    for (uint32_t k = 0; k < s->ni; k++)
+        p[m++] = inv[k];
+}
 
 /* (c, x_t, inv) -> (c', c): the carries entering every step, stacked */
 static tj_tensor *scan_remat(int n, tj_tensor *const *args, void *user) {
@@ -504,12 +519,8 @@ static tj_tensor *scan_remat(int n, tj_tensor *const *args, void *user) {
     tj_tensor *res = NULL;
     tj_status st = outs && r && p ? TJ_OK : TJ_ERR_OOM;
     /* args: c..., inv... (carried unchanged), x_t... */
-    for (uint32_t k = 0; !st && k < s->nc; k++)
-        p[k] = args[k];
-    for (uint32_t k = 0; !st && k < s->nx; k++)
-        p[s->nc + k] = args[s->nc + s->ni + k];
-    for (uint32_t k = 0; !st && k < s->ni; k++)
-        p[s->nc + s->nx + k] = args[s->nc + k];
+    if (!st)
+        body_params(s, p, args, args + s->nc + s->ni, args + s->nc);
     if (!st)
         st = rt_replay_graph(s->body, p, s->nc + s->nx + s->ni, outs);
     if (!st) {
@@ -552,19 +563,19 @@ static tj_tensor *scan_reverse(int n, tj_tensor *const *args, void *user) {
     tj_tape *tape = tj_tape_new(TJ_TAPE_UNCONNECTED_ZERO);
     tj_status st = outs && p && src && g && tg && sd && items && tape ? TJ_OK : TJ_ERR_OOM;
     uint32_t ns = 0, nt = 0;
-    for (uint32_t k = 0; !st && k < s->nc; k++)
-        p[k] = args[o_c + k];
-    for (uint32_t k = 0; !st && k < s->nx; k++)
-        p[s->nc + k] = args[o_x + k];
-    for (uint32_t k = 0; !st && k < s->ni; k++)
-        p[s->nc + s->nx + k] = args[o_inv + k];
+    if (!st)
+        body_params(s, p, args + o_c, args + o_x, args + o_inv);
+    /* sources in class order: carries, sequences, invariants (the split below follows it) */
     for (uint32_t k = 0; !st && k < np; k++) {
         int fl = k < s->nc           ? s->fc[k]
                  : k < s->nc + s->nx ? s->fx[k - s->nc]
                                      : s->fi[k - s->nc - s->nx];
+        tj_tensor *t = k < s->nc           ? args[o_c + k]
+                       : k < s->nc + s->nx ? args[o_x + k - s->nc]
+                                           : args[o_inv + k - s->nc - s->nx];
         if (fl) {
-            src[ns++] = p[k];
-            st = tj_tape_watch(tape, p[k]);
+            src[ns++] = t;
+            st = tj_tape_watch(tape, t);
         }
     }
     if (!st)
@@ -636,22 +647,88 @@ static tj_status scan_backward(tj_tape *tp, uint32_t first, uint32_t last, kmap 
     entry *e0 = &tp->e[first];
     const ir_node *node = &e0->n;
     rt_trace *tr = rt_trace_current();
-    scan_bwd s = {ir_region(tr->g, node, 0), 0, 0, 0, 0, NULL, NULL, NULL, NULL, 0, 0};
+    scan_bwd s = {ir_region(tr->g, node, 0), 0, 0, 0, 0, NULL, NULL, NULL, NULL, 0, 0, 0};
     if (!s.body)
         return ir_errorf(TJ_ERR_INVALID, "scan gradient: no body");
-    s.nc = (uint32_t)node->a.i[0];
-    s.ni = (uint32_t)node->a.i[1];
-    s.nx = e0->n_in - s.nc - s.ni;
+    /* the operands in the scan layout (carried, sequences, invariants) with their keys; a
+     * for_range over constant bounds is a scan over its indices */
+    tj_tensor *stack_in[16],
+        **in = e0->n_in + 1 <= 16 ? stack_in : calloc(e0->n_in + 1, sizeof *in);
+    uint64_t stack_keys[16],
+        *keys = e0->n_in + 1 <= 16 ? stack_keys : calloc(e0->n_in + 1, sizeof *keys);
+    if (!in || !keys) {
+        if (in != stack_in)
+            free(in);
+        if (keys != stack_keys)
+            free(keys);
+        return ir_errorf(TJ_ERR_OOM, "scan gradient: out of memory");
+    }
+    tj_status st0 = TJ_OK;
+    int done = 0; /* a for_range of no iteration: its carries passed their gradients through */
+    tj_scope_begin();
+    if (node->op == IR_OP_FOR) {
+        s.is_for = 1;
+        s.ni = (uint32_t)node->a.i[1];
+        s.nc = e0->n_in - 3 - s.ni;
+        s.nx = 1;
+        int64_t b[3];
+        for (int k = 0; k < 3 && !st0; k++) {
+            const ir_node *bn = ir_node_get(tr->g, e0->in[k]->node);
+            tj_tensor *c = bn->op == IR_OP_CONST ? rt_scoped(rt_const_tensor(tr->g, bn)) : NULL;
+            if (!c)
+                st0 = ir_errorf(TJ_ERR_UNSUPPORTED,
+                                "a for_range whose bounds are computed at run time has no "
+                                "gradient (its trip count is unknown when tracing): give "
+                                "constant bounds or use tj_scan");
+            else
+                b[k] = (int64_t)tj_tensor_get_f64(c, 0);
+        }
+        tj_tensor *range = st0 ? NULL : tj_range(TJ_I64, (double)b[0], (double)b[1], (double)b[2]);
+        if (range && range->kind == RT_ERROR)
+            st0 = ir_errorf(range->code, "%s", range->msg);
+        for (uint32_t k = 0; !st0 && k < s.nc; k++)
+            in[k] = e0->in[3 + k], keys[k] = e0->in_keys[3 + k];
+        if (!st0)
+            in[s.nc] = range, keys[s.nc] = 0;
+        for (uint32_t k = 0; !st0 && k < s.ni; k++)
+            in[s.nc + 1 + k] = e0->in[3 + s.nc + k], keys[s.nc + 1 + k] = e0->in_keys[3 + s.nc + k];
+        if (!st0 && range->dims[0] == 0) { /* no iteration: the carries pass through */
+            for (uint32_t i = first; i <= last && !st0; i++) {
+                tj_tensor **gp = kmap_get(grads, tp->e[i].out_key);
+                if (gp && *gp && keys[tp->e[i].res])
+                    st0 = accumulate(grads, keys[tp->e[i].res], *gp);
+            }
+            done = 1;
+        }
+    } else {
+        s.nc = (uint32_t)node->a.i[0];
+        s.ni = (uint32_t)node->a.i[1];
+        s.nx = e0->n_in - s.nc - s.ni;
+        for (uint32_t k = 0; k < e0->n_in; k++)
+            in[k] = e0->in[k], keys[k] = e0->in_keys[k];
+    }
     s.ny = s.body->n_outputs - s.nc;
+    if (st0 || done) {
+        tj_scope_end();
+        if (in != stack_in)
+            free(in);
+        if (keys != stack_keys)
+            free(keys);
+        return st0;
+    }
     uint8_t *fl = calloc((size_t)(s.nc + s.nx + s.ni + s.ny) + 1, 1);
     tj_tensor **a = calloc((size_t)(3 * (s.nc + s.ni) + s.nx + s.ny) + 1, sizeof *a);
     if (!fl || !a) {
         free(fl);
         free(a);
+        tj_scope_end();
+        if (in != stack_in)
+            free(in);
+        if (keys != stack_keys)
+            free(keys);
         return ir_errorf(TJ_ERR_OOM, "scan gradient: out of memory");
     }
     s.fc = fl, s.fx = fl + s.nc, s.fi = fl + s.nc + s.nx, s.fy = fl + s.nc + s.nx + s.ni;
-    tj_tensor *const *in = e0->in; /* carried, xs, invariants */
     for (uint32_t k = 0; k < s.nc + s.nx + s.ni; k++)
         fl[k] = ir_dtype_is_float(in[k]->dtype);
     for (uint32_t k = 0; k < s.ny; k++)
@@ -662,7 +739,6 @@ static tj_status scan_backward(tj_tape *tp, uint32_t first, uint32_t last, kmap 
     for (uint32_t k = 0; k < s.ni; k++)
         s.nfi += s.fi[k];
     tj_status st = TJ_OK;
-    tj_scope_begin();
     /* the gradient of result r, zeros where none reached it */
     tj_tensor **gres = calloc((size_t)(s.nc + s.ny) + 1, sizeof *gres);
     for (uint32_t i = first; gres && i <= last; i++) {
@@ -721,29 +797,32 @@ static tj_status scan_backward(tj_tape *tp, uint32_t first, uint32_t last, kmap 
     }
     /* 3. the operands' gradients: init carries, sequences (reversed back), invariants */
     for (uint32_t k = 0, j = 0; !st && k < s.nc; k++)
-        if (s.fc[k] && e0->in_keys[k])
-            st = accumulate(grads, e0->in_keys[k], tj_tuple_get(bwd, (int)j++));
+        if (s.fc[k] && keys[k])
+            st = accumulate(grads, keys[k], tj_tuple_get(bwd, (int)j++));
         else if (s.fc[k])
             j++;
     uint32_t base_x = s.nfc + s.nfi + s.ni;
     for (uint32_t k = 0, j = 0; !st && k < s.nx; k++)
         if (s.fx[k]) {
-            if (e0->in_keys[s.nc + k])
-                st = accumulate(grads, e0->in_keys[s.nc + k],
+            if (keys[s.nc + k])
+                st = accumulate(grads, keys[s.nc + k],
                                 reversed(tj_tuple_get(bwd, (int)(base_x + j))));
             j++;
         }
     for (uint32_t k = 0, j = 0; !st && k < s.ni; k++)
         if (s.fi[k]) {
-            if (e0->in_keys[s.nc + s.nx + k])
-                st = accumulate(grads, e0->in_keys[s.nc + s.nx + k],
-                                tj_tuple_get(bwd, (int)(s.nfc + j)));
+            if (keys[s.nc + s.nx + k])
+                st = accumulate(grads, keys[s.nc + s.nx + k], tj_tuple_get(bwd, (int)(s.nfc + j)));
             j++;
         }
     tj_scope_end();
     free(gres);
     free(fl);
     free(a);
+    if (in != stack_in)
+        free(in);
+    if (keys != stack_keys)
+        free(keys);
     return st;
 }
 
@@ -752,7 +831,7 @@ static tj_status cf_backward(tj_tape *tp, uint32_t first, uint32_t last, kmap *g
     entry *e0 = &tp->e[first];
     const ir_node *node = &e0->n;
     rt_trace *tr = rt_trace_current();
-    if (tr && node->op == IR_OP_SCAN)
+    if (tr && (node->op == IR_OP_SCAN || node->op == IR_OP_FOR))
         return scan_backward(tp, first, last, grads);
     if (node->op != IR_OP_COND || !tr)
         return ir_errorf(TJ_ERR_UNSUPPORTED,

@@ -525,6 +525,60 @@ static tj_tensor *scan_loss(tj_tensor *h0, tj_tensor *xs, tj_tensor *w, tj_tenso
     return tj_add(tj_sum(tj_tuple_get(r, 0), 0, NULL, 0), tj_sum(tj_mul(ys, ys), 0, NULL, 0));
 }
 
+/* for_range over constant bounds: h = h * w + sin(i * h) */
+static tj_tensor *for_body(int n, tj_tensor *const *a, void *u) {
+    (void)n, (void)u; /* a: i, h, w */
+    tj_tensor *fi = tj_cast(a[0], TJ_F64);
+    tj_tensor *r[2] = {tj_add(tj_mul(a[1], a[2]), tj_sin(tj_mul(fi, a[1]))), a[2]};
+    return tj_tuple(2, r);
+}
+static int64_t for_limit = 4;
+static tj_tensor *for_loss(tj_tensor *h, tj_tensor *w) {
+    tj_tensor *init[2] = {h, w};
+    tj_tensor *r = tj_for_range(tj_scalar_i64(1), tj_scalar_i64(for_limit), tj_scalar_i64(1),
+                                for_body, 2, init, NULL);
+    return tj_sum(tj_mul(tj_tuple_get(r, 0), tj_tuple_get(r, 1)), 0, NULL, 0);
+}
+
+static void for_gradients(void) {
+    int64_t d[1] = {3};
+    for (int lim = 0; lim < 2; lim++) {
+        for_limit = lim ? 5 : 1; /* 4 iterations, then none */
+        tj_scope_begin();
+        tj_tensor *args[2] = {rand_tensor(1, d, -1, 1), rand_tensor(1, d, 0.5, 1.2)};
+        tj_function *f = tj_function_new("for_loss", (void *)for_loss, 2, NULL);
+        int an[2] = {0, 1};
+        tj_function *gf = tj_grad(f, 2, an, NULL);
+        tj_tensor *gc = tj_call(gf, 2, args), *ge = tj_call_eager(gf, 2, args);
+        CHECK_MSG(tj_tuple_size(gc) == 2, "for: %s", tj_error_message(gc));
+        CHECK_MSG(tj_tuple_size(ge) == 2, "for eager: %s", tj_error_message(ge));
+        for (int k = 0; k < 2 && tj_tuple_size(gc) == 2 && tj_tuple_size(ge) == 2; k++)
+            for (int i = 0; i < 3; i++) {
+                double c = tj_tensor_get_f64(tj_tuple_get(gc, k), i),
+                       e = tj_tensor_get_f64(tj_tuple_get(ge, k), i);
+                CHECK_MSG(fabs(c - e) <= 1e-12 * fmax(1, fabs(e)),
+                          "for (limit %lld) d/dx%d[%d]: compiled %.17g, eager %.17g",
+                          (long long)for_limit, k, i, c, e);
+                double *xv = (double *)tj_tensor_data(args[k]), keep = xv[i], h = 1e-6;
+                xv[i] = keep + h;
+                tj_scope_begin();
+                double lp = tj_tensor_get_f64(for_loss(args[0], args[1]), 0);
+                xv[i] = keep - h;
+                double lm = tj_tensor_get_f64(for_loss(args[0], args[1]), 0);
+                tj_scope_end();
+                xv[i] = keep;
+                double fd = (lp - lm) / (2 * h);
+                CHECK_MSG(fabs(fd - e) <= 1e-5 * fmax(1, fabs(fd)),
+                          "for d/dx%d[%d]: tape %.9g, finite differences %.9g", k, i, e, fd);
+            }
+        tj_release(gc);
+        tj_release(ge);
+        tj_function_free(gf);
+        tj_function_free(f);
+        tj_scope_end();
+    }
+}
+
 static void scan_gradients(void) {
     tj_scope_begin();
     int64_t dh[2] = {2, 3}, dx[3] = {5, 2, 3}, dw[2] = {3, 3}, ds[1] = {3};
@@ -675,5 +729,6 @@ int main(void) {
     errors();
     control_flow();
     scan_gradients();
+    for_gradients();
     return check_done();
 }
