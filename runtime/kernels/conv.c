@@ -34,6 +34,16 @@ static const rt_blas *blas_for_conv(void) {
 enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };
 
 /* ---- im2col / col2im over output rows [u0, u0 + nu) (u = n * OH + oy) --------------------- */
+/* Copies n elements (short runs inline: a 1-channel image copies one float per tap). */
+#define COPY_RUN(T, dst, src, n)                                                                   \
+    do {                                                                                           \
+        if ((n) < 32)                                                                              \
+            for (int64_t q_ = 0; q_ < (n); q_++)                                                   \
+                (dst)[q_] = (src)[q_];                                                             \
+        else                                                                                       \
+            memcpy((dst), (src), (size_t)(n) * sizeof(T));                                         \
+    } while (0)
+
 #define IM2COL(T)                                                                                  \
     static void im2col_##T(const geom *g, const T *x, int64_t u0, int64_t nu, T *cols) {           \
         int64_t K = g->kh * g->kw * g->c;                                                          \
@@ -41,16 +51,29 @@ enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };
             int64_t b = u / g->oh, oy = u % g->oh;                                                 \
             for (int64_t ox = 0; ox < g->ow; ox++) {                                               \
                 T *row = cols + ((u - u0) * g->ow + ox) * K;                                       \
+                int64_t ix0 = ox * g->sw - g->pl, ix1 = ix0 + (g->kw - 1) * g->dw;                 \
+                /* undilated and inside the row: the window's kw taps are one contiguous run */    \
+                int whole = g->dw == 1 && ix0 >= 0 && ix1 < g->w;                                  \
                 for (int64_t ky = 0; ky < g->kh; ky++) {                                           \
                     int64_t iy = oy * g->sh + ky * g->dh - g->pt;                                  \
+                    if (iy < 0 || iy >= g->h) {                                                    \
+                        memset(row, 0, (size_t)(g->kw * g->c) * sizeof(T));                        \
+                        row += g->kw * g->c;                                                       \
+                        continue;                                                                  \
+                    }                                                                              \
+                    const T *xr = x + (b * g->h + iy) * g->w * g->c;                               \
+                    if (whole) {                                                                   \
+                        COPY_RUN(T, row, xr + ix0 * g->c, g->kw * g->c);                           \
+                        row += g->kw * g->c;                                                       \
+                        continue;                                                                  \
+                    }                                                                              \
                     for (int64_t kx = 0; kx < g->kw; kx++, row += g->c) {                          \
-                        int64_t ix = ox * g->sw + kx * g->dw - g->pl;                              \
-                        if (iy < 0 || iy >= g->h || ix < 0 || ix >= g->w) {                        \
+                        int64_t ix = ix0 + kx * g->dw;                                             \
+                        if (ix < 0 || ix >= g->w) {                                                \
                             memset(row, 0, (size_t)g->c * sizeof(T));                              \
                             continue;                                                              \
                         }                                                                          \
-                        memcpy(row, x + ((b * g->h + iy) * g->w + ix) * g->c,                      \
-                               (size_t)g->c * sizeof(T));                                          \
+                        COPY_RUN(T, row, xr + ix * g->c, g->c);                                    \
                     }                                                                              \
                 }                                                                                  \
             }                                                                                      \

@@ -172,6 +172,26 @@ static void pool_cases(void) {
     tj_tensor *vm = tj_max_pool2d(x, k, s, TJ_PAD_VALID);
     CHECK_EQ_INT(tj_tensor_numel(vm), 1);
     CHECK_NEAR(tj_tensor_get_f64(vm, 0), 5, 0);
+    /* ties: the first maximum of each window takes the gradient; a NaN wins its window */
+    for (int tiled = 0; tiled < 2; tiled++) {
+        int64_t td[4] = {1, 2, 3, 1};
+        float tv[6] = {5, 5, 5, 5, NAN, 5};
+        tj_tensor *t = tj_tensor_from_data(TJ_F32, 4, td, tv);
+        int s1[2] = {1, 1}, k12[2] = {1, 2};
+        tj_tape *tape = tj_tape_new(0);
+        tj_tape_watch(tape, t);
+        tj_tensor *m = tiled ? tj_max_pool2d(t, k, s, TJ_PAD_VALID)     /* one 2x2 window */
+                             : tj_max_pool2d(t, k12, s1, TJ_PAD_VALID); /* 1x2, overlapping */
+        tj_tensor *g = NULL;
+        CHECK_EQ_INT(tj_tape_gradient(tape, tj_sum(m, 0, NULL, 0), NULL, 1, &t, &g), TJ_OK);
+        tj_tape_free(tape);
+        /* tiled: the window [5 5; 5 NaN] -> the NaN; overlapping 1x2 windows over rows
+         * [5 5 5] and [5 NaN 5]: first maxima 0, 1 and NaN at 4 twice */
+        double want[2][6] = {{1, 1, 0, 0, 2, 0}, {0, 0, 0, 0, 1, 0}};
+        for (int i = 0; g && i < 6; i++)
+            CHECK_MSG(tj_tensor_get_f64(g, i) == want[tiled][i], "%s: dx[%d] = %g, want %g",
+                      tiled ? "tiled" : "overlapping", i, tj_tensor_get_f64(g, i), want[tiled][i]);
+    }
     /* bad input */
     int big[2] = {4, 4};
     tj_tensor *e = tj_max_pool2d(x, big, s, TJ_PAD_VALID);
