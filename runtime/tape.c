@@ -1057,6 +1057,18 @@ static int sk_alloc(source_keys *sk, int n, size_t n_keys) {
     return sk->keys && sk->off && sk->dtype && sk->rank && sk->dims;
 }
 
+/* Source k of a gradient call: its key (or one no value has, when t is not the tape's), dtype
+ * and shape. */
+static void sk_source(source_keys *sk, const tj_tape *tape, uint32_t k, tj_tensor *t) {
+    sk->off[k] = k;
+    sk->keys[k] = key_of(tape, t);
+    if (!sk->keys[k])
+        sk->keys[k] = ~0ull; /* not a value of this tape: unconnected */
+    sk->dtype[k] = t->dtype;
+    sk->rank[k] = t->rank;
+    sk->dims[k] = t->dims;
+}
+
 static void sk_free(source_keys *sk) {
     free(sk->keys);
     free(sk->off);
@@ -1086,13 +1098,7 @@ tj_status tj_tape_gradient(tj_tape *tape, tj_tensor *target, tj_tensor *seed, in
             st = ir_errorf(TJ_ERR_INVALID, "%s: source %d is not a tensor", what, k);
         if (st)
             break;
-        sk.off[k] = (uint32_t)k;
-        sk.keys[k] = key_of(tape, s);
-        if (!sk.keys[k])
-            sk.keys[k] = ~0ull; /* not a value of this tape: unconnected */
-        sk.dtype[k] = s->dtype;
-        sk.rank[k] = s->rank;
-        sk.dims[k] = s->dims;
+        sk_source(&sk, tape, (uint32_t)k, s);
     }
     sk.off[n] = (uint32_t)n;
     if (!st)
@@ -1143,15 +1149,8 @@ tj_status rt_tape_vjp(tj_tape *tape, uint32_t n_t, tj_tensor *const *targets,
         sk_free(&sk);
         return ir_errorf(TJ_ERR_OOM, "%s: out of memory", what);
     }
-    for (uint32_t k = 0; k < n; k++) {
-        sk.off[k] = k;
-        sk.keys[k] = key_of(tape, sources[k]);
-        if (!sk.keys[k])
-            sk.keys[k] = ~0ull;
-        sk.dtype[k] = sources[k]->dtype;
-        sk.rank[k] = sources[k]->rank;
-        sk.dims[k] = sources[k]->dims;
-    }
+    for (uint32_t k = 0; k < n; k++)
+        sk_source(&sk, tape, k, sources[k]);
     sk.off[n] = n;
     for (uint32_t t = 0; t < n_t && !st; t++)
         if (!targets[t] || targets[t]->kind == RT_ERROR || targets[t]->kind == RT_TUPLE)

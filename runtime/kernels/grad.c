@@ -52,11 +52,8 @@ tj_status rt_k_scatter_add(const ir_node *n, tj_tensor *const *in, tj_tensor *ou
     if (ax < 0 || ax >= x->rank)
         return ir_errorf(TJ_ERR_INVALID, "scatter_add: axis %lld out of range for %s",
                          (long long)ax, xs);
-    int64_t outer = 1, inner = 1, N = x->dims[ax], m = idx->numel;
-    for (int d = 0; d < ax; d++)
-        outer *= x->dims[d];
-    for (int d = (int)ax + 1; d < x->rank; d++)
-        inner *= x->dims[d];
+    int64_t outer, inner, N = x->dims[ax], m = idx->numel;
+    rt_k_split_axis(x->rank, x->dims, ax, &outer, &inner);
     if (outer * m * inner != upd->numel || out->numel != x->numel)
         return ir_errorf(TJ_ERR_INVALID, "scatter_add: %lld updates for %lld indices into %s",
                          (long long)upd->numel, (long long)m, xs);
@@ -65,8 +62,7 @@ tj_status rt_k_scatter_add(const ir_node *n, tj_tensor *const *in, tj_tensor *ou
         return ir_errorf(TJ_ERR_OOM, "scatter_add: out of memory");
     tj_status st = TJ_OK;
     for (int64_t j = 0; j < m && !st; j++) {
-        rows[j] = idx->dtype == TJ_I32 ? ((const int32_t *)idx->data)[j]
-                                       : ((const int64_t *)idx->data)[j];
+        rows[j] = rt_k_index_at(idx, j);
         if (rows[j] < 0 || rows[j] >= N)
             st = ir_errorf(TJ_ERR_RUNTIME,
                            "scatter_add: index %lld out of range [0, %lld) on axis %lld of %s",

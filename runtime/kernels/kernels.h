@@ -34,7 +34,7 @@ tj_status rt_k_conv2d(const ir_node *n, tj_tensor *const *in, tj_tensor *out); /
 tj_status rt_k_pool2d(const ir_node *n, tj_tensor *const *in, tj_tensor *out);
 tj_status rt_k_one_hot(const ir_node *n, const tj_tensor *idx, tj_tensor *out); /* nn.c */
 tj_status rt_k_sparse_xent(const ir_node *n, tj_tensor *const *in, tj_tensor *out);
-tj_status rt_k_eye(const ir_node *n, tj_tensor *out);                       /* source.c */
+tj_status rt_k_eye(const ir_node *n, tj_tensor *out); /* source.c */
 tj_status rt_k_range(const ir_node *n, tj_tensor *out);
 tj_status rt_k_random(const ir_node *n, tj_tensor *out);
 
@@ -96,6 +96,20 @@ tj_status rt_k_view(const ir_node *n, int xrank, const int64_t *xdims, int orank
 /* Fills every element of out (row-major) from src at offset base + sum idx[d] * strides[d]. */
 tj_status rt_k_copy_strided(const ir_node *n, const tj_tensor *src, int64_t base,
                             const int64_t *strides, tj_tensor *out);
+
+/* Element j of an int32 or int64 index tensor. */
+static inline int64_t rt_k_index_at(const tj_tensor *idx, int64_t j) {
+    return idx->dtype == TJ_I32 ? ((const int32_t *)idx->data)[j] : ((const int64_t *)idx->data)[j];
+}
+/* A tensor viewed as [outer, dims[ax], inner] around axis ax. */
+static inline void rt_k_split_axis(int rank, const int64_t *dims, int64_t ax, int64_t *outer,
+                                   int64_t *inner) {
+    *outer = *inner = 1;
+    for (int d = 0; d < ax; d++)
+        *outer *= dims[d];
+    for (int d = (int)ax + 1; d < rank; d++)
+        *inner *= dims[d];
+}
 
 /* Float to integer: truncation toward zero, saturating at the type's range, NaN -> 0. */
 static inline int64_t rt_k_f2i64(double v) {

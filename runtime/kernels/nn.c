@@ -3,10 +3,6 @@
  * of exponentials is accumulated in double). */
 #include "runtime/kernels/kernels.h"
 
-static int64_t index_of(const tj_tensor *t, int64_t i) {
-    return t->dtype == TJ_I32 ? ((const int32_t *)t->data)[i] : ((const int64_t *)t->data)[i];
-}
-
 static void put(tj_tensor *out, int64_t i, double v) {
     switch (out->dtype) {
     case TJ_F32:
@@ -34,7 +30,7 @@ tj_status rt_k_one_hot(const ir_node *n, const tj_tensor *idx, tj_tensor *out) {
     int64_t depth = n->a.i[0];
     double on = n->a.f[0], off = n->a.f[1];
     for (int64_t i = 0; i < idx->numel; i++) {
-        int64_t k = index_of(idx, i);
+        int64_t k = rt_k_index_at(idx, i);
         for (int64_t j = 0; j < depth; j++)
             put(out, i * depth + j, j == k ? on : off);
     }
@@ -49,7 +45,7 @@ tj_status rt_k_sparse_xent(const ir_node *n, tj_tensor *const *in, tj_tensor *ou
         return rt_k_unsupported(n, lb->dtype);
     int64_t C = lg->rank ? lg->dims[lg->rank - 1] : 0, rows = out->numel;
     for (int64_t r = 0; r < rows; r++) {
-        int64_t k = index_of(lb, r);
+        int64_t k = rt_k_index_at(lb, r);
         if (k < 0 || k >= C)
             return ir_errorf(TJ_ERR_RUNTIME,
                              "sparse_softmax_xent: label %lld of row %lld is outside [0, %lld) "

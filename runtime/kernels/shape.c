@@ -200,10 +200,6 @@ tj_status rt_k_slice(const ir_node *n, const tj_tensor *x, tj_tensor *out) {
     return view_copy(n, x, out);
 }
 
-static inline int64_t index_at(const tj_tensor *idx, int64_t j) {
-    return idx->dtype == TJ_I32 ? ((const int32_t *)idx->data)[j] : ((const int64_t *)idx->data)[j];
-}
-
 /* out[o, j, t] = params[o, idx[j], t] with params viewed as [outer, N, inner]. */
 /* Copies `count` elements from src[so] to dst[do_] (strings deep-copied). */
 static tj_status copy_elems(const ir_node *n, tj_tensor *dst, int64_t do_, const tj_tensor *src,
@@ -230,7 +226,7 @@ tj_status rt_k_row(const ir_node *n, tj_tensor *const *in, tj_tensor *out) {
     if (i->dtype != TJ_I32 && i->dtype != TJ_I64)
         return ir_errorf(TJ_ERR_DTYPE, "%s: the index must be int32 or int64, got %s", op,
                          ir_dtype_name(i->dtype));
-    int64_t rows = x->rank ? x->dims[0] : 0, idx = index_at(i, 0);
+    int64_t rows = x->rank ? x->dims[0] : 0, idx = rt_k_index_at(i, 0);
     int64_t row = rows ? x->numel / rows : 0;
     if (idx < 0 || idx >= rows)
         return ir_errorf(TJ_ERR_RUNTIME, "%s: index %lld out of range [0, %lld)", op,
@@ -261,16 +257,13 @@ tj_status rt_k_gather(const ir_node *n, tj_tensor *const *in, tj_tensor *out) {
     if (ax < 0 || ax >= p->rank)
         return ir_errorf(TJ_ERR_INVALID, "gather: axis %lld out of range for params %s",
                          (long long)ax, ps);
-    int64_t outer = 1, inner = 1, N = p->dims[ax], m = idx->numel;
-    for (int d = 0; d < ax; d++)
-        outer *= p->dims[d];
-    for (int d = (int)ax + 1; d < p->rank; d++)
-        inner *= p->dims[d];
+    int64_t outer, inner, N = p->dims[ax], m = idx->numel;
+    rt_k_split_axis(p->rank, p->dims, ax, &outer, &inner);
     if (outer * m * inner != out->numel)
         return ir_errorf(TJ_ERR_INVALID, "gather: output has %lld elements, expected %lld",
                          (long long)out->numel, (long long)(outer * m * inner));
     for (int64_t j = 0; j < m; j++) {
-        int64_t v = index_at(idx, j);
+        int64_t v = rt_k_index_at(idx, j);
         if (v < 0 || v >= N)
             return ir_errorf(TJ_ERR_RUNTIME,
                              "gather: index %lld out of range [0, %lld) on axis "
@@ -282,7 +275,7 @@ tj_status rt_k_gather(const ir_node *n, tj_tensor *const *in, tj_tensor *out) {
     size_t es = ir_dtype_size(out->dtype);
     for (int64_t o = 0; o < outer; o++) {
         for (int64_t j = 0; j < m; j++) {
-            int64_t si = (o * N + index_at(idx, j)) * inner, di = (o * m + j) * inner;
+            int64_t si = (o * N + rt_k_index_at(idx, j)) * inner, di = (o * m + j) * inner;
             if (out->dtype != TJ_STRING) {
                 memcpy((char *)out->data + (size_t)di * es, (const char *)p->data + (size_t)si * es,
                        (size_t)inner * es);
