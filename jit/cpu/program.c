@@ -123,7 +123,7 @@ static int64_t blas_block_rows(const step *s) {
     return rows;
 }
 
-void rt_blas_run(cpu_prog *cp, const step *s, const char *A, const char *B, char *C,
+void jit_cpu_blas_run(cpu_prog *cp, const step *s, const char *A, const char *B, char *C,
                       void *const *bufs) {
     const jit_cpu_mm *mm = &s->mm;
     size_t es = ir_dtype_size(mm->dt), bytes = (size_t)(mm->batches * mm->m * mm->n) * es;
@@ -162,7 +162,7 @@ static tj_status run_blas(cpu_prog *cp, const step *s, tj_tensor **vals, void **
     const ir_graph *g = cp->base.g;
     const ir_node *mn = ir_node_get(g, s->id);
     const uint32_t *min = ir_inputs(g, mn);
-    size_t bytes = rt_blas_bytes(s);
+    size_t bytes = jit_cpu_blas_bytes(s);
     char *C;
     void *tmp = NULL;
     if (s->epi) {
@@ -187,13 +187,13 @@ static tj_status run_blas(cpu_prog *cp, const step *s, tj_tensor **vals, void **
         vals[s->id] = t;
         C = t->data;
     }
-    rt_blas_run(cp, s, vals[min[0]]->data, vals[min[1]]->data, C, bufs);
+    jit_cpu_blas_run(cp, s, vals[min[0]]->data, vals[min[1]]->data, C, bufs);
     if (tmp)
         rt_free(tmp, bytes);
     return TJ_OK;
 }
 
-size_t rt_blas_bytes(const step *s) {
+size_t jit_cpu_blas_bytes(const step *s) {
     return (size_t)(s->mm.batches * s->mm.m * s->mm.n) * ir_dtype_size(s->mm.dt);
 }
 

@@ -61,11 +61,11 @@ enum { RAW_NONE = -1, RAW_PARAM = -2, RAW_CONST = -3 };
 /* Runs fn over [0, units), split across the runtime's pool when the work is large. */
 void jit_cpu_run_units(cpu_prog *cp, jit_cpu_kernel_fn fn, const jit_cpu_ew_plan *plan,
                        void *const *bufs);
-/* OpenBLAS step s: C = A x B (C of rt_blas_bytes(s)), then its epilogue on bufs (the
+/* OpenBLAS step s: C = A x B (C of jit_cpu_blas_bytes(s)), then its epilogue on bufs (the
  * epilogue group's buffers, C in the product's place). */
-void rt_blas_run(cpu_prog *cp, const step *s, const char *A, const char *B, char *C,
-                 void *const *bufs);
-size_t rt_blas_bytes(const step *s);
+void jit_cpu_blas_run(cpu_prog *cp, const step *s, const char *A, const char *B, char *C,
+                      void *const *bufs);
+size_t jit_cpu_blas_bytes(const step *s);
 /* Plans cp's raw form when every step allows it (sets raw_bytes, or leaves it 0). */
 tj_status jit_cpu_raw_plan(cpu_prog *cp);
 size_t jit_cpu_raw_bytes(const rt_program *p);

@@ -115,7 +115,7 @@ tj_status jit_cpu_raw_plan(cpu_prog *cp) {
         uint32_t n_out = sp->n_out;
         if (sp->kind == STEP_BLAS && sp->epi) { /* the product itself: a slot too */
             off[sp->id] = (int64_t)at;
-            at += ALIGN64(rt_blas_bytes(sp) + 1);
+            at += ALIGN64(jit_cpu_blas_bytes(sp) + 1);
             outs = sp->epi->outputs;
             n_out = sp->epi->n_outputs;
         }
@@ -251,7 +251,7 @@ tj_status jit_cpu_run_raw(rt_program *p, void *const *in, void *const *out, void
                 for (uint32_t k = 0; k < gr->n_outputs; k++)
                     bufs[gr->n_inputs + k] = ptr[gr->outputs[k]];
             }
-            rt_blas_run(cp, sp, ptr[min[0]], ptr[min[1]], C, bufs);
+            jit_cpu_blas_run(cp, sp, ptr[min[0]], ptr[min[1]], C, bufs);
             break;
         }
         case STEP_CF: {
