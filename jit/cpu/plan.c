@@ -79,6 +79,8 @@ static tj_status build_steps(cpu_prog *cp, const jit_cpu_opts *o) {
                     sp->mm.k < INT32_MAX) {
                     sp->kind = STEP_BLAS;
                     sp->blas = blas;
+                    sp->src[0] = ir_inputs(g, n)[0];
+                    sp->src[1] = ir_inputs(g, n)[1];
                 }
             } else if ((n->op == IR_OP_SOFTMAX || n->op == IR_OP_LOG_SOFTMAX) &&
                        jit_cpu_softmax_supported(g, id)) {
@@ -108,6 +110,49 @@ static tj_status build_steps(cpu_prog *cp, const jit_cpu_opts *o) {
     return TJ_OK;
 }
 
+/* A BLAS product of 2-D operands reads a transposed operand through the call's trans flag
+ * (what XLA's dot_general and Inductor's mm do with layouts): a gradient's `g @ W^T` and
+ * `x^T @ g` no longer copy W or x first. A transpose no other step reads is dropped. */
+static void fold_transposes(cpu_prog *cp, const uint8_t *is_out) {
+    const ir_graph *g = cp->base.g;
+    for (uint32_t s = 0; s < cp->n_steps; s++) {
+        step *sp = &cp->steps[s];
+        const ir_node *mn = ir_node_get(g, sp->id);
+        if (sp->kind != STEP_BLAS || sp->mm.batches != 1 || mn->rank != 2)
+            continue;
+        for (int k = 0; k < 2; k++) {
+            const ir_node *t = ir_node_get(g, sp->src[k]);
+            if (t->op != IR_OP_TRANSPOSE || t->rank != 2 || t->a.n_list != 2 || t->a.list[0] != 1 ||
+                is_out[sp->src[k]])
+                continue;
+            uint32_t from = sp->src[k], to = ir_inputs(g, t)[0];
+            sp->src[k] = to;
+            sp->trans[k] = 1;
+            for (uint32_t j = 0; j < sp->n_in; j++)
+                if (sp->in[j] == from)
+                    sp->in[j] = to;
+        }
+    }
+    /* drop a transpose step whose value nothing reads any more */
+    for (uint32_t s = 0; s < cp->n_steps; s++) {
+        step *sp = &cp->steps[s];
+        if (sp->kind != STEP_GEN || sp->sub != SUB_VIEW || sp->n_out != 1 || is_out[sp->out[0]] ||
+            ir_node_get(g, sp->out[0])->op != IR_OP_TRANSPOSE)
+            continue;
+        bool read = false;
+        for (uint32_t t = 0; t < cp->n_steps && !read; t++)
+            for (uint32_t k = 0; k < cp->steps[t].n_in && !read; k++)
+                read = cp->steps[t].in[k] == sp->out[0];
+        if (read)
+            continue;
+        free(sp->in);
+        free(sp->out);
+        memmove(sp, sp + 1, (cp->n_steps - s - 1) * sizeof *sp);
+        cp->n_steps--;
+        s--;
+    }
+}
+
 /* A BLAS product read only by one elementwise group of its own shape takes that group as its
  * epilogue and moves to the group's position. */
 static tj_status merge_epilogues(cpu_prog *cp, const uint8_t *is_out) {
@@ -131,7 +176,7 @@ static tj_status merge_epilogues(cpu_prog *cp, const uint8_t *is_out) {
         if (gr->rank != mn->rank || memcmp(gr->dims, mn->dims, (size_t)mn->rank * 8) != 0)
             continue;
         /* the merged step reads the product's operands and the group's other inputs */
-        const uint32_t *min = ir_inputs(g, mn);
+        const uint32_t *min = sp->src;
         uint32_t *in = malloc((gr->n_inputs + 2) * sizeof *in), n_in = 0;
         if (!in)
             return ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
@@ -388,8 +433,10 @@ tj_status jit_cpu_plan(cpu_prog *cp, const jit_cpu_opts *o) {
     for (uint32_t k = 0; k < g->n_outputs; k++)
         is_out[g->outputs[k]] = 1;
     tj_status st = build_steps(cp, o);
-    if (!st)
+    if (!st) {
+        fold_transposes(cp, is_out);
         st = merge_epilogues(cp, is_out);
+    }
 
     /* the key names everything that changes the code; symbols derive from it */
     char base[1536], key[1700], prefix[40];

@@ -138,16 +138,17 @@ void jit_cpu_blas_run(cpu_prog *cp, const step *s, const char *A, const char *B,
         for (int64_t r0 = 0; r0 < m; r0 += step_rows) {
             int64_t r1 = r0 + step_rows < m ? r0 + step_rows : m;
             char *c = C + (size_t)((bi * m + r0) * n) * es;
-            const char *a = A + ao + (size_t)(r0 * k) * es, *b = B + bo;
-            int ldb = (int)n;
+            /* a transposed operand (s->trans) is stored [k, m] / [n, k]: rows of op(A) are its
+             * columns */
+            const char *a = A + ao + (size_t)(s->trans[0] ? r0 : r0 * k) * es, *b = B + bo;
+            int lda = (int)(s->trans[0] ? m : k), ldb = (int)(s->trans[1] ? k : n);
+            int ta = s->trans[0] ? 112 : 111, tb = s->trans[1] ? 112 : 111;
             if (k > 0 && mm->dt == TJ_F32)
-                s->blas->sgemm(101, 111, 111, (int)(r1 - r0), (int)n, (int)k, 1.0f,
-                               (const float *)a, (int)k, (const float *)b, ldb, 0.0f, (float *)c,
-                               (int)n);
+                s->blas->sgemm(101, ta, tb, (int)(r1 - r0), (int)n, (int)k, 1.0f, (const float *)a,
+                               lda, (const float *)b, ldb, 0.0f, (float *)c, (int)n);
             else if (k > 0)
-                s->blas->dgemm(101, 111, 111, (int)(r1 - r0), (int)n, (int)k, 1.0,
-                               (const double *)a, (int)k, (const double *)b, ldb, 0.0, (double *)c,
-                               (int)n);
+                s->blas->dgemm(101, ta, tb, (int)(r1 - r0), (int)n, (int)k, 1.0, (const double *)a,
+                               lda, (const double *)b, ldb, 0.0, (double *)c, (int)n);
             /* the epilogue on this thread while the block is in cache; OpenBLAS's threads are
              * idle (spinning) meanwhile, so the pool would only compete with them */
             if (s->epi && rb > 0)
@@ -161,7 +162,6 @@ void jit_cpu_blas_run(cpu_prog *cp, const step *s, const char *A, const char *B,
 static tj_status run_blas(cpu_prog *cp, const step *s, tj_tensor **vals, void **bufs) {
     const ir_graph *g = cp->base.g;
     const ir_node *mn = ir_node_get(g, s->id);
-    const uint32_t *min = ir_inputs(g, mn);
     size_t bytes = jit_cpu_blas_bytes(s);
     char *C;
     void *tmp = NULL;
@@ -187,7 +187,7 @@ static tj_status run_blas(cpu_prog *cp, const step *s, tj_tensor **vals, void **
         vals[s->id] = t;
         C = t->data;
     }
-    jit_cpu_blas_run(cp, s, vals[min[0]]->data, vals[min[1]]->data, C, bufs);
+    jit_cpu_blas_run(cp, s, vals[s->src[0]]->data, vals[s->src[1]]->data, C, bufs);
     if (tmp)
         rt_free(tmp, bytes);
     return TJ_OK;

@@ -32,6 +32,9 @@ typedef struct step {
     jit_cpu_mm mm;
     const rt_blas *blas;
     const pass_group *epi; /* the fused consumer of the product; NULL: none */
+    uint32_t src[2];       /* the nodes the product reads: its operands, or what a 2-D
+                              transpose of one read (folded into the call's trans flag) */
+    uint8_t trans[2];
     /* STEP_CF in the raw form: the scratch offsets of its results */
     int64_t *raw_res;
 } step;

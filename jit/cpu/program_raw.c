@@ -242,7 +242,6 @@ tj_status jit_cpu_run_raw(rt_program *p, void *const *in, void *const *out, void
             jit_cpu_run_units(cp, sp->fn, &sp->plan, bufs);
             break;
         case STEP_BLAS: {
-            const uint32_t *min = ir_inputs(g, ir_node_get(g, sp->id));
             char *C = ptr[sp->id];
             if (sp->epi) {
                 const pass_group *gr = sp->epi;
@@ -251,7 +250,7 @@ tj_status jit_cpu_run_raw(rt_program *p, void *const *in, void *const *out, void
                 for (uint32_t k = 0; k < gr->n_outputs; k++)
                     bufs[gr->n_inputs + k] = ptr[gr->outputs[k]];
             }
-            jit_cpu_blas_run(cp, sp, ptr[min[0]], ptr[min[1]], C, bufs);
+            jit_cpu_blas_run(cp, sp, ptr[sp->src[0]], ptr[sp->src[1]], C, bufs);
             break;
         }
         case STEP_CF: {
