@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jit/cpu/cpu.h"
+#include "jit/cpu/codegen_cf.h"
 #include "runtime/kernels/kernels.h"
 
 #ifdef TJ_HAVE_LLVM
@@ -40,9 +40,6 @@ static bool one(const ir_node *n) {
 }
 static bool is_cf(int op) {
     return op == IR_OP_COND || op == IR_OP_WHILE || op == IR_OP_FOR;
-}
-static bool is_flt(int dt) {
-    return dt == TJ_F32 || dt == TJ_F64;
 }
 /* integer DIV / FLOORDIV / MOD: lowered here (a zero divisor hands back), not in ew_ops.c */
 static bool int_division(const ir_graph *g, const ir_node *n) {
@@ -144,208 +141,10 @@ bool jit_cpu_cf_supported(const ir_graph *g, uint32_t id) {
     return is_cf(n->op) && node_ok(g, id, 0);
 }
 
-/* ---- index maps (shapes are static: computed while emitting) ------------------------------- */
-/* The element of an input of dims (ir, idims) that output element o of (orank, odims) reads
- * under NumPy broadcasting. */
-static int64_t bcast_index(int orank, const int64_t *odims, int ir, const int64_t *idims,
-                           int64_t o) {
-    int64_t c[IR_MAX_RANK], idx = 0;
-    for (int d = orank - 1; d >= 0; d--) {
-        c[d] = o % odims[d];
-        o /= odims[d];
-    }
-    for (int d = 0; d < ir; d++) {
-        int od = d + orank - ir;
-        idx = idx * idims[d] + (idims[d] == 1 ? 0 : c[od]);
-    }
-    return idx;
-}
-
-/* ---- emission -------------------------------------------------------------------------------- */
-typedef struct cfe {
-    jit_cpu_em e;
-    LLVMValueRef fn;
-    LLVMBasicBlockRef bail; /* returns 1: the executor redoes the node */
-} cfe;
-
-/* A value: one LLVM value per element (n of them). */
-typedef struct val {
-    LLVMValueRef *e;
-    uint32_t n;
-} val;
-
-static LLVMBasicBlockRef block(cfe *c, const char *name) {
-    return LLVMAppendBasicBlockInContext(c->e.c, c->fn, name);
-}
-
 static bool val_new(val *v, int64_t n) {
     v->n = (uint32_t)n;
     v->e = calloc((size_t)n + 1, sizeof *v->e);
     return v->e != NULL;
-}
-
-/* x DIV / FLOORDIV / MOD y for i32/i64 as runtime/kernels/binary.c: y == 0 hands back; y == -1
- * gives 0 - x (wrapping) or 0; otherwise truncating division adjusted to the floor. */
-static LLVMValueRef emit_int_division(cfe *c, const ir_node *n, LLVMValueRef x, LLVMValueRef y) {
-    LLVMBuilderRef b = c->e.b;
-    LLVMTypeRef t = LLVMTypeOf(x);
-    LLVMValueRef zero = LLVMConstInt(t, 0, 0), one_ = LLVMConstInt(t, 1, 0);
-    LLVMValueRef m1 = LLVMConstAllOnes(t);
-    LLVMBasicBlockRef ok = block(c, "div");
-    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, y, zero, ""), c->bail, ok);
-    LLVMPositionBuilderAtEnd(b, ok);
-    LLVMValueRef is_m1 = LLVMBuildICmp(b, LLVMIntEQ, y, m1, "");
-    LLVMValueRef ys = LLVMBuildSelect(b, is_m1, one_, y, ""); /* no MIN / -1 trap */
-    LLVMValueRef q = LLVMBuildSDiv(b, x, ys, ""), r = LLVMBuildSRem(b, x, ys, "");
-    LLVMValueRef neg = LLVMBuildNeg(b, x, "");
-    if (n->op == IR_OP_DIV)
-        return LLVMBuildSelect(b, is_m1, neg, q, "");
-    LLVMValueRef adjust = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntNE, r, zero, ""),
-                                       LLVMBuildXor(b, LLVMBuildICmp(b, LLVMIntSLT, r, zero, ""),
-                                                    LLVMBuildICmp(b, LLVMIntSLT, ys, zero, ""), ""),
-                                       "");
-    if (n->op == IR_OP_MOD)
-        return LLVMBuildSelect(b, adjust, LLVMBuildAdd(b, r, ys, ""), r, "");
-    LLVMValueRef fq = LLVMBuildSelect(b, adjust, LLVMBuildSub(b, q, one_, ""), q, "");
-    return LLVMBuildSelect(b, is_m1, neg, fq, "");
-}
-
-/* A predicate value as i1: bools are already; numbers are true when nonzero (NaN is true). */
-static LLVMValueRef truth(cfe *c, LLVMValueRef v, int dt) {
-    LLVMBuilderRef b = c->e.b;
-    if (dt == TJ_BOOL)
-        return v;
-    if (is_flt(dt))
-        return LLVMBuildFCmp(b, LLVMRealUNE, v, LLVMConstReal(LLVMTypeOf(v), 0), "");
-    return LLVMBuildICmp(b, LLVMIntNE, v, LLVMConstInt(LLVMTypeOf(v), 0, 0), "");
-}
-
-/* Element k of a CONST node as an immediate. */
-static LLVMValueRef const_elem(cfe *c, const ir_graph *g, const ir_node *n, int64_t k) {
-    jit_cpu_em *e = &c->e;
-    const char *p = (const char *)ir_blob_get(g, n->a.blob)->data;
-    switch (n->dtype) {
-    case TJ_F32: {
-        float v;
-        memcpy(&v, p + k * 4, 4);
-        return LLVMConstReal(e->f32, v);
-    }
-    case TJ_F64: {
-        double v;
-        memcpy(&v, p + k * 8, 8);
-        return LLVMConstReal(e->f64, v);
-    }
-    case TJ_I32: {
-        int32_t v;
-        memcpy(&v, p + k * 4, 4);
-        return LLVMConstInt(e->i32, (unsigned long long)(int64_t)v, 1);
-    }
-    case TJ_I64: {
-        int64_t v;
-        memcpy(&v, p + k * 8, 8);
-        return LLVMConstInt(e->i64, (unsigned long long)v, 1);
-    }
-    default:
-        return LLVMConstInt(e->i1, p[k] != 0, 0);
-    }
-}
-
-/* A reduction of x (elements xv) into out elements, as runtime/kernels/reduce.c. */
-static void emit_reduce(cfe *c, const ir_node *n, const ir_node *x, const val *xv, val *out) {
-    jit_cpu_em *e = &c->e;
-    LLVMBuilderRef b = e->b;
-    bool red[IR_MAX_RANK] = {false};
-    for (uint32_t k = 0; k < n->a.n_list; k++)
-        red[n->a.list[k]] = true;
-    if (n->a.n_list == 0 && count(x) != count(n))
-        for (int d = 0; d < x->rank; d++)
-            red[d] = true;
-    int64_t ostr[IR_MAX_RANK], s = 1, cnt = 1;
-    for (int d = x->rank - 1; d >= 0; d--) {
-        ostr[d] = red[d] ? 0 : s;
-        s *= red[d] ? 1 : x->dims[d];
-        cnt *= red[d] ? x->dims[d] : 1;
-    }
-    bool fl = is_flt(x->dtype);
-    int op = n->op;
-    LLVMTypeRef at = fl ? e->f64 : e->i64;
-    LLVMValueRef init = fl ? LLVMConstReal(at, op == IR_OP_PROD  ? 1
-                                               : op == IR_OP_MAX ? -INFINITY
-                                               : op == IR_OP_MIN ? INFINITY
-                                                                 : 0)
-                           : LLVMConstInt(at,
-                                          op == IR_OP_MAX   ? (unsigned long long)INT64_MIN
-                                          : op == IR_OP_MIN ? (unsigned long long)INT64_MAX
-                                                            : op == IR_OP_PROD,
-                                          1);
-    for (uint32_t k = 0; k < out->n; k++)
-        out->e[k] = init;
-    for (int64_t i = 0; i < count(x); i++) {
-        int64_t o = 0, rem = i;
-        for (int d = x->rank - 1; d >= 0; d--) {
-            o += (rem % x->dims[d]) * ostr[d];
-            rem /= x->dims[d];
-        }
-        LLVMValueRef a = out->e[o], v = xv->e[i];
-        v = fl ? (x->dtype == TJ_F32 ? LLVMBuildFPExt(b, v, at, "") : v)
-               : (x->dtype == TJ_I32 ? LLVMBuildSExt(b, v, at, "") : v);
-        switch (op) {
-        case IR_OP_PROD:
-            a = fl ? LLVMBuildFMul(b, a, v, "") : LLVMBuildMul(b, a, v, "");
-            break;
-        case IR_OP_MAX:
-        case IR_OP_MIN: {
-            bool mx = op == IR_OP_MAX;
-            LLVMValueRef take =
-                fl ? LLVMBuildOr(b, LLVMBuildFCmp(b, mx ? LLVMRealOGT : LLVMRealOLT, v, a, ""),
-                                 LLVMBuildFCmp(b, LLVMRealUNO, v, v, ""), "")
-                   : LLVMBuildICmp(b, mx ? LLVMIntSGT : LLVMIntSLT, v, a, "");
-            a = LLVMBuildSelect(b, take, v, a, "");
-            break;
-        }
-        default:
-            a = fl ? LLVMBuildFAdd(b, a, v, "") : LLVMBuildAdd(b, a, v, "");
-        }
-        out->e[o] = a;
-    }
-    LLVMTypeRef rt = jit_cpu_reg_ty(e, n->dtype);
-    for (uint32_t k = 0; k < out->n; k++) {
-        LLVMValueRef v = out->e[k];
-        if (fl) {
-            if (op == IR_OP_MEAN)
-                v = LLVMBuildFDiv(b, v, LLVMConstReal(at, (double)cnt), "");
-            out->e[k] = n->dtype == TJ_F32 ? LLVMBuildFPTrunc(b, v, rt, "") : v;
-        } else {
-            if (n->dtype == TJ_I32) /* wrap to the width first, as the reference */
-                v = LLVMBuildSExt(b, LLVMBuildTrunc(b, v, e->i32, ""), at, "");
-            if (op == IR_OP_MEAN)
-                v = LLVMBuildSDiv(b, v, LLVMConstInt(at, (unsigned long long)cnt, 1), "");
-            out->e[k] = n->dtype == TJ_I32 ? LLVMBuildTrunc(b, v, rt, "") : v;
-        }
-    }
-}
-
-/* A view op (reshape family: same order; transpose, broadcast_to, slice: rt_k_view's map). */
-static tj_status emit_view(const ir_node *n, const ir_node *x, const val *xv, val *out) {
-    if (n->op == IR_OP_RESHAPE || n->op == IR_OP_EXPAND_DIMS || n->op == IR_OP_SQUEEZE) {
-        for (uint32_t k = 0; k < out->n; k++)
-            out->e[k] = xv->e[k];
-        return TJ_OK;
-    }
-    int64_t base, s[TJ_MAX_RANK];
-    tj_status st = rt_k_view(n, x->rank, x->dims, n->rank, n->dims, &base, s);
-    for (uint32_t k = 0; k < out->n && !st; k++) {
-        int64_t o = k, idx = base;
-        for (int d = n->rank - 1; d >= 0; d--) {
-            idx += (o % n->dims[d]) * s[d];
-            o /= n->dims[d];
-        }
-        if (idx < 0 || idx >= (int64_t)xv->n)
-            return ir_errorf(TJ_ERR_INVALID, "cpu jit: %s reads element %lld of %u",
-                             ir_ops[n->op].name, (long long)idx, xv->n);
-        out->e[k] = xv->e[idx];
-    }
-    return st;
 }
 
 static tj_status emit_cf(cfe *c, const ir_graph *g, const ir_node *n, val *ops, val *res);
@@ -390,7 +189,7 @@ static tj_status emit_region(cfe *c, const ir_graph *r, const val *params, uint3
             break;
         case IR_OP_CONST:
             for (uint32_t k = 0; k < v[j].n; k++)
-                v[j].e[k] = const_elem(c, r, n, k);
+                v[j].e[k] = jit_cf_const_elem(c, r, n, k);
             break;
         case IR_OP_GET: {
             const val *src = multi[in[0]];
@@ -404,11 +203,11 @@ static tj_status emit_region(cfe *c, const ir_graph *r, const val *params, uint3
         default: {
             const ir_node *x = n->n_in ? ir_node_get(r, in[0]) : NULL;
             if (n->n_in == 1 && is_reduce(n, x)) {
-                emit_reduce(c, n, x, &v[in[0]], &v[j]);
+                jit_cf_reduce(c, n, x, &v[in[0]], &v[j]);
                 break;
             }
             if (n->n_in == 1 && is_view(n->op)) {
-                st = emit_view(n, x, &v[in[0]], &v[j]);
+                st = jit_cf_view(n, x, &v[in[0]], &v[j]);
                 break;
             }
             int t = n->n_in ? ir_node_get(r, in[n->op == IR_OP_WHERE ? 1 : 0])->dtype : -1;
@@ -416,10 +215,10 @@ static tj_status emit_region(cfe *c, const ir_graph *r, const val *params, uint3
                 LLVMValueRef a[3] = {NULL, NULL, NULL};
                 for (uint32_t k = 0; k < n->n_in && k < 3; k++) {
                     const ir_node *ik = ir_node_get(r, in[k]);
-                    a[k] = v[in[k]].e[bcast_index(n->rank, n->dims, ik->rank, ik->dims, o)];
+                    a[k] = v[in[k]].e[jit_cf_bcast_index(n->rank, n->dims, ik->rank, ik->dims, o)];
                 }
                 if (int_division(r, n))
-                    v[j].e[o] = emit_int_division(c, n, a[0], a[1]);
+                    v[j].e[o] = jit_cf_int_division(c, n, a[0], a[1]);
                 else if (!(v[j].e[o] = jit_cpu_emit_op(&c->e, n, t, a)))
                     st = ir_errorf(TJ_ERR_UNSUPPORTED, "cpu jit: %s: no scalar lowering",
                                    ir_ops[n->op].name);
@@ -476,8 +275,9 @@ static tj_status emit_cond(cfe *c, const ir_graph *g, const ir_node *n, val *ops
     LLVMBuilderRef b = c->e.b;
     uint32_t nr = ir_cf_n_results(g, n), na = n->n_in - 1;
     int pdt = ir_node_get(g, ir_inputs(g, n)[0])->dtype;
-    LLVMBasicBlockRef bt = block(c, "then"), be = block(c, "else"), join = block(c, "join");
-    LLVMBuildCondBr(b, truth(c, ops[0].e[0], pdt), bt, be);
+    LLVMBasicBlockRef bt = jit_cf_block(c, "then"), be = jit_cf_block(c, "else"),
+                      join = jit_cf_block(c, "join");
+    LLVMBuildCondBr(b, jit_cf_truth(c, ops[0].e[0], pdt), bt, be);
     val *rv[2] = {calloc(nr + 1, sizeof(val)), calloc(nr + 1, sizeof(val))};
     LLVMBasicBlockRef ends[2];
     tj_status st = rv[0] && rv[1] ? TJ_OK : ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
@@ -510,8 +310,9 @@ static tj_status emit_while(cfe *c, const ir_graph *g, const ir_node *n, val *op
         free(next);
         return ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
     }
-    LLVMBasicBlockRef pre = LLVMGetInsertBlock(b), head = block(c, "while"),
-                      test = block(c, "test"), body = block(c, "body"), exit = block(c, "done");
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(b), head = jit_cf_block(c, "while"),
+                      test = jit_cf_block(c, "test"), body = jit_cf_block(c, "body"),
+                      exit = jit_cf_block(c, "done");
     LLVMBuildBr(b, head);
     LLVMPositionBuilderAtEnd(b, head);
     /* the carried values become phis; the invariants stay as they are (borrowed) */
@@ -537,7 +338,8 @@ static tj_status emit_while(cfe *c, const ir_graph *g, const ir_node *n, val *op
     }
     if (!st) {
         const ir_graph *cr = ir_region(g, n, 0);
-        LLVMBuildCondBr(b, truth(c, go.e[0], ir_node_get(cr, cr->outputs[0])->dtype), body, exit);
+        LLVMBuildCondBr(b, jit_cf_truth(c, go.e[0], ir_node_get(cr, cr->outputs[0])->dtype), body,
+                        exit);
     }
     free(go.e);
     LLVMBasicBlockRef test_end = LLVMGetInsertBlock(b);
@@ -578,11 +380,12 @@ static tj_status emit_for(cfe *c, const ir_graph *g, const ir_node *n, val *ops,
         free(next);
         return ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
     }
-    LLVMBasicBlockRef ok = block(c, "for");
+    LLVMBasicBlockRef ok = jit_cf_block(c, "for");
     LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, delta, zero, ""), c->bail, ok);
     LLVMPositionBuilderAtEnd(b, ok);
     LLVMValueRef up = LLVMBuildICmp(b, LLVMIntSGT, delta, zero, "");
-    LLVMBasicBlockRef head = block(c, "head"), body = block(c, "body"), exit = block(c, "done");
+    LLVMBasicBlockRef head = jit_cf_block(c, "head"), body = jit_cf_block(c, "body"),
+                      exit = jit_cf_block(c, "done");
     LLVMBuildBr(b, head);
     LLVMPositionBuilderAtEnd(b, head);
     LLVMValueRef i = LLVMBuildPhi(b, e->i64, "");
@@ -648,8 +451,8 @@ tj_status jit_cpu_cf_emit(LLVMModuleRef m, const ir_graph *g, uint32_t id, const
     unsigned nounwind = LLVMGetEnumAttributeKindForName("nounwind", 8);
     LLVMAddAttributeAtIndex(c.fn, LLVMAttributeFunctionIndex,
                             LLVMCreateEnumAttribute(e->c, nounwind, 0));
-    LLVMBasicBlockRef entry = block(&c, "entry");
-    c.bail = block(&c, "bail");
+    LLVMBasicBlockRef entry = jit_cf_block(&c, "entry");
+    c.bail = jit_cf_block(&c, "bail");
     LLVMPositionBuilderAtEnd(b, c.bail);
     LLVMBuildRet(b, LLVMConstInt(e->i32, 1, 0));
     LLVMPositionBuilderAtEnd(b, entry);
