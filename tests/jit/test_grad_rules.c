@@ -384,6 +384,13 @@ static void table(void) {
 }
 
 static tj_variable *unused_var;
+static tj_tensor *pair_out(tj_tensor *x, tj_tensor *i) { /* a tuple: not a scalar loss */
+    tj_tensor *r[2] = {tj_sum(x, 0, NULL, 0), tj_cast(i, TJ_F64)};
+    return tj_tuple(2, r);
+}
+static tj_tensor *int_arg(tj_tensor *x, tj_tensor *i) {
+    return tj_sum(tj_mul(x, tj_cast(i, TJ_F64)), 0, NULL, 0);
+}
 static tj_tensor *uses_var(tj_tensor *x) {
     return tj_sum(tj_mul(x, tj_variable_read(unused_var)), 0, NULL, 0);
 }
@@ -446,6 +453,40 @@ static void errors(void) {
     CHECK(tj_grad(f, 1, &a5, NULL) == NULL);
     CHECK_HAS(tj_last_error(), "argnum 5 out of range");
     CHECK(tj_grad(NULL, 1, &a0, NULL) == NULL);
+    int twice[2] = {0, 0};
+    CHECK(tj_value_and_grad(f, 2, twice, NULL) == NULL);
+    CHECK_HAS(tj_last_error(), "2 argnums for 'uses_var' of 1 arguments"); /* too many */
+    CHECK(tj_function_new_body("nobody", NULL, 1, NULL, NULL) == NULL);
+    CHECK_HAS(tj_last_error(), "body is NULL");
+    /* the transform's run-time errors: a tuple result, an integer argument, an argnum twice */
+    tj_function *pf = tj_function_new("pair_out", (void *)pair_out, 2, NULL);
+    tj_function *nf = tj_function_new("int_arg", (void *)int_arg, 2, NULL);
+    CHECK(tj_grad(nf, 2, twice, NULL) == NULL);
+    CHECK_HAS(tj_last_error(), "argnum 0 given twice");
+    int a01[2] = {0, 1};
+    tj_function *pg = tj_grad(pf, 1, &a0, NULL), *ng = tj_grad(nf, 2, a01, NULL);
+    tj_tensor *iv = tj_scalar_i32(3);
+    iv = tj_cast(iv, TJ_I32);
+    tj_tensor *args2[2] = {x, iv};
+    for (int eager = 0; eager < 2; eager++) {
+        tj_tensor *r1 = eager ? tj_call_eager(pg, 2, args2) : tj_call(pg, 2, args2);
+        CHECK_EQ_INT(tj_status_of(r1), TJ_ERR_INVALID);
+        CHECK_HAS(tj_error_message(r1), "'pair_out' returned a tuple");
+        tj_tensor *r2 = eager ? tj_call_eager(ng, 2, args2) : tj_call(ng, 2, args2);
+        CHECK_EQ_INT(tj_status_of(r2), TJ_ERR_DTYPE);
+        CHECK_HAS(tj_error_message(r2), "argument 1 of 'int_arg' is int32");
+        tj_release(r1);
+        tj_release(r2);
+    }
+    tj_function_free(pg);
+    tj_function_free(ng);
+    tj_function_free(pf);
+    tj_function_free(nf);
+    /* constructors' bad arguments */
+    CHECK_EQ_INT(tj_status_of(tj_glorot_uniform(TJ_F32, 0, NULL, 1)), TJ_ERR_SHAPE);
+    CHECK_EQ_INT(tj_status_of(tj_one_hot(tj_scalar_i64(1), -2, 1, 0, TJ_F32)), TJ_ERR_INVALID);
+    CHECK_EQ_INT(tj_status_of(tj_one_hot(x, 3, 1, 0, TJ_F32)), TJ_ERR_DTYPE);
+    CHECK_EQ_INT(tj_status_of(tj_one_hot(tj_scalar_i64(1), 3, 1, 0, (tj_dtype)99)), TJ_ERR_DTYPE);
     tj_function_free(f);
     tj_variable_free(unused_var);
     tj_variable_free(v2);
