@@ -276,12 +276,10 @@ static float c_step(cstep *s, const rt_blas *bl, const float *x, const int32_t *
 static void bench_mlp(void) {
     int64_t xd[2] = {MB, MI}, d1[2] = {MI, MH}, d2[1] = {MH}, d3[2] = {MH, MO}, d4[1] = {MO};
     const int64_t *dims[4] = {d1, d2, d3, d4};
-    int ranks[4] = {2, 1, 2, 1};
     for (int k = 0; k < 4; k++) {
         tj_tensor *init =
             k % 2 ? tj_zeros(TJ_F32, 1, dims[k]) : tj_glorot_uniform(TJ_F32, 2, dims[k], 10 + k);
         mv[k] = tj_variable_new(init, "mlp");
-        (void)ranks;
         tj_release(init);
     }
     msgd = tj_sgd_new(0.1, 0, 0);

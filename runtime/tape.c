@@ -139,8 +139,10 @@ static void add_entry(tj_tape *tp, const ir_node *n, const uint64_t *keys, tj_te
     if (tp->n_e == tp->cap_e) {
         size_t c = tp->cap_e ? tp->cap_e * 2 : 64;
         entry *e = realloc(tp->e, c * sizeof *e);
-        if (!e)
-            return; /* out of memory: the gradient will be missing this op (known stays unset) */
+        if (!e) {
+            tp->lost = 1; /* out of memory: a gradient from this tape would miss the op */
+            return;
+        }
         tp->e = e;
         tp->cap_e = c;
     }
@@ -155,6 +157,7 @@ static void add_entry(tj_tape *tp, const ir_node *n, const uint64_t *keys, tj_te
     if (!e->in_keys || !e->in || !slot) {
         free(e->in_keys);
         free(e->in);
+        tp->lost = 1;
         return;
     }
     for (uint32_t k = 0; k < n_in; k++) {
@@ -175,8 +178,10 @@ void rt_tape_on_op(const ir_node *n, tj_tensor *const *orig, tj_tensor *const *v
         if (!records_here(tp))
             continue;
         uint64_t stack_keys[8], *keys = n_in <= 8 ? stack_keys : malloc(n_in * sizeof *keys);
-        if (!keys)
+        if (!keys) {
+            tp->lost = 1;
             continue;
+        }
         int hit = 0;
         for (uint32_t k = 0; k < n_in; k++) {
             keys[k] = ids ? rt_tape_node_key(tp->serial, ids[k]) : rt_tape_key(tp, orig[k]);
@@ -224,13 +229,17 @@ void rt_tape_on_var_read(tj_variable *v, tj_tensor *res) {
         if (tp->n_reads == tp->cap_reads) {
             size_t c = tp->cap_reads ? tp->cap_reads * 2 : 8;
             var_read *r = realloc(tp->reads, c * sizeof *r);
-            if (!r)
+            if (!r) {
+                tp->lost = 1;
                 continue;
+            }
             tp->reads = r;
             tp->cap_reads = c;
         }
-        if (!rt_kmap_put(&tp->known, k) || !hold(tp, res))
+        if (!rt_kmap_put(&tp->known, k) || !hold(tp, res)) {
+            tp->lost = 1;
             continue;
+        }
         tp->reads[tp->n_reads++] = (var_read){rt_variable_retain(v), k};
     }
 }
@@ -248,6 +257,8 @@ void rt_tape_on_cf(rt_trace *tr, const ir_node *node, const uint32_t *in, uint32
         /* one entry per float result, all with the node's operands (symbolic tensors) */
         tj_tensor **vals = calloc((size_t)n_in + 1, sizeof *vals);
         uint64_t *keys = calloc((size_t)n_in + 1, sizeof *keys);
+        if (!vals || !keys)
+            tp->lost = 1;
         for (uint32_t k = 0; vals && keys && k < n_in; k++) {
             vals[k] = rt_symbolic(tr, in[k]);
             keys[k] = rt_tape_node_key(tp->serial, in[k]);

@@ -36,6 +36,8 @@ struct tj_tape {
     uint32_t magic;
     unsigned flags;
     int recording, busy;
+    int lost;        /* an op could not be recorded (out of memory): gradients would be wrong, so
+                        tj_tape_gradient fails instead */
     uint64_t serial; /* the trace it records (0: eager) */
     entry *e;
     size_t n_e, cap_e;

@@ -113,6 +113,8 @@ static tj_status gradient(tj_tape *tp, const char *what, uint32_t n_t, tj_tensor
                           tj_tensor *const *seeds, int n, const source_keys *sk,
                           tj_tensor **grads) {
     tj_status st = TJ_OK;
+    if (tp->lost)
+        return ir_errorf(TJ_ERR_OOM, "%s: the tape ran out of memory while recording", what);
     kmap grads_of = {0};
     tp->busy = 1; /* its own backward pass is not recorded; other tapes record it */
     tj_scope_begin();
