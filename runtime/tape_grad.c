@@ -172,13 +172,25 @@ static tj_status check_call(tj_tape *tp, const char *what, tj_tensor *target, in
     return TJ_OK;
 }
 
-static int sk_alloc(source_keys *sk, int n, size_t n_keys) {
+static void sk_free(source_keys *sk) {
+    free(sk->keys);
+    free(sk->off);
+    free(sk->dtype);
+    free(sk->rank);
+    free(sk->dims);
+}
+
+/* Room for n sources and n_keys keys; on failure nothing is kept and the error is set. */
+static tj_status sk_alloc(source_keys *sk, int n, size_t n_keys, const char *what) {
     sk->keys = malloc((n_keys + 1) * sizeof *sk->keys);
     sk->off = malloc(((size_t)n + 1) * sizeof *sk->off);
     sk->dtype = malloc((size_t)n + 1);
     sk->rank = malloc((size_t)n + 1);
     sk->dims = malloc(((size_t)n + 1) * sizeof *sk->dims);
-    return sk->keys && sk->off && sk->dtype && sk->rank && sk->dims;
+    if (sk->keys && sk->off && sk->dtype && sk->rank && sk->dims)
+        return TJ_OK;
+    sk_free(sk);
+    return ir_errorf(TJ_ERR_OOM, "%s: out of memory", what);
 }
 
 /* Source k of a gradient call: its key (or one no value has, when t is not the tape's), dtype
@@ -193,14 +205,6 @@ static void sk_source(source_keys *sk, const tj_tape *tape, uint32_t k, tj_tenso
     sk->dims[k] = t->dims;
 }
 
-static void sk_free(source_keys *sk) {
-    free(sk->keys);
-    free(sk->off);
-    free(sk->dtype);
-    free(sk->rank);
-    free(sk->dims);
-}
-
 tj_status tj_tape_gradient(tj_tape *tape, tj_tensor *target, tj_tensor *seed, int n,
                            tj_tensor *const *sources, tj_tensor **grads) {
     const char *what = "tape_gradient";
@@ -208,10 +212,8 @@ tj_status tj_tape_gradient(tj_tape *tape, tj_tensor *target, tj_tensor *seed, in
     if (st)
         return st;
     source_keys sk;
-    if (!sk_alloc(&sk, n, (size_t)n)) {
-        sk_free(&sk);
-        return ir_errorf(TJ_ERR_OOM, "%s: out of memory", what);
-    }
+    if ((st = sk_alloc(&sk, n, (size_t)n, what)))
+        return st;
     for (int k = 0; k < n && !st; k++) {
         tj_tensor *s = sources[k];
         if (!s)
@@ -241,10 +243,8 @@ tj_status tj_tape_gradient_vars(tj_tape *tape, tj_tensor *target, tj_tensor *see
         if ((st = rt_variable_check(vars[k], what)))
             return st;
     source_keys sk;
-    if (!sk_alloc(&sk, n, (size_t)n * tape->n_reads)) {
-        sk_free(&sk);
-        return ir_errorf(TJ_ERR_OOM, "%s: out of memory", what);
-    }
+    if ((st = sk_alloc(&sk, n, (size_t)n * tape->n_reads, what)))
+        return st;
     uint32_t m = 0;
     for (int k = 0; k < n; k++) {
         sk.off[k] = m;
@@ -269,10 +269,8 @@ tj_status rt_tape_vjp(tj_tape *tape, uint32_t n_t, tj_tensor *const *targets,
     if (st)
         return st;
     source_keys sk;
-    if (!sk_alloc(&sk, (int)n, n)) {
-        sk_free(&sk);
-        return ir_errorf(TJ_ERR_OOM, "%s: out of memory", what);
-    }
+    if ((st = sk_alloc(&sk, (int)n, n, what)))
+        return st;
     for (uint32_t k = 0; k < n; k++)
         sk_source(&sk, tape, k, sources[k]);
     sk.off[n] = n;
