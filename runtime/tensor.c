@@ -98,8 +98,15 @@ tj_tensor *rt_tensor_alloc(int dtype, int rank, const int64_t *dims) {
     return tensor_alloc(dtype, rank, dims, 1);
 }
 
+/* Debug builds (the sanitizer tests) fill the buffer with 0xff bytes (NaN, -1) so that an
+ * element a kernel forgets to write shows up in the results instead of hiding as a zero. */
 tj_tensor *rt_tensor_alloc_uninit(int dtype, int rank, const int64_t *dims) {
-    return tensor_alloc(dtype, rank, dims, 0);
+    tj_tensor *t = tensor_alloc(dtype, rank, dims, 0);
+#ifndef NDEBUG
+    if (t && dtype != TJ_STRING && t->numel)
+        memset(t->data, 0xff, (size_t)t->numel * ir_dtype_size(dtype));
+#endif
+    return t;
 }
 
 char *rt_strdup_len(const char *s, size_t n) {

@@ -306,9 +306,14 @@ tj_status rt_k_conv2d(const ir_node *n, tj_tensor *const *in, tj_tensor *out) {
     }
     if (out->numel == 0)
         return TJ_OK;
-    memset(out->data, 0, (size_t)out->numel * ir_dtype_size(out->dtype));
+    /* col2im and the direct loops accumulate; the products write every element (beta 0) */
+    size_t bytes = (size_t)out->numel * ir_dtype_size(out->dtype);
+    if (which == 1)
+        memset(out->data, 0, bytes);
     if (!conv_blas(&g, which, out->dtype, a->data, b->data, out->data))
         return TJ_OK;
+    if (which != 1)
+        memset(out->data, 0, bytes);
     int f = out->dtype == TJ_F32;
     switch (which) {
     case 0:
@@ -356,8 +361,8 @@ enum { POOL_CH = 256 }; /* channels per pass of the max gradient's argmax */
                     for (int64_t ix = x0; ix < x1; ix++) {                                         \
                         const T *xi = x + XI(p, b, iy, ix);                                        \
                         for (int64_t c = 0; c < p->c; c++) {                                       \
-                            T v = xi[c], m = yo[c];                                                \
-                            yo[c] = (v > m || (v != v && m == m)) ? v : m;                         \
+                            T v = xi[c], m = yo[c]; /* branch-free: it vectorizes */               \
+                            yo[c] = ((v > m) | ((v != v) & (m == m))) ? v : m;                     \
                         }                                                                          \
                     }                                                                              \
             }                                                                                      \
@@ -380,13 +385,51 @@ enum { POOL_CH = 256 }; /* channels per pass of the max gradient's argmax */
                             int64_t base = XI(p, b, iy, ix) + c0;                                  \
                             for (int64_t c = 0; c < nc; c++) {                                     \
                                 T v = x[base + c];                                                 \
-                                int take = v > best[c] || (v != v && best[c] == best[c]);          \
+                                int take = (v > best[c]) | ((v != v) & (best[c] == best[c]));      \
                                 best[c] = take ? v : best[c];                                      \
                                 at[c] = take ? base + c : at[c];                                   \
                             }                                                                      \
                         }                                                                          \
                     for (int64_t c = 0; c < nc; c++)                                               \
                         dx[at[c]] += g[c0 + c];                                                    \
+                }                                                                                  \
+            }                                                                                      \
+    }                                                                                              \
+    /* Windows that never overlap: every input element of a window gets the window's gradient or   \
+     * zero, written once (the argmax kept as the window position k, compared in int32 lanes). */  \
+    static void max_pool_grad_tiles_##T(const geom *p, const T *x, const T *dy, T *dx,             \
+                                        int64_t b) {                                               \
+        T best[POOL_CH];                                                                           \
+        int32_t at[POOL_CH];                                                                       \
+        for (int64_t oy = 0; oy < p->oh; oy++)                                                     \
+            for (int64_t ox = 0; ox < p->ow; ox++) {                                               \
+                WINDOW(p, oy, ox);                                                                 \
+                const T *g = dy + ((b * p->oh + oy) * p->ow + ox) * p->c;                          \
+                for (int64_t c0 = 0; c0 < p->c; c0 += POOL_CH) {                                   \
+                    int64_t nc = p->c - c0 < POOL_CH ? p->c - c0 : POOL_CH;                        \
+                    const T *x0p = x + XI(p, b, y0, x0) + c0;                                      \
+                    for (int64_t c = 0; c < nc; c++)                                               \
+                        best[c] = x0p[c], at[c] = 0;                                               \
+                    int32_t k = 0;                                                                 \
+                    for (int64_t iy = y0; iy < y1; iy++)                                           \
+                        for (int64_t ix = x0; ix < x1; ix++, k++) {                                \
+                            const T *xi = x + XI(p, b, iy, ix) + c0;                               \
+                            for (int64_t c = 0; c < nc; c++) { /* branch-free: it vectorizes */    \
+                                T v = xi[c], m = best[c];                                          \
+                                int32_t take = -(int32_t)((v > m) | ((v != v) & (m == m)));        \
+                                best[c] = take ? v : m;                                            \
+                                at[c] = (at[c] & ~take) | (k & take);                              \
+                            }                                                                      \
+                        }                                                                          \
+                    k = 0;                                                                         \
+                    for (int64_t iy = y0; iy < y1; iy++)                                           \
+                        for (int64_t ix = x0; ix < x1; ix++, k++) {                                \
+                            T *d = dx + XI(p, b, iy, ix) + c0;                                     \
+                            for (int64_t c = 0; c < nc; c++) {                                     \
+                                T gv = g[c0 + c]; /* loaded unconditionally: a blend, no branch */ \
+                                d[c] = at[c] == k ? gv : (T)0;                                     \
+                            }                                                                      \
+                        }                                                                          \
                 }                                                                                  \
             }                                                                                      \
     }                                                                                              \
@@ -429,11 +472,16 @@ typedef struct pool_task {
     const void *a, *b; /* the inputs */
     void *out;
     int f32;
+    int64_t zero; /* elements of out per sample to zero first (0: the kernel writes them all) */
+    int tiles;    /* max gradient: the windows never overlap */
 } pool_task;
 
 static void pool_sample(void *ctx, int64_t b) {
     const pool_task *t = ctx;
     const geom *p = t->p;
+    if (t->zero)
+        memset((char *)t->out + (size_t)(b * t->zero) * (t->f32 ? 4 : 8), 0,
+               (size_t)t->zero * (t->f32 ? 4 : 8));
     switch (t->n->op) {
     case IR_OP_MAX_POOL2D:
         t->f32 ? max_pool_float(p, t->a, t->out, b) : max_pool_double(p, t->a, t->out, b);
@@ -442,8 +490,12 @@ static void pool_sample(void *ctx, int64_t b) {
         t->f32 ? avg_pool_float(p, t->a, t->out, b) : avg_pool_double(p, t->a, t->out, b);
         break;
     case IR_OP_MAX_POOL2D_GRAD:
-        t->f32 ? max_pool_grad_float(p, t->a, t->b, t->out, b)
-               : max_pool_grad_double(p, t->a, t->b, t->out, b);
+        if (t->tiles)
+            t->f32 ? max_pool_grad_tiles_float(p, t->a, t->b, t->out, b)
+                   : max_pool_grad_tiles_double(p, t->a, t->b, t->out, b);
+        else
+            t->f32 ? max_pool_grad_float(p, t->a, t->b, t->out, b)
+                   : max_pool_grad_double(p, t->a, t->b, t->out, b);
         break;
     default:
         t->f32 ? avg_pool_grad_float(p, t->a, t->out, b) : avg_pool_grad_double(p, t->a, t->out, b);
@@ -465,10 +517,20 @@ tj_status rt_k_pool2d(const ir_node *n, tj_tensor *const *in, tj_tensor *out) {
               yd[2], n->a.i[0], n->a.i[1], 1,     1,         n->a.list[0], n->a.list[2]};
     if (out->numel == 0)
         return TJ_OK;
-    memset(out->data, 0, (size_t)out->numel * ir_dtype_size(dt));
-    pool_task t = {n,           &p,
-                   in[0]->data, n->op == IR_OP_MAX_POOL2D_GRAD ? in[1]->data : NULL,
-                   out->data,   dt == TJ_F32};
+    /* max pooling writes every output; with windows that never overlap and together cover the
+     * input, so does its gradient; the rest accumulate into zeros */
+    int tiles = p.sh >= p.kh && p.sw >= p.kw;
+    int covers = tiles && p.sh == p.kh && p.sw == p.kw && p.oh * p.kh - p.pt >= p.h &&
+                 p.ow * p.kw - p.pl >= p.w;
+    int whole = n->op == IR_OP_MAX_POOL2D || (n->op == IR_OP_MAX_POOL2D_GRAD && covers);
+    pool_task t = {n,
+                   &p,
+                   in[0]->data,
+                   n->op == IR_OP_MAX_POOL2D_GRAD ? in[1]->data : NULL,
+                   out->data,
+                   dt == TJ_F32,
+                   whole ? 0 : out->numel / p.n,
+                   tiles};
     if (p.n > 1 && out->numel >= 4096)
         rt_parallel_for(p.n, pool_sample, &t);
     else
