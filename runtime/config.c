@@ -58,6 +58,8 @@ static void cfg_init(void) {
     cfg.backend = getenv("TJ_BACKEND");
     const char *x = getenv("TJ_EXACT_MATH");
     cfg.exact_math = x && *x && strcmp(x, "0") != 0;
+    const char *dc = getenv("TJ_DIRECT_CONV");
+    cfg.no_direct_conv = dc && strcmp(dc, "0") == 0;
     const char *c = getenv("TJ_CACHE");
     cfg.cache_enabled = !(c && strcmp(c, "0") == 0);
     cfg.cache_max_bytes = parse_bytes(getenv("TJ_CACHE_MAX_BYTES"), (size_t)1 << 30);

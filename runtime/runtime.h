@@ -339,6 +339,7 @@ typedef struct rt_config {
     int num_threads;
     const char *backend; /* TJ_BACKEND: "cpu" (default) or "interp" */
     int exact_math;      /* TJ_EXACT_MATH=1: compiled transcendentals call libm (bit-exact) */
+    int no_direct_conv;  /* TJ_DIRECT_CONV=0: f32 convolutions always use im2col + OpenBLAS */
 } rt_config;
 enum {
     RT_LOG_RETRACE = 1,

@@ -10,16 +10,11 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "runtime/kernels/conv.h"
 #include "runtime/kernels/kernels.h"
 #include "runtime/rt_pool.h"
 
-typedef struct geom {
-    int64_t n, h, w, c;     /* input */
-    int64_t kh, kw, o;      /* filter */
-    int64_t oh, ow;         /* output */
-    int64_t sh, sw, dh, dw; /* strides, dilations */
-    int64_t pt, pl;         /* pads top and left (bottom/right only bound the output) */
-} geom;
+typedef rt_conv_geom geom;
 
 static geom geom_of(const ir_node *n, const int64_t *x, const int64_t *w, const int64_t *y) {
     geom g = {x[0], x[1],      x[2],      x[3],      w[0],      w[1],         w[3],        y[1],
@@ -306,6 +301,14 @@ tj_status rt_k_conv2d(const ir_node *n, tj_tensor *const *in, tj_tensor *out) {
     }
     if (out->numel == 0)
         return TJ_OK;
+    /* f32 without exact math: the direct kernels when they take it (conv_direct.c) */
+    if (out->dtype == TJ_F32 && !rt_config_get()->exact_math && !rt_config_get()->no_direct_conv) {
+        int r = which == 0   ? rt_conv_direct_fwd(&g, a->data, b->data, out->data)
+                : which == 1 ? rt_conv_direct_input_grad(&g, a->data, b->data, out->data)
+                             : rt_conv_direct_filter_grad(&g, a->data, b->data, out->data);
+        if (!r)
+            return TJ_OK;
+    }
     /* col2im and the direct loops accumulate; the products write every element (beta 0) */
     size_t bytes = (size_t)out->numel * ir_dtype_size(out->dtype);
     if (which == 1)

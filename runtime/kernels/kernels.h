@@ -2,7 +2,8 @@
  * (dispatch.c) switches to, and the helpers they share: row-major strides, broadcast strides,
  * a multi-index iterator over up to three operands, element copies that deep-copy strings,
  * saturating float-to-int conversion and error helpers. Nothing here is used outside the folder.
- * Invariant of every kernel: `out` arrives allocated and zeroed with the node's dtype/dims. */
+ * Invariant of every kernel: `out` arrives allocated with the node's dtype/dims, zeroed unless
+ * rt_ref_kernel_fills(op) says the kernel writes every element itself. */
 #ifndef TJ_RT_KERNELS_H
 #define TJ_RT_KERNELS_H
 
