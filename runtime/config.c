@@ -60,6 +60,8 @@ static void cfg_init(void) {
     cfg.exact_math = x && *x && strcmp(x, "0") != 0;
     const char *dc = getenv("TJ_DIRECT_CONV");
     cfg.no_direct_conv = dc && strcmp(dc, "0") == 0;
+    const char *ct = getenv("TJ_COMPILE_THREADS");
+    cfg.compile_threads = ct && strtol(ct, NULL, 10) == 1 ? 1 : 2;
     const char *c = getenv("TJ_CACHE");
     cfg.cache_enabled = !(c && strcmp(c, "0") == 0);
     cfg.cache_max_bytes = parse_bytes(getenv("TJ_CACHE_MAX_BYTES"), (size_t)1 << 30);

@@ -340,6 +340,7 @@ typedef struct rt_config {
     const char *backend; /* TJ_BACKEND: "cpu" (default) or "interp" */
     int exact_math;      /* TJ_EXACT_MATH=1: compiled transcendentals call libm (bit-exact) */
     int no_direct_conv;  /* TJ_DIRECT_CONV=0: f32 convolutions always use im2col + OpenBLAS */
+    int compile_threads; /* TJ_COMPILE_THREADS: 1 compiles each module on one thread (default 2) */
 } rt_config;
 enum {
     RT_LOG_RETRACE = 1,

@@ -41,6 +41,7 @@ const char *jit_cpu_target_id(void);
 typedef struct jit_cpu_stats {
     double build_ms, opt_ms, emit_ms, link_ms; /* IR build, O3 passes, object emit, ORC add */
     size_t obj_bytes;
+    int halves; /* 2: compiled as two halves on two threads (O3 and emit are the longer half's) */
     uint32_t n_kernels;
     int from_cache; /* 0: compiled; 1: shared with a loaded program; 2: loaded from disk */
 } jit_cpu_stats;

@@ -3,7 +3,11 @@
  * vectorizer sees no vector registers and nothing vectorizes), `default<O3>` through
  * LLVMRunPasses, object emission into memory and linking of that object into the JIT under its
  * own resource tracker. The object bytes are kept: they are what the disk cache will store.
- * LLVM C API only. Compiles are serialised (one TargetMachine); linking and lookups are not. */
+ * A large module is compiled in two halves at once: its bitcode is read into a second context,
+ * each copy keeps the entry points of its half (the other half's are deleted, or made internal
+ * where something calls them), and each half runs O3 and emission on its own TargetMachine and
+ * thread; the two objects are linked under one tracker and kept as one blob
+ * ("TJO2" | u32 n | n x u64 size | the objects). LLVM C API only. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -42,6 +46,8 @@ void jit_cpu_code_free(jit_cpu_code *c) {}
 #else
 
 #include <llvm-c/Analysis.h>
+#include <llvm-c/BitReader.h>
+#include <llvm-c/BitWriter.h>
 #include <llvm-c/Error.h>
 #include <llvm-c/LLJIT.h>
 #include <llvm-c/Orc.h>
@@ -59,12 +65,21 @@ static struct {
     tj_status status;
     char msg[512];
     LLVMOrcLLJITRef jit;
-    LLVMTargetMachineRef tm;
+    LLVMTargetMachineRef tm[2]; /* one per half of a split compile, each under its mutex */
     char *triple, *cpu, *features, *layout;
     char target_id[1024];
-    pthread_mutex_t compile_mu;
-} L = {PTHREAD_ONCE_INIT,        TJ_OK, "", NULL, NULL, NULL, NULL, NULL, NULL, "",
-       PTHREAD_MUTEX_INITIALIZER};
+    pthread_mutex_t compile_mu[2];
+} L = {PTHREAD_ONCE_INIT,
+       TJ_OK,
+       "",
+       NULL,
+       {NULL, NULL},
+       NULL,
+       NULL,
+       NULL,
+       NULL,
+       "",
+       {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER}};
 
 static double now_ms(void) {
     struct timespec ts;
@@ -78,6 +93,29 @@ static tj_status llvm_error(LLVMErrorRef err, tj_status code, const char *what) 
     ir_errorf(code, "cpu jit: %s: %s", what, m ? m : "?");
     LLVMDisposeErrorMessage(m);
     return code;
+}
+
+/* Runs O3 and emission once on an empty module, here, on one thread: LLVM builds its lazily
+ * created statics (timer groups, pass registries) now rather than inside the first split
+ * compile, where two threads would construct them at once (thread-safe in LLVM, but invisible to
+ * ThreadSanitizer, whose reports would hide real races). About a millisecond. */
+static void warm_up(void) {
+    LLVMContextRef ctx = LLVMContextCreate();
+    LLVMModuleRef m = LLVMModuleCreateWithNameInContext("tracejit-warm-up", ctx);
+    LLVMSetTarget(m, L.triple);
+    LLVMSetDataLayout(m, L.layout);
+    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+    LLVMErrorRef e = LLVMRunPasses(m, "default<O3>", L.tm[0], po);
+    if (e)
+        LLVMConsumeError(e);
+    LLVMDisposePassBuilderOptions(po);
+    char *msg = NULL;
+    LLVMMemoryBufferRef buf = NULL;
+    if (!LLVMTargetMachineEmitToMemoryBuffer(L.tm[0], m, LLVMObjectFile, &msg, &buf))
+        LLVMDisposeMemoryBuffer(buf);
+    LLVMDisposeMessage(msg);
+    LLVMDisposeModule(m);
+    LLVMContextDispose(ctx);
 }
 
 static void init_once(void) {
@@ -96,13 +134,16 @@ static void init_once(void) {
         LLVMDisposeMessage(err);
         return;
     }
-    L.tm = LLVMCreateTargetMachine(target, L.triple, L.cpu, L.features, LLVMCodeGenLevelAggressive,
-                                   LLVMRelocPIC, LLVMCodeModelSmall);
-    if (!L.tm) {
-        snprintf(L.msg, sizeof L.msg, "no target machine for %s/%s", L.triple, L.cpu);
-        return;
+    for (int i = 0; i < 2; i++) {
+        L.tm[i] =
+            LLVMCreateTargetMachine(target, L.triple, L.cpu, L.features, LLVMCodeGenLevelAggressive,
+                                    LLVMRelocPIC, LLVMCodeModelSmall);
+        if (!L.tm[i]) {
+            snprintf(L.msg, sizeof L.msg, "no target machine for %s/%s", L.triple, L.cpu);
+            return;
+        }
     }
-    LLVMTargetDataRef td = LLVMCreateTargetDataLayout(L.tm);
+    LLVMTargetDataRef td = LLVMCreateTargetDataLayout(L.tm[0]);
     L.layout = LLVMCopyStringRepOfTargetData(td);
     LLVMDisposeTargetData(td);
 
@@ -129,6 +170,7 @@ static void init_once(void) {
     LLVMGetVersion(&maj, &min, &patch);
     snprintf(L.target_id, sizeof L.target_id, "%s/%s/%s/llvm%u.%u.%u", L.triple, L.cpu, L.features,
              maj, min, patch);
+    warm_up();
     L.status = TJ_OK;
 }
 
@@ -156,7 +198,31 @@ void jit_cpu_stats_set(const jit_cpu_stats *s) {
     t_stats = *s;
 }
 
-/* Links an object (copied into an LLVM buffer) under a new resource tracker; looks up syms. */
+/* The objects inside a kept blob: one ELF object, or the container of a split compile. Returns
+ * the count (at most 2) or 0 when the container is malformed (sizes past the end). */
+static int blob_objects(const unsigned char *p, size_t size, const unsigned char **obj,
+                        size_t *len) {
+    if (size < 4 || memcmp(p, "TJO2", 4) != 0) {
+        obj[0] = p, len[0] = size;
+        return 1;
+    }
+    uint32_t n;
+    if (size < 8 || (memcpy(&n, p + 4, 4), n < 1 || n > 2) || size < 8 + 8 * (size_t)n)
+        return 0;
+    size_t off = 8 + 8 * (size_t)n;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t l;
+        memcpy(&l, p + 8 + 8 * i, 8);
+        if (l > size - off)
+            return 0;
+        obj[i] = p + off, len[i] = (size_t)l;
+        off += (size_t)l;
+    }
+    return off == size ? (int)n : 0;
+}
+
+/* Links the blob's objects (each copied into an LLVM buffer) under a new resource tracker; looks
+ * up syms. Takes ownership of blob. */
 static jit_cpu_code *link_object(void *obj, size_t size, const char *const *syms, uint32_t n_syms,
                                  void **addrs) {
     jit_cpu_code *c = calloc(1, sizeof *c);
@@ -167,18 +233,28 @@ static jit_cpu_code *link_object(void *obj, size_t size, const char *const *syms
     }
     c->obj = obj;
     c->obj_size = size;
-    c->rt = LLVMOrcJITDylibCreateResourceTracker(LLVMOrcLLJITGetMainJITDylib(L.jit));
-    LLVMMemoryBufferRef buf =
-        LLVMCreateMemoryBufferWithMemoryRangeCopy(obj, size, "tracejit-kernel");
-    LLVMErrorRef e = LLVMOrcLLJITAddObjectFileWithRT(L.jit, c->rt, buf);
-    if (e) {
-        llvm_error(e, TJ_ERR_RUNTIME, "linking the object");
+    const unsigned char *part[2];
+    size_t len[2];
+    int n = blob_objects(obj, size, part, len);
+    if (!n) {
+        ir_errorf(TJ_ERR_RUNTIME, "cpu jit: a malformed object container (%zu bytes)", size);
         jit_cpu_code_free(c);
         return NULL;
     }
+    c->rt = LLVMOrcJITDylibCreateResourceTracker(LLVMOrcLLJITGetMainJITDylib(L.jit));
+    for (int i = 0; i < n; i++) {
+        LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(
+            (const char *)part[i], len[i], "tracejit-kernel");
+        LLVMErrorRef e = LLVMOrcLLJITAddObjectFileWithRT(L.jit, c->rt, buf);
+        if (e) {
+            llvm_error(e, TJ_ERR_RUNTIME, "linking the object");
+            jit_cpu_code_free(c);
+            return NULL;
+        }
+    }
     for (uint32_t i = 0; i < n_syms; i++) {
         LLVMOrcExecutorAddress addr = 0;
-        e = LLVMOrcLLJITLookup(L.jit, &addr, syms[i]);
+        LLVMErrorRef e = LLVMOrcLLJITLookup(L.jit, &addr, syms[i]);
         if (e) {
             llvm_error(e, TJ_ERR_RUNTIME, "symbol lookup");
             jit_cpu_code_free(c);
@@ -202,6 +278,126 @@ jit_cpu_code *jit_cpu_code_load(const void *obj, size_t size, const char *const 
     return link_object(copy, size, syms, n_syms, addrs);
 }
 
+/* ---- compiling: one module, or two halves at once -------------------------------------------- */
+typedef struct half {
+    LLVMModuleRef m;
+    LLVMContextRef ctx;
+    int tm; /* which TargetMachine */
+    const char *dump, *name;
+    char part; /* "" or ".a"/".b" in dump names */
+    LLVMMemoryBufferRef obj;
+    double opt_ms, emit_ms;
+    tj_status code;
+    char err[512];
+} half;
+
+/* O3 and emission of one module; on failure code and err say why (no thread-local error here:
+ * the second half runs on its own thread). */
+static void *compile_half(void *arg) {
+    half *h = arg;
+    char *msg = NULL;
+    pthread_mutex_lock(&L.compile_mu[h->tm]);
+    double t0 = now_ms();
+    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+    LLVMPassBuilderOptionsSetLoopVectorization(po, 1);
+    LLVMPassBuilderOptionsSetSLPVectorization(po, 1);
+    LLVMPassBuilderOptionsSetLoopInterleaving(po, 1);
+    LLVMPassBuilderOptionsSetLoopUnrolling(po, 1);
+    LLVMErrorRef e = LLVMRunPasses(h->m, "default<O3>", L.tm[h->tm], po);
+    LLVMDisposePassBuilderOptions(po);
+    double t1 = now_ms();
+    if (e) {
+        char *m = LLVMGetErrorMessage(e);
+        snprintf(h->err, sizeof h->err, "cpu jit: optimising: %s", m ? m : "?");
+        LLVMDisposeErrorMessage(m);
+        h->code = TJ_ERR_RUNTIME;
+    } else {
+        if (h->dump) {
+            char path[1024];
+            snprintf(path, sizeof path, "%s/%s%s.opt.ll", h->dump, h->name,
+                     h->part ? (h->part == 'a' ? ".a" : ".b") : "");
+            LLVMPrintModuleToFile(h->m, path, NULL);
+        }
+        if (LLVMTargetMachineEmitToMemoryBuffer(L.tm[h->tm], h->m, LLVMObjectFile, &msg, &h->obj)) {
+            snprintf(h->err, sizeof h->err, "cpu jit: emitting the object: %s", msg ? msg : "?");
+            h->code = TJ_ERR_RUNTIME;
+            h->obj = NULL;
+        }
+        LLVMDisposeMessage(msg);
+    }
+    pthread_mutex_unlock(&L.compile_mu[h->tm]);
+    h->opt_ms = t1 - t0;
+    h->emit_ms = now_ms() - t1;
+    return NULL;
+}
+
+/* Instructions in f and (to depth 3) in the internal functions it calls: the cost guess that
+ * balances the halves. */
+static size_t fn_weight(LLVMValueRef f, int depth) {
+    size_t n = 0;
+    for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(f); b; b = LLVMGetNextBasicBlock(b))
+        for (LLVMValueRef i = LLVMGetFirstInstruction(b); i; i = LLVMGetNextInstruction(i)) {
+            n++;
+            if (depth < 3 && LLVMGetInstructionOpcode(i) == LLVMCall) {
+                LLVMValueRef callee = LLVMGetCalledValue(i);
+                if (callee && LLVMIsAFunction(callee) && !LLVMIsDeclaration(callee) &&
+                    LLVMGetLinkage(callee) == LLVMInternalLinkage)
+                    n += fn_weight(callee, depth + 1);
+            }
+        }
+    return n;
+}
+
+enum { SPLIT_MIN = 200 }; /* instructions before O3 below which one thread compiles it all */
+
+/* Which half (0 or 1) owns each entry point, balancing weights (largest first onto the lighter
+ * half). 0 when the module is too small to split or has definitions the halves cannot share. */
+static int plan_split(LLVMModuleRef m, const char *const *syms, uint32_t n_syms, char *owner) {
+    if (n_syms < 2)
+        return 0;
+    for (LLVMValueRef g = LLVMGetFirstGlobal(m); g; g = LLVMGetNextGlobal(g))
+        if (!LLVMIsDeclaration(g) && LLVMGetLinkage(g) != LLVMInternalLinkage &&
+            LLVMGetLinkage(g) != LLVMPrivateLinkage)
+            return 0; /* an external variable would be defined twice */
+    size_t *w = calloc(n_syms, sizeof *w), total = 0, load[2] = {0, 0};
+    if (!w)
+        return 0;
+    for (uint32_t i = 0; i < n_syms; i++) {
+        LLVMValueRef f = LLVMGetNamedFunction(m, syms[i]);
+        w[i] = f ? fn_weight(f, 0) : 0;
+        total += w[i];
+    }
+    for (uint32_t k = 0; k < n_syms; k++) { /* n_syms is small: selection, not a sort */
+        uint32_t best = 0;
+        size_t bw = 0;
+        int found = 0;
+        for (uint32_t i = 0; i < n_syms; i++)
+            if (w[i] != (size_t)-1 && (!found || w[i] > bw))
+                best = i, bw = w[i], found = 1;
+        int h = load[1] < load[0];
+        owner[best] = (char)h;
+        load[h] += bw;
+        w[best] = (size_t)-1;
+    }
+    free(w);
+    return total >= SPLIT_MIN && load[0] && load[1];
+}
+
+/* Keeps in m the entry points of half `me`: the other half's are deleted, or made internal
+ * where something in m calls them. */
+static void keep_half(LLVMModuleRef m, const char *const *syms, uint32_t n_syms, const char *owner,
+                      int me) {
+    for (uint32_t i = 0; i < n_syms; i++) {
+        LLVMValueRef f = LLVMGetNamedFunction(m, syms[i]);
+        if (!f || owner[i] == me)
+            continue;
+        if (LLVMGetFirstUse(f))
+            LLVMSetLinkage(f, LLVMInternalLinkage);
+        else
+            LLVMDeleteFunction(f);
+    }
+}
+
 jit_cpu_code *jit_cpu_code_compile(LLVMModuleRef m, LLVMContextRef ctx, const char *const *syms,
                                    uint32_t n_syms, void **addrs) {
     jit_cpu_stats st = t_stats;
@@ -209,6 +405,9 @@ jit_cpu_code *jit_cpu_code_compile(LLVMModuleRef m, LLVMContextRef ctx, const ch
     void *obj = NULL;
     size_t size = 0;
     tj_status code = TJ_OK;
+    half hv[2] = {{.m = m, .ctx = NULL, .tm = 0}, {.tm = 1}};
+    char *owner = NULL;
+    int split = 0;
     if (LLVMVerifyModule(m, LLVMReturnStatusAction, &msg)) {
         code = ir_errorf(TJ_ERR_RUNTIME, "cpu jit: generated IR is invalid: %s", msg ? msg : "?");
         LLVMDisposeMessage(msg);
@@ -218,55 +417,83 @@ jit_cpu_code *jit_cpu_code_compile(LLVMModuleRef m, LLVMContextRef ctx, const ch
     msg = NULL;
     const rt_config *cfg = rt_config_get();
     const char *dump = cfg && cfg->dump_dir && *cfg->dump_dir && n_syms ? cfg->dump_dir : NULL;
-    char path[1024];
-    if (dump) { /* TJ_DUMP: the module before and after O3 */
+    if (dump) { /* TJ_DUMP: the module before O3 (after it, per half: compile_half) */
+        char path[1024];
         snprintf(path, sizeof path, "%s/%s.ll", dump, syms[0]);
         LLVMPrintModuleToFile(m, path, NULL);
     }
-    pthread_mutex_lock(&L.compile_mu);
-    double t0 = now_ms();
-    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-    LLVMPassBuilderOptionsSetLoopVectorization(po, 1);
-    LLVMPassBuilderOptionsSetSLPVectorization(po, 1);
-    LLVMPassBuilderOptionsSetLoopInterleaving(po, 1);
-    LLVMPassBuilderOptionsSetLoopUnrolling(po, 1);
-    LLVMErrorRef e = LLVMRunPasses(m, "default<O3>", L.tm, po);
-    LLVMDisposePassBuilderOptions(po);
-    double t1 = now_ms();
-    LLVMMemoryBufferRef buf = NULL;
-    if (e) {
-        pthread_mutex_unlock(&L.compile_mu);
-        code = llvm_error(e, TJ_ERR_RUNTIME, "optimising");
-        goto done;
+    owner = calloc(n_syms ? n_syms : 1, 1);
+    if (owner && cfg->compile_threads > 1 && plan_split(m, syms, n_syms, owner)) {
+        /* the second half: the module's bitcode read into its own context */
+        LLVMMemoryBufferRef bc = LLVMWriteBitcodeToMemoryBuffer(m);
+        LLVMContextRef c2 = bc ? LLVMContextCreate() : NULL;
+        LLVMModuleRef m2 = NULL;
+        if (c2 && !LLVMParseBitcodeInContext2(c2, bc, &m2)) {
+            hv[1].m = m2, hv[1].ctx = c2;
+            keep_half(m, syms, n_syms, owner, 0);
+            keep_half(m2, syms, n_syms, owner, 1);
+            split = 1;
+        } else if (c2) {
+            LLVMContextDispose(c2);
+        }
+        if (bc)
+            LLVMDisposeMemoryBuffer(bc);
     }
-    if (dump) {
-        snprintf(path, sizeof path, "%s/%s.opt.ll", dump, syms[0]);
-        LLVMPrintModuleToFile(m, path, NULL);
+    for (int i = 0; i < 2; i++) {
+        hv[i].dump = dump;
+        hv[i].name = n_syms ? syms[0] : "";
+        hv[i].part = split ? (char)('a' + i) : 0;
     }
-    if (LLVMTargetMachineEmitToMemoryBuffer(L.tm, m, LLVMObjectFile, &msg, &buf)) {
-        pthread_mutex_unlock(&L.compile_mu);
-        code = ir_errorf(TJ_ERR_RUNTIME, "cpu jit: emitting the object: %s", msg ? msg : "?");
-        LLVMDisposeMessage(msg);
-        goto done;
+    pthread_t th;
+    int threaded = split && pthread_create(&th, NULL, compile_half, &hv[1]) == 0;
+    compile_half(&hv[0]);
+    if (split) {
+        if (threaded)
+            pthread_join(th, NULL);
+        else
+            compile_half(&hv[1]);
     }
-    pthread_mutex_unlock(&L.compile_mu);
-    double t2 = now_ms();
-    size = LLVMGetBufferSize(buf);
+    for (int i = 0; i <= split; i++)
+        if (hv[i].code) {
+            code = ir_errorf(hv[i].code, "%s", hv[i].err);
+            goto done;
+        }
+    size_t len[2] = {LLVMGetBufferSize(hv[0].obj), split ? LLVMGetBufferSize(hv[1].obj) : 0};
+    size = split ? 8 + 16 + len[0] + len[1] : len[0];
     obj = malloc(size ? size : 1);
-    if (obj)
-        memcpy(obj, LLVMGetBufferStart(buf), size);
-    LLVMDisposeMemoryBuffer(buf);
     if (!obj) {
         code = ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory keeping a %zu-byte object", size);
         goto done;
     }
-    st.opt_ms = t1 - t0;
-    st.emit_ms = t2 - t1;
-    st.obj_bytes = size;
+    if (split) {
+        uint32_t two = 2;
+        uint64_t l0 = len[0], l1 = len[1];
+        memcpy(obj, "TJO2", 4);
+        memcpy((char *)obj + 4, &two, 4);
+        memcpy((char *)obj + 8, &l0, 8);
+        memcpy((char *)obj + 16, &l1, 8);
+        memcpy((char *)obj + 24, LLVMGetBufferStart(hv[0].obj), len[0]);
+        memcpy((char *)obj + 24 + len[0], LLVMGetBufferStart(hv[1].obj), len[1]);
+    } else {
+        memcpy(obj, LLVMGetBufferStart(hv[0].obj), len[0]);
+    }
+    /* wall time: the halves overlap */
+    st.opt_ms = hv[0].opt_ms > hv[1].opt_ms ? hv[0].opt_ms : hv[1].opt_ms;
+    st.emit_ms = hv[0].emit_ms > hv[1].emit_ms ? hv[0].emit_ms : hv[1].emit_ms;
+    st.obj_bytes = len[0] + len[1];
+    st.halves = split + 1;
 done:
+    free(owner);
+    for (int i = 0; i < 2; i++)
+        if (hv[i].obj)
+            LLVMDisposeMemoryBuffer(hv[i].obj);
     LLVMDisposeModule(m);
     if (ctx)
         LLVMContextDispose(ctx);
+    if (hv[1].m) {
+        LLVMDisposeModule(hv[1].m);
+        LLVMContextDispose(hv[1].ctx);
+    }
     if (code != TJ_OK)
         return NULL;
     double t3 = now_ms();

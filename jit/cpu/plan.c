@@ -540,9 +540,9 @@ tj_status jit_cpu_plan(cpu_prog *cp, const jit_cpu_opts *o) {
     else if (nk)
         rt_log(RT_LOG_COMPILE,
                "cpu: %u kernels, build %.2f ms, O3 %.2f ms, emit %.2f ms, link %.2f ms, "
-               "%zu-byte object (+%u the same as one of them)",
+               "%zu-byte object%s (+%u the same as one of them)",
                nk, stats.build_ms, stats.opt_ms, stats.emit_ms, stats.link_ms, stats.obj_bytes,
-               n_alias);
+               stats.halves == 2 ? " in two halves on two threads" : "", n_alias);
     return TJ_OK;
 }
 

@@ -1,0 +1,112 @@
+/* A module compiled as two halves on two threads (jit/cpu/llvm.c): the kernels of both halves
+ * are found and give the eager results; the two objects go to the disk cache as one container and
+ * come back from it; a malformed container is refused with an error, never linked. Run again with
+ * TJ_COMPILE_THREADS=1 (one thread, one object). */
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "jit/cpu/cpu.h"
+#include "jit/jit.h"
+
+/* products between elementwise chains and reductions: several kernels of different bodies */
+static tj_tensor *many(tj_tensor *x, tj_tensor *w) {
+    tj_tensor *a = tj_tanh(tj_add(tj_mul(x, tj_scalar_f32(0.5f)), tj_scalar_f32(0.25f)));
+    tj_tensor *h = tj_matmul(a, w);
+    tj_tensor *b = tj_exp(tj_neg(tj_mul(h, h)));
+    tj_tensor *s = tj_softmax(tj_matmul(b, tj_transpose(w, NULL)), -1);
+    tj_tensor *m = tj_max(tj_sigmoid(tj_matmul(s, w)), 1, (int[]){1}, 1);
+    return tj_add(tj_mean(tj_mul(b, m), 1, (int[]){0}, 0),
+                  tj_sum(tj_log(tj_add(tj_abs(h), tj_scalar_f32(1))), 1, (int[]){0}, 0));
+}
+
+static tj_tensor *rand2(int64_t r, int64_t c, uint64_t seed) {
+    int64_t d[2] = {r, c};
+    return tj_random_uniform(TJ_F32, 2, d, -1, 1, seed);
+}
+
+/* Compiles `many` on a fresh function; copies its result into out[n]; returns how its kernels
+ * were obtained (jit_cpu_stats.from_cache) or -1. */
+static int run(tj_tensor *x, tj_tensor *w, float *out, int64_t n, int *halves) {
+    tj_function *f = tj_function_new("many", (void *)many, 2, NULL);
+    tj_tensor *args[2] = {x, w};
+    tj_tensor *y = tj_call(f, 2, args);
+    jit_cpu_stats st = jit_cpu_last_stats();
+    *halves = st.halves;
+    int ok = tj_status_of(y) == TJ_OK && tj_tensor_numel(y) == n;
+    CHECK_MSG(ok, "%s", tj_error_message(y));
+    tj_tensor *e = tj_call_eager(f, 2, args);
+    for (int64_t i = 0; ok && i < n; i++) {
+        double a = tj_tensor_get_f64(y, i), b = tj_tensor_get_f64(e, i);
+        out[i] = (float)a;
+        if (fabs(a - b) > 1e-4 * (1 + fabs(b))) {
+            CHECK_MSG(0, "element %lld: compiled %g, eager %g", (long long)i, a, b);
+            ok = 0;
+        }
+    }
+    tj_release(e);
+    tj_release(y);
+    tj_function_free(f);
+    return ok ? st.from_cache : -1;
+}
+
+static void bad_containers(void) {
+    unsigned char blob[64] = "TJO2";
+    uint32_t n = 2;
+    uint64_t l0 = 8, l1 = 1000; /* the second object runs past the end */
+    memcpy(blob + 4, &n, 4);
+    memcpy(blob + 8, &l0, 8);
+    memcpy(blob + 16, &l1, 8);
+    const char *sym = "nothing";
+    void *addr = NULL;
+    CHECK(jit_cpu_code_load(blob, sizeof blob, &sym, 1, &addr) == NULL);
+    CHECK_HAS(tj_last_error(), "malformed object container");
+    n = 0; /* no objects */
+    memcpy(blob + 4, &n, 4);
+    CHECK(jit_cpu_code_load(blob, 24, &sym, 1, &addr) == NULL);
+    n = 1, l0 = 8; /* trailing bytes after the last object */
+    memcpy(blob + 4, &n, 4);
+    memcpy(blob + 8, &l0, 8);
+    CHECK(jit_cpu_code_load(blob, sizeof blob, &sym, 1, &addr) == NULL);
+    CHECK_HAS(tj_last_error(), "malformed object container");
+    CHECK(addr == NULL);
+}
+
+int main(void) {
+    char dir[] = "/tmp/tj-split-XXXXXX";
+    if (!mkdtemp(dir))
+        return 77;
+    setenv("TJ_CACHE_DIR", dir, 1); /* before the first call: the configuration is read once */
+    setenv("TJ_CACHE", "1", 1);
+    if (!jit_cpu_available()) {
+        rmdir(dir);
+        return 77;
+    }
+    const char *ct = getenv("TJ_COMPILE_THREADS");
+    int want = ct && atoi(ct) == 1 ? 1 : 2;
+    tj_tensor *x = rand2(37, 48, 1), *w = rand2(48, 40, 2);
+    float a[64], b[64];
+    int halves = 0;
+    CHECK_EQ_INT(run(x, w, a, 40, &halves), 0); /* compiled */
+    CHECK_EQ_INT(halves, want);
+    /* the first function is freed, so its code left the process: the disk cache has it */
+    CHECK_EQ_INT(run(x, w, b, 40, &halves), 2);
+    CHECK(memcmp(a, b, sizeof(float) * 40) == 0);
+    bad_containers();
+    tj_release(x);
+    tj_release(w);
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char path[1100];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (e->d_name[0] != '.')
+            unlink(path);
+    }
+    if (d)
+        closedir(d);
+    rmdir(dir);
+    return check_done();
+}
