@@ -570,6 +570,17 @@ TJ_API int tj_function_n_concrete(const tj_function *f);  /* concrete functions 
 TJ_API const char *tj_function_name(const tj_function *f);
 /* Text IR of a concrete function's optimized graph (caller frees). */
 TJ_API char *tj_concrete_graph_text(const tj_concrete *c);
+/* Which graph of a concrete function a picture shows. */
+typedef enum tj_graph_stage {
+    TJ_GRAPH_TRACED = 0,    /* as traced, before the passes */
+    TJ_GRAPH_OPTIMIZED = 1, /* after the passes */
+    TJ_GRAPH_KERNELS = 2    /* after the passes, the nodes of each kernel the backend runs in a
+                               cluster named after the kernel (fusion made visible) */
+} tj_graph_stage;
+/* The graph as Graphviz DOT (`dot -Tpng f.dot -o f.png`): parameters, constants, variable reads,
+ * side effects (print, assign, callbacks, chained in program order) and control flow each drawn
+ * their own way. Caller frees. NULL on error (tj_last_error): a NULL function, a bad stage. */
+TJ_API char *tj_concrete_graph_dot(const tj_concrete *c, tj_graph_stage stage);
 TJ_API int tj_concrete_node_count(const tj_concrete *c);
 
 /* ---- configuration --------------------------------------------------------------------------- */

@@ -193,6 +193,18 @@ char *ir_print(const ir_graph *g);
 /* Parses the text IR; NULL with the error set (line and column in the message). */
 ir_graph *ir_parse(const char *text);
 
+/* ---- pictures (dot.c) ------------------------------------------------------------------------ */
+/* Which kernel computes each node: kernel_of[id] in [0, n_kernels), or -1 (a parameter, a
+ * constant read in place, a node that does not run); names[k] labels kernel k. Borrowed. */
+typedef struct ir_dot_kernels {
+    const int32_t *kernel_of;
+    uint32_t n_kernels;
+    const char *const *names;
+} ir_dot_kernels;
+/* g as Graphviz DOT, the nodes of each kernel in a cluster when k is given (may be NULL).
+ * Caller frees; NULL with the error set (out of memory). */
+char *ir_dot(const ir_graph *g, const ir_dot_kernels *k);
+
 /* ---- hashing --------------------------------------------------------------------------------- */
 typedef struct ir_hash128 {
     uint64_t lo, hi;

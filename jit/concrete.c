@@ -103,6 +103,51 @@ int tj_concrete_node_count(const tj_concrete *c) {
     return c ? (int)c->graph->n_nodes : -1;
 }
 
+char *tj_concrete_graph_dot(const tj_concrete *c, tj_graph_stage stage) {
+    if (!c)
+        return (void)ir_errorf(TJ_ERR_INVALID, "concrete_graph_dot: the concrete function is NULL"),
+               NULL;
+    if (stage != TJ_GRAPH_TRACED && stage != TJ_GRAPH_OPTIMIZED && stage != TJ_GRAPH_KERNELS)
+        return (void)ir_errorf(TJ_ERR_INVALID,
+                               "concrete_graph_dot: stage %d is not traced (0), optimized (1) "
+                               "or kernels (2)",
+                               (int)stage),
+               NULL;
+    if (stage == TJ_GRAPH_TRACED)
+        return ir_dot(c->traced, NULL);
+    if (stage == TJ_GRAPH_OPTIMIZED || !c->prog->vt->kernels)
+        return ir_dot(c->graph, NULL); /* the interpreter: every node is its own step */
+    int32_t *of = malloc((c->graph->n_nodes + 1) * sizeof *of);
+    if (!of)
+        return (void)ir_errorf(TJ_ERR_OOM, "concrete_graph_dot: out of memory"), NULL;
+    ir_dot_kernels k = {of, 0, NULL};
+    k.n_kernels = c->prog->vt->kernels(c->prog, of, &k.names);
+    char *s = ir_dot(c->graph, &k);
+    free(of);
+    return s;
+}
+
+void jit_dump_dot(const tj_concrete *c) {
+    const rt_config *cfg = rt_config_get();
+    if (!cfg->dump_dir || !*cfg->dump_dir)
+        return;
+    const char *stage_name[2] = {"traced", "kernels"};
+    tj_graph_stage stages[2] = {TJ_GRAPH_TRACED, TJ_GRAPH_KERNELS};
+    for (int i = 0; i < 2; i++) {
+        char path[1024];
+        int n = snprintf(path, sizeof path, "%s/%s.%016llx.%s.dot", cfg->dump_dir, c->fn->name,
+                         (unsigned long long)c->sig_hash, stage_name[i]);
+        char *dot = n > 0 && (size_t)n < sizeof path ? tj_concrete_graph_dot(c, stages[i]) : NULL;
+        FILE *f = dot ? fopen(path, "w") : NULL;
+        if (f) {
+            fputs(dot, f);
+            fclose(f);
+        }
+        free(dot);
+        ir_clear_error(); /* a dump is best effort, as the IR dumps are */
+    }
+}
+
 char *tj_function_signatures(const tj_function *f) {
     if (jit_check_fn("function_signatures", f))
         return strdup("");

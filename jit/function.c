@@ -122,6 +122,7 @@ void jit_concrete_free(tj_concrete *c) {
     if (c->prog)
         c->prog->vt->free(c->prog);
     ir_graph_free(c->graph);
+    ir_graph_free(c->traced);
     for (uint32_t i = 0; i < c->n_caps; i++)
         rt_variable_release(c->caps[i]);
     free(c->caps);

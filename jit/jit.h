@@ -19,12 +19,17 @@ typedef struct jit_argsig {
 
 enum { JIT_RESULT_NONE = 0, JIT_RESULT_SINGLE, JIT_RESULT_TUPLE };
 
+/* TJ_DUMP: writes the concrete function's traced graph and its kernels as DOT beside the
+ * text IR (<dir>/<function>.<signature hash>.traced.dot, .kernels.dot). */
+void jit_dump_dot(const tj_concrete *c);
+
 struct tj_concrete {
     tj_function *fn;
     uint64_t sig_hash;
     uint32_t nargs;
     jit_argsig *sig;
-    ir_graph *graph; /* optimized */
+    ir_graph *graph;  /* optimized */
+    ir_graph *traced; /* as traced, before the passes (pictures) */
     tj_variable **caps;
     uint32_t n_caps;
     tj_variable **locks; /* variables the graph assigns, by id: held during a run */

@@ -253,12 +253,15 @@ tj_concrete *jit_build_concrete(tj_function *f, const jit_argsig *sig, uint64_t 
             if (sig[i].dims[d] < 0)
                 c->has_unknown = 1;
     c->prog = jit_compile_graph(tr.g, f->name, h, &c->graph);
+    c->traced = tr.g; /* kept for pictures (tj_concrete_graph_dot) */
+    tr.g = NULL;
     trace_result_free(&tr);
     if (!c->prog) {
         jit_concrete_free(c);
         return NULL;
     }
     c->prog->g = c->graph;
+    jit_dump_dot(c);
     if (collect_locks(c) != TJ_OK) {
         jit_concrete_free(c);
         return NULL;

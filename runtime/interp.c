@@ -124,7 +124,7 @@ static void interp_free(rt_program *p) {
     free(ip);
 }
 
-static const rt_program_vt interp_vt = {interp_run, interp_free, "interp", NULL, NULL, NULL};
+static const rt_program_vt interp_vt = {interp_run, interp_free, "interp", NULL, NULL, NULL, NULL};
 
 static rt_program *interp_region(const ir_graph *g, void *ctx) {
     (void)ctx;

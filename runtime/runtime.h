@@ -241,6 +241,11 @@ typedef struct rt_program_vt {
      * output is that param updated in place, e.g. a tensor-array write, and nothing else reads
      * the param), or -1. */
     int32_t (*raw_inplace)(const rt_program *p, uint32_t k);
+    /* Optional (pictures and profiles): the kernels p runs. Fills kernel_of[id] for every node
+     * of p->g with the index of the kernel that computes it, or -1 (a parameter, a constant
+     * read in place, a node that does not run), and returns the number of kernels; *names
+     * (owned by p) labels them. */
+    uint32_t (*kernels)(const rt_program *p, int32_t *kernel_of, const char *const **names);
 } rt_program_vt;
 #define RT_RAW_REDO 1
 /* Runs loop node i of g (WHILE, FOR, SCAN) on its regions' raw forms (exec_raw.c): results into

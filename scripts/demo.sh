@@ -20,6 +20,14 @@ echo "== seed examples (./$B/seeds)"
 echo "== training the seed's CNN (./$B/train_cnn --steps ${TJ_TRAIN_STEPS:-1000} --quiet)"
 "./$B/train_cnn" --steps "${TJ_TRAIN_STEPS:-1000}" --quiet --every 100
 
+# S28: the CNN's prediction function drawn with its kernels as clusters (TJ_DUMP writes the DOT
+# beside the text IR and the LLVM IR; Graphviz renders it)
+echo "== a picture of the CNN's graph and kernels ($B/graphs/predict.png)"
+rm -rf "$B/graphs" && mkdir -p "$B/graphs"
+TJ_DUMP="$B/graphs" TJ_CACHE=0 "./$B/train_cnn" --steps 1 --quiet > /dev/null
+dot -Tpng "$B"/graphs/predict.*.kernels.dot -o "$B/graphs/predict.png"
+ls -l "$B/graphs/predict.png"
+
 if [ -f bench/run ]; then
     echo "== benchmark table (bench/run --quick)"
     if [ -x bench/run ]; then

@@ -13,6 +13,7 @@ PKGS=(
     python3-venv          # peer benchmarks in bench/
     zlib1g-dev            # gzip-compressed IDX datasets (tj_idx_load)
     dataset-fashion-mnist # the seed CNN's training data (examples/train_cnn.c)
+    graphviz              # `dot`: pictures of graphs (tj_concrete_graph_dot, TJ_DUMP)
 )
 
 missing=()

@@ -248,6 +248,62 @@ static bool has_id(const uint32_t *a, uint32_t n, uint32_t id) {
     return false;
 }
 
+uint32_t jit_cpu_step_nodes(const cpu_prog *cp, const step *sp, uint32_t *out) {
+    if (sp->kind == STEP_GEN && sp->sub == SUB_CHAIN) {
+        memcpy(out, sp->chain_nodes, sp->n_chain_nodes * sizeof *out);
+        return sp->n_chain_nodes;
+    }
+    const pass_group *gr = NULL;
+    uint32_t n = 0;
+    if (sp->kind == STEP_GEN && (sp->sub == SUB_EW || sp->sub == SUB_RED))
+        gr = &cp->part->groups[sp->id];
+    else
+        out[n++] = sp->id, gr = sp->kind == STEP_BLAS ? sp->epi : NULL;
+    for (uint32_t k = 0; gr && k < gr->n_nodes; k++)
+        out[n++] = gr->nodes[k];
+    return n;
+}
+
+/* Labels for pictures and profiles: "k3 fused mul add tanh", "openblas matmul + add relu",
+ * "chain of 4: ...", "reference conv2d", "native while". */
+static tj_status label_steps(cpu_prog *cp) {
+    const ir_graph *g = cp->base.g;
+    uint32_t *ids = malloc((g->n_nodes + 1) * sizeof *ids);
+    cp->labels = calloc(cp->n_steps + 1, sizeof *cp->labels);
+    if (!ids || !cp->labels) {
+        free(ids);
+        return ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
+    }
+    for (uint32_t s = 0; s < cp->n_steps; s++) {
+        const step *sp = &cp->steps[s];
+        char buf[256];
+        int len = 0;
+        const char *what = sp->kind == STEP_BLAS ? "openblas"
+                           : sp->kind == STEP_CF ? "native"
+                           : sp->kind == STEP_NODE
+                               ? "reference"
+                               : (const char *[]){"fused",   "reduce", "matmul",
+                                                  "softmax", "view",   "chain"}[sp->sub];
+        len = snprintf(buf, sizeof buf, "s%u %s:", s, what);
+        uint32_t n = jit_cpu_step_nodes(cp, sp, ids), shown = 0;
+        for (uint32_t k = 0; k < n && len < (int)sizeof buf - 40; k++) {
+            int op = ir_node_get(g, ids[k])->op;
+            if (op == IR_OP_CONST || op == IR_OP_PARAM)
+                continue;
+            len += snprintf(buf + len, sizeof buf - (size_t)len, " %s", ir_ops[op].name);
+            shown++;
+        }
+        if (shown < n && len >= (int)sizeof buf - 40)
+            snprintf(buf + len, sizeof buf - (size_t)len, " ...");
+        if (!(cp->labels[s] = strdup(buf))) {
+            free(ids);
+            return ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
+        }
+    }
+    free(ids);
+    return TJ_OK;
+}
+
 /* Replaces steps [s0, s1] by one chain step named `name`, emitted into m. */
 static tj_status make_chain(LLVMModuleRef m, cpu_prog *cp, uint32_t s0, uint32_t s1,
                             const uint32_t *last_reader, const uint8_t *is_out, const char *name) {
@@ -291,6 +347,10 @@ static tj_status make_chain(LLVMModuleRef m, cpu_prog *cp, uint32_t s0, uint32_t
     ch.plan.n_units = 1;
     ch.plan.unit_len = 1;
     snprintf(ch.name, sizeof ch.name, "%s", name);
+    ch.chain_nodes = malloc((cp->base.g->n_nodes + 1) * sizeof *ch.chain_nodes);
+    for (uint32_t s = s0; s <= s1 && ch.chain_nodes; s++)
+        ch.n_chain_nodes +=
+            jit_cpu_step_nodes(cp, &cp->steps[s], ch.chain_nodes + ch.n_chain_nodes);
     for (uint32_t s = s0; s <= s1; s++) {
         free(cp->steps[s].in);
         free(cp->steps[s].out);
@@ -519,6 +579,8 @@ tj_status jit_cpu_plan(cpu_prog *cp, const jit_cpu_opts *o) {
     if (st)
         return st;
 
+    if ((st = label_steps(cp)) != TJ_OK)
+        return st;
     cp->max_bufs = 8;
     for (uint32_t s = 0; s < cp->n_steps; s++) {
         const step *sp = &cp->steps[s];

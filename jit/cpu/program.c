@@ -308,7 +308,11 @@ static void cpu_free(rt_program *p) {
         free(cp->steps[s].in);
         free(cp->steps[s].out);
         free(cp->steps[s].raw_res);
+        free(cp->steps[s].chain_nodes);
+        if (cp->labels)
+            free(cp->labels[s]);
     }
+    free(cp->labels);
     free(cp->steps);
     free(cp->raw_off);
     free(cp->raw_inplace);
@@ -318,8 +322,28 @@ static void cpu_free(rt_program *p) {
     free(cp);
 }
 
-static const rt_program_vt cpu_vt = {cpu_run,           cpu_free,        "cpu",
-                                     jit_cpu_raw_bytes, jit_cpu_run_raw, jit_cpu_raw_inplace};
+static uint32_t cpu_kernels(const rt_program *p, int32_t *kernel_of, const char *const **names) {
+    const cpu_prog *cp = (const cpu_prog *)p;
+    uint32_t n = p->g->n_nodes, *ids = malloc((n + 1) * sizeof *ids);
+    for (uint32_t i = 0; i < n; i++)
+        kernel_of[i] = -1;
+    *names = (const char *const *)cp->labels;
+    if (!ids || !cp->labels)
+        return free(ids), 0;
+    for (uint32_t s = 0; s < cp->n_steps; s++) {
+        uint32_t k = jit_cpu_step_nodes(cp, &cp->steps[s], ids);
+        for (uint32_t j = 0; j < k; j++) {
+            int op = p->g->nodes[ids[j]].op; /* values, not work */
+            if (op != IR_OP_CONST && op != IR_OP_PARAM && op != IR_OP_VAR_READ && op != IR_OP_GET)
+                kernel_of[ids[j]] = (int32_t)s;
+        }
+    }
+    free(ids);
+    return cp->n_steps;
+}
+
+static const rt_program_vt cpu_vt = {
+    cpu_run, cpu_free, "cpu", jit_cpu_raw_bytes, jit_cpu_run_raw, jit_cpu_raw_inplace, cpu_kernels};
 
 /* A control-flow region: compiled like the graph around it (its kernels native; the loop or
  * branch itself runs in the executor), interpreted where the backend declines. */

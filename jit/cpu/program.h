@@ -37,6 +37,8 @@ typedef struct step {
     uint8_t trans[2];
     /* STEP_CF in the raw form: the scratch offsets of its results */
     int64_t *raw_res;
+    /* SUB_CHAIN: the nodes its members computed (pictures and profiles) */
+    uint32_t *chain_nodes, n_chain_nodes;
 } step;
 
 typedef struct cpu_prog {
@@ -57,6 +59,7 @@ typedef struct cpu_prog {
     int64_t *raw_off;
     size_t raw_hdr;       /* scratch offset of the tensor headers a reference-kernel step uses */
     int32_t *raw_inplace; /* per output: the param it may overwrite in place, or -1 */
+    char **labels;        /* per step: what it runs, for pictures and profiles */
 } cpu_prog;
 
 enum { RAW_NONE = -1, RAW_PARAM = -2, RAW_CONST = -3 };
@@ -75,6 +78,8 @@ size_t jit_cpu_raw_bytes(const rt_program *p);
 tj_status jit_cpu_run_raw(rt_program *p, void *const *in, void *const *out, void *scratch);
 int32_t jit_cpu_raw_inplace(const rt_program *p, uint32_t k);
 
+/* The nodes step sp computes, into out (room for the graph's node count); returns how many. */
+uint32_t jit_cpu_step_nodes(const cpu_prog *cp, const step *sp, uint32_t *out);
 /* Partitions cp->base.g, builds cp's steps, consts and last_use, compiles (or finds cached)
  * kernels. o is complete (par_min and exact_math resolved). */
 tj_status jit_cpu_plan(cpu_prog *cp, const jit_cpu_opts *o);
