@@ -583,6 +583,17 @@ typedef enum tj_graph_stage {
 TJ_API char *tj_concrete_graph_dot(const tj_concrete *c, tj_graph_stage stage);
 TJ_API int tj_concrete_node_count(const tj_concrete *c);
 
+/* ---- profiles (S28) -------------------------------------------------------------------------- */
+/* Records a profile of everything this process runs until tj_profile_stop, which writes it to
+ * `path` (copied) as Chrome trace JSON (chrome://tracing, ui.perfetto.dev): one event per call,
+ * per kernel of a compiled program (its label names the fused ops; args: function, output dtype
+ * and shape, bytes of its buffers), per node the interpreter runs and per eager op, and the
+ * trace, passes and compile of each new signature, each with its thread. TJ_PROFILE=file.json
+ * records from the first call to exit. Off, it costs one load per step. Errors: a NULL path, a
+ * profile already running (start); none running, an unwritable file (stop). */
+TJ_API tj_status tj_profile_start(const char *path);
+TJ_API tj_status tj_profile_stop(void);
+
 /* ---- configuration --------------------------------------------------------------------------- */
 /* Read once from the environment: TJ_EAGER=1, TJ_LOG=retrace,compile,passes,misuse,cache,
  * TJ_DUMP=dir, TJ_PASSES=..., TJ_CACHE_DIR, TJ_CACHE=0, TJ_CACHE_MAX_BYTES (disk bound, default

@@ -58,9 +58,14 @@ rt_program *jit_compile_graph(const ir_graph *traced, const char *fn_name, uint6
     po.verify = 1;
 #endif
     pass_stats stats;
+    double p0 = RT_PROFILING() ? rt_profile_now() : 0;
     ir_graph *g = pass_pipeline_run(traced, &po, &stats);
     if (!g)
         return NULL;
+    if (p0)
+        rt_profile_event("passes", fn_name, p0, "\"nodes_in\":%u,\"nodes_out\":%u", traced->n_nodes,
+                         g->n_nodes);
+    double c0 = RT_PROFILING() ? rt_profile_now() : 0;
     if (rt_log_enabled(RT_LOG_PASSES)) {
         char line[1024];
         pass_stats_format(&stats, line, sizeof line);
@@ -88,6 +93,8 @@ rt_program *jit_compile_graph(const ir_graph *traced, const char *fn_name, uint6
     }
     rt_log(RT_LOG_COMPILE, "%s: compiled %u nodes for backend %s in %.3f ms", fn_name, g->n_nodes,
            p->vt->name, now_ms() - t0);
+    if (c0)
+        rt_profile_event("compile", fn_name, c0, "\"backend\":\"%s\"", p->vt->name);
     *opt = g;
     return p;
 }

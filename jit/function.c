@@ -483,11 +483,15 @@ tj_tensor *tj_call(tj_function *f, int nargs, tj_tensor *const *args) {
         return tj_call_eager(f, nargs, args);
     }
     int slot;
+    double t0 = RT_PROFILING() ? rt_profile_now() : 0;
     tj_concrete *c = find_concrete(f, nargs, args, &err, &slot);
     if (!c)
         return rt_scoped(err);
     tj_tensor *r = jit_run_concrete(c, args);
     reader_leave(f, slot);
+    if (t0)
+        rt_profile_event("call", f->name, t0, "\"signature\":\"%016llx\"",
+                         (unsigned long long)c->sig_hash);
     return rt_scoped(r);
 }
 

@@ -222,7 +222,10 @@ tj_concrete *jit_build_concrete(tj_function *f, const jit_argsig *sig, uint64_t 
     int first = !f->has_concrete; /* a failed trace does not use up the first trace */
     trace_result tr;
     atomic_fetch_add(&f->n_traces, 1);
+    double t0 = RT_PROFILING() ? rt_profile_now() : 0;
     tj_status st = trace_once(f, sig, args, first, &tr);
+    if (t0)
+        rt_profile_event("trace", f->name, t0, "\"nodes\":%u", st ? 0 : tr.g->n_nodes);
     if (!st && first && tr.vars_created) {
         /* S11: variables were created on the first trace; trace again with creation forbidden,
          * as TensorFlow does, so an unconditional tj_variable_new is reported. */

@@ -149,6 +149,7 @@ tj_tensor *rt_apply(ir_node *proto, tj_tensor *const *in_args, uint32_t n_in) {
             pd[k] = &pdesc[k];
         }
         proto->n_in = n_in;
+        double t0 = RT_PROFILING() ? rt_profile_now() : 0;
         tj_status st = ir_infer(proto, pd, n_in);
         if (st) {
             res = rt_error_from_status(st);
@@ -163,6 +164,12 @@ tj_tensor *rt_apply(ir_node *proto, tj_tensor *const *in_args, uint32_t n_in) {
                 res = rt_error_from_status(st);
             } else {
                 res = out;
+                if (t0) {
+                    char d[96];
+                    rt_profile_event("op", opname, t0, "\"eager\":1,\"out\":\"%s%s\"",
+                                     ir_dtype_short(out->dtype),
+                                     rt_profile_dims(d, sizeof d, out->rank, out->dims));
+                }
                 if (rt_tape_n_active)
                     rt_tape_on_op(proto, in_args, in, n_in, NULL, res);
             }

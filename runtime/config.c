@@ -62,6 +62,7 @@ static void cfg_init(void) {
     cfg.no_direct_conv = dc && strcmp(dc, "0") == 0;
     const char *ct = getenv("TJ_COMPILE_THREADS");
     cfg.compile_threads = ct && strtol(ct, NULL, 10) == 1 ? 1 : 2;
+    rt_profile_from_env(getenv("TJ_PROFILE"));
     const char *c = getenv("TJ_CACHE");
     cfg.cache_enabled = !(c && strcmp(c, "0") == 0);
     cfg.cache_max_bytes = parse_bytes(getenv("TJ_CACHE_MAX_BYTES"), (size_t)1 << 30);

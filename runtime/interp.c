@@ -60,7 +60,14 @@ static tj_status run(const ir_graph *g, const uint8_t *live, const uint32_t *las
         tj_tensor **ins = n->n_in <= 8 ? stack_ins : malloc(n->n_in * sizeof *ins);
         if (!ins)
             return ir_errorf(TJ_ERR_OOM, "interp: out of memory");
+        double t0 = RT_PROFILING() ? rt_profile_now() : 0;
         st = rt_exec_node(g, i, env, vals, ins);
+        if (t0 && n->op != IR_OP_CONST && n->op != IR_OP_PARAM) {
+            char d[96];
+            rt_profile_event("op", ir_ops[n->op].name, t0, "\"node\":%u,\"out\":\"%s%s\"", i,
+                             ir_dtype_short(n->dtype),
+                             rt_profile_dims(d, sizeof d, n->rank, n->dims));
+        }
         if (ins != stack_ins)
             free(ins);
         for (uint32_t k = 0; k < n->n_in; k++) {

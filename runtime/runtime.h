@@ -332,6 +332,18 @@ const rt_blas *rt_blas_get(void);
 /* "openblas core=Zen threads=2" or why it is unavailable: what the benchmarks report. Static. */
 const char *rt_blas_info(void);
 
+/* ---- profiles (profile.c) -------------------------------------------------------------------- */
+extern atomic_int rt_profiling; /* 1 while a profile is being recorded */
+#define RT_PROFILING()                                                                             \
+    __builtin_expect(atomic_load_explicit(&rt_profiling, memory_order_relaxed), 0)
+double rt_profile_now(void); /* microseconds, monotonic */
+/* Records a complete event of kind `cat` (a static string) named `name` from t0 to now on this
+ * thread; args_fmt (may be NULL) formats the members of its "args" object (JSON). */
+void rt_profile_event(const char *cat, const char *name, double t0, const char *args_fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void rt_profile_from_env(const char *path); /* TJ_PROFILE: start now, write at exit */
+const char *rt_profile_dims(char *buf, size_t n, int rank, const int64_t *dims);
+
 /* ---- configuration and logging (read once from the environment) ------------------------------ */
 typedef struct rt_config {
     int eager;

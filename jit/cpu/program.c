@@ -232,6 +232,33 @@ static tj_status run_cf(cpu_prog *cp, const step *s, tj_tensor **vals, void **bu
     return st;
 }
 
+/* A step that only materialises a value (a constant, a parameter, a variable read): not work. */
+static bool is_value(const ir_graph *g, const step *sp) {
+    int op = ir_node_get(g, sp->id)->op;
+    return sp->kind == STEP_NODE &&
+           (op == IR_OP_CONST || op == IR_OP_PARAM || op == IR_OP_VAR_READ || op == IR_OP_GET);
+}
+
+/* The profile event of step s: its label, the function, its first output and the bytes it
+ * reads and writes (its buffers). */
+static void profile_step(const cpu_prog *cp, uint32_t s, double t0) {
+    const ir_graph *g = cp->base.g;
+    const step *sp = &cp->steps[s];
+    int64_t bytes = 0;
+    for (uint32_t k = 0; k < sp->n_in + sp->n_out; k++) {
+        const ir_node *n = ir_node_get(g, k < sp->n_in ? sp->in[k] : sp->out[k - sp->n_in]);
+        if (n->dtype != IR_VOID)
+            bytes += ir_numel(n->rank, n->dims) * (int64_t)ir_dtype_size(n->dtype);
+    }
+    const ir_node *o = ir_node_get(g, sp->n_out ? sp->out[0] : sp->id);
+    char d[96];
+    rt_profile_event("kernel", cp->labels ? cp->labels[s] : "step", t0,
+                     "\"function\":\"%s\",\"out\":\"%s%s\",\"outputs\":%u,\"bytes\":%lld",
+                     g->name ? g->name : "",
+                     o->dtype == IR_VOID ? "void" : ir_dtype_short(o->dtype),
+                     rt_profile_dims(d, sizeof d, o->rank, o->dims), sp->n_out, (long long)bytes);
+}
+
 static tj_status cpu_run(rt_program *p, tj_tensor *const *args, uint32_t n_args, tj_variable **caps,
                          tj_tensor **outs) {
     cpu_prog *cp = (cpu_prog *)p;
@@ -262,6 +289,7 @@ static tj_status cpu_run(rt_program *p, tj_tensor *const *args, uint32_t n_args,
                        .who = "cpu program"};
     for (uint32_t s = 0; s < cp->n_steps && !st; s++) {
         const step *sp = &cp->steps[s];
+        double t0 = RT_PROFILING() && !is_value(g, sp) ? rt_profile_now() : 0;
         if (sp->kind == STEP_GEN)
             st = run_gen(cp, sp, vals, scratch, outs, args, n_args);
         else if (sp->kind == STEP_BLAS)
@@ -270,6 +298,8 @@ static tj_status cpu_run(rt_program *p, tj_tensor *const *args, uint32_t n_args,
             st = run_cf(cp, sp, vals, scratch, &env);
         else
             st = rt_exec_node(g, sp->id, &env, vals, (tj_tensor **)scratch);
+        if (t0)
+            profile_step(cp, s, t0);
         /* drop values whose last reader was this step */
         for (uint32_t k = 0; k < sp->n_in; k++) {
             if (cp->last_use[sp->in[k]] == s) {
