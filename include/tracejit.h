@@ -583,6 +583,16 @@ typedef enum tj_graph_stage {
 TJ_API char *tj_concrete_graph_dot(const tj_concrete *c, tj_graph_stage stage);
 TJ_API int tj_concrete_node_count(const tj_concrete *c);
 
+/* ---- check numerics (S26) -------------------------------------------------------------------- */
+/* tf.debugging.enable_check_numerics: from now on every float result of an eager op, of a node
+ * the interpreter runs and of each kernel of a compiled program is checked for NaN and
+ * infinity; the first found makes the op (or the call) return an error naming the op: its
+ * node, type, dtype and shape, the element, and for a compiled call the kernel, the function and
+ * its signature (a fused kernel's ops are re-run one by one to find the one that produced it).
+ * TJ_CHECK_NUMERICS=1 turns it on at start. Off, it costs one load per step. */
+TJ_API void tj_enable_check_numerics(void);
+TJ_API void tj_disable_check_numerics(void);
+
 /* ---- profiles (S28) -------------------------------------------------------------------------- */
 /* Records a profile of everything this process runs until tj_profile_stop, which writes it to
  * `path` (copied) as Chrome trace JSON (chrome://tracing, ui.perfetto.dev): one event per call,

@@ -318,7 +318,23 @@ tj_tensor *jit_run_concrete(tj_concrete *c, tj_tensor *const *args) {
     for (uint32_t i = c->n_locks; i-- > 0;)
         rt_variable_unlock(c->locks[i]);
     tj_tensor *res;
-    if (st) {
+    if (st && strncmp(ir_last_error(), "check_numerics:", 15) == 0) {
+        char sig[512]; /* the function and its signature, as tj_function_signatures writes it */
+        int len = snprintf(sig, sizeof sig, "(");
+        for (uint32_t i = 0; i < c->nargs && len < (int)sizeof sig - 64; i++) {
+            const jit_argsig *a = &c->sig[i];
+            len += snprintf(sig + len, sizeof sig - (size_t)len, "%s%s[", i ? ", " : "",
+                            ir_dtype_short(a->dtype));
+            for (int d = 0; d < a->rank && len < (int)sizeof sig - 32; d++)
+                len += snprintf(sig + len, sizeof sig - (size_t)len, "%s%lld", d ? "," : "",
+                                (long long)a->dims[d]);
+            len += snprintf(sig + len, sizeof sig - (size_t)len, "]");
+        }
+        if (len < (int)sizeof sig)
+            snprintf(sig + len, sizeof sig - (size_t)len, ")");
+        res =
+            rt_errorf(st, "%s in function '%s' called with %s", ir_last_error(), c->fn->name, sig);
+    } else if (st) {
         res = rt_error_from_status(st);
     } else if (c->result_kind == JIT_RESULT_SINGLE) {
         res = outs[0];

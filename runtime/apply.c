@@ -162,6 +162,12 @@ tj_tensor *rt_apply(ir_node *proto, tj_tensor *const *in_args, uint32_t n_in) {
             else if ((st = rt_ref_kernel(proto, in, out)) != TJ_OK) {
                 tj_release(out);
                 res = rt_error_from_status(st);
+            } else if (RT_CHECKING_NUMERICS() && rt_numerics_first_bad(out, NULL) >= 0) {
+                int is_nan = 0;
+                int64_t at = rt_numerics_first_bad(out, &is_nan);
+                st = rt_numerics_error("eagerly", opname, -1, out, at, is_nan, NULL);
+                tj_release(out);
+                res = rt_error_from_status(st);
             } else {
                 res = out;
                 if (t0) {

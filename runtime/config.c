@@ -63,6 +63,9 @@ static void cfg_init(void) {
     const char *ct = getenv("TJ_COMPILE_THREADS");
     cfg.compile_threads = ct && strtol(ct, NULL, 10) == 1 ? 1 : 2;
     rt_profile_from_env(getenv("TJ_PROFILE"));
+    const char *cn = getenv("TJ_CHECK_NUMERICS");
+    if (cn && *cn && strcmp(cn, "0") != 0)
+        tj_enable_check_numerics();
     const char *c = getenv("TJ_CACHE");
     cfg.cache_enabled = !(c && strcmp(c, "0") == 0);
     cfg.cache_max_bytes = parse_bytes(getenv("TJ_CACHE_MAX_BYTES"), (size_t)1 << 30);

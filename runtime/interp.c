@@ -62,6 +62,13 @@ static tj_status run(const ir_graph *g, const uint8_t *live, const uint32_t *las
             return ir_errorf(TJ_ERR_OOM, "interp: out of memory");
         double t0 = RT_PROFILING() ? rt_profile_now() : 0;
         st = rt_exec_node(g, i, env, vals, ins);
+        if (!st && RT_CHECKING_NUMERICS() && vals[i]) {
+            int is_nan = 0;
+            int64_t at = rt_numerics_first_bad(vals[i], &is_nan);
+            if (at >= 0)
+                st = rt_numerics_error("", ir_ops[n->op].name, i, vals[i], at, is_nan,
+                                       "(interpreter)");
+        }
         if (t0 && n->op != IR_OP_CONST && n->op != IR_OP_PARAM) {
             char d[96];
             rt_profile_event("op", ir_ops[n->op].name, t0, "\"node\":%u,\"out\":\"%s%s\"", i,

@@ -344,6 +344,22 @@ void rt_profile_event(const char *cat, const char *name, double t0, const char *
 void rt_profile_from_env(const char *path); /* TJ_PROFILE: start now, write at exit */
 const char *rt_profile_dims(char *buf, size_t n, int rank, const int64_t *dims);
 
+/* ---- check numerics (numerics.c) ------------------------------------------------------------- */
+extern atomic_int rt_check_numerics; /* tj_enable_check_numerics, TJ_CHECK_NUMERICS=1 */
+#define RT_CHECKING_NUMERICS()                                                                     \
+    __builtin_expect(atomic_load_explicit(&rt_check_numerics, memory_order_relaxed), 0)
+/* The first NaN or infinity of a float tensor (its index; *is_nan says which), or -1. */
+int64_t rt_numerics_first_bad(const tj_tensor *t, int *is_nan);
+/* Sets and returns the error "check_numerics: op %<node> '<op>' (<dtype><dims>) produced NaN at
+ * element <at> <where> <context>" (node < 0: not printed). */
+tj_status rt_numerics_error(const char *where, const char *op, int64_t node, const tj_tensor *t,
+                            int64_t at, int is_nan, const char *context);
+/* Runs `nodes` of g (a kernel's, in any order) again one by one on the reference kernels, their
+ * other inputs taken from vals, and returns the error naming the first whose result has a NaN
+ * or infinity; TJ_OK when none has (the kernel's own arithmetic differs). */
+tj_status rt_numerics_locate(const ir_graph *g, const uint32_t *nodes, uint32_t n_nodes,
+                             const rt_exec_env *env, tj_tensor *const *vals, const char *context);
+
 /* ---- configuration and logging (read once from the environment) ------------------------------ */
 typedef struct rt_config {
     int eager;

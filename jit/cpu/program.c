@@ -259,6 +259,36 @@ static void profile_step(const cpu_prog *cp, uint32_t s, double t0) {
                      rt_profile_dims(d, sizeof d, o->rank, o->dims), sp->n_out, (long long)bytes);
 }
 
+/* Check numerics: step s's outputs; a NaN or infinity is blamed on the first of the step's ops
+ * whose reference-kernel result has one, else on the kernel. */
+static tj_status check_step(const cpu_prog *cp, uint32_t s, const rt_exec_env *env,
+                            tj_tensor *const *vals) {
+    const ir_graph *g = cp->base.g;
+    const step *sp = &cp->steps[s];
+    for (uint32_t k = 0; k < sp->n_out; k++) {
+        int is_nan = 0;
+        int64_t at = rt_numerics_first_bad(vals[sp->out[k]], &is_nan);
+        if (at < 0)
+            continue;
+        char ctx[320];
+        snprintf(ctx, sizeof ctx, "(kernel '%s')", cp->labels ? cp->labels[s] : "?");
+        uint32_t *ids = malloc((g->n_nodes + 1) * sizeof *ids);
+        tj_status st = TJ_OK;
+        if (ids) {
+            uint32_t n = jit_cpu_step_nodes(cp, sp, ids);
+            st = rt_numerics_locate(g, ids, n, env, vals, ctx);
+            free(ids);
+        }
+        if (!st) { /* not reproduced op by op: name the kernel's output */
+            const ir_node *o = ir_node_get(g, sp->out[k]);
+            st = rt_numerics_error("", ir_ops[o->op].name, sp->out[k], vals[sp->out[k]], at, is_nan,
+                                   ctx);
+        }
+        return st;
+    }
+    return TJ_OK;
+}
+
 static tj_status cpu_run(rt_program *p, tj_tensor *const *args, uint32_t n_args, tj_variable **caps,
                          tj_tensor **outs) {
     cpu_prog *cp = (cpu_prog *)p;
@@ -300,6 +330,8 @@ static tj_status cpu_run(rt_program *p, tj_tensor *const *args, uint32_t n_args,
             st = rt_exec_node(g, sp->id, &env, vals, (tj_tensor **)scratch);
         if (t0)
             profile_step(cp, s, t0);
+        if (!st && RT_CHECKING_NUMERICS() && !is_value(g, sp))
+            st = check_step(cp, s, &env, vals);
         /* drop values whose last reader was this step */
         for (uint32_t k = 0; k < sp->n_in; k++) {
             if (cp->last_use[sp->in[k]] == s) {
