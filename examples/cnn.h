@@ -93,6 +93,34 @@ static __attribute__((unused)) tj_tensor *cnn_predict(tj_tensor *x) {
     return tj_argmax(cnn_forward(&cnn_model, x), -1);
 }
 
+/* ---- checkpoints (S29): the model's variables, Adam's slots and its step counter ------------ */
+enum { CNN_NCKPT = CNN_NVARS * 3 + 1 };
+static __attribute__((unused)) int cnn_ckpt_vars(cnn *m, tj_variable **all) {
+    if (tj_optimizer_build(m->opt, CNN_NVARS, m->vars)) /* the slots exist before the 1st step */
+        return -1;
+    for (int k = 0; k < CNN_NVARS; k++)
+        all[k] = m->vars[k];
+    int n = tj_optimizer_variables(m->opt, CNN_NCKPT - CNN_NVARS, all + CNN_NVARS);
+    return n < 0 ? -1 : CNN_NVARS + n;
+}
+static __attribute__((unused)) tj_status cnn_save(cnn *m, const char *path) {
+    tj_variable *all[CNN_NCKPT];
+    int n = cnn_ckpt_vars(m, all);
+    return n < 0 ? TJ_ERR_INVALID : tj_checkpoint_save(path, n, all);
+}
+/* Restores everything; *step: the steps already taken (Adam's counter). */
+static __attribute__((unused)) tj_status cnn_restore(cnn *m, const char *path, int64_t *step) {
+    tj_variable *all[CNN_NCKPT];
+    int n = cnn_ckpt_vars(m, all);
+    tj_status st = n < 0 ? TJ_ERR_INVALID : tj_checkpoint_restore(path, n, all, 0);
+    if (!st) {
+        tj_tensor *it = tj_variable_read(tj_optimizer_iterations(m->opt));
+        *step = (int64_t)tj_tensor_get_f64(it, 0);
+        tj_release(it);
+    }
+    return st;
+}
+
 /* ---- data: Debian's dataset-fashion-mnist (IDX, gzip) ---------------------------------------- */
 typedef struct cnn_data {
     tj_tensor *train_x, *train_y, *test_x, *test_y; /* float32 [N,28,28,1] in [0,1]; int32 [N] */

@@ -18,7 +18,8 @@ static double now(void) {
 }
 
 int main(int argc, char **argv) {
-    int steps = 1000, eager = 0, quiet = 0, every = 100;
+    int steps = 1000, eager = 0, quiet = 0, every = 100, ckpt_every = 0, resume = 0;
+    const char *ckpt = NULL;
     uint64_t seed = 1;
     const char *dir = "/usr/share/datasets/fashion-mnist";
     for (int i = 1; i < argc; i++) {
@@ -34,16 +35,22 @@ int main(int argc, char **argv) {
             eager = 1;
         else if (!strcmp(argv[i], "--quiet"))
             quiet = 1;
+        else if (!strcmp(argv[i], "--checkpoint") && i + 1 < argc)
+            ckpt = argv[++i];
+        else if (!strcmp(argv[i], "--checkpoint-every") && i + 1 < argc)
+            ckpt_every = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--resume"))
+            resume = 1;
         else {
             fprintf(stderr,
                     "usage: %s [--steps N] [--seed S] [--data DIR] [--eager] [--quiet] "
-                    "[--every K]\n",
+                    "[--every K] [--checkpoint FILE [--checkpoint-every K] [--resume]]\n",
                     argv[0]);
             return 2;
         }
     }
-    if (steps < 0 || every < 1)
-        return fprintf(stderr, "train_cnn: bad --steps or --every\n"), 2;
+    if (steps < 0 || every < 1 || ckpt_every < 0 || ((ckpt_every || resume) && !ckpt))
+        return fprintf(stderr, "train_cnn: bad --steps, --every or --checkpoint options\n"), 2;
     cnn_data d;
     const char *err = cnn_load(&d, dir);
     if (err) {
@@ -57,13 +64,23 @@ int main(int argc, char **argv) {
         return 1;
     }
     cnn_model.print_loss = !quiet;
+    int64_t first = 0; /* --resume: the steps the checkpoint had taken */
+    if (resume) {
+        if (cnn_restore(&cnn_model, ckpt, &first)) {
+            fprintf(stderr, "train_cnn: %s\n", tj_last_error());
+            cnn_free(&cnn_model);
+            cnn_data_free(&d);
+            return 1;
+        }
+        printf("train_cnn: resumed from %s after %lld steps\n", ckpt, (long long)first);
+    }
     tj_function *step = tj_function_new("train_one_step", (void *)cnn_train_step, 2, NULL);
     int64_t n_train = tj_tensor_dims(d.train_x)[0];
     printf("train_cnn: %lld training images, %d steps of 50, %s\n", (long long)n_train, steps,
            eager ? "eager" : "compiled");
     double t0 = now(), t_first = 0, last_loss = 0;
     int status = 0;
-    for (int s = 0; s < steps; s++) {
+    for (int s = (int)first; s < steps; s++) {
         tj_scope_begin();
         tj_tensor *x, *y;
         cnn_batch(&d, n_train, 50, seed * 1000003u + (uint64_t)s, &x, &y);
@@ -80,14 +97,21 @@ int main(int argc, char **argv) {
             printf("step %d loss: %.6f\n", s, last_loss);
         tj_release(loss);
         tj_scope_end();
-        if (s == 0)
+        if (s == (int)first)
             t_first = now() - t0;
+        if (ckpt && ((ckpt_every && (s + 1) % ckpt_every == 0) || s == steps - 1) &&
+            cnn_save(&cnn_model, ckpt)) {
+            fprintf(stderr, "train_cnn: %s\n", tj_last_error());
+            status = 1;
+            break;
+        }
     }
     double total = now() - t0;
-    if (!status && steps > 1)
+    if (!status && steps - first > 1)
         printf("first step (trace + compile + run): %.1f ms; then %.2f ms per step (%d steps, "
                "%.1f s in all)\n",
-               1e3 * t_first, 1e3 * (total - t_first) / (steps - 1), steps, total);
+               1e3 * t_first, 1e3 * (total - t_first) / (double)(steps - first - 1),
+               (int)(steps - first), total);
     /* test accuracy, 500 images per call */
     tj_function *pred = tj_function_new("predict", (void *)cnn_predict, 1, NULL);
     int64_t n_test = tj_tensor_dims(d.test_x)[0], right = 0;

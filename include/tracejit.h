@@ -483,6 +483,12 @@ TJ_API tj_status tj_optimizer_apply(tj_optimizer *opt, int n, tj_variable *const
 /* The step counter (NULL before the first apply) and a slot ("m", "v", "momentum") of var;
  * borrowed, owned by the optimizer. */
 TJ_API tj_variable *tj_optimizer_iterations(tj_optimizer *opt);
+/* Keras' optimizer.build(var_list): creates the step counter and the slots of vars now (zeros),
+ * so that a checkpoint can be restored into them before the first apply. */
+TJ_API tj_status tj_optimizer_build(tj_optimizer *opt, int n, tj_variable *const *vars);
+/* The optimizer's variables (the step counter, then each variable's slots, in creation order):
+ * writes up to cap of them (borrowed) to out and returns how many there are; -1 on error. */
+TJ_API int tj_optimizer_variables(tj_optimizer *opt, int cap, tj_variable **out);
 TJ_API tj_variable *tj_optimizer_slot(tj_optimizer *opt, tj_variable *var, const char *name);
 TJ_API void tj_optimizer_free(tj_optimizer *opt);
 /* Keras' GlorotUniform: U(-l, l), l = sqrt(6 / (fan_in + fan_out)), fans of a kernel
@@ -582,6 +588,21 @@ typedef enum tj_graph_stage {
  * their own way. Caller frees. NULL on error (tj_last_error): a NULL function, a bad stage. */
 TJ_API char *tj_concrete_graph_dot(const tj_concrete *c, tj_graph_stage stage);
 TJ_API int tj_concrete_node_count(const tj_concrete *c);
+
+/* ---- checkpoints (S29) ----------------------------------------------------------------------- */
+/* tf.train.Checkpoint: writes the values of vars (borrowed) to one file under their names (which
+ * must be set and distinct), atomically (a temporary file renamed over path) and with a
+ * checksum. Outside traces. Errors: NULL or empty path, unnamed or same-named variables, string
+ * variables, I/O (naming the file). */
+TJ_API tj_status tj_checkpoint_save(const char *path, int n, tj_variable *const *vars);
+/* Assigns each of vars the value saved under its name. The whole file is checked first (magic,
+ * version, sizes, checksum: a corrupt or truncated file is TJ_ERR_CORRUPT naming the file and
+ * the offset) and every variable matched before any is assigned: a variable the file lacks, or a
+ * saved value no variable takes, is an error unless expect_partial (TensorFlow's expect_partial;
+ * by default as assert_consumed); a dtype or shape that differs is always an error. On error no
+ * variable changes. */
+TJ_API tj_status tj_checkpoint_restore(const char *path, int n, tj_variable *const *vars,
+                                       int expect_partial);
 
 /* ---- check numerics (S26) -------------------------------------------------------------------- */
 /* tf.debugging.enable_check_numerics: from now on every float result of an eager op, of a node

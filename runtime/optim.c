@@ -233,6 +233,48 @@ tj_status tj_optimizer_apply(tj_optimizer *o, int n, tj_variable *const *vars,
     return st;
 }
 
+tj_status tj_optimizer_build(tj_optimizer *o, int n, tj_variable *const *vars) {
+    const char *what = "optimizer_build";
+    tj_status st = check_opt(o, what);
+    if (st)
+        return st;
+    if (n < 0 || (n > 0 && !vars))
+        return ir_errorf(TJ_ERR_INVALID, "%s: bad list (n=%d)", what, n);
+    for (int k = 0; k < n; k++) {
+        if ((st = rt_variable_check(vars[k], what)))
+            return st;
+        if (!ir_dtype_is_float(vars[k]->dtype))
+            return ir_errorf(TJ_ERR_DTYPE, "%s: variable '%s' is %s, not a float", what,
+                             vars[k]->name ? vars[k]->name : "?", ir_dtype_name(vars[k]->dtype));
+    }
+    pthread_mutex_lock(&o->mu);
+    if (!o->iterations)
+        o->iterations = zeros_var(TJ_I64, 0, NULL, "optimizer", "iterations");
+    st = o->iterations ? TJ_OK : ir_last_code() ? ir_last_code() : TJ_ERR_OOM;
+    for (int k = 0; k < n && !st; k++)
+        if (!slot_of(o, vars[k]))
+            st = ir_last_code() ? ir_last_code() : TJ_ERR_OOM;
+    pthread_mutex_unlock(&o->mu);
+    return st;
+}
+
+int tj_optimizer_variables(tj_optimizer *o, int cap, tj_variable **out) {
+    if (check_opt(o, "optimizer_variables"))
+        return -1;
+    if (cap < 0 || (cap > 0 && !out))
+        return ir_errorf(TJ_ERR_INVALID, "optimizer_variables: bad list (cap=%d)", cap), -1;
+    int n = 0;
+    pthread_mutex_lock(&o->mu);
+    if (o->iterations && n++ < cap)
+        out[n - 1] = o->iterations;
+    for (size_t i = 0; i < o->n_slots; i++)
+        for (int k = 0; k < 2; k++)
+            if (o->slots[i].s[k] && n++ < cap)
+                out[n - 1] = o->slots[i].s[k];
+    pthread_mutex_unlock(&o->mu);
+    return n;
+}
+
 tj_variable *tj_optimizer_iterations(tj_optimizer *o) {
     return check_opt(o, "optimizer_iterations") ? NULL : o->iterations;
 }

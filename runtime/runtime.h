@@ -344,6 +344,11 @@ void rt_profile_event(const char *cat, const char *name, double t0, const char *
 void rt_profile_from_env(const char *path); /* TJ_PROFILE: start now, write at exit */
 const char *rt_profile_dims(char *buf, size_t n, int rank, const int64_t *dims);
 
+/* ---- checkpoints (checkpoint.c) -------------------------------------------------------------- */
+/* Parses and checks a checkpoint image as tj_checkpoint_restore does (for the fuzzer): TJ_OK
+ * with the variable count in *n, or the error. */
+tj_status rt_checkpoint_parse(const unsigned char *p, size_t size, uint32_t *n);
+
 /* ---- check numerics (numerics.c) ------------------------------------------------------------- */
 extern atomic_int rt_check_numerics; /* tj_enable_check_numerics, TJ_CHECK_NUMERICS=1 */
 #define RT_CHECKING_NUMERICS()                                                                     \

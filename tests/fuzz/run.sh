@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run.sh [SECONDS] [TARGET...] — coverage-guided fuzzing with clang's libFuzzer, bounded in time.
-# Targets: parse (the text IR parser) and cache (the disk-cache entry decoder and the CPU payload
-# parser). Each runs SECONDS (default 60) under ASan + UBSan, starting from its checked-in corpus
+# Targets: parse (the text IR parser), cache (the disk-cache entry decoder and the CPU payload
+# parser) and checkpoint (the checkpoint reader). Each runs SECONDS (default 60) under ASan + UBSan, starting from its checked-in corpus
 # (tests/fuzz/corpus/<target>/, plus the golden .tjir files for parse); inputs that add coverage
 # are merged back into the corpus, which CTest replays on every test run (fuzz_replay_*).
 # A crash leaves its input in build-fuzz/ and makes this script fail. Not part of CI: run it by
@@ -11,7 +11,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 SECONDS_EACH=${1:-60}
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(parse cache)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(parse cache checkpoint)
 CC=${FUZZ_CC:-clang-14}
 OUT=build-fuzz
 mkdir -p "$OUT"
@@ -23,7 +23,9 @@ build() {
     parse) "$CC" "${FLAGS[@]}" tests/fuzz/fuzz_parse.c ir/*.c -lm -o "$OUT/fuzz_parse" ;;
     cache) "$CC" "${FLAGS[@]}" tests/fuzz/fuzz_cache.c jit/cache.c jit/cpu/payload.c \
                runtime/config.c ir/*.c -lpthread -lm -o "$OUT/fuzz_cache" ;;
-    *) echo "run.sh: unknown target $1 (parse, cache)" >&2; exit 2 ;;
+    checkpoint) "$CC" "${FLAGS[@]}" tests/fuzz/fuzz_checkpoint.c runtime/*.c runtime/kernels/*.c \
+               ir/*.c $(pkg-config --libs libffi) -lz -lpthread -lm -ldl -o "$OUT/fuzz_checkpoint" ;;
+    *) echo "run.sh: unknown target $1 (parse, cache, checkpoint)" >&2; exit 2 ;;
     esac
 }
 
