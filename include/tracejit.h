@@ -589,6 +589,39 @@ typedef enum tj_graph_stage {
 TJ_API char *tj_concrete_graph_dot(const tj_concrete *c, tj_graph_stage stage);
 TJ_API int tj_concrete_node_count(const tj_concrete *c);
 
+/* ---- modules (S27) --------------------------------------------------------------------------- */
+/* tf.Module + tf.saved_model: named variables and named functions with fixed input signatures,
+ * saved to a directory and loaded in another process without the C code that made them. */
+typedef struct tj_module tj_module;
+/* An empty module (name copied). Caller frees with tj_module_free. NULL on error. */
+TJ_API tj_module *tj_module_new(const char *name);
+/* Adds v (borrowed: it must outlive the module) under its name (set, without spaces or
+ * quotes, distinct within the module). Variables a function captures join on save. */
+TJ_API tj_status tj_module_add_variable(tj_module *m, tj_variable *v);
+/* Adds f (borrowed) as `name` with the fixed input signature specs[0..n) (copied; tensor specs,
+ * one per argument of f). */
+TJ_API tj_status tj_module_add_function(tj_module *m, const char *name, tj_function *f, int n,
+                                        const tj_spec *specs);
+/* Writes the module to directory dir (created if missing): module.tjm (the manifest), each
+ * function's optimized graph (<name>.tjir, text IR) and variables.ckpt. Refused before anything
+ * is written: a function calling a host callback (C code, as tf.py_function), a signature that
+ * does not trace, unnamed or same-named variables. */
+TJ_API tj_status tj_module_save(tj_module *m, const char *dir);
+/* Loads a saved module: every file checked (manifest syntax, checksums, graphs parsed and
+ * verified against their signatures) before use, errors naming the file and the line or node;
+ * its variables are owned by the module. The graphs are compiled by the CPU backend (a cache hit
+ * when the same graph was compiled on this target before) or run by the interpreter
+ * (TJ_BACKEND=interp, no LLVM); tj_module_describe says which. Caller frees. NULL on error. */
+TJ_API tj_module *tj_module_load(const char *dir);
+/* Calls function `name`; the arguments must match its signature exactly. A new reference. */
+TJ_API tj_tensor *tj_module_call(tj_module *m, const char *name, int nargs, tj_tensor *const *args);
+/* A variable by name (borrowed, owned by the module when loaded), NULL if none. */
+TJ_API tj_variable *tj_module_variable(tj_module *m, const char *name);
+/* saved_model_cli show --all: every signature's inputs and outputs (dtypes, shapes) and the
+ * variables. Caller frees. */
+TJ_API char *tj_module_describe(const tj_module *m);
+TJ_API void tj_module_free(tj_module *m);
+
 /* ---- checkpoints (S29) ----------------------------------------------------------------------- */
 /* tf.train.Checkpoint: writes the values of vars (borrowed) to one file under their names (which
  * must be set and distinct), atomically (a temporary file renamed over path) and with a

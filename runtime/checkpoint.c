@@ -208,6 +208,72 @@ trunc:
     return ir_errorf(TJ_ERR_CORRUPT, "%s: %s is truncated (at offset %zu)", what, path, off);
 }
 
+tj_status rt_read_file(const char *what, const char *path, size_t max, unsigned char **out,
+                       size_t *size) {
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return ir_errorf(TJ_ERR_IO, "%s: cannot open %s: %s", what, path, strerror(errno));
+    struct stat sb;
+    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode) || (uint64_t)sb.st_size > max) {
+        fclose(f);
+        return ir_errorf(TJ_ERR_IO, "%s: %s is not a regular file of at most %zu bytes", what, path,
+                         max);
+    }
+    size_t n = (size_t)sb.st_size;
+    unsigned char *p = malloc(n + 1);
+    if (!p || fread(p, 1, n, f) != n) {
+        fclose(f);
+        free(p);
+        return p ? ir_errorf(TJ_ERR_IO, "%s: reading %s failed", what, path)
+                 : ir_errorf(TJ_ERR_OOM, "%s: out of memory for %zu bytes", what, n);
+    }
+    fclose(f);
+    p[n] = 0; /* text files read as strings */
+    *out = p;
+    *size = n;
+    return TJ_OK;
+}
+
+uint64_t rt_fnv1a(const void *p, size_t n) {
+    return fnv1a(p, n);
+}
+
+tj_status rt_checkpoint_read(const char *path, uint32_t *n, char ***names, tj_tensor ***values) {
+    const char *what = "checkpoint_read";
+    size_t size;
+    unsigned char *p = NULL;
+    tj_status st = rt_read_file(what, path, MAX_FILE, &p, &size);
+    entry *e = NULL;
+    uint32_t cnt = 0;
+    if (!st)
+        st = parse(path, p, size, &e, &cnt);
+    char **nm = st ? NULL : calloc(cnt + 1, sizeof *nm);
+    tj_tensor **vs = st ? NULL : calloc(cnt + 1, sizeof *vs);
+    if (!st && (!nm || !vs))
+        st = ir_errorf(TJ_ERR_OOM, "%s: out of memory", what);
+    for (uint32_t k = 0; k < cnt && !st; k++) {
+        nm[k] = rt_strdup_len(e[k].name, e[k].name_len);
+        vs[k] = rt_tensor_alloc_uninit(e[k].dtype, e[k].rank, e[k].dims);
+        if (!nm[k] || !vs[k])
+            st = ir_errorf(TJ_ERR_OOM, "%s: out of memory", what);
+        else if (e[k].bytes)
+            memcpy(vs[k]->data, e[k].data, (size_t)e[k].bytes);
+    }
+    if (st) {
+        for (uint32_t k = 0; nm && vs && k < cnt; k++) {
+            free(nm[k]);
+            tj_release(vs[k]);
+        }
+        free(nm);
+        free(vs);
+    } else {
+        *n = cnt, *names = nm, *values = vs;
+    }
+    free(e);
+    free(p);
+    return st;
+}
+
 tj_status rt_checkpoint_parse(const unsigned char *p, size_t size, uint32_t *n) {
     entry *e = NULL;
     tj_status st = parse("<input>", p, size, &e, n);
@@ -228,23 +294,10 @@ tj_status tj_checkpoint_restore(const char *path, int n, tj_variable *const *var
     for (int k = 0; k < n; k++)
         if ((st = rt_variable_check(vars[k], what)))
             return st;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return ir_errorf(TJ_ERR_IO, "%s: cannot open %s: %s", what, path, strerror(errno));
-    struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size > MAX_FILE) {
-        fclose(f);
-        return ir_errorf(TJ_ERR_IO, "%s: %s is not a regular file of at most 1 GiB", what, path);
-    }
-    size_t size = (size_t)sb.st_size;
-    unsigned char *p = malloc(size ? size : 1);
-    if (!p || fread(p, 1, size, f) != size) {
-        fclose(f);
-        free(p);
-        return p ? ir_errorf(TJ_ERR_IO, "%s: reading %s failed", what, path)
-                 : ir_errorf(TJ_ERR_OOM, "%s: out of memory for %zu bytes", what, size);
-    }
-    fclose(f);
+    size_t size;
+    unsigned char *p = NULL;
+    if ((st = rt_read_file(what, path, MAX_FILE, &p, &size)))
+        return st;
     entry *e = NULL;
     uint32_t cnt = 0;
     st = parse(path, p, size, &e, &cnt);

@@ -348,6 +348,14 @@ const char *rt_profile_dims(char *buf, size_t n, int rank, const int64_t *dims);
 /* Parses and checks a checkpoint image as tj_checkpoint_restore does (for the fuzzer): TJ_OK
  * with the variable count in *n, or the error. */
 tj_status rt_checkpoint_parse(const unsigned char *p, size_t size, uint32_t *n);
+/* Reads a checkpoint whole: its names (caller frees each and the array) and values (new
+ * references). */
+tj_status rt_checkpoint_read(const char *path, uint32_t *n, char ***names, tj_tensor ***values);
+/* Reads a regular file of at most max bytes (a NUL after it; caller frees); errors name
+ * `what` and the file. */
+tj_status rt_read_file(const char *what, const char *path, size_t max, unsigned char **out,
+                       size_t *size);
+uint64_t rt_fnv1a(const void *p, size_t n); /* FNV-1a 64, the checksum of saved files */
 
 /* ---- check numerics (numerics.c) ------------------------------------------------------------- */
 extern atomic_int rt_check_numerics; /* tj_enable_check_numerics, TJ_CHECK_NUMERICS=1 */

@@ -1,0 +1,675 @@
+/* module.c — modules saved to a directory and loaded without the C code that made them (S27,
+ * tf.Module + tf.saved_model). A module holds named variables and named functions with fixed
+ * input signatures. Saving traces each function for its signature and writes, into the
+ * directory:
+ *   module.tjm         the manifest: "tracejit-module 1", then per function its file, checksum,
+ *                      result kind, argument specs, the variables its capture slots read and its
+ *                      result types; the variables' file and checksum
+ *   <function>.tjir    the optimized graph in the text IR (it round-trips through the parser)
+ *   variables.ckpt     the variables (a checkpoint: runtime/checkpoint.c)
+ * Loading reads everything as untrusted input (the manifest line by line, every file against its
+ * FNV-1a checksum, the graphs through the parser and the verifier, each graph's parameters
+ * against its signature), creates the variables, and compiles each graph like a traced one (the
+ * CPU backend, whose artifact cache makes a reload on the same target a cache hit; the
+ * interpreter with TJ_BACKEND=interp or without LLVM). Host callbacks cannot be saved. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "jit/jit.h"
+
+#define MOD_MAGIC 0x746a6d64u
+enum { MAX_MANIFEST = 1 << 20, MAX_GRAPH = 64 << 20 };
+
+typedef struct mod_fn {
+    char *name;
+    int n_args;
+    tj_spec *specs;
+    tj_function *f; /* a module being built: borrowed */
+    /* a loaded module */
+    ir_graph *graph;
+    rt_program *prog;
+    int result_kind;
+    tj_variable **caps;
+    uint32_t n_caps;
+    tj_variable **locks; /* the variables it assigns, in address order (no lock-order cycles) */
+    uint32_t n_locks;
+} mod_fn;
+
+struct tj_module {
+    uint32_t magic;
+    char *name;
+    int loaded;
+    tj_variable **vars; /* loaded: owned */
+    uint32_t n_vars;
+    mod_fn *fns;
+    uint32_t n_fns;
+    char how[64]; /* loaded: which backend runs the functions */
+};
+
+static tj_status check_mod(const tj_module *m, const char *what) {
+    if (!m)
+        return ir_errorf(TJ_ERR_INVALID, "%s: the module is NULL", what);
+    if (m->magic != MOD_MAGIC)
+        return ir_errorf(TJ_ERR_INVALID, "%s: not a live tj_module", what);
+    return TJ_OK;
+}
+
+/* Room for element n of an array of n: capacities 4, 8, 16, ... */
+static int grow(void **p, uint32_t n, size_t size) {
+    if (n && (n < 4 || (n & (n - 1))))
+        return 0;
+    void *q = realloc(*p, (n ? 2 * (size_t)n : 4) * size);
+    if (!q)
+        return -1;
+    *p = q;
+    return 0;
+}
+
+tj_module *tj_module_new(const char *name) {
+    tj_module *m = calloc(1, sizeof *m);
+    if (!m || !(m->name = strdup(name && *name ? name : "module"))) {
+        free(m);
+        return (void)ir_errorf(TJ_ERR_OOM, "module_new: out of memory"), NULL;
+    }
+    m->magic = MOD_MAGIC;
+    return m;
+}
+
+static int valid_name(const char *s) {
+    if (!s || !*s || strlen(s) > 200)
+        return 0;
+    for (; *s; s++)
+        if ((unsigned char)*s <= ' ' || *s == '"' || *s == '\\')
+            return 0;
+    return 1;
+}
+
+static tj_variable *find_var(const tj_module *m, const char *name) {
+    for (uint32_t i = 0; i < m->n_vars; i++)
+        if (strcmp(m->vars[i]->name, name) == 0)
+            return m->vars[i];
+    return NULL;
+}
+
+static tj_status add_var(tj_module *m, tj_variable *v, const char *what) {
+    tj_status st = rt_variable_check(v, what);
+    if (st)
+        return st;
+    if (!valid_name(v->name))
+        return ir_errorf(TJ_ERR_INVALID,
+                         "%s: variable '%s' needs a name without spaces or quotes (modules "
+                         "save variables by name)",
+                         what, v->name ? v->name : "");
+    tj_variable *o = find_var(m, v->name);
+    if (o == v)
+        return TJ_OK;
+    if (o)
+        return ir_errorf(TJ_ERR_INVALID, "%s: two variables are named '%s'", what, v->name);
+    if (grow((void **)&m->vars, m->n_vars, sizeof *m->vars))
+        return ir_errorf(TJ_ERR_OOM, "%s: out of memory", what);
+    m->vars[m->n_vars++] = v;
+    return TJ_OK;
+}
+
+tj_status tj_module_add_variable(tj_module *m, tj_variable *v) {
+    tj_status st = check_mod(m, "module_add_variable");
+    if (!st && m->loaded)
+        st = ir_errorf(TJ_ERR_STATE, "module_add_variable: '%s' was loaded; it cannot grow",
+                       m->name);
+    return st ? st : add_var(m, v, "module_add_variable");
+}
+
+tj_status tj_module_add_function(tj_module *m, const char *name, tj_function *f, int n,
+                                 const tj_spec *specs) {
+    const char *what = "module_add_function";
+    tj_status st = check_mod(m, what);
+    if (st)
+        return st;
+    if (m->loaded)
+        return ir_errorf(TJ_ERR_STATE, "%s: '%s' was loaded; it cannot grow", what, m->name);
+    if (!valid_name(name))
+        return ir_errorf(TJ_ERR_INVALID, "%s: a function needs a name without spaces or quotes",
+                         what);
+    if ((st = jit_check_fn(what, f)))
+        return st;
+    if (n < 0 || n != f->nargs || (n && !specs))
+        return ir_errorf(TJ_ERR_SIGNATURE,
+                         "%s: '%s' takes %d arguments; a fixed input signature of %d specs was "
+                         "given",
+                         what, name, f->nargs, n);
+    for (int k = 0; k < n; k++)
+        if (specs[k].static_value || specs[k].rank < 0 || specs[k].rank > TJ_MAX_RANK)
+            return ir_errorf(TJ_ERR_SIGNATURE,
+                             "%s: '%s' argument %d: a saved signature takes tensor specs (no "
+                             "static values)",
+                             what, name, k);
+    for (uint32_t i = 0; i < m->n_fns; i++)
+        if (strcmp(m->fns[i].name, name) == 0)
+            return ir_errorf(TJ_ERR_INVALID, "%s: two functions are named '%s'", what, name);
+    if (grow((void **)&m->fns, m->n_fns, sizeof *m->fns))
+        return ir_errorf(TJ_ERR_OOM, "%s: out of memory", what);
+    mod_fn *fn = &m->fns[m->n_fns];
+    memset(fn, 0, sizeof *fn);
+    fn->name = strdup(name);
+    fn->specs = malloc((size_t)(n ? n : 1) * sizeof *fn->specs);
+    if (!fn->name || !fn->specs) {
+        free(fn->name);
+        free(fn->specs);
+        return ir_errorf(TJ_ERR_OOM, "%s: out of memory", what);
+    }
+    if (n)
+        memcpy(fn->specs, specs, (size_t)n * sizeof *specs);
+    fn->n_args = n;
+    fn->f = f;
+    m->n_fns++;
+    return TJ_OK;
+}
+
+/* ---- saving ---------------------------------------------------------------------------------- */
+static const ir_node *find_op(const ir_graph *g, int op) {
+    for (uint32_t i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].op == op)
+            return &g->nodes[i];
+    for (uint32_t s = 0; s < g->n_subs; s++) {
+        const ir_node *n = find_op(g->subs[s], op);
+        if (n)
+            return n;
+    }
+    return NULL;
+}
+
+static void put_type(FILE *f, const char *tag, int dtype, int rank, const int64_t *dims) {
+    fprintf(f, "%s %s %d", tag, ir_dtype_short(dtype), rank);
+    for (int d = 0; d < rank; d++)
+        fprintf(f, " %lld", (long long)dims[d]);
+    fputc('\n', f);
+}
+
+static tj_status write_file(const char *what, const char *path, const void *p, size_t n) {
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return ir_errorf(TJ_ERR_IO, "%s: cannot write %s: %s", what, path, strerror(errno));
+    int bad = fwrite(p, 1, n, f) != n;
+    bad |= fclose(f) != 0;
+    return bad ? ir_errorf(TJ_ERR_IO, "%s: writing %s failed", what, path) : TJ_OK;
+}
+
+tj_status tj_module_save(tj_module *m, const char *dir) {
+    const char *what = "module_save";
+    tj_status st = check_mod(m, what);
+    if (st)
+        return st;
+    if (!dir || !*dir || strlen(dir) > 3000)
+        return ir_errorf(TJ_ERR_INVALID, "%s: the directory is NULL, empty or too long", what);
+    if (m->loaded)
+        return ir_errorf(TJ_ERR_UNSUPPORTED, "%s: '%s' was loaded; save the module you built", what,
+                         m->name);
+    if (rt_trace_current())
+        return ir_errorf(TJ_ERR_STATE, "%s: called inside a trace", what);
+    /* trace every function for its signature first: refusals before anything is written */
+    tj_concrete **cs = calloc(m->n_fns + 1, sizeof *cs);
+    if (!cs)
+        return ir_errorf(TJ_ERR_OOM, "%s: out of memory", what);
+    for (uint32_t i = 0; i < m->n_fns && !st; i++) {
+        mod_fn *fn = &m->fns[i];
+        if (!(cs[i] = tj_function_get_concrete(fn->f, fn->n_args, fn->specs))) {
+            st = ir_errorf(ir_last_code() ? ir_last_code() : TJ_ERR_RUNTIME,
+                           "%s: function '%s': %s", what, fn->name, ir_last_error());
+            break;
+        }
+        const ir_node *cb = find_op(cs[i]->graph, IR_OP_HOST_CALLBACK);
+        if (cb)
+            st = ir_errorf(TJ_ERR_UNSUPPORTED,
+                           "%s: function '%s' calls a host callback (C code that is not saved, "
+                           "as tf.py_function); it cannot be saved",
+                           what, fn->name);
+        for (uint32_t k = 0; k < cs[i]->n_caps && !st; k++)
+            st = add_var(m, cs[i]->caps[k], what); /* captured variables join the module */
+    }
+    if (!st && mkdir(dir, 0755) != 0 && errno != EEXIST)
+        st = ir_errorf(TJ_ERR_IO, "%s: cannot create %s: %s", what, dir, strerror(errno));
+    char path[3300];
+    if (!st) {
+        snprintf(path, sizeof path, "%s/variables.ckpt", dir);
+        st = tj_checkpoint_save(path, (int)m->n_vars, m->vars);
+    }
+    unsigned char *ck = NULL;
+    size_t ck_size = 0;
+    if (!st)
+        st = rt_read_file(what, path, (size_t)1 << 31, &ck, &ck_size);
+    snprintf(path, sizeof path, "%s/module.tjm", dir);
+    FILE *man = st ? NULL : fopen(path, "w");
+    if (!st && !man)
+        st = ir_errorf(TJ_ERR_IO, "%s: cannot write %s: %s", what, path, strerror(errno));
+    if (man) {
+        fprintf(man, "tracejit-module 1\nname %s\nvariables variables.ckpt %016llx\n",
+                valid_name(m->name) ? m->name : "module",
+                (unsigned long long)rt_fnv1a(ck, ck_size));
+    }
+    free(ck);
+    for (uint32_t i = 0; i < m->n_fns && !st; i++) {
+        const mod_fn *fn = &m->fns[i];
+        const tj_concrete *c = cs[i];
+        char *text = ir_print(c->graph);
+        if (!text) {
+            st = ir_last_code() ? ir_last_code() : TJ_ERR_OOM;
+            break;
+        }
+        char file[300];
+        snprintf(file, sizeof file, "%s.tjir", fn->name);
+        snprintf(path, sizeof path, "%s/%s", dir, file);
+        st = write_file(what, path, text, strlen(text));
+        fprintf(man, "function %s %s %016llx %d %d %u\n", fn->name, file,
+                (unsigned long long)rt_fnv1a(text, strlen(text)), c->result_kind, fn->n_args,
+                c->n_caps);
+        free(text);
+        for (int k = 0; k < fn->n_args; k++)
+            put_type(man, "arg", fn->specs[k].dtype, fn->specs[k].rank, fn->specs[k].dims);
+        for (uint32_t k = 0; k < c->n_caps; k++)
+            fprintf(man, "cap %s\n", c->caps[k]->name);
+        for (uint32_t k = 0; k < c->graph->n_outputs; k++) {
+            const ir_node *o = ir_node_get(c->graph, c->graph->outputs[k]);
+            put_type(man, "out", o->dtype, o->rank, o->dims);
+        }
+        fprintf(man, "end\n");
+    }
+    if (man && fclose(man) != 0 && !st)
+        st = ir_errorf(TJ_ERR_IO, "%s: writing %s failed", what, path);
+    free(cs);
+    return st;
+}
+
+/* ---- loading --------------------------------------------------------------------------------- */
+typedef struct reader {
+    const char *path;
+    char *p; /* the current line */
+    int line;
+} reader;
+
+/* The next line (NUL-terminated in place) or NULL at the end. */
+static char *next_line(reader *r) {
+    if (!r->p || !*r->p)
+        return NULL;
+    char *s = r->p, *nl = strchr(s, '\n');
+    if (nl) {
+        *nl = 0;
+        r->p = nl + 1;
+    } else {
+        r->p = s + strlen(s);
+    }
+    r->line++;
+    return s;
+}
+
+static tj_status bad_line(const reader *r, const char *why) {
+    return ir_errorf(TJ_ERR_CORRUPT, "module_load: %s line %d: %s", r->path, r->line, why);
+}
+
+/* "<tag> <dtype> <rank> <dims...>" */
+static tj_status parse_type(reader *r, const char *tag, tj_spec *out) {
+    char *s = next_line(r);
+    size_t tl = strlen(tag);
+    if (!s || strncmp(s, tag, tl) != 0 || s[tl] != ' ')
+        return bad_line(r, tag[0] == 'a' ? "an 'arg' line was expected"
+                                         : "an 'out' line was expected");
+    s += tl + 1;
+    char *sp = strchr(s, ' ');
+    int dt = sp ? ir_dtype_from_short(s, (size_t)(sp - s)) : -1;
+    if (dt < 0 || dt == TJ_STRING)
+        return bad_line(r, "a bad dtype");
+    char *end;
+    long rank = strtol(sp + 1, &end, 10);
+    if (rank < 0 || rank > TJ_MAX_RANK)
+        return bad_line(r, "a bad rank");
+    memset(out, 0, sizeof *out);
+    out->dtype = (tj_dtype)dt;
+    out->rank = (int)rank;
+    for (long d = 0; d < rank; d++) {
+        errno = 0;
+        long long v = strtoll(end, &end, 10);
+        if (errno || v < 0 || v > ((int64_t)1 << 40))
+            return bad_line(r, "a bad dim");
+        out->dims[d] = v;
+    }
+    while (*end == ' ')
+        end++;
+    return *end ? bad_line(r, "extra text after the dims") : TJ_OK;
+}
+
+static tj_status read_checked(const char *what, const char *dir, const char *file, uint64_t sum,
+                              size_t max, unsigned char **out, size_t *size) {
+    char path[3300];
+    if (strchr(file, '/') || strcmp(file, "..") == 0 || strcmp(file, ".") == 0)
+        return ir_errorf(TJ_ERR_CORRUPT, "%s: %s/module.tjm names a file outside it ('%s')", what,
+                         dir, file);
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    tj_status st = rt_read_file(what, path, max, out, size);
+    if (!st && rt_fnv1a(*out, *size) != sum) {
+        free(*out);
+        *out = NULL;
+        st = ir_errorf(TJ_ERR_CORRUPT,
+                       "%s: %s does not match its checksum in module.tjm (changed or corrupt)",
+                       what, path);
+    }
+    return st;
+}
+
+static int by_address(const void *a, const void *b) {
+    uintptr_t x = (uintptr_t) * (tj_variable *const *)a, y = (uintptr_t) * (tj_variable *const *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Compiles fn's graph; checks its parameters against the signature and its slots. */
+static tj_status load_graph(tj_module *m, mod_fn *fn, const char *path, char *text) {
+    const char *what = "module_load";
+    ir_graph *g = ir_parse(text);
+    if (!g)
+        return ir_errorf(TJ_ERR_CORRUPT, "%s: %s: %s", what, path, ir_last_error());
+    tj_status st = ir_verify(g);
+    if (!st && (g->n_params != (uint32_t)fn->n_args || g->n_caps > fn->n_caps))
+        st = ir_errorf(TJ_ERR_CORRUPT,
+                       "%s: %s has %u parameters and %u variable slots; module.tjm says %d and %u",
+                       what, path, g->n_params, g->n_caps, fn->n_args, fn->n_caps);
+    for (uint32_t i = 0; i < g->n_nodes && !st; i++) {
+        const ir_node *n = &g->nodes[i];
+        if (n->op == IR_OP_HOST_CALLBACK)
+            st = ir_errorf(TJ_ERR_CORRUPT, "%s: %s calls a host callback", what, path);
+        if (n->op != IR_OP_PARAM)
+            continue;
+        const tj_spec *s = &fn->specs[n->a.i[0]];
+        if (n->dtype != s->dtype || n->rank != s->rank ||
+            memcmp(n->dims, s->dims, sizeof(int64_t) * (size_t)s->rank) != 0)
+            st = ir_errorf(TJ_ERR_CORRUPT, "%s: %s: parameter %lld does not match its signature",
+                           what, path, (long long)n->a.i[0]);
+    }
+    if (st) {
+        ir_graph_free(g);
+        return st;
+    }
+    ir_graph *opt = NULL;
+    fn->prog = jit_compile_graph(g, fn->name, rt_fnv1a(text, strlen(text)), &opt);
+    ir_graph_free(g);
+    if (!fn->prog)
+        return ir_last_code() ? ir_last_code() : TJ_ERR_RUNTIME;
+    fn->graph = opt;
+    fn->prog->g = opt;
+    uint8_t *as = calloc(fn->n_caps + 1, 1);
+    fn->locks = calloc(fn->n_caps + 1, sizeof *fn->locks);
+    if (!as || !fn->locks) {
+        free(as);
+        return ir_errorf(TJ_ERR_OOM, "%s: out of memory", what);
+    }
+    ir_assigned_slots(opt, as, fn->n_caps);
+    for (uint32_t k = 0; k < fn->n_caps; k++)
+        if (as[k])
+            fn->locks[fn->n_locks++] = fn->caps[k];
+    free(as);
+    qsort(fn->locks, fn->n_locks, sizeof *fn->locks, by_address);
+    snprintf(m->how, sizeof m->how, "%s", fn->prog->vt->name);
+    return TJ_OK;
+}
+
+static void fn_free(mod_fn *fn) {
+    if (fn->prog)
+        fn->prog->vt->free(fn->prog);
+    ir_graph_free(fn->graph);
+    free(fn->caps);
+    free(fn->locks);
+    free(fn->specs);
+    free(fn->name);
+}
+
+tj_module *tj_module_load(const char *dir) {
+    const char *what = "module_load";
+    if (!dir || !*dir || strlen(dir) > 3000)
+        return (void)ir_errorf(TJ_ERR_INVALID, "%s: the directory is NULL, empty or too long",
+                               what),
+               NULL;
+    char path[3300];
+    snprintf(path, sizeof path, "%s/module.tjm", dir);
+    unsigned char *text = NULL;
+    size_t size;
+    tj_status st = rt_read_file(what, path, MAX_MANIFEST, &text, &size);
+    if (st)
+        return NULL;
+    tj_module *m = tj_module_new("module");
+    if (!m) {
+        free(text);
+        return NULL;
+    }
+    m->loaded = 1;
+    reader r = {path, (char *)text, 0};
+    char *s = next_line(&r), name[256] = "module", ckfile[256] = "";
+    unsigned long long sum = 0;
+    if (!s || strcmp(s, "tracejit-module 1") != 0)
+        st = bad_line(&r, "not a tracejit module of format 1");
+    if (!st && (!(s = next_line(&r)) || sscanf(s, "name %255s", name) != 1))
+        st = bad_line(&r, "a 'name' line was expected");
+    if (!st && (!(s = next_line(&r)) || sscanf(s, "variables %255s %llx", ckfile, &sum) != 2))
+        st = bad_line(&r, "a 'variables' line was expected");
+    if (!st) {
+        free(m->name);
+        m->name = strdup(name);
+    }
+    /* the variables, made from the checkpoint */
+    if (!st) {
+        unsigned char *ck = NULL;
+        size_t ck_size;
+        st = read_checked(what, dir, ckfile, sum, (size_t)1 << 31, &ck, &ck_size);
+        free(ck);
+    }
+    if (!st) {
+        uint32_t n = 0;
+        char **names = NULL;
+        tj_tensor **vals = NULL;
+        snprintf(path, sizeof path, "%s/%s", dir, ckfile);
+        st = rt_checkpoint_read(path, &n, &names, &vals);
+        for (uint32_t k = 0; k < n && !st; k++) {
+            tj_variable *v = tj_variable_new(vals[k], names[k]);
+            if (!v || grow((void **)&m->vars, m->n_vars, sizeof *m->vars)) {
+                tj_variable_free(v);
+                st = ir_last_code() ? ir_last_code() : TJ_ERR_OOM;
+            } else {
+                m->vars[m->n_vars++] = v;
+            }
+        }
+        for (uint32_t k = 0; k < n; k++) {
+            free(names ? names[k] : NULL);
+            tj_release(vals ? vals[k] : NULL);
+        }
+        free(names);
+        free(vals);
+    }
+    snprintf(path, sizeof path, "%s/module.tjm", dir);
+    while (!st && (s = next_line(&r))) {
+        char fname[256], file[300];
+        int kind, nargs;
+        unsigned ncaps;
+        if (!*s)
+            continue;
+        if (sscanf(s, "function %255s %299s %llx %d %d %u", fname, file, &sum, &kind, &nargs,
+                   &ncaps) != 6 ||
+            kind < JIT_RESULT_NONE || kind > JIT_RESULT_TUPLE || nargs < 0 || nargs > 64 ||
+            ncaps > 4096) {
+            st = bad_line(&r, "a 'function' line was expected");
+            break;
+        }
+        if (grow((void **)&m->fns, m->n_fns, sizeof *m->fns)) {
+            st = ir_errorf(TJ_ERR_OOM, "%s: out of memory", what);
+            break;
+        }
+        mod_fn *fn = &m->fns[m->n_fns++];
+        memset(fn, 0, sizeof *fn);
+        fn->name = strdup(fname);
+        fn->n_args = nargs;
+        fn->result_kind = kind;
+        fn->n_caps = ncaps;
+        fn->specs = calloc((size_t)nargs + 1, sizeof *fn->specs);
+        fn->caps = calloc((size_t)ncaps + 1, sizeof *fn->caps);
+        if (!fn->name || !fn->specs || !fn->caps) {
+            st = ir_errorf(TJ_ERR_OOM, "%s: out of memory", what);
+            break;
+        }
+        for (int k = 0; k < nargs && !st; k++)
+            st = parse_type(&r, "arg", &fn->specs[k]);
+        for (unsigned k = 0; k < ncaps && !st; k++) {
+            char *c = next_line(&r);
+            if (!c || strncmp(c, "cap ", 4) != 0 || !(fn->caps[k] = find_var(m, c + 4)))
+                st = bad_line(&r, "a 'cap' line naming a saved variable was expected");
+        }
+        tj_spec out;
+        while (!st && (s = r.p) && strncmp(s, "out ", 4) == 0)
+            st = parse_type(&r, "out", &out);
+        if (!st && (!(s = next_line(&r)) || strcmp(s, "end") != 0))
+            st = bad_line(&r, "'end' was expected");
+        unsigned char *g_text = NULL;
+        size_t g_size;
+        if (!st)
+            st = read_checked(what, dir, file, sum, MAX_GRAPH, &g_text, &g_size);
+        if (!st) {
+            char gpath[3300];
+            snprintf(gpath, sizeof gpath, "%s/%s", dir, file);
+            st = load_graph(m, fn, gpath, (char *)g_text);
+        }
+        free(g_text);
+    }
+    free(text);
+    if (st) {
+        tj_status keep = st;
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", ir_last_error());
+        tj_module_free(m);
+        ir_errorf(keep, "%s", msg);
+        return NULL;
+    }
+    return m;
+}
+
+/* ---- using a module -------------------------------------------------------------------------- */
+static mod_fn *find_fn(tj_module *m, const char *name) {
+    for (uint32_t i = 0; name && i < m->n_fns; i++)
+        if (strcmp(m->fns[i].name, name) == 0)
+            return &m->fns[i];
+    return NULL;
+}
+
+tj_tensor *tj_module_call(tj_module *m, const char *name, int nargs, tj_tensor *const *args) {
+    const char *what = "module_call";
+    tj_status st = check_mod(m, what);
+    if (st)
+        return rt_scoped(rt_error_from_status(st));
+    mod_fn *fn = find_fn(m, name);
+    if (!fn)
+        return rt_scoped(rt_errorf(TJ_ERR_INVALID, "%s: '%s' has no function '%s'", what, m->name,
+                                   name ? name : "(null)"));
+    if (nargs != fn->n_args || (nargs && !args))
+        return rt_scoped(rt_errorf(TJ_ERR_SIGNATURE, "%s: '%s' takes %d arguments, %d given", what,
+                                   fn->name, fn->n_args, nargs));
+    for (int k = 0; k < nargs; k++) { /* the fixed signature, exactly */
+        const tj_tensor *a = args[k];
+        const tj_spec *s = &fn->specs[k];
+        if (!a || a->kind != RT_CONCRETE || a->dtype != s->dtype || a->rank != s->rank ||
+            memcmp(a->dims, s->dims, sizeof(int64_t) * (size_t)s->rank) != 0) {
+            char want[128], got[128] = "not a concrete tensor";
+            ir_fmt_dims(want, sizeof want, s->rank, s->dims);
+            if (a && a->kind == RT_CONCRETE) {
+                char d[120];
+                snprintf(got, sizeof got, "%s%s", ir_dtype_short(a->dtype),
+                         ir_fmt_dims(d, sizeof d, a->rank, a->dims));
+            }
+            return rt_scoped(rt_errorf(TJ_ERR_SIGNATURE,
+                                       "%s: '%s' argument %d must be %s%s, got %s", what, fn->name,
+                                       k, ir_dtype_short(s->dtype), want, got));
+        }
+    }
+    if (!m->loaded)
+        return tj_call(fn->f, nargs, args);
+    tj_tensor *stack_outs[8] = {0};
+    uint32_t n_out = fn->graph->n_outputs;
+    tj_tensor **outs = n_out <= 8 ? stack_outs : calloc(n_out, sizeof *outs);
+    if (!outs)
+        return rt_scoped(rt_errorf(TJ_ERR_OOM, "%s: out of memory", what));
+    for (uint32_t i = 0; i < fn->n_locks; i++) /* calls that assign a variable are serialised */
+        rt_variable_lock(fn->locks[i]);
+    st = fn->prog->vt->run(fn->prog, args, (uint32_t)nargs, fn->caps, outs);
+    for (uint32_t i = fn->n_locks; i-- > 0;)
+        rt_variable_unlock(fn->locks[i]);
+    tj_tensor *res;
+    if (st)
+        res = rt_error_from_status(st);
+    else if (fn->result_kind == JIT_RESULT_SINGLE && n_out == 1)
+        res = outs[0], outs[0] = NULL;
+    else
+        res = rt_tuple_new((int)n_out, outs);
+    for (uint32_t k = 0; k < n_out; k++)
+        tj_release(outs[k]);
+    if (outs != stack_outs)
+        free(outs);
+    return rt_scoped(res);
+}
+
+tj_variable *tj_module_variable(tj_module *m, const char *name) {
+    if (check_mod(m, "module_variable"))
+        return NULL;
+    tj_variable *v = name ? find_var(m, name) : NULL;
+    if (!v)
+        ir_errorf(TJ_ERR_INVALID, "module_variable: '%s' has no variable '%s'", m->name,
+                  name ? name : "(null)");
+    return v;
+}
+
+char *tj_module_describe(const tj_module *m) {
+    if (check_mod(m, "module_describe"))
+        return NULL;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return (void)ir_errorf(TJ_ERR_OOM, "module_describe: out of memory"), NULL;
+    fprintf(f, "module '%s'%s%s%s\n", m->name, m->loaded ? " (loaded; runs on " : "",
+            m->loaded ? m->how : "", m->loaded ? ")" : "");
+    for (uint32_t i = 0; i < m->n_fns; i++) {
+        const mod_fn *fn = &m->fns[i];
+        fprintf(f, "\nsignature '%s':\n  inputs:\n", fn->name);
+        for (int k = 0; k < fn->n_args; k++) {
+            char d[128];
+            fprintf(f, "    x%d: dtype %s, shape %s\n", k, ir_dtype_name(fn->specs[k].dtype),
+                    ir_fmt_dims(d, sizeof d, fn->specs[k].rank, fn->specs[k].dims));
+        }
+        fprintf(f, "  outputs:\n");
+        for (uint32_t k = 0; fn->graph && k < fn->graph->n_outputs; k++) {
+            const ir_node *o = ir_node_get(fn->graph, fn->graph->outputs[k]);
+            char d[128];
+            fprintf(f, "    output_%u: dtype %s, shape %s\n", k, ir_dtype_name(o->dtype),
+                    ir_fmt_dims(d, sizeof d, o->rank, o->dims));
+        }
+        if (!fn->graph)
+            fprintf(f, "    (traced when saved)\n");
+    }
+    fprintf(f, "\nvariables:\n");
+    for (uint32_t i = 0; i < m->n_vars; i++) {
+        char d[128];
+        fprintf(f, "  %s: dtype %s, shape %s\n", m->vars[i]->name, ir_dtype_name(m->vars[i]->dtype),
+                ir_fmt_dims(d, sizeof d, m->vars[i]->rank, m->vars[i]->dims));
+    }
+    fclose(f);
+    return buf;
+}
+
+void tj_module_free(tj_module *m) {
+    if (!m || m->magic != MOD_MAGIC)
+        return;
+    for (uint32_t i = 0; i < m->n_fns; i++)
+        fn_free(&m->fns[i]);
+    free(m->fns);
+    if (m->loaded)
+        for (uint32_t i = 0; i < m->n_vars; i++)
+            tj_variable_free(m->vars[i]);
+    free(m->vars);
+    free(m->name);
+    m->magic = 0;
+    free(m);
+}
