@@ -28,6 +28,15 @@ TJ_DUMP="$B/graphs" TJ_CACHE=0 "./$B/train_cnn" --steps 1 --quiet > /dev/null
 dot -Tpng "$B"/graphs/predict.*.kernels.dot -o "$B/graphs/predict.png"
 ls -l "$B/graphs/predict.png"
 
+# S27/S28: the seeds again, saving the DemoModule where the module tool can show and run it, and
+# recording a profile of the whole run
+echo "== a saved module (./$B/tj_module show/run) and a profile of the seeds (S27, S28)"
+rm -rf "$B/demo_module"
+TJ_SEEDS_MODULE_DIR="$B/demo_module" TJ_PROFILE="$B/seeds_profile.json" "./$B/seeds" > /dev/null
+"./$B/tj_module" show "$B/demo_module"
+"./$B/tj_module" run "$B/demo_module" addprint 5
+echo "profile: $B/seeds_profile.json (open it in ui.perfetto.dev or chrome://tracing)"
+
 if [ -f bench/run ]; then
     echo "== benchmark table (bench/run --quick)"
     if [ -x bench/run ]; then
