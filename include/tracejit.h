@@ -661,7 +661,9 @@ TJ_API tj_status tj_profile_stop(void);
 /* ---- configuration --------------------------------------------------------------------------- */
 /* Read once from the environment: TJ_EAGER=1, TJ_LOG=retrace,compile,passes,misuse,cache,
  * TJ_DUMP=dir, TJ_PASSES=..., TJ_CACHE_DIR, TJ_CACHE=0, TJ_CACHE_MAX_BYTES (disk bound, default
- * 1G), TJ_NUM_THREADS, TJ_EXACT_MATH=1, TJ_BACKEND=interp. */
+ * 1G), TJ_NUM_THREADS, TJ_EXACT_MATH=1, TJ_BACKEND=interp, TJ_DIRECT_CONV=0 (convolutions by
+ * im2col + OpenBLAS), TJ_COMPILE_THREADS=1 (compile on one thread), TJ_PROFILE=file.json,
+ * TJ_CHECK_NUMERICS=1. */
 TJ_API void tj_set_eager(int on); /* force eager execution of all functions (S9) */
 TJ_API int tj_get_eager(void);
 typedef void (*tj_log_fn)(const char *topic, const char *msg, void *user);
