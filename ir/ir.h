@@ -61,7 +61,9 @@ enum {
     IR_F_EXPAND = 1 << 5,
     IR_F_SRC = 1 << 6,
     IR_F_CMP = 1 << 7,
-    IR_F_CF = 1 << 8, /* control flow: owns regions, yields a tuple (ir/regions.c) */
+    IR_F_CF = 1 << 8,    /* control flow: owns regions, yields a tuple (ir/regions.c) */
+    IR_F_FILLS = 1 << 9, /* the reference kernel writes every output element: its buffer need
+                            not be zeroed first (runtime/kernels/dispatch.c) */
 };
 
 typedef enum ir_op {

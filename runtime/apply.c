@@ -154,9 +154,7 @@ tj_tensor *rt_apply(ir_node *proto, tj_tensor *const *in_args, uint32_t n_in) {
         if (st) {
             res = rt_error_from_status(st);
         } else {
-            tj_tensor *out = rt_ref_kernel_fills(proto->op)
-                                 ? rt_tensor_alloc_uninit(proto->dtype, proto->rank, proto->dims)
-                                 : rt_tensor_alloc(proto->dtype, proto->rank, proto->dims);
+            tj_tensor *out = rt_kernel_output(proto);
             if (!out)
                 res = rt_error_from_status(0);
             else if ((st = rt_ref_kernel(proto, in, out)) != TJ_OK) {

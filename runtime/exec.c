@@ -30,9 +30,7 @@ static tj_tensor *run_kernel(const ir_node *n, tj_tensor **ins, int reinfer) {
         if (st)
             return NULL;
     }
-    tj_tensor *out = rt_ref_kernel_fills(n->op)
-                         ? rt_tensor_alloc_uninit(proto.dtype, proto.rank, proto.dims)
-                         : rt_tensor_alloc(proto.dtype, proto.rank, proto.dims);
+    tj_tensor *out = rt_kernel_output(&proto);
     if (!out)
         return NULL;
     if (rt_ref_kernel(&proto, ins, out) != TJ_OK) {

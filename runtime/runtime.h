@@ -93,9 +93,10 @@ char *rt_strdup_len(const char *s, size_t n);
  * dtype/dims. Ops handled here: everything in ops.def except CONST, PARAM, VAR_READ, PRINT,
  * HOST_CALLBACK, ASSIGN. Returns TJ_OK or an error (set with ir_errorf) naming the op. */
 tj_status rt_ref_kernel(const ir_node *n, tj_tensor *const *in, tj_tensor *out);
-/* 1 when op's reference kernel writes every element of its output whatever the buffer held, so
- * the caller may pass an uninitialised one (the others accumulate into zeros). */
-int rt_ref_kernel_fills(int op);
+/* The output buffer of n's reference kernel (n's dtype and dims): uninitialised when the op's
+ * kernel writes every element (IR_F_FILLS in ops.def), zeroed for the others, which accumulate.
+ * NULL with the error set. */
+tj_tensor *rt_kernel_output(const ir_node *n);
 /* Writes the values of t (not the header) in NumPy style: "[4 1]", "2.2", "aa". */
 char *rt_values_str(const tj_tensor *t);
 /* Host code asked for the value of symbolic tensor t (`what` names the accessor): sets the error

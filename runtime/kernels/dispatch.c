@@ -174,20 +174,7 @@ tj_status rt_ref_kernel(const ir_node *n, tj_tensor *const *in, tj_tensor *out) 
     return ir_errorf(TJ_ERR_UNSUPPORTED, "%s: no reference kernel", rt_k_name(n));
 }
 
-int rt_ref_kernel_fills(int op) {
-    switch (op) {
-    case IR_OP_RESHAPE:
-    case IR_OP_EXPAND_DIMS:
-    case IR_OP_SQUEEZE:
-    case IR_OP_CONV2D: /* conv.c zeroes what it accumulates into */
-    case IR_OP_CONV2D_GRAD_INPUT:
-    case IR_OP_CONV2D_GRAD_FILTER:
-    case IR_OP_MAX_POOL2D:
-    case IR_OP_MAX_POOL2D_GRAD:
-    case IR_OP_AVG_POOL2D:
-    case IR_OP_AVG_POOL2D_GRAD:
-        return 1;
-    default:
-        return 0;
-    }
+tj_tensor *rt_kernel_output(const ir_node *n) {
+    return ir_ops[n->op].flags & IR_F_FILLS ? rt_tensor_alloc_uninit(n->dtype, n->rank, n->dims)
+                                            : rt_tensor_alloc(n->dtype, n->rank, n->dims);
 }

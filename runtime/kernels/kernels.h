@@ -3,7 +3,7 @@
  * a multi-index iterator over up to three operands, element copies that deep-copy strings,
  * saturating float-to-int conversion and error helpers. Nothing here is used outside the folder.
  * Invariant of every kernel: `out` arrives allocated with the node's dtype/dims, zeroed unless
- * rt_ref_kernel_fills(op) says the kernel writes every element itself. */
+ * the op has IR_F_FILLS (ops.def): its kernel writes every element itself (rt_kernel_output). */
 #ifndef TJ_RT_KERNELS_H
 #define TJ_RT_KERNELS_H
 
