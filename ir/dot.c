@@ -12,64 +12,18 @@
 
 #include "ir/internal.h"
 
-typedef struct dbuf {
-    char *p;
-    size_t n, cap;
-    bool oom;
-} dbuf;
-
-static void put(dbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(dbuf *b, const char *fmt, ...) {
-    if (b->oom)
-        return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int w = vsnprintf(b->p + b->n, b->cap - b->n, fmt, ap);
-        va_end(ap);
-        if (w < 0) {
-            b->oom = true;
-            return;
-        }
-        if ((size_t)w < b->cap - b->n) {
-            b->n += (size_t)w;
-            return;
-        }
-        size_t cap = b->cap * 2 + (size_t)w + 64;
-        char *q = realloc(b->p, cap);
-        if (!q) {
-            b->oom = true;
-            return;
-        }
-        b->p = q;
-        b->cap = cap;
-    }
-}
-
 /* s inside a double-quoted DOT string: quotes and backslashes escaped, control bytes dropped */
-static void put_escaped(dbuf *b, const char *s) {
+static void put_escaped(ir_sbuf *b, const char *s) {
     for (; *s; s++) {
         if (*s == '"' || *s == '\\')
-            put(b, "\\%c", *s);
+            ir_sbuf_put(b, "\\%c", *s);
         else if ((unsigned char)*s >= 32)
-            put(b, "%c", *s);
+            ir_sbuf_put(b, "%c", *s);
     }
-}
-
-static void put_type(dbuf *b, const ir_node *n) {
-    if (n->dtype == IR_VOID) {
-        put(b, "void");
-        return;
-    }
-    put(b, "%s[", ir_dtype_short(n->dtype));
-    for (int d = 0; d < n->rank; d++)
-        n->dims[d] < 0 ? put(b, "%s?", d ? "," : "")
-                       : put(b, "%s%lld", d ? "," : "", (long long)n->dims[d]);
-    put(b, "]");
 }
 
 /* A scalar constant's value, for the label. */
-static void put_const_value(dbuf *b, const ir_graph *g, const ir_node *n) {
+static void put_const_value(ir_sbuf *b, const ir_graph *g, const ir_node *n) {
     const ir_blob *bl = ir_blob_get(g, n->a.blob);
     if (n->rank != 0 || !bl || !bl->data)
         return;
@@ -102,10 +56,10 @@ static void put_const_value(dbuf *b, const ir_graph *g, const ir_node *n) {
     default:
         return;
     }
-    put(b, " = %.6g", v);
+    ir_sbuf_put(b, " = %.6g", v);
 }
 
-static void put_node(dbuf *b, const ir_graph *g, uint32_t id, const char *indent) {
+static void put_node(ir_sbuf *b, const ir_graph *g, uint32_t id, const char *indent) {
     const ir_node *n = ir_node_get(g, id);
     unsigned fl = ir_ops[n->op].flags;
     const char *shape = "box", *fill = "white", *extra = "";
@@ -119,39 +73,40 @@ static void put_node(dbuf *b, const ir_graph *g, uint32_t id, const char *indent
         shape = "box3d", fill = "#fff2cc";
     if (ir_node_has_effect(g, n))
         fill = n->op == IR_OP_ASSIGN ? "#f9cb9c" : "#f4cccc", extra = ", penwidth=2";
-    put(b, "%sn%u [shape=%s, fillcolor=\"%s\"%s, label=\"%%%u %s", indent, id, shape, fill, extra,
-        id, ir_ops[n->op].name);
+    ir_sbuf_put(b, "%sn%u [shape=%s, fillcolor=\"%s\"%s, label=\"%%%u %s", indent, id, shape, fill,
+                extra, id, ir_ops[n->op].name);
     if (n->op == IR_OP_PARAM)
-        put(b, " %lld", (long long)n->a.i[0]);
+        ir_sbuf_put(b, " %lld", (long long)n->a.i[0]);
     if (n->op == IR_OP_VAR_READ || n->op == IR_OP_ASSIGN)
-        put(b, " v%lld", (long long)n->a.i[0]);
+        ir_sbuf_put(b, " v%lld", (long long)n->a.i[0]);
     if (n->op == IR_OP_CONST)
         put_const_value(b, g, n);
     if (fl & IR_F_CF) {
         for (int k = 0; k < 2; k++) {
             const ir_graph *r = ir_region(g, n, k);
             if (r) {
-                put(b, "\\n");
+                ir_sbuf_put(b, "\\n");
                 put_escaped(b, r->name && *r->name ? r->name : k ? "region 1" : "region 0");
-                put(b, ": %u nodes", r->n_nodes);
+                ir_sbuf_put(b, ": %u nodes", r->n_nodes);
             }
         }
     }
-    put(b, "\\n");
-    put_type(b, n);
-    put(b, "\"];\n");
+    ir_sbuf_put(b, "\\n");
+    ir_sbuf_type(b, n);
+    ir_sbuf_put(b, "\"];\n");
 }
 
 char *ir_dot(const ir_graph *g, const ir_dot_kernels *k) {
-    dbuf b = {malloc(4096), 0, 4096, false};
+    ir_sbuf b = {malloc(4096), 0, 4096, false};
     if (!b.p)
         return (void)ir_errorf(TJ_ERR_OOM, "dot: out of memory"), NULL;
     b.p[0] = 0;
-    put(&b, "digraph \"");
+    ir_sbuf_put(&b, "digraph \"");
     put_escaped(&b, g->name ? g->name : "graph");
-    put(&b, "\" {\n  rankdir=TB;\n  fontname=\"Helvetica\";\n  node [fontname=\"Helvetica\", "
-            "fontsize=10, style=filled];\n"
-            "  edge [fontname=\"Helvetica\", fontsize=9, color=\"#555555\"];\n");
+    ir_sbuf_put(&b,
+                "\" {\n  rankdir=TB;\n  fontname=\"Helvetica\";\n  node [fontname=\"Helvetica\", "
+                "fontsize=10, style=filled];\n"
+                "  edge [fontname=\"Helvetica\", fontsize=9, color=\"#555555\"];\n");
     /* nodes inside kernels, one cluster per kernel; the others at the top level */
     uint32_t n_k = k ? k->n_kernels : 0;
     int32_t *size = calloc(n_k + 1, sizeof *size); /* nodes per kernel: clusters of 2 or more */
@@ -165,16 +120,16 @@ char *ir_dot(const ir_graph *g, const ir_dot_kernels *k) {
     for (uint32_t s = 0; s < n_k && !b.oom; s++) {
         if (size[s] < 2)
             continue;
-        put(&b,
-            "  subgraph cluster_k%u {\n    style=\"rounded,filled\"; color=\"#6d9eeb\"; "
-            "fillcolor=\"#eef3fd\";\n    label=\"",
-            s);
+        ir_sbuf_put(&b,
+                    "  subgraph cluster_k%u {\n    style=\"rounded,filled\"; color=\"#6d9eeb\"; "
+                    "fillcolor=\"#eef3fd\";\n    label=\"",
+                    s);
         put_escaped(&b, k->names && k->names[s] ? k->names[s] : "kernel");
-        put(&b, "\";\n");
+        ir_sbuf_put(&b, "\";\n");
         for (uint32_t i = 0; i < g->n_nodes; i++)
             if (k->kernel_of[i] == (int32_t)s)
                 put_node(&b, g, i, "    ");
-        put(&b, "  }\n");
+        ir_sbuf_put(&b, "  }\n");
     }
     for (uint32_t i = 0; i < g->n_nodes; i++)
         if (!k || k->kernel_of[i] < 0 || (uint32_t)k->kernel_of[i] >= n_k ||
@@ -185,16 +140,17 @@ char *ir_dot(const ir_graph *g, const ir_dot_kernels *k) {
         const ir_node *n = ir_node_get(g, i);
         const uint32_t *in = ir_inputs(g, n);
         for (uint32_t j = 0; j < n->n_in; j++)
-            put(&b, "  n%u -> n%u;\n", in[j], i);
+            ir_sbuf_put(&b, "  n%u -> n%u;\n", in[j], i);
     }
     for (uint32_t e = 1; e < g->n_effects; e++) /* program order of the side effects */
-        put(&b, "  n%u -> n%u [style=dashed, color=\"#cc0000\", constraint=false];\n",
-            g->effects[e - 1], g->effects[e]);
+        ir_sbuf_put(&b, "  n%u -> n%u [style=dashed, color=\"#cc0000\", constraint=false];\n",
+                    g->effects[e - 1], g->effects[e]);
     for (uint32_t o = 0; o < g->n_outputs; o++) {
-        put(&b, "  out%u [shape=house, fillcolor=\"#cfe2f3\", label=\"result %u\"];\n", o, o);
-        put(&b, "  n%u -> out%u;\n", g->outputs[o], o);
+        ir_sbuf_put(&b, "  out%u [shape=house, fillcolor=\"#cfe2f3\", label=\"result %u\"];\n", o,
+                    o);
+        ir_sbuf_put(&b, "  n%u -> out%u;\n", g->outputs[o], o);
     }
-    put(&b, "}\n");
+    ir_sbuf_put(&b, "}\n");
     if (b.oom) {
         free(b.p);
         return (void)ir_errorf(TJ_ERR_OOM, "dot: out of memory"), NULL;

@@ -22,4 +22,14 @@ int64_t ir_slice_len(int64_t len, int64_t begin, int64_t end, int64_t step);
 tj_status ir_norm_axis(const char *op, int64_t *ax, int r, const ir_node *in);
 void ir_sort_unique(int64_t *v, uint32_t *n);
 
+/* A growing text buffer (print.c, dot.c): appends never fail; oom says one did. */
+typedef struct ir_sbuf {
+    char *p;
+    size_t n, cap;
+    bool oom;
+} ir_sbuf;
+void ir_sbuf_put(ir_sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* n's type as the text IR writes it: "f32[2,?]", "void". */
+void ir_sbuf_type(ir_sbuf *b, const ir_node *n);
+
 #endif

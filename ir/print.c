@@ -19,14 +19,7 @@
 
 #include "ir/internal.h"
 
-typedef struct sbuf {
-    char *p;
-    size_t n, cap;
-    bool oom;
-} sbuf;
-
-static void put(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(sbuf *b, const char *fmt, ...) {
+void ir_sbuf_put(ir_sbuf *b, const char *fmt, ...) {
     if (b->oom)
         return;
     for (;;) {
@@ -53,74 +46,75 @@ static void put(sbuf *b, const char *fmt, ...) {
     }
 }
 
-static void put_f64(sbuf *b, double d) {
+static void put_f64(ir_sbuf *b, double d) {
     uint64_t u;
     memcpy(&u, &d, sizeof u);
     if (isnan(d))
-        u == 0x7ff8000000000000ull ? put(b, "nan") : put(b, "nan:0x%llx", (unsigned long long)u);
+        u == 0x7ff8000000000000ull ? ir_sbuf_put(b, "nan")
+                                   : ir_sbuf_put(b, "nan:0x%llx", (unsigned long long)u);
     else if (isinf(d))
-        put(b, d < 0 ? "-inf" : "inf");
+        ir_sbuf_put(b, d < 0 ? "-inf" : "inf");
     else
-        put(b, "%.17g", d);
+        ir_sbuf_put(b, "%.17g", d);
 }
 
-static void put_f32(sbuf *b, float f) {
+static void put_f32(ir_sbuf *b, float f) {
     uint32_t u;
     memcpy(&u, &f, sizeof u);
     if (isnan(f))
-        u == 0x7fc00000u ? put(b, "nan") : put(b, "nan:0x%x", (unsigned)u);
+        u == 0x7fc00000u ? ir_sbuf_put(b, "nan") : ir_sbuf_put(b, "nan:0x%x", (unsigned)u);
     else if (isinf(f))
-        put(b, f < 0 ? "-inf" : "inf");
+        ir_sbuf_put(b, f < 0 ? "-inf" : "inf");
     else
-        put(b, "%.9g", (double)f);
+        ir_sbuf_put(b, "%.9g", (double)f);
 }
 
-static void put_str(sbuf *b, const char *s, size_t len) {
-    put(b, "\"");
+static void put_str(ir_sbuf *b, const char *s, size_t len) {
+    ir_sbuf_put(b, "\"");
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
         if (c == '"' || c == '\\')
-            put(b, "\\%c", c);
+            ir_sbuf_put(b, "\\%c", c);
         else if (c == '\n')
-            put(b, "\\n");
+            ir_sbuf_put(b, "\\n");
         else if (c == '\t')
-            put(b, "\\t");
+            ir_sbuf_put(b, "\\t");
         else if (c == '\r')
-            put(b, "\\r");
+            ir_sbuf_put(b, "\\r");
         else if (c < 0x20 || c > 0x7e)
-            put(b, "\\x%02x", c);
+            ir_sbuf_put(b, "\\x%02x", c);
         else
-            put(b, "%c", c);
+            ir_sbuf_put(b, "%c", c);
     }
-    put(b, "\"");
+    ir_sbuf_put(b, "\"");
 }
 
-static void put_list(sbuf *b, const int64_t *v, uint32_t n) {
-    put(b, "[");
+static void put_list(ir_sbuf *b, const int64_t *v, uint32_t n) {
+    ir_sbuf_put(b, "[");
     for (uint32_t i = 0; i < n; i++)
-        put(b, i ? ", %lld" : "%lld", (long long)v[i]);
-    put(b, "]");
+        ir_sbuf_put(b, i ? ", %lld" : "%lld", (long long)v[i]);
+    ir_sbuf_put(b, "]");
 }
 
-static void put_type(sbuf *b, const ir_node *n) {
+void ir_sbuf_type(ir_sbuf *b, const ir_node *n) {
     if (n->dtype == IR_VOID) {
-        put(b, "void");
+        ir_sbuf_put(b, "void");
         return;
     }
-    put(b, "%s[", ir_dtype_short(n->dtype));
+    ir_sbuf_put(b, "%s[", ir_dtype_short(n->dtype));
     for (int k = 0; k < n->rank && k < IR_MAX_RANK; k++) {
         if (n->dims[k] < 0)
-            put(b, k ? ",?" : "?");
+            ir_sbuf_put(b, k ? ",?" : "?");
         else
-            put(b, k ? ",%lld" : "%lld", (long long)n->dims[k]);
+            ir_sbuf_put(b, k ? ",%lld" : "%lld", (long long)n->dims[k]);
     }
-    put(b, "]");
+    ir_sbuf_put(b, "]");
 }
 
-static void put_const(sbuf *b, const ir_node *n, const ir_blob *bl) {
-    put(b, " [");
+static void put_const(ir_sbuf *b, const ir_node *n, const ir_blob *bl) {
+    ir_sbuf_put(b, " [");
     if (!bl) {
-        put(b, "]");
+        ir_sbuf_put(b, "]");
         return;
     }
     const unsigned char *p = bl->data;
@@ -131,7 +125,7 @@ static void put_const(sbuf *b, const ir_node *n, const ir_blob *bl) {
             memcpy(&len, p + off, sizeof len);
             off += sizeof len;
             if (i)
-                put(b, ", ");
+                ir_sbuf_put(b, ", ");
             put_str(b, (const char *)p + off, (size_t)len);
             off += (size_t)len;
         }
@@ -139,7 +133,7 @@ static void put_const(sbuf *b, const ir_node *n, const ir_blob *bl) {
         size_t es = ir_dtype_size(n->dtype), cnt = es ? bl->size / es : 0;
         for (size_t i = 0; i < cnt; i++) {
             if (i)
-                put(b, ", ");
+                ir_sbuf_put(b, ", ");
             const void *e = p + i * es;
             switch (n->dtype) {
             case TJ_F32: {
@@ -157,56 +151,56 @@ static void put_const(sbuf *b, const ir_node *n, const ir_blob *bl) {
             case TJ_I32: {
                 int32_t v;
                 memcpy(&v, e, 4);
-                put(b, "%d", (int)v);
+                ir_sbuf_put(b, "%d", (int)v);
                 break;
             }
             case TJ_I64: {
                 int64_t v;
                 memcpy(&v, e, 8);
-                put(b, "%lld", (long long)v);
+                ir_sbuf_put(b, "%lld", (long long)v);
                 break;
             }
             default:
-                put(b, "%u", (unsigned)*(const unsigned char *)e);
+                ir_sbuf_put(b, "%u", (unsigned)*(const unsigned char *)e);
                 break;
             }
         }
     }
-    put(b, "]");
+    ir_sbuf_put(b, "]");
 }
 
-static void put_attrs(sbuf *b, const ir_graph *g, const ir_node *n) {
+static void put_attrs(ir_sbuf *b, const ir_graph *g, const ir_node *n) {
     const ir_attrs *a = &n->a;
     long long i0 = (long long)a->i[0];
     const ir_blob *bl = a->blob <= g->n_blobs ? ir_blob_get(g, a->blob) : NULL;
     switch (n->op) {
     case IR_OP_PARAM:
-        put(b, " {index=%lld}", i0);
+        ir_sbuf_put(b, " {index=%lld}", i0);
         break;
     case IR_OP_VAR_READ:
     case IR_OP_ASSIGN:
         if (a->i[1])
-            put(b, " {slot=%lld, version=%lld}", i0, (long long)a->i[1]);
+            ir_sbuf_put(b, " {slot=%lld, version=%lld}", i0, (long long)a->i[1]);
         else
-            put(b, " {slot=%lld}", i0);
+            ir_sbuf_put(b, " {slot=%lld}", i0);
         break;
     case IR_OP_RANGE:
-        put(b, " {start=");
+        ir_sbuf_put(b, " {start=");
         put_f64(b, a->f[0]);
-        put(b, ", limit=");
+        ir_sbuf_put(b, ", limit=");
         put_f64(b, a->f[1]);
-        put(b, ", delta=");
+        ir_sbuf_put(b, ", delta=");
         put_f64(b, a->f[2]);
-        put(b, "}");
+        ir_sbuf_put(b, "}");
         break;
     case IR_OP_RANDOM_UNIFORM:
     case IR_OP_RANDOM_NORMAL: {
         bool u = n->op == IR_OP_RANDOM_UNIFORM;
-        put(b, " {seed=%lld, %s=", i0, u ? "lo" : "mean");
+        ir_sbuf_put(b, " {seed=%lld, %s=", i0, u ? "lo" : "mean");
         put_f64(b, a->f[0]);
-        put(b, ", %s=", u ? "hi" : "std");
+        ir_sbuf_put(b, ", %s=", u ? "hi" : "std");
         put_f64(b, a->f[1]);
-        put(b, "}");
+        ir_sbuf_put(b, "}");
         break;
     }
     case IR_OP_SUM:
@@ -214,9 +208,9 @@ static void put_attrs(sbuf *b, const ir_graph *g, const ir_node *n) {
     case IR_OP_MAX:
     case IR_OP_MIN:
     case IR_OP_PROD:
-        put(b, " {axes=");
+        ir_sbuf_put(b, " {axes=");
         put_list(b, a->list, a->n_list);
-        put(b, ", keepdims=%lld}", i0);
+        ir_sbuf_put(b, ", keepdims=%lld}", i0);
         break;
     case IR_OP_ARGMAX:
     case IR_OP_ARGMIN:
@@ -226,24 +220,24 @@ static void put_attrs(sbuf *b, const ir_graph *g, const ir_node *n) {
     case IR_OP_CONCAT:
     case IR_OP_GATHER:
     case IR_OP_SCATTER_ADD:
-        put(b, " {axis=%lld}", i0);
+        ir_sbuf_put(b, " {axis=%lld}", i0);
         break;
     case IR_OP_TRANSPOSE:
     case IR_OP_SQUEEZE:
-        put(b, n->op == IR_OP_TRANSPOSE ? " {perm=" : " {axes=");
+        ir_sbuf_put(b, n->op == IR_OP_TRANSPOSE ? " {perm=" : " {axes=");
         put_list(b, a->list, a->n_list);
-        put(b, "}");
+        ir_sbuf_put(b, "}");
         break;
     case IR_OP_SLICE:
     case IR_OP_SLICE_GRAD: {
         uint32_t r = a->n_list / 3;
-        put(b, " {begin=");
+        ir_sbuf_put(b, " {begin=");
         put_list(b, a->list, r);
-        put(b, ", end=");
+        ir_sbuf_put(b, ", end=");
         put_list(b, a->list + r, r);
-        put(b, ", step=");
+        ir_sbuf_put(b, ", step=");
         put_list(b, a->list + 2 * r, r);
-        put(b, "}");
+        ir_sbuf_put(b, "}");
         break;
     }
     case IR_OP_CONV2D:
@@ -255,61 +249,61 @@ static void put_attrs(sbuf *b, const ir_graph *g, const ir_node *n) {
     case IR_OP_AVG_POOL2D_GRAD: {
         bool cv = n->op == IR_OP_CONV2D || n->op == IR_OP_CONV2D_GRAD_INPUT ||
                   n->op == IR_OP_CONV2D_GRAD_FILTER;
-        put(b, " {stride_h=%lld, stride_w=%lld, %s_h=%lld, %s_w=%lld, pads=", i0,
-            (long long)a->i[1], cv ? "dilation" : "window", (long long)a->i[2],
-            cv ? "dilation" : "window", (long long)a->i[3]);
+        ir_sbuf_put(b, " {stride_h=%lld, stride_w=%lld, %s_h=%lld, %s_w=%lld, pads=", i0,
+                    (long long)a->i[1], cv ? "dilation" : "window", (long long)a->i[2],
+                    cv ? "dilation" : "window", (long long)a->i[3]);
         put_list(b, a->list, a->n_list);
-        put(b, "}");
+        ir_sbuf_put(b, "}");
         break;
     }
     case IR_OP_ONE_HOT:
-        put(b, " {depth=%lld, on=", i0);
+        ir_sbuf_put(b, " {depth=%lld, on=", i0);
         put_f64(b, a->f[0]);
-        put(b, ", off=");
+        ir_sbuf_put(b, ", off=");
         put_f64(b, a->f[1]);
-        put(b, "}");
+        ir_sbuf_put(b, "}");
         break;
     case IR_OP_PRINT:
         if (bl) {
             size_t len = bl->size;
             if (len && ((const char *)bl->data)[len - 1] == '\0')
                 len--;
-            put(b, " {prefix=");
+            ir_sbuf_put(b, " {prefix=");
             put_str(b, bl->data, len);
-            put(b, "}");
+            ir_sbuf_put(b, "}");
         }
         break;
     case IR_OP_HOST_CALLBACK:
         if (bl && bl->size == 2 * sizeof(void *)) {
             void *pp[2];
             memcpy(pp, bl->data, sizeof pp);
-            put(b, " {callback=0x%llx, user=0x%llx}", (unsigned long long)(uintptr_t)pp[0],
-                (unsigned long long)(uintptr_t)pp[1]);
+            ir_sbuf_put(b, " {callback=0x%llx, user=0x%llx}", (unsigned long long)(uintptr_t)pp[0],
+                        (unsigned long long)(uintptr_t)pp[1]);
         }
         break;
     case IR_OP_GET:
-        put(b, " {index=%lld}", i0);
+        ir_sbuf_put(b, " {index=%lld}", i0);
         return;
     case IR_OP_COND:
     case IR_OP_WHILE:
     case IR_OP_FOR:
     case IR_OP_SCAN: /* regions by 1-based index among this graph's subgraphs */
-        put(b, " {sub0=%u", a->sub[0]);
+        ir_sbuf_put(b, " {sub0=%u", a->sub[0]);
         if (a->sub[1])
-            put(b, ", sub1=%u", a->sub[1]);
+            ir_sbuf_put(b, ", sub1=%u", a->sub[1]);
         if (n->op == IR_OP_WHILE && i0)
-            put(b, ", max_iterations=%lld", i0);
+            ir_sbuf_put(b, ", max_iterations=%lld", i0);
         if (n->op == IR_OP_SCAN)
-            put(b, ", n_carried=%lld", i0);
+            ir_sbuf_put(b, ", n_carried=%lld", i0);
         if (a->i[1])
-            put(b, ", n_invariant=%lld", (long long)a->i[1]);
-        put(b, "}");
+            ir_sbuf_put(b, ", n_invariant=%lld", (long long)a->i[1]);
+        ir_sbuf_put(b, "}");
         return;
     default:
         break;
     }
     if (a->sub[0] || a->sub[1])
-        put(b, " {sub0=%u, sub1=%u}", a->sub[0], a->sub[1]);
+        ir_sbuf_put(b, " {sub0=%u, sub1=%u}", a->sub[0], a->sub[1]);
 }
 
 static bool ident_name(const char *s) {
@@ -322,45 +316,46 @@ static bool ident_name(const char *s) {
     return true;
 }
 
-static void put_graph(sbuf *b, const ir_graph *g, int depth) {
+static void put_graph(ir_sbuf *b, const ir_graph *g, int depth) {
     int ind = 2 * depth;
     const char *name = g->name ? g->name : "";
     if (ident_name(name))
-        put(b, "%*sgraph @%s {\n", ind, "", name);
+        ir_sbuf_put(b, "%*sgraph @%s {\n", ind, "", name);
     else {
-        put(b, "%*sgraph @", ind, "");
+        ir_sbuf_put(b, "%*sgraph @", ind, "");
         put_str(b, name, strlen(name));
-        put(b, " {\n");
+        ir_sbuf_put(b, " {\n");
     }
     for (uint32_t i = 0; i < g->n_subs; i++)
         if (g->subs[i])
             put_graph(b, g->subs[i], depth + 1);
     for (uint32_t id = 0; id < g->n_nodes && !b->oom; id++) {
         const ir_node *n = &g->nodes[id];
-        put(b, "%*s%%%u = %s", ind + 2, "", id, n->op < IR_N_OPS ? ir_ops[n->op].name : "?");
+        ir_sbuf_put(b, "%*s%%%u = %s", ind + 2, "", id,
+                    n->op < IR_N_OPS ? ir_ops[n->op].name : "?");
         const uint32_t *in = ir_inputs(g, n);
         for (uint32_t k = 0; k < n->n_in; k++)
-            put(b, k ? ", %%%u" : " %%%u", in[k]);
+            ir_sbuf_put(b, k ? ", %%%u" : " %%%u", in[k]);
         if (n->op == IR_OP_CONST)
             put_const(b, n, n->a.blob <= g->n_blobs ? ir_blob_get(g, n->a.blob) : NULL);
         put_attrs(b, g, n);
-        put(b, " : ");
-        put_type(b, n);
-        put(b, "\n");
+        ir_sbuf_put(b, " : ");
+        ir_sbuf_type(b, n);
+        ir_sbuf_put(b, "\n");
     }
     if (g->n_outputs) {
-        put(b, "%*sreturn", ind + 2, "");
+        ir_sbuf_put(b, "%*sreturn", ind + 2, "");
         for (uint32_t i = 0; i < g->n_outputs; i++)
-            put(b, i ? ", %%%u" : " %%%u", g->outputs[i]);
-        put(b, "\n");
+            ir_sbuf_put(b, i ? ", %%%u" : " %%%u", g->outputs[i]);
+        ir_sbuf_put(b, "\n");
     }
     if (g->n_effects) {
-        put(b, "%*seffects", ind + 2, "");
+        ir_sbuf_put(b, "%*seffects", ind + 2, "");
         for (uint32_t i = 0; i < g->n_effects; i++)
-            put(b, i ? ", %%%u" : " %%%u", g->effects[i]);
-        put(b, "\n");
+            ir_sbuf_put(b, i ? ", %%%u" : " %%%u", g->effects[i]);
+        ir_sbuf_put(b, "\n");
     }
-    put(b, "%*s}\n", ind, "");
+    ir_sbuf_put(b, "%*s}\n", ind, "");
 }
 
 char *ir_print(const ir_graph *g) {
@@ -368,7 +363,7 @@ char *ir_print(const ir_graph *g) {
         ir_errorf(TJ_ERR_INVALID, "ir_print: NULL graph");
         return NULL;
     }
-    sbuf b = {malloc(256), 0, 256, false};
+    ir_sbuf b = {malloc(256), 0, 256, false};
     if (!b.p) {
         ir_errorf(TJ_ERR_OOM, "ir_print: out of memory");
         return NULL;
