@@ -13,7 +13,8 @@ typedef struct rt_conv_geom {
     int64_t pt, pl;         /* pads top and left (bottom/right only bound the output) */
 } rt_conv_geom;
 
-/* 1 when the direct kernels take this convolution: an AVX-512 CPU, no dilation. */
+/* 1 when the direct kernels take this convolution: an AVX-512 CPU, no dilation, pads smaller
+ * than the window. */
 int rt_conv_direct_usable(const rt_conv_geom *g);
 /* Each returns 0 when it wrote every element of its output (y [n,oh,ow,o], dw [kh,kw,c,o],
  * dx [n,h,w,c]), 1 when it did not run (unusable geometry, no memory): use the im2col path. */

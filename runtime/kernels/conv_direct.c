@@ -37,7 +37,8 @@ int rt_conv_direct_usable(const rt_conv_geom *g) {
     int c = __atomic_load_n(&cpu, __ATOMIC_RELAXED);
     if (c < 0)
         __atomic_store_n(&cpu, c = __builtin_cpu_supports("avx512f") ? 1 : 0, __ATOMIC_RELAXED);
-    return c && g->dh == 1 && g->dw == 1 && g->o >= 1 && g->c >= 1;
+    return c && g->dh == 1 && g->dw == 1 && g->o >= 1 && g->c >= 1 && g->pt < g->kh &&
+           g->pl < g->kw;
 #else
     (void)g;
     return 0;
@@ -128,7 +129,8 @@ typedef struct dconv {
 #define TILE(NV, B) FWD(NV, B) DW(NV, B)
 TILE(1, 1)
 TILE(1, 2)
-TILE(1, 3) TILE(1, 4) TILE(1, 5) TILE(1, 6) TILE(1, 7) TILE(1, 8) TILE(1, 9) TILE(1, 10) TILE(1, 11)
+TILE(1, 3)
+TILE(1, 4) TILE(1, 5) TILE(1, 6) TILE(1, 7) TILE(1, 8) TILE(1, 9) TILE(1, 10) TILE(1, 11)
     TILE(1, 12) TILE(2, 1) TILE(2, 2) TILE(2, 3) TILE(2, 4) TILE(2, 5) TILE(2, 6) TILE(2, 7)
         TILE(2, 8) TILE(2, 9) TILE(2, 10) TILE(2, 11) TILE(2, 12) TILE(3, 1) TILE(3, 2) TILE(3, 3)
             TILE(3, 4) TILE(3, 5) TILE(3, 6) TILE(3, 7) TILE(3, 8) TILE(4, 1) TILE(4, 2) TILE(4, 3)
@@ -247,23 +249,24 @@ static float *pad_input(const rt_conv_geom *g, const float *x, dconv *d, size_t 
     return p;
 }
 
-int rt_conv_direct_fwd(const rt_conv_geom *g, const float *x, const float *w, float *y) {
-    if (!rt_conv_direct_usable(g) || g->pl > g->kw - 1 || g->pt > g->kh - 1)
+/* d's geometry from g and its input x, zero-bordered into *pad when it needs one (rt_free it with
+ * *bytes). 1 when the direct kernels do not take g or memory is short. */
+static int begin(const rt_conv_geom *g, const float *x, dconv *d, float **pad, size_t *bytes) {
+    if (!rt_conv_direct_usable(g))
         return 1;
-    dconv d = {.w = w,
-               .y = y,
-               .N = g->n,
-               .OH = g->oh,
-               .OW = g->ow,
-               .O = g->o,
-               .KH = g->kh,
-               .KWC = g->kw * g->c,
-               .sh = g->sh,
-               .sw = g->sw};
-    size_t bytes = 0;
+    d->N = g->n, d->OH = g->oh, d->OW = g->ow, d->O = g->o;
+    d->KH = g->kh, d->KWC = g->kw * g->c, d->sh = g->sh, d->sw = g->sw;
     int fail = 0;
-    float *pad = pad_input(g, x, &d, &bytes, &fail);
-    if (fail)
+    *bytes = 0;
+    *pad = pad_input(g, x, d, bytes, &fail);
+    return fail;
+}
+
+int rt_conv_direct_fwd(const rt_conv_geom *g, const float *x, const float *w, float *y) {
+    dconv d = {.w = w, .y = y};
+    float *pad;
+    size_t bytes;
+    if (begin(g, x, &d, &pad, &bytes))
         return 1;
     rt_parallel_for(g->n * g->oh, fwd_row, &d);
     rt_free(pad, bytes);
@@ -271,22 +274,10 @@ int rt_conv_direct_fwd(const rt_conv_geom *g, const float *x, const float *w, fl
 }
 
 int rt_conv_direct_filter_grad(const rt_conv_geom *g, const float *x, const float *dy, float *dw) {
-    if (!rt_conv_direct_usable(g) || g->pl > g->kw - 1 || g->pt > g->kh - 1)
-        return 1;
-    dconv d = {.dy = dy,
-               .y = dw,
-               .N = g->n,
-               .OH = g->oh,
-               .OW = g->ow,
-               .O = g->o,
-               .KH = g->kh,
-               .KWC = g->kw * g->c,
-               .sh = g->sh,
-               .sw = g->sw};
-    size_t bytes = 0;
-    int fail = 0;
-    float *pad = pad_input(g, x, &d, &bytes, &fail);
-    if (fail)
+    dconv d = {.dy = dy, .y = dw};
+    float *pad;
+    size_t bytes;
+    if (begin(g, x, &d, &pad, &bytes))
         return 1;
     /* enough tasks to balance the pool: blocks of taps a multiple of the tile */
     int64_t n_groups = (g->o + 63) / 64;
@@ -303,8 +294,7 @@ int rt_conv_direct_filter_grad(const rt_conv_geom *g, const float *x, const floa
 }
 
 int rt_conv_direct_input_grad(const rt_conv_geom *g, const float *dy, const float *w, float *dx) {
-    if (!rt_conv_direct_usable(g) || g->sh != 1 || g->sw != 1 || g->pt > g->kh - 1 ||
-        g->pl > g->kw - 1)
+    if (!rt_conv_direct_usable(g) || g->sh != 1 || g->sw != 1)
         return 1;
     /* dx = the stride-1 convolution of dy (C = O channels), padded by KH-1-pt and KW-1-pl, with
      * the flipped filter [KH][KW][O][C] */
