@@ -45,18 +45,26 @@ static int put(wbuf *b, const void *src, size_t n) {
     return 0;
 }
 
-tj_status tj_checkpoint_save(const char *path, int n, tj_variable *const *vars) {
-    const char *what = "checkpoint_save";
+/* The arguments both entry points take: a path, n live variables, outside any trace. */
+static tj_status check_args(const char *what, const char *path, int n, tj_variable *const *vars) {
     if (!path || !*path)
         return ir_errorf(TJ_ERR_INVALID, "%s: the path is NULL or empty", what);
     if (n < 0 || (n > 0 && !vars))
         return ir_errorf(TJ_ERR_INVALID, "%s: bad variable list (n=%d)", what, n);
     if (rt_trace_current())
-        return ir_errorf(TJ_ERR_STATE, "%s: called inside a trace (save between calls)", what);
-    tj_status st;
+        return ir_errorf(TJ_ERR_STATE, "%s: called inside a trace (call it between calls)", what);
+    tj_status st = TJ_OK;
+    for (int k = 0; k < n && !st; k++)
+        st = rt_variable_check(vars[k], what);
+    return st;
+}
+
+tj_status tj_checkpoint_save(const char *path, int n, tj_variable *const *vars) {
+    const char *what = "checkpoint_save";
+    tj_status st = check_args(what, path, n, vars);
+    if (st)
+        return st;
     for (int k = 0; k < n; k++) {
-        if ((st = rt_variable_check(vars[k], what)))
-            return st;
         const char *nm = vars[k]->name;
         if (!nm || !*nm || strlen(nm) > UINT16_MAX)
             return ir_errorf(TJ_ERR_INVALID, "%s: variable %d has no name (checkpoints go by name)",
@@ -284,16 +292,9 @@ tj_status rt_checkpoint_parse(const unsigned char *p, size_t size, uint32_t *n) 
 tj_status tj_checkpoint_restore(const char *path, int n, tj_variable *const *vars,
                                 int expect_partial) {
     const char *what = "checkpoint_restore";
-    if (!path || !*path)
-        return ir_errorf(TJ_ERR_INVALID, "%s: the path is NULL or empty", what);
-    if (n < 0 || (n > 0 && !vars))
-        return ir_errorf(TJ_ERR_INVALID, "%s: bad variable list (n=%d)", what, n);
-    if (rt_trace_current())
-        return ir_errorf(TJ_ERR_STATE, "%s: called inside a trace (restore between calls)", what);
-    tj_status st;
-    for (int k = 0; k < n; k++)
-        if ((st = rt_variable_check(vars[k], what)))
-            return st;
+    tj_status st = check_args(what, path, n, vars);
+    if (st)
+        return st;
     size_t size;
     unsigned char *p = NULL;
     if ((st = rt_read_file(what, path, MAX_FILE, &p, &size)))

@@ -185,6 +185,15 @@ static tj_status update(tj_optimizer *o, slot *s, tj_tensor *g, tj_tensor *step)
         what);
 }
 
+/* vars[k] is a live float variable, for `what`. */
+static tj_status check_float_var(tj_variable *v, const char *what) {
+    tj_status st = rt_variable_check(v, what);
+    if (!st && !ir_dtype_is_float(v->dtype))
+        st = ir_errorf(TJ_ERR_DTYPE, "%s: variable '%s' is %s, not a float", what,
+                       v->name ? v->name : "?", ir_dtype_name(v->dtype));
+    return st;
+}
+
 tj_status tj_optimizer_apply(tj_optimizer *o, int n, tj_variable *const *vars,
                              tj_tensor *const *grads) {
     const char *what = "optimizer_apply";
@@ -194,11 +203,8 @@ tj_status tj_optimizer_apply(tj_optimizer *o, int n, tj_variable *const *vars,
     if (n < 0 || (n > 0 && (!vars || !grads)))
         return ir_errorf(TJ_ERR_INVALID, "%s: bad lists (n=%d)", what, n);
     for (int k = 0; k < n; k++) {
-        if ((st = rt_variable_check(vars[k], what)))
+        if ((st = check_float_var(vars[k], what)))
             return st;
-        if (!ir_dtype_is_float(vars[k]->dtype))
-            return ir_errorf(TJ_ERR_DTYPE, "%s: variable '%s' is %s, not a float", what,
-                             vars[k]->name ? vars[k]->name : "?", ir_dtype_name(vars[k]->dtype));
         tj_tensor *g = grads[k];
         if (!g)
             continue; /* no gradient (TensorFlow's None): the variable is left as it is */
@@ -240,13 +246,10 @@ tj_status tj_optimizer_build(tj_optimizer *o, int n, tj_variable *const *vars) {
         return st;
     if (n < 0 || (n > 0 && !vars))
         return ir_errorf(TJ_ERR_INVALID, "%s: bad list (n=%d)", what, n);
-    for (int k = 0; k < n; k++) {
-        if ((st = rt_variable_check(vars[k], what)))
-            return st;
-        if (!ir_dtype_is_float(vars[k]->dtype))
-            return ir_errorf(TJ_ERR_DTYPE, "%s: variable '%s' is %s, not a float", what,
-                             vars[k]->name ? vars[k]->name : "?", ir_dtype_name(vars[k]->dtype));
-    }
+    for (int k = 0; k < n && !st; k++)
+        st = check_float_var(vars[k], what);
+    if (st)
+        return st;
     pthread_mutex_lock(&o->mu);
     if (!o->iterations)
         o->iterations = zeros_var(TJ_I64, 0, NULL, "optimizer", "iterations");

@@ -116,6 +116,19 @@ static void optimizer_errors(void) {
     tj_tensor *ig = tj_zeros(TJ_I32, 1, d);
     CHECK_EQ_INT(tj_optimizer_apply(o, 1, &iv, &ig), TJ_ERR_DTYPE);
     CHECK_EQ_INT(tj_optimizer_apply(o, 1, NULL, NULL), TJ_ERR_INVALID);
+    /* build (Keras' optimizer.build): the counter and v's slots, zeros, before any step */
+    CHECK_EQ_INT(tj_optimizer_build(o, 1, &iv), TJ_ERR_DTYPE);
+    CHECK_HAS(tj_last_error(), "optimizer_build: variable 'counter' is int32, not a float");
+    CHECK_EQ_INT(tj_optimizer_build(o, -1, &v), TJ_ERR_INVALID);
+    CHECK_EQ_INT(tj_optimizer_build(o, 1, &v), TJ_OK);
+    CHECK_EQ_INT(tj_optimizer_build(o, 1, &v), TJ_OK); /* again: the same slots */
+    tj_variable *all[4] = {0};
+    CHECK_EQ_INT(tj_optimizer_variables(o, 4, all), 3);
+    CHECK(all[0] == tj_optimizer_iterations(o));
+    CHECK(all[1] == tj_optimizer_slot(o, v, "m") && all[2] == tj_optimizer_slot(o, v, "v"));
+    CHECK_STR(tj_variable_name(all[1]), "v/m");
+    CHECK_EQ_INT(tj_optimizer_variables(o, 1, all), 3); /* the count; only cap written */
+    CHECK_EQ_INT(tj_optimizer_variables(o, -1, all), -1);
     tj_optimizer_free(o);
     CHECK_EQ_INT(tj_optimizer_apply(o, 1, &v, &bad), TJ_ERR_STATE);
     CHECK_HAS(tj_last_error(), "freed");

@@ -27,6 +27,14 @@ static double first(tj_variable *v) {
     return r;
 }
 
+static tj_variable *traced_var;
+static tj_status in_trace[2];
+static tj_tensor *saves_while_traced(tj_tensor *x) { /* checkpoints are not graph ops */
+    in_trace[0] = tj_checkpoint_save(path, 1, &traced_var);
+    in_trace[1] = tj_checkpoint_restore(path, 1, &traced_var, 0);
+    return tj_add(x, x);
+}
+
 static void flip_byte(long off_from_end) {
     FILE *f = fopen(path, "r+b");
     fseek(f, off_from_end, SEEK_END);
@@ -95,6 +103,14 @@ static void units(void) {
     CHECK_HAS(tj_last_error(), "cannot write /nonexistent-dir/ck");
     CHECK_EQ_INT(tj_checkpoint_restore("/nonexistent-dir/ck", 1, &a, 0), TJ_ERR_IO);
     CHECK_HAS(tj_last_error(), "cannot open /nonexistent-dir/ck");
+    traced_var = a;
+    tj_function *tf = tj_function_new("saves", (void *)saves_while_traced, 1, NULL);
+    tj_tensor *one = tj_scalar_f32(1);
+    tj_release(tj_call(tf, 1, &one));
+    CHECK_EQ_INT(in_trace[0], TJ_ERR_STATE);
+    CHECK_EQ_INT(in_trace[1], TJ_ERR_STATE);
+    tj_function_free(tf);
+    tj_release(one);
 
     /* corrupt files: the checksum, the end, the magic */
     CHECK_EQ_INT(tj_checkpoint_save(path, 4, all), TJ_OK);
