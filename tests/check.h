@@ -2,10 +2,12 @@
  * with file:line, and a summary at exit. A test's main returns check_done(). Exit 77 = skip. */
 #ifndef TJ_CHECK_H
 #define TJ_CHECK_H
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int check_failures_, check_count_;
 
@@ -41,6 +43,45 @@ static int check_failures_, check_count_;
 #define CHECK_HAS(hay, needle)                                                                     \
     CHECK_MSG((hay) && strstr((hay), (needle)), "\"%s\" does not contain \"%s\"",                  \
               (hay) ? (hay) : "(null)", (needle))
+
+/* How many times needle occurs in hay (non-overlapping). */
+static inline int check_count_of(const char *hay, const char *needle) {
+    int n = 0;
+    for (const char *p = hay; p && (p = strstr(p, needle)); p += strlen(needle))
+        n++;
+    return n;
+}
+
+/* A whole file as a NUL-terminated string (caller frees), NULL if it cannot be read. */
+static inline char *check_slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    size_t got = s ? fread(s, 1, (size_t)n, f) : 0;
+    if (s)
+        s[got] = '\0';
+    fclose(f);
+    return s;
+}
+
+/* Removes a temporary directory a test made and the files in it (not subdirectories). */
+static inline void check_rm_dir(const char *dir) {
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char p[4200];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+            unlink(p);
+    }
+    if (d)
+        closedir(d);
+    rmdir(dir);
+}
 
 static inline int check_done(void) {
     printf("%d checks, %d failed\n", check_count_, check_failures_);

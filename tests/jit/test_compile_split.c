@@ -97,16 +97,6 @@ int main(void) {
     bad_containers();
     tj_release(x);
     tj_release(w);
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-        char path[1100];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        if (e->d_name[0] != '.')
-            unlink(path);
-    }
-    if (d)
-        closedir(d);
-    rmdir(dir);
+    check_rm_dir(dir);
     return check_done();
 }

@@ -30,13 +30,6 @@ static tj_tensor *body(tj_tensor *x) {
     return tj_cond(tj_greater(s, tj_scalar_f32(0)), double_it, negate, 1, &y, NULL);
 }
 
-static int count(const char *hay, const char *needle) {
-    int n = 0;
-    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
-        n++;
-    return n;
-}
-
 static void renders(const char *dot, const char *what) {
     if (system("command -v dot > /dev/null 2>&1") != 0)
         return; /* Graphviz is not installed: the text checks still ran */
@@ -66,20 +59,6 @@ static int dump_files(const char *dir, const char *suffix) {
     return n;
 }
 
-static void clean(const char *dir) {
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-        char p[1100];
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        if (e->d_name[0] != '.')
-            unlink(p);
-    }
-    if (d)
-        closedir(d);
-    rmdir(dir);
-}
-
 int main(void) {
     char dir[] = "/tmp/tj-dump-XXXXXX";
     if (!mkdtemp(dir))
@@ -102,8 +81,9 @@ int main(void) {
     if (traced && opt && kern) {
         CHECK_HAS(opt, "digraph \"pic \\\"quoted\\\"\""); /* the name, escaped */
         /* one box per node of the optimized graph, whose first line names it */
-        CHECK_EQ_INT(count(opt, " [shape="), tj_concrete_node_count(c) + 1 /* result 0 */);
-        CHECK(count(traced, " [shape=") > count(opt, " [shape=")); /* 1 + 2 folded */
+        CHECK_EQ_INT(check_count_of(opt, " [shape="), tj_concrete_node_count(c) + 1 /* result 0 */);
+        CHECK(check_count_of(traced, " [shape=") >
+              check_count_of(opt, " [shape=")); /* 1 + 2 folded */
         CHECK_HAS(traced, "add\\nf32[]");
         CHECK_HAS(opt, "shape=invhouse"); /* the parameter */
         CHECK_HAS(opt, "param 0\\nf32[8]");
@@ -111,17 +91,17 @@ int main(void) {
         CHECK_HAS(opt, "var_read v0");
         CHECK_HAS(opt, "assign v0");
         CHECK_HAS(opt, "print\\nvoid");
-        CHECK_EQ_INT(count(opt, "penwidth=2"), 2);       /* the print and the assignment */
-        CHECK_HAS(opt, "style=dashed");                  /* side effects in program order */
-        CHECK_HAS(opt, "shape=box3d");                   /* the cond, with its regions */
-        CHECK_HAS(opt, "then: 3 nodes\\nelse: 2 nodes"); /* param, const, mul | param, neg */
+        CHECK_EQ_INT(check_count_of(opt, "penwidth=2"), 2); /* the print and the assignment */
+        CHECK_HAS(opt, "style=dashed");                     /* side effects in program order */
+        CHECK_HAS(opt, "shape=box3d");                      /* the cond, with its regions */
+        CHECK_HAS(opt, "then: 3 nodes\\nelse: 2 nodes");    /* param, const, mul | param, neg */
         CHECK_HAS(opt, "result 0");
-        CHECK_EQ_INT(count(opt, "subgraph cluster_"), 0);
+        CHECK_EQ_INT(check_count_of(opt, "subgraph cluster_"), 0);
         /* the kernels: mul add tanh fused into one cluster */
-        CHECK(count(kern, "subgraph cluster_") >= 1);
+        CHECK(check_count_of(kern, "subgraph cluster_") >= 1);
         CHECK_HAS(kern, ": mul add tanh"); /* the kernel's label lists its ops */
         CHECK_HAS(kern, "tanh");
-        CHECK_EQ_INT(count(kern, " [shape="), count(opt, " [shape="));
+        CHECK_EQ_INT(check_count_of(kern, " [shape="), check_count_of(opt, " [shape="));
         renders(traced, "traced");
         renders(opt, "optimized");
         renders(kern, "kernels");
@@ -141,6 +121,6 @@ int main(void) {
 
     tj_function_free(f);
     tj_variable_free(v);
-    clean(dir);
+    check_rm_dir(dir);
     return check_done();
 }

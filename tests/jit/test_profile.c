@@ -14,31 +14,6 @@ static tj_tensor *f_body(tj_tensor *x) {
     return tj_sum(tj_tanh(tj_add(tj_mul(x, x), tj_scalar_f32(1))), 0, NULL, 0);
 }
 
-static int count(const char *hay, const char *needle) {
-    int n = 0;
-    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
-        n++;
-    return n;
-}
-
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-        free(s);
-        s = NULL;
-    }
-    if (s)
-        s[n] = 0;
-    fclose(f);
-    return s;
-}
-
 static void valid_json(const char *path) {
     if (system("command -v python3 > /dev/null 2>&1") != 0)
         return;
@@ -71,16 +46,16 @@ int main(void) {
     tj_release(tj_call(g, 1, &x));
     CHECK_EQ_INT(tj_profile_stop(), TJ_OK);
 
-    char *s = slurp(path);
+    char *s = check_slurp(path);
     CHECK(s != NULL);
     if (s) {
         CHECK_HAS(s, "\"traceEvents\"");
-        CHECK_EQ_INT(count(s, "\"cat\":\"call\""), 4);
-        CHECK_EQ_INT(count(s, "\"name\":\"prof_fn\",\"cat\":\"trace\""), 1);
-        CHECK_EQ_INT(count(s, "\"name\":\"prof_fn\",\"cat\":\"passes\""), 1);
-        CHECK_EQ_INT(count(s, "\"name\":\"prof_fn\",\"cat\":\"compile\""), 1);
+        CHECK_EQ_INT(check_count_of(s, "\"cat\":\"call\""), 4);
+        CHECK_EQ_INT(check_count_of(s, "\"name\":\"prof_fn\",\"cat\":\"trace\""), 1);
+        CHECK_EQ_INT(check_count_of(s, "\"name\":\"prof_fn\",\"cat\":\"passes\""), 1);
+        CHECK_EQ_INT(check_count_of(s, "\"name\":\"prof_fn\",\"cat\":\"compile\""), 1);
         /* mul add tanh sum: one kernel (or a chain) per call, with its ops in the name */
-        CHECK(count(s, "\"cat\":\"kernel\"") >= 3);
+        CHECK(check_count_of(s, "\"cat\":\"kernel\"") >= 3);
         CHECK_HAS(s, "tanh");
         CHECK_HAS(s, "\"function\":\"prof_fn\"");
         CHECK_HAS(s, "\"bytes\":");
@@ -96,8 +71,9 @@ int main(void) {
     tj_release(tj_call(f, 1, &x));
     CHECK_EQ_INT(tj_profile_start(path), TJ_OK);
     CHECK_EQ_INT(tj_profile_stop(), TJ_OK);
-    s = slurp(path);
-    CHECK(s && count(s, "\"cat\":\"call\"") == 0 && count(s, "\"cat\":\"kernel\"") == 0);
+    s = check_slurp(path);
+    CHECK(s && check_count_of(s, "\"cat\":\"call\"") == 0 &&
+          check_count_of(s, "\"cat\":\"kernel\"") == 0);
     free(s);
     valid_json(path);
 

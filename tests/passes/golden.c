@@ -37,9 +37,9 @@ static int cmp_str(const void *a, const void *b) {
 static void run_case(const char *dir, const char *name, const char *out_dir) {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s.tjir", dir, name);
-    char *in_text = pt_slurp(path);
+    char *in_text = check_slurp(path);
     snprintf(path, sizeof path, "%s/%s.expected.tjir", dir, name);
-    char *exp_text = pt_slurp(path);
+    char *exp_text = check_slurp(path);
     CHECK_MSG(in_text && exp_text, "%s: missing input or %s", name, path);
     ir_graph *in = in_text ? ir_parse(in_text) : NULL;
     ir_graph *ex = exp_text ? ir_parse(exp_text) : NULL;

@@ -249,20 +249,4 @@ static inline int count_op(const ir_graph *g, int op) {
     return c;
 }
 
-/* A whole file as a NUL-terminated string (caller frees), NULL if it cannot be read. */
-static inline char *pt_slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    size_t got = s ? fread(s, 1, (size_t)n, f) : 0;
-    if (s)
-        s[got] = '\0';
-    fclose(f);
-    return s;
-}
-
 #endif

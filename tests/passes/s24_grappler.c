@@ -97,7 +97,7 @@ int main(void) {
     for (int i = 0; i < 6; i++) {
         char path[512];
         snprintf(path, sizeof path, "%s/s24_fn.0000000000000abc.%02d.%s.tjir", dir, i, seq[i]);
-        text[i] = pt_slurp(path);
+        text[i] = check_slurp(path);
         CHECK_MSG(text[i] != NULL, "missing dump %s", path);
     }
     if (text[0] && text[1] && text[2] && text[3] && text[4] && text[5]) {
