@@ -599,7 +599,7 @@ TJ_API tj_module *tj_module_new(const char *name);
  * quotes, distinct within the module). Variables a function captures join on save. */
 TJ_API tj_status tj_module_add_variable(tj_module *m, tj_variable *v);
 /* Adds f (borrowed) as `name` with the fixed input signature specs[0..n) (copied; tensor specs,
- * one per argument of f). */
+ * one per argument of f), tracing f for it now: a trace error is returned here. */
 TJ_API tj_status tj_module_add_function(tj_module *m, const char *name, tj_function *f, int n,
                                         const tj_spec *specs);
 /* Writes the module to directory dir (created if missing): module.tjm (the manifest), each

@@ -55,13 +55,7 @@ tj_concrete *tj_function_get_concrete(tj_function *f, int n, const tj_spec *spec
     return c;
 }
 
-tj_tensor *tj_concrete_call(tj_concrete *c, int nargs, tj_tensor *const *args) {
-    if (!c)
-        return rt_scoped(rt_errorf(TJ_ERR_INVALID, "concrete_call: concrete function is NULL"));
-    tj_function *f = c->fn;
-    tj_tensor *err = jit_check_args("concrete_call", f, nargs, args);
-    if (err)
-        return rt_scoped(err);
+tj_tensor *jit_concrete_check_args(const tj_concrete *c, int nargs, tj_tensor *const *args) {
     for (int i = 0; i < nargs; i++) {
         const jit_argsig *w = &c->sig[i];
         const tj_tensor *t = args[i];
@@ -78,22 +72,30 @@ tj_tensor *tj_concrete_call(tj_concrete *c, int nargs, tj_tensor *const *args) {
                      ir_fmt_dims(d, sizeof d, t->rank, t->dims));
         }
         if (w->is_static)
-            return rt_scoped(rt_errorf(TJ_ERR_SIGNATURE,
-                                       "cannot compute %s as input #%d(zero-based) is a "
-                                       "static argument fixed at trace time to %s, got %s",
-                                       f->name, i, want, got));
+            return rt_errorf(TJ_ERR_SIGNATURE,
+                             "cannot compute %s as input #%d(zero-based) is a static argument "
+                             "fixed at trace time to %s, got %s",
+                             c->name, i, want, got);
         if (!t->is_static && w->dtype != t->dtype)
-            return rt_scoped(rt_errorf(TJ_ERR_SIGNATURE,
-                                       "cannot compute %s as input #%d(zero-based) was "
-                                       "expected to be a %s tensor but is a %s tensor",
-                                       f->name, i, ir_dtype_name(w->dtype),
-                                       ir_dtype_name(t->dtype)));
-        return rt_scoped(rt_errorf(TJ_ERR_SIGNATURE,
-                                   "cannot compute %s as input #%d(zero-based) was "
-                                   "expected to be %s but is %s",
-                                   f->name, i, want, got));
+            return rt_errorf(TJ_ERR_SIGNATURE,
+                             "cannot compute %s as input #%d(zero-based) was expected to be a %s "
+                             "tensor but is a %s tensor",
+                             c->name, i, ir_dtype_name(w->dtype), ir_dtype_name(t->dtype));
+        return rt_errorf(TJ_ERR_SIGNATURE,
+                         "cannot compute %s as input #%d(zero-based) was expected to be %s but "
+                         "is %s",
+                         c->name, i, want, got);
     }
-    return rt_scoped(jit_run_concrete(c, args));
+    return NULL;
+}
+
+tj_tensor *tj_concrete_call(tj_concrete *c, int nargs, tj_tensor *const *args) {
+    if (!c)
+        return rt_scoped(rt_errorf(TJ_ERR_INVALID, "concrete_call: concrete function is NULL"));
+    tj_tensor *err = jit_check_args("concrete_call", c->fn, nargs, args);
+    if (!err)
+        err = jit_concrete_check_args(c, nargs, args);
+    return rt_scoped(err ? err : jit_run_concrete(c, args));
 }
 
 char *tj_concrete_graph_text(const tj_concrete *c) {
@@ -135,7 +137,7 @@ void jit_dump_dot(const tj_concrete *c) {
     tj_graph_stage stages[2] = {TJ_GRAPH_TRACED, TJ_GRAPH_KERNELS};
     for (int i = 0; i < 2; i++) {
         char path[1024];
-        int n = snprintf(path, sizeof path, "%s/%s.%016llx.%s.dot", cfg->dump_dir, c->fn->name,
+        int n = snprintf(path, sizeof path, "%s/%s.%016llx.%s.dot", cfg->dump_dir, c->name,
                          (unsigned long long)c->sig_hash, stage_name[i]);
         char *dot = n > 0 && (size_t)n < sizeof path ? tj_concrete_graph_dot(c, stages[i]) : NULL;
         FILE *f = dot ? fopen(path, "w") : NULL;

@@ -311,7 +311,7 @@ tj_tensor *jit_run_concrete(tj_concrete *c, tj_tensor *const *args) {
     uint32_t n_out = c->graph->n_outputs;
     tj_tensor **outs = n_out <= 8 ? stack_outs : calloc(n_out, sizeof *outs);
     if (!outs)
-        return rt_errorf(TJ_ERR_OOM, "%s: out of memory", c->fn->name);
+        return rt_errorf(TJ_ERR_OOM, "%s: out of memory", c->name);
     for (uint32_t i = 0; i < c->n_locks; i++)
         rt_variable_lock(c->locks[i]);
     tj_status st = c->prog->vt->run(c->prog, args, c->nargs, c->caps, outs);
@@ -319,21 +319,12 @@ tj_tensor *jit_run_concrete(tj_concrete *c, tj_tensor *const *args) {
         rt_variable_unlock(c->locks[i]);
     tj_tensor *res;
     if (st && strncmp(ir_last_error(), "check_numerics:", 15) == 0) {
-        char sig[512]; /* the function and its signature, as tj_function_signatures writes it */
-        int len = snprintf(sig, sizeof sig, "(");
-        for (uint32_t i = 0; i < c->nargs && len < (int)sizeof sig - 64; i++) {
-            const jit_argsig *a = &c->sig[i];
-            len += snprintf(sig + len, sizeof sig - (size_t)len, "%s%s[", i ? ", " : "",
-                            ir_dtype_short(a->dtype));
-            for (int d = 0; d < a->rank && len < (int)sizeof sig - 32; d++)
-                len += snprintf(sig + len, sizeof sig - (size_t)len, "%s%lld", d ? "," : "",
-                                (long long)a->dims[d]);
-            len += snprintf(sig + len, sizeof sig - (size_t)len, "]");
+        char sig[512] = "", a[160]; /* the signature as tj_function_signatures writes it */
+        for (uint32_t i = 0; i < c->nargs; i++) {
+            jit_argsig_str(&c->sig[i], a, sizeof a);
+            snprintf(sig + strlen(sig), sizeof sig - strlen(sig), "%s%s", i ? ", " : "", a);
         }
-        if (len < (int)sizeof sig)
-            snprintf(sig + len, sizeof sig - (size_t)len, ")");
-        res =
-            rt_errorf(st, "%s in function '%s' called with %s", ir_last_error(), c->fn->name, sig);
+        res = rt_errorf(st, "%s in function '%s' called with (%s)", ir_last_error(), c->name, sig);
     } else if (st) {
         res = rt_error_from_status(st);
     } else if (c->result_kind == JIT_RESULT_SINGLE) {
@@ -514,7 +505,7 @@ tj_tensor *tj_call(tj_function *f, int nargs, tj_tensor *const *args) {
 /* Checks the caller's output tensors against c's outputs (dims known at trace time). */
 static tj_status check_outputs(const tj_concrete *c, int n_out, tj_tensor *const *outs) {
     const ir_graph *g = c->graph;
-    const char *name = c->fn->name;
+    const char *name = c->name;
     if ((uint32_t)n_out != g->n_outputs)
         return ir_errorf(TJ_ERR_INVALID, "call_into: '%s' returns %u results, %d outputs given",
                          name, g->n_outputs, n_out);

@@ -24,7 +24,8 @@ enum { JIT_RESULT_NONE = 0, JIT_RESULT_SINGLE, JIT_RESULT_TUPLE };
 void jit_dump_dot(const tj_concrete *c);
 
 struct tj_concrete {
-    tj_function *fn;
+    tj_function *fn;  /* NULL for a saved module's function (jit/module.c) */
+    const char *name; /* the function's name (fn->name, or the module's) for messages */
     uint64_t sig_hash;
     uint32_t nargs;
     jit_argsig *sig;
@@ -123,6 +124,14 @@ tj_concrete *jit_build_concrete(tj_function *f, const jit_argsig *sig, uint64_t 
 tj_status jit_fn_publish(tj_function *f, tj_concrete *c);
 void jit_concrete_free(tj_concrete *c);
 tj_tensor *jit_run_concrete(tj_concrete *c, tj_tensor *const *args);
+/* NULL when args[0..nargs) match c's signature, else the error tensor naming the input. */
+tj_tensor *jit_concrete_check_args(const tj_concrete *c, int nargs, tj_tensor *const *args);
+/* A concrete function for a graph that was not traced here (a saved module's): `name`
+ * (borrowed, outliving it), the signature specs[0..nargs), the variables of its capture slots
+ * (retained), compiled like a trace. Freed with jit_concrete_free. NULL with the error set. */
+tj_concrete *jit_concrete_from_graph(const char *name, const ir_graph *g, const tj_spec *specs,
+                                     int nargs, tj_variable *const *caps, uint32_t n_caps,
+                                     int result_kind, uint64_t hash);
 
 /* Compiles a traced graph into a program: runs the pass pipeline (consuming nothing; returns the
  * optimized graph in *opt) then picks a backend. NULL with the error set. */

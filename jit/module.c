@@ -1,7 +1,7 @@
 /* module.c — modules saved to a directory and loaded without the C code that made them (S27,
  * tf.Module + tf.saved_model). A module holds named variables and named functions with fixed
- * input signatures. Saving traces each function for its signature and writes, into the
- * directory:
+ * input signatures. Adding a function traces it for its signature (a tj_concrete, which
+ * tj_module_call runs); saving writes, into the directory:
  *   module.tjm         the manifest: "tracejit-module 1", then per function its file, checksum,
  *                      result kind, argument specs, the variables its capture slots read and its
  *                      result types; the variables' file and checksum
@@ -9,9 +9,10 @@
  *   variables.ckpt     the variables (a checkpoint: runtime/checkpoint.c)
  * Loading reads everything as untrusted input (the manifest line by line, every file against its
  * FNV-1a checksum, the graphs through the parser and the verifier, each graph's parameters
- * against its signature), creates the variables, and compiles each graph like a traced one (the
- * CPU backend, whose artifact cache makes a reload on the same target a cache hit; the
- * interpreter with TJ_BACKEND=interp or without LLVM). Host callbacks cannot be saved. */
+ * against its signature), creates the variables, and makes each graph a concrete function
+ * (jit_concrete_from_graph) compiled like a traced one: the CPU backend, whose artifact cache
+ * makes a reload on the same target a cache hit, or the interpreter (TJ_BACKEND=interp, no
+ * LLVM). Host callbacks cannot be saved. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,14 +29,7 @@ typedef struct mod_fn {
     int n_args;
     tj_spec *specs;
     tj_function *f; /* a module being built: borrowed */
-    /* a loaded module */
-    ir_graph *graph;
-    rt_program *prog;
-    int result_kind;
-    tj_variable **caps;
-    uint32_t n_caps;
-    tj_variable **locks; /* the variables it assigns, in address order (no lock-order cycles) */
-    uint32_t n_locks;
+    tj_concrete *c; /* built: f's for specs (owned by f); loaded: owned (jit_concrete_from_graph) */
 } mod_fn;
 
 struct tj_module {
@@ -164,6 +158,13 @@ tj_status tj_module_add_function(tj_module *m, const char *name, tj_function *f,
         memcpy(fn->specs, specs, (size_t)n * sizeof *specs);
     fn->n_args = n;
     fn->f = f;
+    if (!(fn->c = tj_function_get_concrete(f, n, specs))) { /* traced now, for its signature */
+        st = ir_errorf(ir_last_code() ? ir_last_code() : TJ_ERR_RUNTIME, "%s: function '%s': %s",
+                       what, name, ir_last_error());
+        free(fn->name);
+        free(fn->specs);
+        return st;
+    }
     m->n_fns++;
     return TJ_OK;
 }
@@ -209,25 +210,19 @@ tj_status tj_module_save(tj_module *m, const char *dir) {
                          m->name);
     if (rt_trace_current())
         return ir_errorf(TJ_ERR_STATE, "%s: called inside a trace", what);
-    /* trace every function for its signature first: refusals before anything is written */
-    tj_concrete **cs = calloc(m->n_fns + 1, sizeof *cs);
-    if (!cs)
-        return ir_errorf(TJ_ERR_OOM, "%s: out of memory", what);
+    /* refusals before anything is written */
     for (uint32_t i = 0; i < m->n_fns && !st; i++) {
-        mod_fn *fn = &m->fns[i];
-        if (!(cs[i] = tj_function_get_concrete(fn->f, fn->n_args, fn->specs))) {
-            st = ir_errorf(ir_last_code() ? ir_last_code() : TJ_ERR_RUNTIME,
-                           "%s: function '%s': %s", what, fn->name, ir_last_error());
+        const mod_fn *fn = &m->fns[i];
+        if ((st = jit_check_fn(what, fn->f)))
             break;
-        }
-        const ir_node *cb = find_op(cs[i]->graph, IR_OP_HOST_CALLBACK);
+        const ir_node *cb = find_op(fn->c->graph, IR_OP_HOST_CALLBACK);
         if (cb)
             st = ir_errorf(TJ_ERR_UNSUPPORTED,
                            "%s: function '%s' calls a host callback (C code that is not saved, "
                            "as tf.py_function); it cannot be saved",
                            what, fn->name);
-        for (uint32_t k = 0; k < cs[i]->n_caps && !st; k++)
-            st = add_var(m, cs[i]->caps[k], what); /* captured variables join the module */
+        for (uint32_t k = 0; k < fn->c->n_caps && !st; k++)
+            st = add_var(m, fn->c->caps[k], what); /* captured variables join the module */
     }
     if (!st && mkdir(dir, 0755) != 0 && errno != EEXIST)
         st = ir_errorf(TJ_ERR_IO, "%s: cannot create %s: %s", what, dir, strerror(errno));
@@ -252,7 +247,7 @@ tj_status tj_module_save(tj_module *m, const char *dir) {
     free(ck);
     for (uint32_t i = 0; i < m->n_fns && !st; i++) {
         const mod_fn *fn = &m->fns[i];
-        const tj_concrete *c = cs[i];
+        const tj_concrete *c = fn->c;
         char *text = ir_print(c->graph);
         if (!text) {
             st = ir_last_code() ? ir_last_code() : TJ_ERR_OOM;
@@ -278,7 +273,6 @@ tj_status tj_module_save(tj_module *m, const char *dir) {
     }
     if (man && fclose(man) != 0 && !st)
         st = ir_errorf(TJ_ERR_IO, "%s: writing %s failed", what, path);
-    free(cs);
     return st;
 }
 
@@ -357,22 +351,19 @@ static tj_status read_checked(const char *what, const char *dir, const char *fil
     return st;
 }
 
-static int by_address(const void *a, const void *b) {
-    uintptr_t x = (uintptr_t) * (tj_variable *const *)a, y = (uintptr_t) * (tj_variable *const *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Compiles fn's graph; checks its parameters against the signature and its slots. */
-static tj_status load_graph(tj_module *m, mod_fn *fn, const char *path, char *text) {
+/* Checks fn's graph text (parameters against the signature, slots against the manifest's
+ * variables caps[0..n_caps)) and compiles it into fn->c. */
+static tj_status load_graph(tj_module *m, mod_fn *fn, const char *path, const char *text,
+                            tj_variable *const *caps, uint32_t n_caps, int kind) {
     const char *what = "module_load";
     ir_graph *g = ir_parse(text);
     if (!g)
         return ir_errorf(TJ_ERR_CORRUPT, "%s: %s: %s", what, path, ir_last_error());
     tj_status st = ir_verify(g);
-    if (!st && (g->n_params != (uint32_t)fn->n_args || g->n_caps > fn->n_caps))
+    if (!st && (g->n_params != (uint32_t)fn->n_args || g->n_caps > n_caps))
         st = ir_errorf(TJ_ERR_CORRUPT,
                        "%s: %s has %u parameters and %u variable slots; module.tjm says %d and %u",
-                       what, path, g->n_params, g->n_caps, fn->n_args, fn->n_caps);
+                       what, path, g->n_params, g->n_caps, fn->n_args, n_caps);
     for (uint32_t i = 0; i < g->n_nodes && !st; i++) {
         const ir_node *n = &g->nodes[i];
         if (n->op == IR_OP_HOST_CALLBACK)
@@ -385,39 +376,20 @@ static tj_status load_graph(tj_module *m, mod_fn *fn, const char *path, char *te
             st = ir_errorf(TJ_ERR_CORRUPT, "%s: %s: parameter %lld does not match its signature",
                            what, path, (long long)n->a.i[0]);
     }
-    if (st) {
-        ir_graph_free(g);
-        return st;
+    if (!st) {
+        fn->c = jit_concrete_from_graph(fn->name, g, fn->specs, fn->n_args, caps, n_caps, kind,
+                                        rt_fnv1a(text, strlen(text)));
+        st = fn->c ? TJ_OK : ir_last_code() ? ir_last_code() : TJ_ERR_RUNTIME;
     }
-    ir_graph *opt = NULL;
-    fn->prog = jit_compile_graph(g, fn->name, rt_fnv1a(text, strlen(text)), &opt);
     ir_graph_free(g);
-    if (!fn->prog)
-        return ir_last_code() ? ir_last_code() : TJ_ERR_RUNTIME;
-    fn->graph = opt;
-    fn->prog->g = opt;
-    uint8_t *as = calloc(fn->n_caps + 1, 1);
-    fn->locks = calloc(fn->n_caps + 1, sizeof *fn->locks);
-    if (!as || !fn->locks) {
-        free(as);
-        return ir_errorf(TJ_ERR_OOM, "%s: out of memory", what);
-    }
-    ir_assigned_slots(opt, as, fn->n_caps);
-    for (uint32_t k = 0; k < fn->n_caps; k++)
-        if (as[k])
-            fn->locks[fn->n_locks++] = fn->caps[k];
-    free(as);
-    qsort(fn->locks, fn->n_locks, sizeof *fn->locks, by_address);
-    snprintf(m->how, sizeof m->how, "%s", fn->prog->vt->name);
-    return TJ_OK;
+    if (!st)
+        snprintf(m->how, sizeof m->how, "%s", fn->c->prog->vt->name);
+    return st;
 }
 
-static void fn_free(mod_fn *fn) {
-    if (fn->prog)
-        fn->prog->vt->free(fn->prog);
-    ir_graph_free(fn->graph);
-    free(fn->caps);
-    free(fn->locks);
+static void fn_free(mod_fn *fn, int loaded) {
+    if (loaded)
+        jit_concrete_free(fn->c);
     free(fn->specs);
     free(fn->name);
 }
@@ -505,11 +477,10 @@ tj_module *tj_module_load(const char *dir) {
         memset(fn, 0, sizeof *fn);
         fn->name = strdup(fname);
         fn->n_args = nargs;
-        fn->result_kind = kind;
-        fn->n_caps = ncaps;
         fn->specs = calloc((size_t)nargs + 1, sizeof *fn->specs);
-        fn->caps = calloc((size_t)ncaps + 1, sizeof *fn->caps);
-        if (!fn->name || !fn->specs || !fn->caps) {
+        tj_variable **caps = calloc((size_t)ncaps + 1, sizeof *caps);
+        if (!fn->name || !fn->specs || !caps) {
+            free(caps);
             st = ir_errorf(TJ_ERR_OOM, "%s: out of memory", what);
             break;
         }
@@ -517,7 +488,7 @@ tj_module *tj_module_load(const char *dir) {
             st = parse_type(&r, "arg", &fn->specs[k]);
         for (unsigned k = 0; k < ncaps && !st; k++) {
             char *c = next_line(&r);
-            if (!c || strncmp(c, "cap ", 4) != 0 || !(fn->caps[k] = find_var(m, c + 4)))
+            if (!c || strncmp(c, "cap ", 4) != 0 || !(caps[k] = find_var(m, c + 4)))
                 st = bad_line(&r, "a 'cap' line naming a saved variable was expected");
         }
         tj_spec out;
@@ -532,9 +503,10 @@ tj_module *tj_module_load(const char *dir) {
         if (!st) {
             char gpath[3300];
             snprintf(gpath, sizeof gpath, "%s/%s", dir, file);
-            st = load_graph(m, fn, gpath, (char *)g_text);
+            st = load_graph(m, fn, gpath, (const char *)g_text, caps, ncaps, kind);
         }
         free(g_text);
+        free(caps);
     }
     free(text);
     if (st) {
@@ -565,50 +537,18 @@ tj_tensor *tj_module_call(tj_module *m, const char *name, int nargs, tj_tensor *
     if (!fn)
         return rt_scoped(rt_errorf(TJ_ERR_INVALID, "%s: '%s' has no function '%s'", what, m->name,
                                    name ? name : "(null)"));
+    if (!m->loaded) /* the concrete function is its tj_function's: is that one alive? */
+        return (st = jit_check_fn(what, fn->f)) ? rt_scoped(rt_error_from_status(st))
+                                                : tj_concrete_call(fn->c, nargs, args);
     if (nargs != fn->n_args || (nargs && !args))
         return rt_scoped(rt_errorf(TJ_ERR_SIGNATURE, "%s: '%s' takes %d arguments, %d given", what,
                                    fn->name, fn->n_args, nargs));
-    for (int k = 0; k < nargs; k++) { /* the fixed signature, exactly */
-        const tj_tensor *a = args[k];
-        const tj_spec *s = &fn->specs[k];
-        if (!a || a->kind != RT_CONCRETE || a->dtype != s->dtype || a->rank != s->rank ||
-            memcmp(a->dims, s->dims, sizeof(int64_t) * (size_t)s->rank) != 0) {
-            char want[128], got[128] = "not a concrete tensor";
-            ir_fmt_dims(want, sizeof want, s->rank, s->dims);
-            if (a && a->kind == RT_CONCRETE) {
-                char d[120];
-                snprintf(got, sizeof got, "%s%s", ir_dtype_short(a->dtype),
-                         ir_fmt_dims(d, sizeof d, a->rank, a->dims));
-            }
-            return rt_scoped(rt_errorf(TJ_ERR_SIGNATURE,
-                                       "%s: '%s' argument %d must be %s%s, got %s", what, fn->name,
-                                       k, ir_dtype_short(s->dtype), want, got));
-        }
-    }
-    if (!m->loaded)
-        return tj_call(fn->f, nargs, args);
-    tj_tensor *stack_outs[8] = {0};
-    uint32_t n_out = fn->graph->n_outputs;
-    tj_tensor **outs = n_out <= 8 ? stack_outs : calloc(n_out, sizeof *outs);
-    if (!outs)
-        return rt_scoped(rt_errorf(TJ_ERR_OOM, "%s: out of memory", what));
-    for (uint32_t i = 0; i < fn->n_locks; i++) /* calls that assign a variable are serialised */
-        rt_variable_lock(fn->locks[i]);
-    st = fn->prog->vt->run(fn->prog, args, (uint32_t)nargs, fn->caps, outs);
-    for (uint32_t i = fn->n_locks; i-- > 0;)
-        rt_variable_unlock(fn->locks[i]);
-    tj_tensor *res;
-    if (st)
-        res = rt_error_from_status(st);
-    else if (fn->result_kind == JIT_RESULT_SINGLE && n_out == 1)
-        res = outs[0], outs[0] = NULL;
-    else
-        res = rt_tuple_new((int)n_out, outs);
-    for (uint32_t k = 0; k < n_out; k++)
-        tj_release(outs[k]);
-    if (outs != stack_outs)
-        free(outs);
-    return rt_scoped(res);
+    for (int k = 0; k < nargs; k++)
+        if (!args[k] || args[k]->kind != RT_CONCRETE)
+            return rt_scoped(rt_errorf(TJ_ERR_INVALID, "%s: '%s' argument %d is not a tensor", what,
+                                       fn->name, k));
+    tj_tensor *err = jit_concrete_check_args(fn->c, nargs, args);
+    return rt_scoped(err ? err : jit_run_concrete(fn->c, args));
 }
 
 tj_variable *tj_module_variable(tj_module *m, const char *name) {
@@ -640,14 +580,13 @@ char *tj_module_describe(const tj_module *m) {
                     ir_fmt_dims(d, sizeof d, fn->specs[k].rank, fn->specs[k].dims));
         }
         fprintf(f, "  outputs:\n");
-        for (uint32_t k = 0; fn->graph && k < fn->graph->n_outputs; k++) {
-            const ir_node *o = ir_node_get(fn->graph, fn->graph->outputs[k]);
+        const ir_graph *g = fn->c->graph;
+        for (uint32_t k = 0; k < g->n_outputs; k++) {
+            const ir_node *o = ir_node_get(g, g->outputs[k]);
             char d[128];
             fprintf(f, "    output_%u: dtype %s, shape %s\n", k, ir_dtype_name(o->dtype),
                     ir_fmt_dims(d, sizeof d, o->rank, o->dims));
         }
-        if (!fn->graph)
-            fprintf(f, "    (traced when saved)\n");
     }
     fprintf(f, "\nvariables:\n");
     for (uint32_t i = 0; i < m->n_vars; i++) {
@@ -663,7 +602,7 @@ void tj_module_free(tj_module *m) {
     if (!m || m->magic != MOD_MAGIC)
         return;
     for (uint32_t i = 0; i < m->n_fns; i++)
-        fn_free(&m->fns[i]);
+        fn_free(&m->fns[i], m->loaded);
     free(m->fns);
     if (m->loaded)
         for (uint32_t i = 0; i < m->n_vars; i++)

@@ -244,6 +244,7 @@ tj_concrete *jit_build_concrete(tj_function *f, const jit_argsig *sig, uint64_t 
         return (void)ir_errorf(TJ_ERR_OOM, "%s: out of memory", f->name), NULL;
     }
     c->fn = f;
+    c->name = f->name;
     c->sig_hash = h;
     c->nargs = (uint32_t)f->nargs;
     c->result_kind = tr.result_kind;
@@ -274,6 +275,38 @@ tj_concrete *jit_build_concrete(tj_function *f, const jit_argsig *sig, uint64_t 
         jit_concrete_free(c);
         return NULL;
     }
+    return c;
+}
+
+tj_concrete *jit_concrete_from_graph(const char *name, const ir_graph *g, const tj_spec *specs,
+                                     int nargs, tj_variable *const *caps, uint32_t n_caps,
+                                     int result_kind, uint64_t hash) {
+    tj_concrete *c = calloc(1, sizeof *c);
+    if (c) {
+        c->sig = calloc((size_t)nargs + 1, sizeof *c->sig);
+        c->caps = calloc((size_t)n_caps + 1, sizeof *c->caps);
+    }
+    if (!c || !c->sig || !c->caps) {
+        jit_concrete_free(c);
+        return (void)ir_errorf(TJ_ERR_OOM, "%s: out of memory", name), NULL;
+    }
+    c->name = name;
+    c->sig_hash = hash;
+    c->nargs = (uint32_t)nargs;
+    c->result_kind = result_kind;
+    for (int i = 0; i < nargs; i++) {
+        c->sig[i].dtype = (uint8_t)specs[i].dtype;
+        c->sig[i].rank = (uint8_t)specs[i].rank;
+        memcpy(c->sig[i].dims, specs[i].dims, sizeof c->sig[i].dims);
+    }
+    for (uint32_t k = 0; k < n_caps; k++)
+        c->caps[c->n_caps++] = rt_variable_retain(caps[k]);
+    c->prog = jit_compile_graph(g, name, hash, &c->graph);
+    if (!c->prog || collect_locks(c) != TJ_OK) {
+        jit_concrete_free(c);
+        return NULL;
+    }
+    c->prog->g = c->graph;
     return c;
 }
 
