@@ -370,38 +370,11 @@ enum { POOL_CH = 256 }; /* channels per pass of the max gradient's argmax */
                     }                                                                              \
             }                                                                                      \
     }                                                                                              \
-    static void max_pool_grad_##T(const geom *p, const T *x, const T *dy, T *dx, int64_t b) {      \
-        T best[POOL_CH];                                                                           \
-        int64_t at[POOL_CH];                                                                       \
-        for (int64_t oy = 0; oy < p->oh; oy++)                                                     \
-            for (int64_t ox = 0; ox < p->ow; ox++) {                                               \
-                WINDOW(p, oy, ox);                                                                 \
-                const T *g = dy + ((b * p->oh + oy) * p->ow + ox) * p->c;                          \
-                for (int64_t c0 = 0; c0 < p->c; c0 += POOL_CH) {                                   \
-                    int64_t nc = p->c - c0 < POOL_CH ? p->c - c0 : POOL_CH;                        \
-                    for (int64_t c = 0; c < nc; c++) {                                             \
-                        at[c] = XI(p, b, y0, x0) + c0 + c;                                         \
-                        best[c] = x[at[c]];                                                        \
-                    }                                                                              \
-                    for (int64_t iy = y0; iy < y1; iy++)                                           \
-                        for (int64_t ix = x0; ix < x1; ix++) {                                     \
-                            int64_t base = XI(p, b, iy, ix) + c0;                                  \
-                            for (int64_t c = 0; c < nc; c++) {                                     \
-                                T v = x[base + c];                                                 \
-                                int take = (v > best[c]) | ((v != v) & (best[c] == best[c]));      \
-                                best[c] = take ? v : best[c];                                      \
-                                at[c] = take ? base + c : at[c];                                   \
-                            }                                                                      \
-                        }                                                                          \
-                    for (int64_t c = 0; c < nc; c++)                                               \
-                        dx[at[c]] += g[c0 + c];                                                    \
-                }                                                                                  \
-            }                                                                                      \
-    }                                                                                              \
-    /* Windows that never overlap: every input element of a window gets the window's gradient or   \
-     * zero, written once (the argmax kept as the window position k, compared in int32 lanes). */  \
-    static void max_pool_grad_tiles_##T(const geom *p, const T *x, const T *dy, T *dx,             \
-                                        int64_t b) {                                               \
+    /* The argmax of each window and channel as the window position k (int32 lanes, branch-free:   \
+     * it vectorizes). Windows that never overlap (tiles) write each input element once: the       \
+     * gradient or zero; overlapping ones add the gradient at the argmax (into zeros). */          \
+    static void max_pool_grad_##T(const geom *p, const T *x, const T *dy, T *dx, int64_t b,        \
+                                  int tiles) {                                                     \
         T best[POOL_CH];                                                                           \
         int32_t at[POOL_CH];                                                                       \
         for (int64_t oy = 0; oy < p->oh; oy++)                                                     \
@@ -417,13 +390,19 @@ enum { POOL_CH = 256 }; /* channels per pass of the max gradient's argmax */
                     for (int64_t iy = y0; iy < y1; iy++)                                           \
                         for (int64_t ix = x0; ix < x1; ix++, k++) {                                \
                             const T *xi = x + XI(p, b, iy, ix) + c0;                               \
-                            for (int64_t c = 0; c < nc; c++) { /* branch-free: it vectorizes */    \
+                            for (int64_t c = 0; c < nc; c++) {                                     \
                                 T v = xi[c], m = best[c];                                          \
                                 int32_t take = -(int32_t)((v > m) | ((v != v) & (m == m)));        \
                                 best[c] = take ? v : m;                                            \
                                 at[c] = (at[c] & ~take) | (k & take);                              \
                             }                                                                      \
                         }                                                                          \
+                    if (!tiles) {                                                                  \
+                        for (int64_t c = 0; c < nc; c++)                                           \
+                            dx[XI(p, b, y0 + at[c] / (x1 - x0), x0 + at[c] % (x1 - x0)) + c0 +     \
+                               c] += g[c0 + c];                                                    \
+                        continue;                                                                  \
+                    }                                                                              \
                     k = 0;                                                                         \
                     for (int64_t iy = y0; iy < y1; iy++)                                           \
                         for (int64_t ix = x0; ix < x1; ix++, k++) {                                \
@@ -493,12 +472,8 @@ static void pool_sample(void *ctx, int64_t b) {
         t->f32 ? avg_pool_float(p, t->a, t->out, b) : avg_pool_double(p, t->a, t->out, b);
         break;
     case IR_OP_MAX_POOL2D_GRAD:
-        if (t->tiles)
-            t->f32 ? max_pool_grad_tiles_float(p, t->a, t->b, t->out, b)
-                   : max_pool_grad_tiles_double(p, t->a, t->b, t->out, b);
-        else
-            t->f32 ? max_pool_grad_float(p, t->a, t->b, t->out, b)
-                   : max_pool_grad_double(p, t->a, t->b, t->out, b);
+        t->f32 ? max_pool_grad_float(p, t->a, t->b, t->out, b, t->tiles)
+               : max_pool_grad_double(p, t->a, t->b, t->out, b, t->tiles);
         break;
     default:
         t->f32 ? avg_pool_grad_float(p, t->a, t->out, b) : avg_pool_grad_double(p, t->a, t->out, b);
