@@ -603,16 +603,26 @@ TJ_API tj_status tj_module_add_variable(tj_module *m, tj_variable *v);
 TJ_API tj_status tj_module_add_function(tj_module *m, const char *name, tj_function *f, int n,
                                         const tj_spec *specs);
 /* Writes the module to directory dir (created if missing): module.tjm (the manifest), each
- * function's optimized graph (<name>.tjir, text IR) and variables.ckpt. Refused before anything
- * is written: a function calling a host callback (C code, as tf.py_function), a signature that
- * does not trace, unnamed or same-named variables. */
+ * function's optimized graph (<name>.tjir, text IR), its native code when it was compiled
+ * (<name>.x86_64.tjx: the plan and the object LLVM emitted) and variables.ckpt. Refused before
+ * anything is written: a function calling a host callback (C code, as tf.py_function), a
+ * signature that does not trace, unnamed or same-named variables. */
 TJ_API tj_status tj_module_save(tj_module *m, const char *dir);
 /* Loads a saved module: every file checked (manifest syntax, checksums, graphs parsed and
  * verified against their signatures) before use, errors naming the file and the line or node;
- * its variables are owned by the module. The graphs are compiled by the CPU backend (a cache hit
- * when the same graph was compiled on this target before) or run by the interpreter
- * (TJ_BACKEND=interp, no LLVM); tj_module_describe says which. Caller frees. NULL on error. */
+ * its variables are owned by the module. Each function runs its saved native code when this
+ * tracejit build and CPU can run it (no LLVM needed: tracejit links the object itself), else is
+ * compiled from its graph (LLVM), else interpreted; tj_module_runs_on says which and why.
+ * Loading native code runs machine code written by whoever saved the module: load modules you
+ * trust, or pass TJ_MODULE_GRAPH_ONLY, which never maps saved code (the graph is compiled or
+ * interpreted). Caller frees. NULL on error. */
 TJ_API tj_module *tj_module_load(const char *dir);
+enum { TJ_MODULE_GRAPH_ONLY = 1 };
+TJ_API tj_module *tj_module_load_opts(const char *dir, unsigned flags);
+/* What runs function `name` of m: "saved native code", "compiled from the graph (<why not the
+ * saved code>)", "interpreter (<why>)", or "traced in this process" for a module built here.
+ * Borrowed from m. NULL when there is no such function. */
+TJ_API const char *tj_module_runs_on(const tj_module *m, const char *name);
 /* Calls function `name`; the arguments must match its signature exactly. A new reference. */
 TJ_API tj_tensor *tj_module_call(tj_module *m, const char *name, int nargs, tj_tensor *const *args);
 /* A variable by name (borrowed, owned by the module when loaded), NULL if none. */

@@ -128,10 +128,14 @@ tj_tensor *jit_run_concrete(tj_concrete *c, tj_tensor *const *args);
 tj_tensor *jit_concrete_check_args(const tj_concrete *c, int nargs, tj_tensor *const *args);
 /* A concrete function for a graph that was not traced here (a saved module's): `name`
  * (borrowed, outliving it), the signature specs[0..nargs), the variables of its capture slots
- * (retained), compiled like a trace. Freed with jit_concrete_free. NULL with the error set. */
+ * (retained), compiled like a trace; or, given a program image (jit_cpu_program_image, of this
+ * very graph: g is taken as optimized), made from the image without compiling. Freed with
+ * jit_concrete_free. NULL with the error set (an image that cannot run here:
+ * TJ_ERR_UNSUPPORTED). */
 tj_concrete *jit_concrete_from_graph(const char *name, const ir_graph *g, const tj_spec *specs,
                                      int nargs, tj_variable *const *caps, uint32_t n_caps,
-                                     int result_kind, uint64_t hash);
+                                     int result_kind, uint64_t hash, const void *image,
+                                     size_t image_size);
 
 /* Compiles a traced graph into a program: runs the pass pipeline (consuming nothing; returns the
  * optimized graph in *opt) then picks a backend. NULL with the error set. */

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "jit/cpu/cpu.h"
 #include "jit/jit.h"
 
 #define MOD_MAGIC 0x746a6d64u
@@ -30,6 +31,7 @@ typedef struct mod_fn {
     tj_spec *specs;
     tj_function *f; /* a module being built: borrowed */
     tj_concrete *c; /* built: f's for specs (owned by f); loaded: owned (jit_concrete_from_graph) */
+    char how[240];  /* loaded: what runs it and why */
 } mod_fn;
 
 struct tj_module {
@@ -40,7 +42,6 @@ struct tj_module {
     uint32_t n_vars;
     mod_fn *fns;
     uint32_t n_fns;
-    char how[64]; /* loaded: which backend runs the functions */
 };
 
 static tj_status check_mod(const tj_module *m, const char *what) {
@@ -269,6 +270,16 @@ tj_status tj_module_save(tj_module *m, const char *dir) {
             const ir_node *o = ir_node_get(c->graph, c->graph->outputs[k]);
             put_type(man, "out", o->dtype, o->rank, o->dims);
         }
+        if (!st && jit_cpu_is_program(c->prog)) { /* the native code, for this CPU's kind */
+            size_t size = 0;
+            unsigned char *img = jit_cpu_program_image(c->prog, &size);
+            snprintf(file, sizeof file, "%s.x86_64.tjx", fn->name);
+            snprintf(path, sizeof path, "%s/%s", dir, file);
+            st = img ? write_file(what, path, img, size) : ir_last_code();
+            if (!st)
+                fprintf(man, "native %s %016llx\n", file, (unsigned long long)rt_fnv1a(img, size));
+            free(img);
+        }
         fprintf(man, "end\n");
     }
     if (man && fclose(man) != 0 && !st)
@@ -352,9 +363,12 @@ static tj_status read_checked(const char *what, const char *dir, const char *fil
 }
 
 /* Checks fn's graph text (parameters against the signature, slots against the manifest's
- * variables caps[0..n_caps)) and compiles it into fn->c. */
-static tj_status load_graph(tj_module *m, mod_fn *fn, const char *path, const char *text,
-                            tj_variable *const *caps, uint32_t n_caps, int kind) {
+ * variables caps[0..n_caps)) and makes it fn->c: from the saved native code (img, NULL when
+ * none or not wanted) when it runs here, else compiled, or interpreted. */
+static tj_status load_graph(mod_fn *fn, const char *path, const char *text,
+                            tj_variable *const *caps, uint32_t n_caps, int kind,
+                            const char *img_path, const unsigned char *img, size_t img_size,
+                            const char *no_img) {
     const char *what = "module_load";
     ir_graph *g = ir_parse(text);
     if (!g)
@@ -376,14 +390,33 @@ static tj_status load_graph(tj_module *m, mod_fn *fn, const char *path, const ch
             st = ir_errorf(TJ_ERR_CORRUPT, "%s: %s: parameter %lld does not match its signature",
                            what, path, (long long)n->a.i[0]);
     }
-    if (!st) {
+    uint64_t hash = rt_fnv1a(text, strlen(text));
+    char why[200];
+    snprintf(why, sizeof why, "%s", no_img);
+    if (!st && img) {
         fn->c = jit_concrete_from_graph(fn->name, g, fn->specs, fn->n_args, caps, n_caps, kind,
-                                        rt_fnv1a(text, strlen(text)));
+                                        hash, img, img_size);
+        if (fn->c)
+            snprintf(fn->how, sizeof fn->how, "saved native code");
+        else if (ir_last_code() == TJ_ERR_UNSUPPORTED) /* another build or CPU: from the graph */
+            snprintf(why, sizeof why, "%s", ir_last_error());
+        else
+            st = ir_errorf(ir_last_code() ? ir_last_code() : TJ_ERR_CORRUPT, "%s: %s: %s", what,
+                           img_path, ir_last_error());
+        ir_clear_error();
+    }
+    if (!st && !fn->c) {
+        fn->c = jit_concrete_from_graph(fn->name, g, fn->specs, fn->n_args, caps, n_caps, kind,
+                                        hash, NULL, 0);
         st = fn->c ? TJ_OK : ir_last_code() ? ir_last_code() : TJ_ERR_RUNTIME;
+        if (!st)
+            snprintf(fn->how, sizeof fn->how, "%s (%s)",
+                     jit_cpu_is_program(fn->c->prog) ? "compiled from the graph" : "interpreter",
+                     why);
     }
     ir_graph_free(g);
     if (!st)
-        snprintf(m->how, sizeof m->how, "%s", fn->c->prog->vt->name);
+        rt_log(RT_LOG_COMPILE, "module: %s runs on %s", fn->name, fn->how);
     return st;
 }
 
@@ -395,6 +428,10 @@ static void fn_free(mod_fn *fn, int loaded) {
 }
 
 tj_module *tj_module_load(const char *dir) {
+    return tj_module_load_opts(dir, 0);
+}
+
+tj_module *tj_module_load_opts(const char *dir, unsigned flags) {
     const char *what = "module_load";
     if (!dir || !*dir || strlen(dir) > 3000)
         return (void)ir_errorf(TJ_ERR_INVALID, "%s: the directory is NULL, empty or too long",
@@ -494,17 +531,32 @@ tj_module *tj_module_load(const char *dir) {
         tj_spec out;
         while (!st && (s = r.p) && strncmp(s, "out ", 4) == 0)
             st = parse_type(&r, "out", &out);
+        char nfile[300] = "";
+        unsigned long long nsum = 0;
+        if (!st && (s = r.p) && strncmp(s, "native ", 7) == 0 &&
+            (!(s = next_line(&r)) || sscanf(s, "native %299s %llx", nfile, &nsum) != 2))
+            st = bad_line(&r, "a 'native <file> <checksum>' line was expected");
         if (!st && (!(s = next_line(&r)) || strcmp(s, "end") != 0))
             st = bad_line(&r, "'end' was expected");
-        unsigned char *g_text = NULL;
-        size_t g_size;
+        unsigned char *g_text = NULL, *img = NULL;
+        size_t g_size, img_size = 0;
         if (!st)
             st = read_checked(what, dir, file, sum, MAX_GRAPH, &g_text, &g_size);
+        /* the saved native code: checked like every file, unless only the graph is wanted */
+        int use_img = nfile[0] && !(flags & TJ_MODULE_GRAPH_ONLY);
+        if (!st && use_img)
+            st = read_checked(what, dir, nfile, nsum, MAX_GRAPH, &img, &img_size);
         if (!st) {
-            char gpath[3300];
+            char gpath[3300], npath[3300];
             snprintf(gpath, sizeof gpath, "%s/%s", dir, file);
-            st = load_graph(m, fn, gpath, (const char *)g_text, caps, ncaps, kind);
+            snprintf(npath, sizeof npath, "%s/%s", dir, nfile);
+            st = load_graph(fn, gpath, (const char *)g_text, caps, ncaps, kind, npath,
+                            use_img ? img : NULL, img_size,
+                            !nfile[0]                      ? "no native code was saved"
+                            : flags & TJ_MODULE_GRAPH_ONLY ? "graph only, as asked"
+                                                           : "");
         }
+        free(img);
         free(g_text);
         free(caps);
     }
@@ -551,6 +603,17 @@ tj_tensor *tj_module_call(tj_module *m, const char *name, int nargs, tj_tensor *
     return rt_scoped(err ? err : jit_run_concrete(fn->c, args));
 }
 
+const char *tj_module_runs_on(const tj_module *m, const char *name) {
+    if (check_mod(m, "module_runs_on"))
+        return NULL;
+    const mod_fn *fn = find_fn((tj_module *)m, name);
+    if (!fn)
+        return (void)ir_errorf(TJ_ERR_INVALID, "module_runs_on: '%s' has no function '%s'", m->name,
+                               name ? name : "(null)"),
+               NULL;
+    return m->loaded ? fn->how : "traced in this process";
+}
+
 tj_variable *tj_module_variable(tj_module *m, const char *name) {
     if (check_mod(m, "module_variable"))
         return NULL;
@@ -569,11 +632,13 @@ char *tj_module_describe(const tj_module *m) {
     FILE *f = open_memstream(&buf, &len);
     if (!f)
         return (void)ir_errorf(TJ_ERR_OOM, "module_describe: out of memory"), NULL;
-    fprintf(f, "module '%s'%s%s%s\n", m->name, m->loaded ? " (loaded; runs on " : "",
-            m->loaded ? m->how : "", m->loaded ? ")" : "");
+    fprintf(f, "module '%s'%s\n", m->name, m->loaded ? " (loaded)" : "");
     for (uint32_t i = 0; i < m->n_fns; i++) {
         const mod_fn *fn = &m->fns[i];
-        fprintf(f, "\nsignature '%s':\n  inputs:\n", fn->name);
+        fprintf(f, "\nsignature '%s':\n", fn->name);
+        if (m->loaded)
+            fprintf(f, "  runs on: %s\n", fn->how);
+        fprintf(f, "  inputs:\n");
         for (int k = 0; k < fn->n_args; k++) {
             char d[128];
             fprintf(f, "    x%d: dtype %s, shape %s\n", k, ir_dtype_name(fn->specs[k].dtype),

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jit/cpu/cpu.h"
 #include "jit/jit.h"
 
 /* ---- calling the user's C function ----------------------------------------------------------- */
@@ -280,7 +281,8 @@ tj_concrete *jit_build_concrete(tj_function *f, const jit_argsig *sig, uint64_t 
 
 tj_concrete *jit_concrete_from_graph(const char *name, const ir_graph *g, const tj_spec *specs,
                                      int nargs, tj_variable *const *caps, uint32_t n_caps,
-                                     int result_kind, uint64_t hash) {
+                                     int result_kind, uint64_t hash, const void *image,
+                                     size_t image_size) {
     tj_concrete *c = calloc(1, sizeof *c);
     if (c) {
         c->sig = calloc((size_t)nargs + 1, sizeof *c->sig);
@@ -301,7 +303,10 @@ tj_concrete *jit_concrete_from_graph(const char *name, const ir_graph *g, const 
     }
     for (uint32_t k = 0; k < n_caps; k++)
         c->caps[c->n_caps++] = rt_variable_retain(caps[k]);
-    c->prog = jit_compile_graph(g, name, hash, &c->graph);
+    if (!image)
+        c->prog = jit_compile_graph(g, name, hash, &c->graph);
+    else if ((c->graph = ir_graph_clone(g)) != NULL)
+        c->prog = jit_cpu_program_from_image(c->graph, image, image_size);
     if (!c->prog || collect_locks(c) != TJ_OK) {
         jit_concrete_free(c);
         return NULL;

@@ -93,7 +93,7 @@ jit_cpu_shared *jit_cpu_shared_find(const char *key, const char *const *syms, ui
 }
 
 jit_cpu_shared *jit_cpu_shared_add(const char *key, jit_cpu_code *code, const char *const *syms,
-                                   uint32_t n, void **addrs) {
+                                   uint32_t n, void **addrs, bool store) {
     pthread_mutex_lock(&mu);
     jit_cpu_shared *s = table_find(key);
     if (s) { /* another thread compiled the same graph meanwhile: use that one */
@@ -111,7 +111,7 @@ jit_cpu_shared *jit_cpu_shared_add(const char *key, jit_cpu_code *code, const ch
     }
     size_t obj_size = 0, size = 0;
     const void *obj = jit_cpu_code_object(code, &obj_size);
-    unsigned char *p = obj ? jit_cpu_payload_encode(syms, n, obj, obj_size, &size) : NULL;
+    unsigned char *p = obj && store ? jit_cpu_payload_encode(syms, n, obj, obj_size, &size) : NULL;
     if (p) {
         if (jit_cache_put(key, p, size) != TJ_OK) {
             rt_log(RT_LOG_COMPILE, "cpu: could not store the compiled code on disk: %s",
@@ -122,6 +122,10 @@ jit_cpu_shared *jit_cpu_shared_add(const char *key, jit_cpu_code *code, const ch
     }
     pthread_mutex_unlock(&mu);
     return s;
+}
+
+const void *jit_cpu_shared_object(const jit_cpu_shared *s, size_t *size) {
+    return jit_cpu_code_object(s->code, size);
 }
 
 void jit_cpu_shared_release(jit_cpu_shared *s) {

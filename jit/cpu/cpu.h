@@ -29,6 +29,17 @@ bool jit_cpu_exact_math(const jit_cpu_opts *o);
  * (-1) dims (the caller then falls back to the interpreter). opts may be NULL. */
 rt_program *jit_cpu_compile(const ir_graph *g);
 rt_program *jit_cpu_compile_opts(const ir_graph *g, const jit_cpu_opts *opts);
+/* A compiled program as bytes (image.c): its plan and its kernels' object, regions included;
+ * malloc'd (*size bytes), or NULL with the error set (TJ_ERR_UNSUPPORTED: p is not a CPU
+ * program). Made from the bytes again, without LLVM, by jit_cpu_program_from_image for the
+ * same graph g (borrowed, as for compile): NULL with TJ_ERR_UNSUPPORTED when the image cannot
+ * run here (another tracejit build, a CPU lacking features the code uses, no OpenBLAS for its
+ * products) and the caller should compile or interpret instead, TJ_ERR_CORRUPT when it is
+ * damaged or another graph's. Structure is checked; the code itself is trusted. */
+unsigned char *jit_cpu_program_image(const rt_program *p, size_t *size);
+/* Whether p is a CPU program. */
+bool jit_cpu_is_program(const rt_program *p);
+rt_program *jit_cpu_program_from_image(const ir_graph *g, const void *img, size_t size);
 /* Partition of the program (borrowed; NULL for other programs), for tests and dumps. */
 const pass_partition *jit_cpu_program_partition(const rt_program *p);
 
@@ -47,13 +58,17 @@ typedef struct jit_cpu_stats {
 } jit_cpu_stats;
 jit_cpu_stats jit_cpu_last_stats(void);
 
-/* ---- compiled code objects (llvm.c) ---------------------------------------------------------- */
-/* One object file linked into the process: its bytes (the future disk-cache entry) and the
- * addresses of its kernels. Freed with jit_cpu_code_free, which unlinks it. */
+/* ---- compiled code objects (code.c; no LLVM needed) ------------------------------------------ */
+/* One object blob linked into the process by runtime/objload.c: its bytes (what the disk cache
+ * and saved modules store) and the addresses of its kernels. Freed with jit_cpu_code_free, which
+ * unmaps it. */
 typedef struct jit_cpu_code jit_cpu_code;
-/* Links object bytes (e.g. from a cache) and looks up `n_syms` symbols into addrs. */
+/* Links a copy of object bytes (e.g. from a cache) and looks up `n_syms` symbols into addrs. */
 jit_cpu_code *jit_cpu_code_load(const void *obj, size_t size, const char *const *syms,
                                 uint32_t n_syms, void **addrs);
+/* The same, taking ownership of obj (malloc'd; freed on failure too). */
+jit_cpu_code *jit_cpu_code_adopt(void *obj, size_t size, const char *const *syms, uint32_t n_syms,
+                                 void **addrs);
 const void *jit_cpu_code_object(const jit_cpu_code *c, size_t *size);
 void jit_cpu_code_free(jit_cpu_code *c);
 
@@ -66,10 +81,12 @@ typedef struct jit_cpu_shared jit_cpu_shared;
  * returns a reference; NULL (*from = 0) on a miss. */
 jit_cpu_shared *jit_cpu_shared_find(const char *key, const char *const *syms, uint32_t n,
                                     void **addrs, int *from);
-/* Registers freshly compiled code (owns it from now on), writes it to the disk cache, fills addrs
- * (from the entry another thread registered first, if any) and returns a reference. */
+/* Registers code (owns it from now on), writes it to the disk cache when store (fresh code),
+ * fills addrs (from the entry registered first, if any) and returns a reference. */
 jit_cpu_shared *jit_cpu_shared_add(const char *key, jit_cpu_code *code, const char *const *syms,
-                                   uint32_t n, void **addrs);
+                                   uint32_t n, void **addrs, bool store);
+/* The object bytes behind s (borrowed). */
+const void *jit_cpu_shared_object(const jit_cpu_shared *s, size_t *size);
 void jit_cpu_shared_release(jit_cpu_shared *s);
 
 /* ---- the disk payload (payload.c) ------------------------------------------------------------ */
@@ -80,6 +97,10 @@ unsigned char *jit_cpu_payload_encode(const char *const *syms, uint32_t n, const
 size_t jit_cpu_payload_parse(const unsigned char *p, size_t size, const char *const *syms,
                              uint32_t n);
 
+/* The ABI of a control-flow kernel: bufs holds the node's operands' data then its results';
+ * returns 0, or 1 when the run must be redone by the executor (an integer division by zero, a
+ * for_range step of 0: the executor reports the error with its iteration). */
+typedef int32_t (*jit_cpu_cf_fn)(void *const *bufs);
 /* Kernel ABI: bufs holds the group's input data pointers then its output data pointers;
  * [begin, end) is a range of work units (elements, or rows of the loop shape). */
 typedef void (*jit_cpu_kernel_fn)(void *const *bufs, int64_t begin, int64_t end);
@@ -223,10 +244,6 @@ tj_status jit_cpu_view_emit(LLVMModuleRef m, const ir_graph *g, uint32_t id, con
 /* Native control flow (codegen_cf.c): whether COND / WHILE / FOR node id and everything in its
  * regions is scalar arithmetic the codegen lowers (no effects, no tensors beyond one element). */
 bool jit_cpu_cf_supported(const ir_graph *g, uint32_t id);
-/* The ABI of a control-flow kernel: bufs holds the node's operands' data then its results';
- * returns 0, or 1 when the run must be redone by the executor (an integer division by zero, a
- * for_range step of 0: the executor reports the error with its iteration). */
-typedef int32_t (*jit_cpu_cf_fn)(void *const *bufs);
 /* Emits `name` for control-flow node id (jit_cpu_cf_supported must hold). */
 tj_status jit_cpu_cf_emit(LLVMModuleRef m, const ir_graph *g, uint32_t id, const char *name,
                           const jit_cpu_opts *o);

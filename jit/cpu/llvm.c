@@ -1,4 +1,4 @@
-/* llvm.c — the LLVM plumbing of the CPU backend: one ORC LLJIT per process (created lazily,
+/* llvm.c — the LLVM plumbing of the CPU backend: process-wide state (created lazily,
  * thread-safe), a TargetMachine for the host CPU name and features at -O3 (without it the loop
  * vectorizer sees no vector registers and nothing vectorizes), `default<O3>` through
  * LLVMRunPasses, object emission into memory and linking of that object into the JIT under its
@@ -6,8 +6,10 @@
  * A large module is compiled in two halves at once: its bitcode is read into a second context,
  * each copy keeps the entry points of its half (the other half's are deleted, or made internal
  * where something calls them), and each half runs O3 and emission on its own TargetMachine and
- * thread; the two objects are linked under one tracker and kept as one blob
- * ("TJO2" | u32 n | n x u64 size | the objects). LLVM C API only. */
+ * thread; the two objects are kept as one blob ("TJO2" | u32 n | n x u64 size | the objects).
+ * Objects are linked by tracejit's own loader (runtime/objload.c), not by ORC: the same code
+ * then loads them from the disk cache or a saved module in a build without LLVM. LLVM C API
+ * only. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -32,16 +34,6 @@ bool jit_cpu_available(void) {
 const char *jit_cpu_target_id(void) {
     return "none";
 }
-jit_cpu_code *jit_cpu_code_load(const void *obj, size_t size, const char *const *syms,
-                                uint32_t n_syms, void **addrs) {
-    ir_errorf(TJ_ERR_UNSUPPORTED, "cpu jit: tracejit was built without LLVM");
-    return NULL;
-}
-const void *jit_cpu_code_object(const jit_cpu_code *c, size_t *size) {
-    *size = 0;
-    return NULL;
-}
-void jit_cpu_code_free(jit_cpu_code *c) {}
 
 #else
 
@@ -49,22 +41,13 @@ void jit_cpu_code_free(jit_cpu_code *c) {}
 #include <llvm-c/BitReader.h>
 #include <llvm-c/BitWriter.h>
 #include <llvm-c/Error.h>
-#include <llvm-c/LLJIT.h>
-#include <llvm-c/Orc.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/Transforms/PassBuilder.h>
-
-struct jit_cpu_code {
-    LLVMOrcResourceTrackerRef rt;
-    void *obj;
-    size_t obj_size;
-};
 
 static struct {
     pthread_once_t once;
     tj_status status;
     char msg[512];
-    LLVMOrcLLJITRef jit;
     LLVMTargetMachineRef tm[2]; /* one per half of a split compile, each under its mutex */
     char *triple, *cpu, *features, *layout;
     char target_id[1024];
@@ -72,7 +55,6 @@ static struct {
 } L = {PTHREAD_ONCE_INIT,
        TJ_OK,
        "",
-       NULL,
        {NULL, NULL},
        NULL,
        NULL,
@@ -85,14 +67,6 @@ static double now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-/* Consumes err; sets the thread's error "cpu jit: <what>: <llvm message>". */
-static tj_status llvm_error(LLVMErrorRef err, tj_status code, const char *what) {
-    char *m = LLVMGetErrorMessage(err);
-    ir_errorf(code, "cpu jit: %s: %s", what, m ? m : "?");
-    LLVMDisposeErrorMessage(m);
-    return code;
 }
 
 /* Runs O3 and emission once on an empty module, here, on one thread: LLVM builds its lazily
@@ -147,25 +121,6 @@ static void init_once(void) {
     L.layout = LLVMCopyStringRepOfTargetData(td);
     LLVMDisposeTargetData(td);
 
-    LLVMErrorRef e = LLVMOrcCreateLLJIT(&L.jit, NULL);
-    if (e) {
-        char *m = LLVMGetErrorMessage(e);
-        snprintf(L.msg, sizeof L.msg, "creating the LLJIT: %s", m ? m : "?");
-        LLVMDisposeErrorMessage(m);
-        L.jit = NULL;
-        return;
-    }
-    /* libm and libc symbols (expf, memset, ...) resolve from the process */
-    LLVMOrcDefinitionGeneratorRef gen;
-    e = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
-        &gen, LLVMOrcLLJITGetGlobalPrefix(L.jit), NULL, NULL);
-    if (e) {
-        char *m = LLVMGetErrorMessage(e);
-        snprintf(L.msg, sizeof L.msg, "process symbol generator: %s", m ? m : "?");
-        LLVMDisposeErrorMessage(m);
-        return;
-    }
-    LLVMOrcJITDylibAddGenerator(LLVMOrcLLJITGetMainJITDylib(L.jit), gen);
     unsigned maj = 0, min = 0, patch = 0;
     LLVMGetVersion(&maj, &min, &patch);
     snprintf(L.target_id, sizeof L.target_id, "%s/%s/%s/llvm%u.%u.%u", L.triple, L.cpu, L.features,
@@ -196,86 +151,6 @@ void jit_cpu_prepare_module(LLVMModuleRef m) {
 
 void jit_cpu_stats_set(const jit_cpu_stats *s) {
     t_stats = *s;
-}
-
-/* The objects inside a kept blob: one ELF object, or the container of a split compile. Returns
- * the count (at most 2) or 0 when the container is malformed (sizes past the end). */
-static int blob_objects(const unsigned char *p, size_t size, const unsigned char **obj,
-                        size_t *len) {
-    if (size < 4 || memcmp(p, "TJO2", 4) != 0) {
-        obj[0] = p, len[0] = size;
-        return 1;
-    }
-    uint32_t n;
-    if (size < 8 || (memcpy(&n, p + 4, 4), n < 1 || n > 2) || size < 8 + 8 * (size_t)n)
-        return 0;
-    size_t off = 8 + 8 * (size_t)n;
-    for (uint32_t i = 0; i < n; i++) {
-        uint64_t l;
-        memcpy(&l, p + 8 + 8 * i, 8);
-        if (l > size - off)
-            return 0;
-        obj[i] = p + off, len[i] = (size_t)l;
-        off += (size_t)l;
-    }
-    return off == size ? (int)n : 0;
-}
-
-/* Links the blob's objects (each copied into an LLVM buffer) under a new resource tracker; looks
- * up syms. Takes ownership of blob. */
-static jit_cpu_code *link_object(void *obj, size_t size, const char *const *syms, uint32_t n_syms,
-                                 void **addrs) {
-    jit_cpu_code *c = calloc(1, sizeof *c);
-    if (!c) {
-        free(obj);
-        ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory linking an object");
-        return NULL;
-    }
-    c->obj = obj;
-    c->obj_size = size;
-    const unsigned char *part[2];
-    size_t len[2];
-    int n = blob_objects(obj, size, part, len);
-    if (!n) {
-        ir_errorf(TJ_ERR_RUNTIME, "cpu jit: a malformed object container (%zu bytes)", size);
-        jit_cpu_code_free(c);
-        return NULL;
-    }
-    c->rt = LLVMOrcJITDylibCreateResourceTracker(LLVMOrcLLJITGetMainJITDylib(L.jit));
-    for (int i = 0; i < n; i++) {
-        LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(
-            (const char *)part[i], len[i], "tracejit-kernel");
-        LLVMErrorRef e = LLVMOrcLLJITAddObjectFileWithRT(L.jit, c->rt, buf);
-        if (e) {
-            llvm_error(e, TJ_ERR_RUNTIME, "linking the object");
-            jit_cpu_code_free(c);
-            return NULL;
-        }
-    }
-    for (uint32_t i = 0; i < n_syms; i++) {
-        LLVMOrcExecutorAddress addr = 0;
-        LLVMErrorRef e = LLVMOrcLLJITLookup(L.jit, &addr, syms[i]);
-        if (e) {
-            llvm_error(e, TJ_ERR_RUNTIME, "symbol lookup");
-            jit_cpu_code_free(c);
-            return NULL;
-        }
-        addrs[i] = (void *)(uintptr_t)addr;
-    }
-    return c;
-}
-
-jit_cpu_code *jit_cpu_code_load(const void *obj, size_t size, const char *const *syms,
-                                uint32_t n_syms, void **addrs) {
-    if (jit_cpu_llvm_init() != TJ_OK)
-        return NULL;
-    void *copy = malloc(size ? size : 1);
-    if (!copy) {
-        ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory loading an object of %zu bytes", size);
-        return NULL;
-    }
-    memcpy(copy, obj, size);
-    return link_object(copy, size, syms, n_syms, addrs);
 }
 
 /* ---- compiling: one module, or two halves at once -------------------------------------------- */
@@ -497,28 +372,10 @@ done:
     if (code != TJ_OK)
         return NULL;
     double t3 = now_ms();
-    jit_cpu_code *c = link_object(obj, size, syms, n_syms, addrs);
+    jit_cpu_code *c = jit_cpu_code_adopt(obj, size, syms, n_syms, addrs);
     st.link_ms = now_ms() - t3;
     t_stats = st;
     return c;
-}
-
-const void *jit_cpu_code_object(const jit_cpu_code *c, size_t *size) {
-    *size = c ? c->obj_size : 0;
-    return c ? c->obj : NULL;
-}
-
-void jit_cpu_code_free(jit_cpu_code *c) {
-    if (!c)
-        return;
-    if (c->rt) {
-        LLVMErrorRef e = LLVMOrcResourceTrackerRemove(c->rt);
-        if (e)
-            LLVMConsumeError(e);
-        LLVMOrcReleaseResourceTracker(c->rt);
-    }
-    free(c->obj);
-    free(c);
 }
 
 #endif /* TJ_HAVE_LLVM */

@@ -248,62 +248,6 @@ static bool has_id(const uint32_t *a, uint32_t n, uint32_t id) {
     return false;
 }
 
-uint32_t jit_cpu_step_nodes(const cpu_prog *cp, const step *sp, uint32_t *out) {
-    if (sp->kind == STEP_GEN && sp->sub == SUB_CHAIN) {
-        memcpy(out, sp->chain_nodes, sp->n_chain_nodes * sizeof *out);
-        return sp->n_chain_nodes;
-    }
-    const pass_group *gr = NULL;
-    uint32_t n = 0;
-    if (sp->kind == STEP_GEN && (sp->sub == SUB_EW || sp->sub == SUB_RED))
-        gr = &cp->part->groups[sp->id];
-    else
-        out[n++] = sp->id, gr = sp->kind == STEP_BLAS ? sp->epi : NULL;
-    for (uint32_t k = 0; gr && k < gr->n_nodes; k++)
-        out[n++] = gr->nodes[k];
-    return n;
-}
-
-/* Labels for pictures and profiles: "k3 fused mul add tanh", "openblas matmul + add relu",
- * "chain of 4: ...", "reference conv2d", "native while". */
-static tj_status label_steps(cpu_prog *cp) {
-    const ir_graph *g = cp->base.g;
-    uint32_t *ids = malloc((g->n_nodes + 1) * sizeof *ids);
-    cp->labels = calloc(cp->n_steps + 1, sizeof *cp->labels);
-    if (!ids || !cp->labels) {
-        free(ids);
-        return ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
-    }
-    for (uint32_t s = 0; s < cp->n_steps; s++) {
-        const step *sp = &cp->steps[s];
-        char buf[256];
-        int len = 0;
-        const char *what = sp->kind == STEP_BLAS ? "openblas"
-                           : sp->kind == STEP_CF ? "native"
-                           : sp->kind == STEP_NODE
-                               ? "reference"
-                               : (const char *[]){"fused",   "reduce", "matmul",
-                                                  "softmax", "view",   "chain"}[sp->sub];
-        len = snprintf(buf, sizeof buf, "s%u %s:", s, what);
-        uint32_t n = jit_cpu_step_nodes(cp, sp, ids), shown = 0;
-        for (uint32_t k = 0; k < n && len < (int)sizeof buf - 40; k++) {
-            int op = ir_node_get(g, ids[k])->op;
-            if (op == IR_OP_CONST || op == IR_OP_PARAM)
-                continue;
-            len += snprintf(buf + len, sizeof buf - (size_t)len, " %s", ir_ops[op].name);
-            shown++;
-        }
-        if (shown < n && len >= (int)sizeof buf - 40)
-            snprintf(buf + len, sizeof buf - (size_t)len, " ...");
-        if (!(cp->labels[s] = strdup(buf))) {
-            free(ids);
-            return ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
-        }
-    }
-    free(ids);
-    return TJ_OK;
-}
-
 /* Replaces steps [s0, s1] by one chain step named `name`, emitted into m. */
 static tj_status make_chain(LLVMModuleRef m, cpu_prog *cp, uint32_t s0, uint32_t s1,
                             const uint32_t *last_reader, const uint8_t *is_out, const char *name) {
@@ -484,9 +428,8 @@ tj_status jit_cpu_plan(cpu_prog *cp, const jit_cpu_opts *o) {
         return ir_last_code() ? ir_last_code() : TJ_ERR_OOM;
     cp->steps = calloc(cp->part->n_groups + 1, sizeof *cp->steps);
     cp->consts = calloc(nn, sizeof *cp->consts);
-    cp->last_use = calloc(nn, sizeof *cp->last_use);
     uint8_t *is_out = calloc(nn, 1);
-    if (!cp->steps || !cp->consts || !cp->last_use || !is_out) {
+    if (!cp->steps || !cp->consts || !is_out) {
         free(is_out);
         return ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
     }
@@ -544,7 +487,7 @@ tj_status jit_cpu_plan(cpu_prog *cp, const jit_cpu_opts *o) {
     }
     const char **names = calloc(nk + 1, sizeof *names);
     void **addrs = calloc(nk + 1, sizeof *addrs);
-    if (!st && (!names || !addrs))
+    if (!st && (!names || !addrs || !(cp->key = strdup(key))))
         st = ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
     for (uint32_t s = 0, k = 0; s < cp->n_steps && !st; s++)
         if (cp->steps[s].name[0] && !cp->steps[s].alias)
@@ -561,7 +504,7 @@ tj_status jit_cpu_plan(cpu_prog *cp, const jit_cpu_opts *o) {
     } else {
         double t1 = now_ms();
         jit_cpu_code *code = jit_cpu_code_compile(m, ctx, names, nk, addrs);
-        if (!code || !(cp->shared = jit_cpu_shared_add(key, code, names, nk, addrs)))
+        if (!code || !(cp->shared = jit_cpu_shared_add(key, code, names, nk, addrs, true)))
             st = ir_last_code() ? ir_last_code() : TJ_ERR_RUNTIME;
         stats = jit_cpu_last_stats();
         stats.build_ms = t1 - t0;
@@ -579,21 +522,6 @@ tj_status jit_cpu_plan(cpu_prog *cp, const jit_cpu_opts *o) {
     if (st)
         return st;
 
-    if ((st = label_steps(cp)) != TJ_OK)
-        return st;
-    cp->max_bufs = 8;
-    for (uint32_t s = 0; s < cp->n_steps; s++) {
-        const step *sp = &cp->steps[s];
-        uint32_t nb = sp->epi ? sp->epi->n_inputs + sp->epi->n_outputs : sp->n_in + sp->n_out;
-        if (sp->kind == STEP_CF)
-            nb = sp->n_in + ir_cf_n_results(g, ir_node_get(g, sp->id));
-        if (nb > cp->max_bufs)
-            cp->max_bufs = nb;
-        for (uint32_t k = 0; k < sp->n_in; k++)
-            cp->last_use[sp->in[k]] = s;
-    }
-    for (uint32_t k = 0; k < g->n_outputs; k++)
-        cp->last_use[g->outputs[k]] = UINT32_MAX;
     if (from)
         rt_log(RT_LOG_COMPILE,
                "cpu: %u kernels %s in %.2f ms (no compile; +%u the same as one of them)", nk,

@@ -15,22 +15,14 @@ rt_program *jit_cpu_compile(const ir_graph *g) {
     return jit_cpu_compile_opts(g, NULL);
 }
 
-#ifndef TJ_HAVE_LLVM
-
-rt_program *jit_cpu_compile_opts(const ir_graph *g, const jit_cpu_opts *opts) {
-    ir_errorf(TJ_ERR_UNSUPPORTED, "cpu jit: tracejit was built without LLVM");
-    return NULL;
-}
-const pass_partition *jit_cpu_program_partition(const rt_program *p) {
-    return NULL;
-}
-
-#else
-
 static const rt_program_vt cpu_vt;
 
+bool jit_cpu_is_program(const rt_program *p) {
+    return p && p->vt == &cpu_vt;
+}
+
 const pass_partition *jit_cpu_program_partition(const rt_program *p) {
-    return p && p->vt == &cpu_vt ? ((const cpu_prog *)p)->part : NULL;
+    return jit_cpu_is_program(p) ? ((const cpu_prog *)p)->part : NULL;
 }
 
 /* ---- running --------------------------------------------------------------------------------- */
@@ -356,7 +348,7 @@ static tj_status cpu_run(rt_program *p, tj_tensor *const *args, uint32_t n_args,
     return st;
 }
 
-static void cpu_free(rt_program *p) {
+void jit_cpu_prog_free(rt_program *p) {
     cpu_prog *cp = (cpu_prog *)p;
     if (!cp)
         return;
@@ -381,6 +373,7 @@ static void cpu_free(rt_program *p) {
     rt_regions_free(cp->regions, p->g);
     free(cp->last_use);
     free(cp->out_slot);
+    free(cp->key);
     free(cp);
 }
 
@@ -404,8 +397,122 @@ static uint32_t cpu_kernels(const rt_program *p, int32_t *kernel_of, const char 
     return cp->n_steps;
 }
 
-static const rt_program_vt cpu_vt = {
-    cpu_run, cpu_free, "cpu", jit_cpu_raw_bytes, jit_cpu_run_raw, jit_cpu_raw_inplace, cpu_kernels};
+static const rt_program_vt cpu_vt = {cpu_run,           jit_cpu_prog_free, "cpu",
+                                     jit_cpu_raw_bytes, jit_cpu_run_raw,   jit_cpu_raw_inplace,
+                                     cpu_kernels};
+
+/* ---- building: what every program needs once its steps exist ------------------------------ */
+cpu_prog *jit_cpu_prog_new(const ir_graph *g, const jit_cpu_opts *o) {
+    cpu_prog *cp = calloc(1, sizeof *cp);
+    if (cp && !(cp->out_slot = malloc((g->n_nodes + 1) * sizeof *cp->out_slot))) {
+        free(cp);
+        cp = NULL;
+    }
+    if (!cp) {
+        ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
+        return NULL;
+    }
+    cp->base.vt = &cpu_vt;
+    cp->base.g = g;
+    cp->opts = *o;
+    cp->par_min = o->par_min;
+    for (uint32_t i = 0; i < g->n_nodes; i++)
+        cp->out_slot[i] = -1;
+    for (uint32_t k = g->n_outputs; k-- > 0;)
+        cp->out_slot[g->outputs[k]] = (int32_t)k;
+    return cp;
+}
+
+uint32_t jit_cpu_step_nodes(const cpu_prog *cp, const step *sp, uint32_t *out) {
+    if (sp->kind == STEP_GEN && sp->sub == SUB_CHAIN) {
+        memcpy(out, sp->chain_nodes, sp->n_chain_nodes * sizeof *out);
+        return sp->n_chain_nodes;
+    }
+    const pass_group *gr = NULL;
+    uint32_t n = 0;
+    if (sp->kind == STEP_GEN && (sp->sub == SUB_EW || sp->sub == SUB_RED))
+        gr = &cp->part->groups[sp->id];
+    else
+        out[n++] = sp->id, gr = sp->kind == STEP_BLAS ? sp->epi : NULL;
+    for (uint32_t k = 0; gr && k < gr->n_nodes; k++)
+        out[n++] = gr->nodes[k];
+    return n;
+}
+
+/* Labels for pictures and profiles: "k3 fused mul add tanh", "openblas matmul + add relu",
+ * "chain of 4: ...", "reference conv2d", "native while". */
+static tj_status label_steps(cpu_prog *cp) {
+    const ir_graph *g = cp->base.g;
+    uint32_t *ids = malloc((g->n_nodes + 1) * sizeof *ids);
+    cp->labels = calloc(cp->n_steps + 1, sizeof *cp->labels);
+    if (!ids || !cp->labels) {
+        free(ids);
+        return ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
+    }
+    for (uint32_t s = 0; s < cp->n_steps; s++) {
+        const step *sp = &cp->steps[s];
+        char buf[256];
+        int len = 0;
+        const char *what = sp->kind == STEP_BLAS ? "openblas"
+                           : sp->kind == STEP_CF ? "native"
+                           : sp->kind == STEP_NODE
+                               ? "reference"
+                               : (const char *[]){"fused",   "reduce", "matmul",
+                                                  "softmax", "view",   "chain"}[sp->sub];
+        len = snprintf(buf, sizeof buf, "s%u %s:", s, what);
+        uint32_t n = jit_cpu_step_nodes(cp, sp, ids), shown = 0;
+        for (uint32_t k = 0; k < n && len < (int)sizeof buf - 40; k++) {
+            int op = ir_node_get(g, ids[k])->op;
+            if (op == IR_OP_CONST || op == IR_OP_PARAM)
+                continue;
+            len += snprintf(buf + len, sizeof buf - (size_t)len, " %s", ir_ops[op].name);
+            shown++;
+        }
+        if (shown < n && len >= (int)sizeof buf - 40)
+            snprintf(buf + len, sizeof buf - (size_t)len, " ...");
+        if (!(cp->labels[s] = strdup(buf))) {
+            free(ids);
+            return ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
+        }
+    }
+    free(ids);
+    return TJ_OK;
+}
+
+tj_status jit_cpu_prog_finish(cpu_prog *cp, rt_program *(*region)(const ir_graph *, void *),
+                              void *ctx) {
+    const ir_graph *g = cp->base.g;
+    tj_status st = label_steps(cp);
+    if (st)
+        return st;
+    if (!(cp->last_use = calloc(g->n_nodes + 1, sizeof *cp->last_use)))
+        return ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
+    cp->max_bufs = 8;
+    for (uint32_t s = 0; s < cp->n_steps; s++) {
+        const step *sp = &cp->steps[s];
+        uint32_t nb = sp->epi ? sp->epi->n_inputs + sp->epi->n_outputs : sp->n_in + sp->n_out;
+        if (sp->kind == STEP_CF)
+            nb = sp->n_in + ir_cf_n_results(g, ir_node_get(g, sp->id));
+        if (nb > cp->max_bufs)
+            cp->max_bufs = nb;
+        for (uint32_t k = 0; k < sp->n_in; k++)
+            cp->last_use[sp->in[k]] = s;
+    }
+    for (uint32_t k = 0; k < g->n_outputs; k++)
+        cp->last_use[g->outputs[k]] = UINT32_MAX;
+    if ((st = jit_cpu_raw_plan(cp)) != TJ_OK)
+        return st;
+    return rt_regions_new(g, region, ctx, &cp->regions);
+}
+
+#ifndef TJ_HAVE_LLVM
+
+rt_program *jit_cpu_compile_opts(const ir_graph *g, const jit_cpu_opts *opts) {
+    ir_errorf(TJ_ERR_UNSUPPORTED, "cpu jit: tracejit was built without LLVM");
+    return NULL;
+}
+
+#else
 
 /* A control-flow region: compiled like the graph around it (its kernels native; the loop or
  * branch itself runs in the executor), interpreted where the backend declines. */
@@ -444,27 +551,12 @@ rt_program *jit_cpu_compile_opts(const ir_graph *g, const jit_cpu_opts *opts) {
     }
     if (jit_cpu_llvm_init() != TJ_OK)
         return NULL;
-    cpu_prog *cp = calloc(1, sizeof *cp);
-    if (!cp) {
-        ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
+    o.par_min = o.par_min > 0 ? o.par_min : 65536;
+    cpu_prog *cp = jit_cpu_prog_new(g, &o);
+    if (!cp)
         return NULL;
-    }
-    cp->base.vt = &cpu_vt;
-    cp->base.g = g;
-    cp->par_min = o.par_min > 0 ? o.par_min : 65536;
-    o.par_min = cp->par_min;
-    if (!(cp->out_slot = malloc((g->n_nodes + 1) * sizeof *cp->out_slot))) {
-        cpu_free(&cp->base);
-        ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
-        return NULL;
-    }
-    for (uint32_t i = 0; i < g->n_nodes; i++)
-        cp->out_slot[i] = -1;
-    for (uint32_t k = g->n_outputs; k-- > 0;)
-        cp->out_slot[g->outputs[k]] = (int32_t)k;
-    if (jit_cpu_plan(cp, &o) != TJ_OK || jit_cpu_raw_plan(cp) != TJ_OK ||
-        rt_regions_new(g, compile_region, &o, &cp->regions) != TJ_OK) {
-        cpu_free(&cp->base);
+    if (jit_cpu_plan(cp, &o) != TJ_OK || jit_cpu_prog_finish(cp, compile_region, &o) != TJ_OK) {
+        jit_cpu_prog_free(&cp->base);
         return NULL;
     }
     return &cp->base;

@@ -1,13 +1,14 @@
-/* program.h — private to program.c (running) and plan.c (building): the CPU program's steps.
- * plan.c turns the fusion partition into steps (generated kernels, chains of small kernels,
- * OpenBLAS products with their epilogues, reference-kernel nodes), emits and compiles the
- * module and fills each step's kernel address; program.c runs the steps in order. */
+/* program.h — private to program.c (running), plan.c (building) and image.c (saving and
+ * loading): the CPU program's steps. plan.c turns the fusion partition into steps (generated
+ * kernels, chains of small kernels, OpenBLAS products with their epilogues, reference-kernel
+ * nodes), emits and compiles the module and fills each step's kernel address; program.c runs the
+ * steps in order; image.c writes a program as bytes and makes one from them without LLVM. Only
+ * plan.c needs LLVM. */
 #ifndef TJ_JIT_CPU_PROGRAM_H
 #define TJ_JIT_CPU_PROGRAM_H
 
 #include "jit/cpu/cpu.h"
 
-#ifdef TJ_HAVE_LLVM
 /* How a step runs. STEP_GEN: a generated kernel (an elementwise group, a reduce group, a matmul,
  * a softmax, or a chain of those run as one function); STEP_BLAS: OpenBLAS's gemm, then the fused
  * consumer group (the epilogue) block by block while the product is in cache; STEP_NODE: the
@@ -25,7 +26,6 @@ typedef struct step {
     jit_cpu_kernel_fn fn;
     jit_cpu_ew_plan plan;
     char name[64];
-    bool chained;   /* member of a chain: runs inside it, not on its own */
     uint32_t alias; /* 1 + an earlier step whose code this one's is (the same but for its name):
                        it calls that step's symbol; 0: its own */
     /* STEP_BLAS */
@@ -60,6 +60,8 @@ typedef struct cpu_prog {
     size_t raw_hdr;       /* scratch offset of the tensor headers a reference-kernel step uses */
     int32_t *raw_inplace; /* per output: the param it may overwrite in place, or -1 */
     char **labels;        /* per step: what it runs, for pictures and profiles */
+    char *key;            /* the code's cache key (codecache.c), kept for images */
+    jit_cpu_opts opts;    /* complete: par_min and exact_math resolved */
 } cpu_prog;
 
 enum { RAW_NONE = -1, RAW_PARAM = -2, RAW_CONST = -3 };
@@ -80,9 +82,15 @@ int32_t jit_cpu_raw_inplace(const rt_program *p, uint32_t k);
 
 /* The nodes step sp computes, into out (room for the graph's node count); returns how many. */
 uint32_t jit_cpu_step_nodes(const cpu_prog *cp, const step *sp, uint32_t *out);
-/* Partitions cp->base.g, builds cp's steps, consts and last_use, compiles (or finds cached)
- * kernels. o is complete (par_min and exact_math resolved). */
+/* Partitions cp->base.g, builds cp's steps and consts, compiles (or finds cached) kernels
+ * (LLVM: plan.c). o is complete (par_min and exact_math resolved). */
 tj_status jit_cpu_plan(cpu_prog *cp, const jit_cpu_opts *o);
-#endif
+/* A program of g with no steps yet (out_slot filled), or NULL (error set). */
+cpu_prog *jit_cpu_prog_new(const ir_graph *g, const jit_cpu_opts *o);
+/* What follows the steps: labels, last_use, max_bufs, the raw form and the control-flow regions
+ * (compiled by region(sub, ctx)). */
+tj_status jit_cpu_prog_finish(cpu_prog *cp, rt_program *(*region)(const ir_graph *, void *),
+                              void *ctx);
+void jit_cpu_prog_free(rt_program *p);
 
 #endif /* TJ_JIT_CPU_PROGRAM_H */

@@ -16,8 +16,6 @@
 
 #include "jit/cpu/program.h"
 
-#ifdef TJ_HAVE_LLVM
-
 #define ALIGN64(x) (((x) + 63) & ~(size_t)63)
 
 static size_t value_bytes(const ir_node *n) {
@@ -298,5 +296,3 @@ tj_status jit_cpu_run_raw(rt_program *p, void *const *in, void *const *out, void
     }
     return TJ_OK;
 }
-
-#endif /* TJ_HAVE_LLVM */

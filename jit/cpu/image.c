@@ -1,0 +1,517 @@
+/* image.c — a compiled CPU program as bytes, and back, without LLVM: what a saved module stores
+ * per function (S27) so that a runtime-only build runs the code compiled where it was saved.
+ * An image holds everything the plan decided (the fusion groups, the steps with their work
+ * units, chains and aliases, the OpenBLAS products) and the object that holds the kernels; the
+ * control-flow regions follow as nested images. Loading checks the image against the tracejit
+ * build (its code generator id), the host CPU (every ISA feature the code was compiled for) and
+ * the graph (its structural hash and node count), then every index and count in it, before
+ * anything runs. Little-endian, versioned:
+ *   "TJX1" u32 version | str codegen id | u32 cpu[RT_CPU_WORDS] | u64 graph hash hi, lo |
+ *   u32 n_nodes | str key | i64 par_min | u8 exact, no_contract | groups | steps |
+ *   u64 object size, object | u32 region slots, per slot u8 kind (0 none, 1 interpreted,
+ *   2 compiled: u64 size, image)
+ * Strings are u32 length + bytes; id lists u32 count + u32 ids. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "jit/cpu/program.h"
+#include "runtime/objload.h"
+#include "tj_codegen_id.h"
+
+enum { IMG_VERSION = 1, MAX_IMG_DEPTH = 16 };
+
+/* ---- writing --------------------------------------------------------------------------------- */
+typedef struct wbuf {
+    unsigned char *p;
+    size_t n, cap;
+    int oom;
+} wbuf;
+
+static void put(wbuf *w, const void *src, size_t n) {
+    if (w->oom || n == 0)
+        return;
+    if (w->n + n > w->cap) {
+        size_t cap = w->cap ? w->cap : 4096;
+        while (cap < w->n + n)
+            cap *= 2;
+        unsigned char *q = realloc(w->p, cap);
+        if (!q) {
+            w->oom = 1;
+            return;
+        }
+        w->p = q, w->cap = cap;
+    }
+    memcpy(w->p + w->n, src, n);
+    w->n += n;
+}
+static void put_u8(wbuf *w, uint8_t v) {
+    put(w, &v, 1);
+}
+static void put_u32(wbuf *w, uint32_t v) {
+    put(w, &v, 4);
+}
+static void put_i64(wbuf *w, int64_t v) {
+    put(w, &v, 8);
+}
+static void put_str(wbuf *w, const char *s) {
+    put_u32(w, (uint32_t)strlen(s));
+    put(w, s, strlen(s));
+}
+static void put_ids(wbuf *w, const uint32_t *ids, uint32_t n) {
+    put_u32(w, n);
+    put(w, ids, (size_t)n * 4);
+}
+
+static tj_status write_image(wbuf *w, const rt_program *p, int depth);
+
+static tj_status write_regions(wbuf *w, const cpu_prog *cp, int depth) {
+    const ir_graph *g = cp->base.g;
+    put_u32(w, cp->regions ? 2 * g->n_nodes : 0);
+    for (uint32_t i = 0; cp->regions && i < 2 * g->n_nodes; i++) {
+        const rt_program *r = cp->regions[i];
+        put_u8(w, !r ? 0 : jit_cpu_is_program(r) ? 2 : 1);
+        if (!r || !jit_cpu_is_program(r))
+            continue;
+        size_t at = w->n;
+        put_i64(w, 0); /* the nested image's size, filled in below */
+        tj_status st = write_image(w, r, depth + 1);
+        if (st)
+            return st;
+        int64_t len = (int64_t)(w->n - at - 8);
+        if (!w->oom)
+            memcpy(w->p + at, &len, 8);
+    }
+    return TJ_OK;
+}
+
+static tj_status write_image(wbuf *w, const rt_program *p, int depth) {
+    const cpu_prog *cp = (const cpu_prog *)p;
+    const ir_graph *g = p->g;
+    size_t obj_size = 0;
+    const void *obj = cp->shared ? jit_cpu_shared_object(cp->shared, &obj_size) : NULL;
+    if (depth > MAX_IMG_DEPTH)
+        return ir_errorf(TJ_ERR_UNSUPPORTED, "cpu image: regions nested deeper than %d",
+                         MAX_IMG_DEPTH);
+    put(w, "TJX1", 4);
+    put_u32(w, IMG_VERSION);
+    put_str(w, TJ_CODEGEN_ID);
+    uint32_t cpu[RT_CPU_WORDS];
+    rt_cpu_features(cpu);
+    put(w, cpu, sizeof cpu);
+    ir_hash128 h = ir_graph_hash(g);
+    put(w, &h.hi, 8);
+    put(w, &h.lo, 8);
+    put_u32(w, g->n_nodes);
+    put_str(w, cp->key ? cp->key : "");
+    put_i64(w, cp->par_min);
+    put_u8(w, cp->opts.exact_math);
+    put_u8(w, cp->opts.no_contract);
+    put_u32(w, cp->part->n_groups);
+    for (uint32_t i = 0; i < cp->part->n_groups; i++) {
+        const pass_group *gr = &cp->part->groups[i];
+        put_u8(w, gr->fused);
+        put_u8(w, gr->reduce);
+        put_u32(w, (uint32_t)gr->rank);
+        put(w, gr->dims, sizeof gr->dims);
+        put_ids(w, gr->nodes, gr->n_nodes);
+        put_ids(w, gr->inputs, gr->n_inputs);
+        put_ids(w, gr->outputs, gr->n_outputs);
+    }
+    put_u32(w, cp->n_steps);
+    for (uint32_t s = 0; s < cp->n_steps; s++) {
+        const step *sp = &cp->steps[s];
+        put_u8(w, (uint8_t)sp->kind);
+        put_u8(w, (uint8_t)sp->sub);
+        put_u32(w, sp->id);
+        put_ids(w, sp->in, sp->n_in);
+        put_ids(w, sp->out, sp->n_out);
+        put_i64(w, sp->plan.n_units);
+        put_i64(w, sp->plan.unit_len);
+        put_str(w, sp->name);
+        put_u32(w, sp->alias);
+        put(w, &sp->mm, sizeof sp->mm);
+        put_u32(w, sp->epi ? (uint32_t)(sp->epi - cp->part->groups) : IR_NONE);
+        put(w, sp->src, sizeof sp->src);
+        put(w, sp->trans, sizeof sp->trans);
+        put_ids(w, sp->chain_nodes, sp->chain_nodes ? sp->n_chain_nodes : 0);
+    }
+    put_i64(w, (int64_t)obj_size);
+    put(w, obj, obj_size);
+    return write_regions(w, cp, depth);
+}
+
+unsigned char *jit_cpu_program_image(const rt_program *p, size_t *size) {
+    *size = 0;
+    if (!jit_cpu_is_program(p)) {
+        ir_errorf(TJ_ERR_UNSUPPORTED, "cpu image: the program is not compiled (backend %s)",
+                  p ? p->vt->name : "none");
+        return NULL;
+    }
+    wbuf w = {0};
+    tj_status st = write_image(&w, p, 0);
+    if (!st && w.oom)
+        st = ir_errorf(TJ_ERR_OOM, "cpu image: out of memory");
+    if (st) {
+        free(w.p);
+        return NULL;
+    }
+    *size = w.n;
+    return w.p;
+}
+
+/* ---- reading --------------------------------------------------------------------------------- */
+typedef struct rbuf {
+    const unsigned char *p;
+    size_t n, at;
+    int bad;
+} rbuf;
+
+static const void *get(rbuf *r, size_t n) {
+    if (r->bad || n > r->n - r->at) {
+        r->bad = 1;
+        return NULL;
+    }
+    const void *q = r->p + r->at;
+    r->at += n;
+    return q;
+}
+static uint8_t get_u8(rbuf *r) {
+    const uint8_t *q = get(r, 1);
+    return q ? *q : 0;
+}
+static uint32_t get_u32(rbuf *r) {
+    uint32_t v = 0;
+    const void *q = get(r, 4);
+    if (q)
+        memcpy(&v, q, 4);
+    return v;
+}
+static int64_t get_i64(rbuf *r) {
+    int64_t v = 0;
+    const void *q = get(r, 8);
+    if (q)
+        memcpy(&v, q, 8);
+    return v;
+}
+/* A string into buf (cap bytes with the NUL); too long is bad. */
+static void get_str(rbuf *r, char *buf, size_t cap) {
+    uint32_t n = get_u32(r);
+    const char *q = n < cap ? get(r, n) : NULL;
+    if (!q) {
+        r->bad = 1;
+        buf[0] = 0;
+        return;
+    }
+    memcpy(buf, q, n);
+    buf[n] = 0;
+}
+/* An id list, each id below limit; malloc'd (at least one element), NULL when bad. */
+static uint32_t *get_ids(rbuf *r, uint32_t limit, uint32_t *n_out) {
+    uint32_t n = get_u32(r);
+    const unsigned char *q = (size_t)n <= (r->n - r->at) / 4 ? get(r, (size_t)n * 4) : NULL;
+    uint32_t *ids = q ? malloc(((size_t)n + 1) * 4) : NULL;
+    if (!ids) {
+        r->bad = 1;
+        return NULL;
+    }
+    memcpy(ids, q, (size_t)n * 4);
+    for (uint32_t k = 0; k < n; k++)
+        if (ids[k] >= limit) {
+            r->bad = 1;
+            free(ids);
+            return NULL;
+        }
+    *n_out = n;
+    return ids;
+}
+
+typedef struct region_src {
+    rbuf *r;
+    int depth;
+} region_src;
+
+static rt_program *from_image(const ir_graph *g, rbuf *r, int depth);
+
+/* rt_regions_new's callback: the next region of the image, as it was saved. */
+static rt_program *next_region(const ir_graph *sub, void *ctx) {
+    region_src *rs = ctx;
+    uint8_t kind = 0;
+    while (!rs->r->bad && (kind = get_u8(rs->r)) == 0)
+        ; /* slots without a region */
+    if (rs->r->bad || kind > 2) {
+        ir_errorf(TJ_ERR_CORRUPT, "cpu image: the regions do not match the graph's");
+        return NULL;
+    }
+    if (kind == 1)
+        return rt_interp_new(sub);
+    int64_t len = get_i64(rs->r);
+    const void *q =
+        len >= 0 && (uint64_t)len <= rs->r->n - rs->r->at ? get(rs->r, (size_t)len) : NULL;
+    if (!q) {
+        ir_errorf(TJ_ERR_CORRUPT, "cpu image: a region's image lies past the end");
+        return NULL;
+    }
+    rbuf nested = {q, (size_t)len, 0, 0};
+    return from_image(sub, &nested, rs->depth + 1);
+}
+
+/* The steps' data flow: every input a step reads was made before it (a parameter, a source run
+ * by an earlier step, or an earlier step's output), so a damaged image cannot run a kernel on a
+ * buffer that does not exist. */
+static tj_status check_flow(const cpu_prog *cp) {
+    const ir_graph *g = cp->base.g;
+    uint8_t *have = calloc(g->n_nodes + 1, 1);
+    if (!have)
+        return ir_errorf(TJ_ERR_OOM, "cpu image: out of memory");
+    tj_status st = TJ_OK;
+    for (uint32_t s = 0; s < cp->n_steps && !st; s++) {
+        const step *sp = &cp->steps[s];
+        const ir_node *n = ir_node_get(g, sp->id);
+        for (uint32_t k = 0; k < sp->n_in && !st; k++)
+            if (!have[sp->in[k]])
+                st = ir_errorf(TJ_ERR_CORRUPT, "cpu image: step %u reads %%%u before it is made", s,
+                               sp->in[k]);
+        if (sp->kind == STEP_NODE || sp->kind == STEP_CF)
+            for (uint32_t k = 0; k < n->n_in && !st; k++)
+                if (!have[ir_inputs(g, n)[k]])
+                    st = ir_errorf(TJ_ERR_CORRUPT, "cpu image: node %%%u runs before its inputs",
+                                   sp->id);
+        if (sp->kind == STEP_BLAS && (!have[sp->src[0]] || !have[sp->src[1]]))
+            st = ir_errorf(TJ_ERR_CORRUPT, "cpu image: product %%%u runs before its operands",
+                           sp->id);
+        for (uint32_t k = 0; sp->kind == STEP_BLAS && sp->epi && k < sp->epi->n_inputs && !st; k++)
+            if (sp->epi->inputs[k] != sp->id && !have[sp->epi->inputs[k]])
+                st =
+                    ir_errorf(TJ_ERR_CORRUPT, "cpu image: an epilogue reads %%%u before it is made",
+                              sp->epi->inputs[k]);
+        if (sp->kind == STEP_BLAS && sp->epi)
+            for (uint32_t k = 0; k < sp->epi->n_outputs; k++)
+                have[sp->epi->outputs[k]] = 1;
+        for (uint32_t k = 0; k < sp->n_out; k++)
+            have[sp->out[k]] = 1;
+        have[sp->id] = 1;
+    }
+    for (uint32_t k = 0; k < g->n_outputs && !st; k++)
+        if (!have[g->outputs[k]])
+            st = ir_errorf(TJ_ERR_CORRUPT, "cpu image: output %u is never made", k);
+    free(have);
+    return st;
+}
+
+/* Groups and steps of the image into cp, every index checked against g. */
+static tj_status read_plan(cpu_prog *cp, rbuf *r) {
+    const ir_graph *g = cp->base.g;
+    uint32_t nn = g->n_nodes;
+    uint32_t n_groups = get_u32(r);
+    if (r->bad || n_groups > nn)
+        return ir_errorf(TJ_ERR_CORRUPT, "cpu image: %u fusion groups for %u nodes", n_groups, nn);
+    pass_partition *part = calloc(1, sizeof *part);
+    cp->part = part;
+    if (!part || !(part->groups = calloc(n_groups + 1, sizeof *part->groups)) ||
+        !(part->group_of = malloc((nn + 1) * sizeof *part->group_of)))
+        return ir_errorf(TJ_ERR_OOM, "cpu image: out of memory");
+    part->n_nodes = nn;
+    for (uint32_t i = 0; i < nn; i++)
+        part->group_of[i] = IR_NONE;
+    for (uint32_t i = 0; i < n_groups && !r->bad; i++) {
+        pass_group *gr = &part->groups[part->n_groups++];
+        gr->fused = get_u8(r) != 0;
+        gr->reduce = get_u8(r) != 0;
+        uint32_t rank = get_u32(r);
+        const void *d = get(r, sizeof gr->dims);
+        if (!d || rank > IR_MAX_RANK) {
+            r->bad = 1;
+            break;
+        }
+        gr->rank = (int)rank;
+        memcpy(gr->dims, d, sizeof gr->dims);
+        if (!(gr->nodes = get_ids(r, nn, &gr->n_nodes)) ||
+            !(gr->inputs = get_ids(r, nn, &gr->n_inputs)) ||
+            !(gr->outputs = get_ids(r, nn, &gr->n_outputs)))
+            break;
+        for (uint32_t k = 0; k < gr->n_nodes; k++)
+            part->group_of[gr->nodes[k]] = i;
+    }
+    uint32_t n_steps = r->bad ? 0 : get_u32(r);
+    if (r->bad || n_steps > nn + 1)
+        return ir_errorf(TJ_ERR_CORRUPT, "cpu image: the fusion groups are damaged");
+    if (!(cp->steps = calloc(n_steps + 1, sizeof *cp->steps)))
+        return ir_errorf(TJ_ERR_OOM, "cpu image: out of memory");
+    const rt_blas *blas = NULL;
+    for (uint32_t s = 0; s < n_steps && !r->bad; s++) {
+        step *sp = &cp->steps[cp->n_steps++];
+        sp->kind = get_u8(r);
+        sp->sub = get_u8(r);
+        sp->id = get_u32(r);
+        sp->in = get_ids(r, nn, &sp->n_in);
+        sp->out = sp->in ? get_ids(r, nn, &sp->n_out) : NULL;
+        sp->plan.n_units = get_i64(r);
+        sp->plan.unit_len = get_i64(r);
+        get_str(r, sp->name, sizeof sp->name);
+        sp->alias = get_u32(r);
+        const void *mm = get(r, sizeof sp->mm);
+        uint32_t epi = get_u32(r);
+        const void *src = get(r, sizeof sp->src), *tr = get(r, sizeof sp->trans);
+        uint32_t n_chain = 0;
+        sp->chain_nodes = get_ids(r, nn, &n_chain);
+        sp->n_chain_nodes = n_chain;
+        if (r->bad || !mm || !src || !tr)
+            break;
+        memcpy(&sp->mm, mm, sizeof sp->mm);
+        memcpy(sp->src, src, sizeof sp->src);
+        memcpy(sp->trans, tr, sizeof sp->trans);
+        bool gen_group = sp->kind == STEP_GEN && (sp->sub == SUB_EW || sp->sub == SUB_RED);
+        bool want_name = sp->kind == STEP_GEN || sp->kind == STEP_CF ||
+                         (sp->kind == STEP_BLAS && epi != IR_NONE);
+        bool ok =
+            sp->kind <= STEP_CF && sp->sub <= SUB_CHAIN &&
+            sp->id < (gen_group ? part->n_groups : nn) && sp->plan.n_units >= 0 &&
+            sp->plan.unit_len >= 0 && sp->alias <= s && (sp->name[0] != 0) == want_name &&
+            (epi == IR_NONE || (sp->kind == STEP_BLAS && epi < part->n_groups)) &&
+            (!sp->alias || (cp->steps[sp->alias - 1].name[0] && !cp->steps[sp->alias - 1].alias));
+        if (sp->kind == STEP_BLAS)
+            ok = ok && sp->src[0] < nn && sp->src[1] < nn && sp->mm.rank >= 0 &&
+                 sp->mm.rank <= IR_MAX_RANK && (sp->mm.dt == TJ_F32 || sp->mm.dt == TJ_F64);
+        if (sp->kind == STEP_CF)
+            ok = ok && (ir_ops[ir_node_get(g, sp->id)->op].flags & IR_F_CF);
+        if (!ok)
+            return ir_errorf(TJ_ERR_CORRUPT, "cpu image: step %u is damaged", s);
+        if (sp->kind == STEP_BLAS) {
+            sp->epi = epi == IR_NONE ? NULL : &part->groups[epi];
+            if (!blas && !(blas = rt_blas_get()))
+                return ir_errorf(TJ_ERR_UNSUPPORTED,
+                                 "cpu image: its matrix products call OpenBLAS, which is not "
+                                 "available here (%s)",
+                                 rt_blas_info());
+            sp->blas = blas;
+        }
+        if (sp->kind == STEP_NODE) {
+            const ir_node *n = ir_node_get(g, sp->id);
+            if (n->op == IR_OP_CONST && !(cp->consts[sp->id] = rt_const_tensor(g, n)))
+                return ir_last_code() ? ir_last_code() : TJ_ERR_OOM;
+        }
+    }
+    if (r->bad)
+        return ir_errorf(TJ_ERR_CORRUPT, "cpu image: the steps are damaged");
+    return check_flow(cp);
+}
+
+/* The kernels: the object mapped by objload, shared with an equal one already loaded. */
+static tj_status read_code(cpu_prog *cp, rbuf *r) {
+    int64_t obj_size = get_i64(r);
+    const void *obj =
+        obj_size >= 0 && (uint64_t)obj_size <= r->n - r->at ? get(r, (size_t)obj_size) : NULL;
+    if (!obj)
+        return ir_errorf(TJ_ERR_CORRUPT, "cpu image: the object lies past the end");
+    uint32_t nk = 0;
+    for (uint32_t s = 0; s < cp->n_steps; s++)
+        nk += cp->steps[s].name[0] && !cp->steps[s].alias;
+    const char **names = calloc(nk + 1, sizeof *names);
+    void **addrs = calloc(nk + 1, sizeof *addrs);
+    tj_status st = names && addrs ? TJ_OK : ir_errorf(TJ_ERR_OOM, "cpu image: out of memory");
+    for (uint32_t s = 0, k = 0; s < cp->n_steps && !st; s++)
+        if (cp->steps[s].name[0] && !cp->steps[s].alias)
+            names[k++] = cp->steps[s].name;
+    if (!st && nk) {
+        jit_cpu_code *code = jit_cpu_code_load(obj, (size_t)obj_size, names, nk, addrs);
+        if (!code || !(cp->shared = jit_cpu_shared_add(cp->key, code, names, nk, addrs, false)))
+            st = ir_last_code() ? ir_last_code() : TJ_ERR_RUNTIME;
+    }
+    for (uint32_t s = 0, k = 0; s < cp->n_steps && !st; s++)
+        if (cp->steps[s].name[0] && !cp->steps[s].alias)
+            cp->steps[s].fn = (jit_cpu_kernel_fn)addrs[k++];
+    for (uint32_t s = 0; s < cp->n_steps && !st; s++)
+        if (cp->steps[s].alias)
+            cp->steps[s].fn = cp->steps[cp->steps[s].alias - 1].fn;
+    free(names);
+    free(addrs);
+    return st;
+}
+
+rt_program *jit_cpu_program_from_image(const ir_graph *g, const void *img, size_t size) {
+    if (!g || !img) {
+        ir_errorf(TJ_ERR_INVALID, "cpu image: the graph or the image is NULL");
+        return NULL;
+    }
+    rbuf r = {img, size, 0, 0};
+    return from_image(g, &r, 0);
+}
+
+static rt_program *from_image(const ir_graph *g, rbuf *r, int depth) {
+    const unsigned char *magic = get(r, 4);
+    if (!magic || memcmp(magic, "TJX1", 4) != 0) {
+        ir_errorf(TJ_ERR_CORRUPT, "cpu image: not a tracejit program image");
+        return NULL;
+    }
+    uint32_t version = get_u32(r);
+    char cg[256], key[2048];
+    get_str(r, cg, sizeof cg);
+    uint32_t need[RT_CPU_WORDS], have[RT_CPU_WORDS];
+    const void *words = get(r, sizeof need);
+    uint64_t hi = (uint64_t)get_i64(r), lo = (uint64_t)get_i64(r);
+    uint32_t n_nodes = get_u32(r);
+    if (r->bad || depth > MAX_IMG_DEPTH) {
+        ir_errorf(TJ_ERR_CORRUPT, "cpu image: its header is damaged");
+        return NULL;
+    }
+    if (version != IMG_VERSION || strcmp(cg, TJ_CODEGEN_ID) != 0) {
+        ir_errorf(TJ_ERR_UNSUPPORTED,
+                  "cpu image: made by another tracejit build (format %u, code generator %s; "
+                  "this build: format %d, %s)",
+                  version, cg, IMG_VERSION, TJ_CODEGEN_ID);
+        return NULL;
+    }
+    memcpy(need, words, sizeof need);
+    rt_cpu_features(have);
+    int word = 0;
+    uint32_t bits = 0;
+    if (!rt_cpu_features_cover(have, need, &word, &bits)) {
+        ir_errorf(TJ_ERR_UNSUPPORTED,
+                  "cpu image: compiled for a CPU with features this one lacks (cpuid word %d, "
+                  "bits %08x)",
+                  word, bits);
+        return NULL;
+    }
+    ir_hash128 h = ir_graph_hash(g);
+    if (h.hi != hi || h.lo != lo || n_nodes != g->n_nodes) {
+        ir_errorf(TJ_ERR_CORRUPT, "cpu image: compiled for another graph (%u nodes; this one %u)",
+                  n_nodes, g->n_nodes);
+        return NULL;
+    }
+    get_str(r, key, sizeof key);
+    jit_cpu_opts o = {.par_min = get_i64(r)};
+    o.exact_math = get_u8(r) != 0;
+    o.no_contract = get_u8(r) != 0;
+    if (r->bad || o.par_min <= 0) {
+        ir_errorf(TJ_ERR_CORRUPT, "cpu image: its options are damaged");
+        return NULL;
+    }
+    cpu_prog *cp = jit_cpu_prog_new(g, &o);
+    if (!cp)
+        return NULL;
+    tj_status st = TJ_OK;
+    if (!(cp->key = strdup(key)) || !(cp->consts = calloc(g->n_nodes + 1, sizeof *cp->consts)))
+        st = ir_errorf(TJ_ERR_OOM, "cpu image: out of memory");
+    if (!st)
+        st = read_plan(cp, r);
+    if (!st)
+        st = read_code(cp, r);
+    /* the regions: one kind byte per slot (2 per node), read as rt_regions_new asks for them */
+    uint32_t slots = st ? 0 : get_u32(r);
+    if (!st && (r->bad || (slots != 0 && slots != 2 * g->n_nodes)))
+        st =
+            ir_errorf(TJ_ERR_CORRUPT, "cpu image: %u region slots for %u nodes", slots, g->n_nodes);
+    region_src rs = {r, depth};
+    if (!st)
+        st = jit_cpu_prog_finish(cp, next_region, &rs);
+    if (!st && (slots != 0) != (cp->regions != NULL))
+        st = ir_errorf(TJ_ERR_CORRUPT, "cpu image: the regions do not match the graph's");
+    while (!st && r->at < r->n)
+        if (get_u8(r) != 0) /* only empty slots may follow the last region */
+            st = ir_errorf(TJ_ERR_CORRUPT, "cpu image: more regions than the graph has");
+    if (st) {
+        jit_cpu_prog_free(&cp->base);
+        return NULL;
+    }
+    return &cp->base;
+}

@@ -1,0 +1,165 @@
+/* S27: saved native code runs without LLVM. Built twice: with PRODUCER against the full
+ * library, it traces and compiles `model` (an OpenBLAS product with a fused epilogue, a softmax,
+ * a reduction, a strided view, a while loop whose body is compiled, a variable update) into a
+ * module and saves it with its native code; without PRODUCER it is linked against
+ * tracejit_rt only (no libLLVM on its link line, and none mapped: checked through
+ * /proc/self/maps), loads that module, and checks that every function runs the saved code and
+ * matches the same C function run eagerly (the same ops, the reference kernels). Loading the
+ * graph only must fall back to the interpreter here, and say so. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include <tracejit.h>
+
+enum { B = 64, K = 256, N = 128 };
+
+static tj_variable *w, *bias, *steps;
+
+static tj_tensor *keep_going(int n, tj_tensor *const *a, void *user) {
+    (void)n, (void)user;
+    tj_tensor *limit = tj_scalar_f32(40.0f);
+    return tj_less(tj_sum(a[0], 0, NULL, 0), limit);
+}
+static tj_tensor *halve_add(int n, tj_tensor *const *a, void *user) {
+    (void)n, (void)user;
+    tj_tensor *h = tj_scalar_f32(0.5f), *one = tj_scalar_f32(1.0f);
+    return tj_add(tj_mul(a[0], h), one);
+}
+
+/* The same C function is traced by the producer and run eagerly by the consumer. */
+static tj_tensor *model(tj_tensor *x) {
+    tj_tensor *h = tj_tanh(tj_add(tj_matmul(x, tj_variable_read(w)), tj_variable_read(bias)));
+    tj_tensor *s = tj_softmax(h, 1);
+    int ax1 = 1;
+    tj_tensor *r = tj_sum(tj_mul(s, h), 1, &ax1, 0);
+    tj_tensor *t = tj_transpose(h, NULL); /* [N, B] */
+    int ax0 = 0;
+    tj_tensor *cols = tj_sum(t, 1, &ax0, 0); /* [B] */
+    tj_tensor *init = tj_mul(r, r);          /* [B], a loop variable */
+    tj_tensor *loop = tj_while_loop(keep_going, halve_add, 1, &init, NULL);
+    tj_tensor *one = tj_scalar_f32(1.0f);
+    tj_assign_add(steps, one);
+    return tj_add(tj_add(r, cols), loop);
+}
+
+static tj_tensor *ramp(int rank, const int64_t *dims, float scale) {
+    int64_t n = 1;
+    for (int d = 0; d < rank; d++)
+        n *= dims[d];
+    float *v = malloc((size_t)n * sizeof *v);
+    for (int64_t i = 0; i < n; i++)
+        v[i] = scale * (float)((i * 37) % 101 - 50) / 50.0f;
+    tj_tensor *t = tj_tensor_from_data(TJ_F32, rank, dims, v);
+    free(v);
+    return t;
+}
+
+static void make_vars(void) {
+    int64_t wd[2] = {K, N}, bd[1] = {N};
+    tj_tensor *wt = ramp(2, wd, 0.05f), *bt = ramp(1, bd, 0.1f), *z = tj_scalar_f32(0);
+    w = tj_variable_new(wt, "dense/w");
+    bias = tj_variable_new(bt, "dense/b");
+    steps = tj_variable_new(z, "steps");
+    tj_release(wt);
+    tj_release(bt);
+    tj_release(z);
+}
+
+#ifdef PRODUCER
+int main(int argc, char **argv) {
+    if (argc != 2)
+        return 2;
+    check_rm_dir(argv[1]);
+    make_vars();
+    tj_function *f = tj_function_new("model", (void *)model, 1, NULL);
+    tj_spec spec = {TJ_F32, 2, {B, K}, NULL};
+    tj_module *m = tj_module_new("native");
+    CHECK_EQ_INT(tj_module_add_function(m, "model", f, 1, &spec), TJ_OK);
+    CHECK_MSG(tj_module_save(m, argv[1]) == TJ_OK, "%s", tj_last_error());
+    char path[4096];
+    snprintf(path, sizeof path, "%s/model.x86_64.tjx", argv[1]);
+    FILE *fp = fopen(path, "rb");
+    CHECK_MSG(fp != NULL, "no native code saved at %s", path);
+    if (fp)
+        fclose(fp);
+    tj_module_free(m);
+    tj_function_free(f);
+    tj_variable_free(w);
+    tj_variable_free(bias);
+    tj_variable_free(steps);
+    return check_done();
+}
+#else
+/* Whether a library whose name contains `name` is mapped into this process. */
+static int mapped(const char *name) {
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[4096];
+    int found = 0;
+    while (f && fgets(line, sizeof line, f))
+        found |= strstr(line, name) != NULL;
+    if (f)
+        fclose(f);
+    return found;
+}
+
+static void compare(tj_tensor *got, tj_tensor *want) {
+    CHECK_EQ_INT(tj_tensor_numel(got), tj_tensor_numel(want));
+    const float *a = tj_tensor_data(got), *b = tj_tensor_data(want);
+    double worst = 0;
+    for (int64_t i = 0; a && b && i < tj_tensor_numel(want); i++) {
+        double d = (a[i] - b[i]) / (1e-3 + (b[i] < 0 ? -b[i] : b[i]));
+        worst = d < 0 ? (-d > worst ? -d : worst) : (d > worst ? d : worst);
+    }
+    CHECK_MSG(worst < 1e-4, "saved code vs eager: relative difference %g", worst);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2)
+        return 2;
+    CHECK(!mapped("libLLVM"));
+    tj_module *m = tj_module_load(argv[1]);
+    CHECK_MSG(m != NULL, "%s", tj_last_error());
+    if (!m)
+        return check_done();
+    CHECK_HAS(tj_module_runs_on(m, "model"), "saved native code");
+    int64_t xd[2] = {B, K};
+    tj_tensor *x = ramp(2, xd, 1.0f);
+    tj_tensor *got = tj_module_call(m, "model", 1, &x);
+    CHECK_MSG(tj_status_of(got) == TJ_OK, "%s", tj_error_message(got));
+    tj_tensor *got2 = tj_module_call(m, "model", 1, &x);
+    tj_tensor *n = tj_variable_read(tj_module_variable(m, "steps"));
+    CHECK_NEAR(tj_tensor_get_f64(n, 0), 2, 0); /* the saved code's assignments */
+    tj_release(n);
+
+    make_vars(); /* the same values, eagerly */
+    tj_scope_begin();
+    tj_tensor *want = tj_keep(model(x));
+    tj_scope_end();
+    CHECK_MSG(tj_status_of(want) == TJ_OK, "%s", tj_error_message(want));
+    compare(got, want);
+    compare(got2, want);
+
+    /* the graph only: no LLVM here, so the interpreter runs it, and says why */
+    tj_module *mg = tj_module_load_opts(argv[1], TJ_MODULE_GRAPH_ONLY);
+    CHECK_MSG(mg != NULL, "%s", tj_last_error());
+    if (mg) {
+        CHECK_HAS(tj_module_runs_on(mg, "model"), "interpreter (graph only, as asked)");
+        tj_tensor *gi = tj_module_call(mg, "model", 1, &x);
+        compare(gi, want);
+        tj_release(gi);
+        tj_module_free(mg);
+    }
+    CHECK(!mapped("libLLVM"));
+    tj_release(want);
+    tj_release(got);
+    tj_release(got2);
+    tj_release(x);
+    tj_module_free(m);
+    tj_variable_free(w);
+    tj_variable_free(bias);
+    tj_variable_free(steps);
+    return check_done();
+}
+#endif
