@@ -623,6 +623,9 @@ TJ_API tj_module *tj_module_load_opts(const char *dir, unsigned flags);
  * saved code>)", "interpreter (<why>)", or "traced in this process" for a module built here.
  * Borrowed from m. NULL when there is no such function. */
 TJ_API const char *tj_module_runs_on(const tj_module *m, const char *name);
+/* Function `name`'s input signature: fills specs[0..min(n, max)) (static_value NULL) and
+ * returns n, its number of inputs; -1 when there is no such function (tj_last_error). */
+TJ_API int tj_module_signature(const tj_module *m, const char *name, int max, tj_spec *specs);
 /* Calls function `name`; the arguments must match its signature exactly. A new reference. */
 TJ_API tj_tensor *tj_module_call(tj_module *m, const char *name, int nargs, tj_tensor *const *args);
 /* A variable by name (borrowed, owned by the module when loaded), NULL if none. */

@@ -396,14 +396,15 @@ static tj_status load_graph(mod_fn *fn, const char *path, const char *text,
     if (!st && img) {
         fn->c = jit_concrete_from_graph(fn->name, g, fn->specs, fn->n_args, caps, n_caps, kind,
                                         hash, img, img_size);
-        if (fn->c)
+        if (fn->c) {
             snprintf(fn->how, sizeof fn->how, "saved native code");
-        else if (ir_last_code() == TJ_ERR_UNSUPPORTED) /* another build or CPU: from the graph */
+        } else if (ir_last_code() == TJ_ERR_UNSUPPORTED) { /* another build or CPU: the graph */
             snprintf(why, sizeof why, "%s", ir_last_error());
-        else
+            ir_clear_error();
+        } else {
             st = ir_errorf(ir_last_code() ? ir_last_code() : TJ_ERR_CORRUPT, "%s: %s: %s", what,
                            img_path, ir_last_error());
-        ir_clear_error();
+        }
     }
     if (!st && !fn->c) {
         fn->c = jit_concrete_from_graph(fn->name, g, fn->specs, fn->n_args, caps, n_caps, kind,
@@ -612,6 +613,21 @@ const char *tj_module_runs_on(const tj_module *m, const char *name) {
                                name ? name : "(null)"),
                NULL;
     return m->loaded ? fn->how : "traced in this process";
+}
+
+int tj_module_signature(const tj_module *m, const char *name, int max, tj_spec *specs) {
+    if (check_mod(m, "module_signature"))
+        return -1;
+    const mod_fn *fn = find_fn((tj_module *)m, name);
+    if (!fn)
+        return (void)ir_errorf(TJ_ERR_INVALID, "module_signature: '%s' has no function '%s'",
+                               m->name, name ? name : "(null)"),
+               -1;
+    for (int k = 0; specs && k < fn->n_args && k < max; k++) {
+        specs[k] = fn->specs[k];
+        specs[k].static_value = NULL;
+    }
+    return fn->n_args;
 }
 
 tj_variable *tj_module_variable(tj_module *m, const char *name) {

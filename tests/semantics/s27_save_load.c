@@ -26,6 +26,10 @@ static tj_tensor *addprint(tj_tensor *a) {
     return v;
 }
 
+static tj_tensor *square(tj_tensor *a) {
+    return tj_mul(a, a);
+}
+
 static void cb(void *user, int n, tj_tensor *const *xs) {
     (void)user, (void)n, (void)xs;
 }
@@ -42,6 +46,121 @@ static double call1(tj_module *m, const char *fn, float v) {
     tj_release(r);
     tj_release(a);
     return out;
+}
+
+/* ---- saved native code ---------------------------------------------------------------------- */
+uint64_t rt_fnv1a(const void *p, size_t n); /* the manifest's checksum (runtime/checkpoint.c) */
+
+static unsigned char *read_all(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    unsigned char *p = NULL;
+    if (f && !fseek(f, 0, SEEK_END) && (*n = (size_t)ftell(f)) > 0 && !fseek(f, 0, SEEK_SET) &&
+        (p = malloc(*n)) && fread(p, 1, *n, f) != *n) {
+        free(p);
+        p = NULL;
+    }
+    if (f)
+        fclose(f);
+    return p;
+}
+
+/* Replaces dir's addprint.x86_64.tjx by img[0..n) and, when fix, its checksum in module.tjm. */
+static void put_native(const char *dir, const unsigned char *img, size_t n, int fix) {
+    char path[700];
+    snprintf(path, sizeof path, "%s/addprint.x86_64.tjx", dir);
+    FILE *f = fopen(path, "wb");
+    fwrite(img, 1, n, f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/module.tjm", dir);
+    char *man = check_slurp(path), *at = man ? strstr(man, "native addprint.x86_64.tjx ") : NULL;
+    CHECK(at != NULL);
+    if (at && fix) {
+        char sum[17];
+        snprintf(sum, sizeof sum, "%016llx", (unsigned long long)rt_fnv1a(img, n));
+        memcpy(at + strlen("native addprint.x86_64.tjx "), sum, 16);
+        f = fopen(path, "w");
+        fputs(man, f);
+        fclose(f);
+    }
+    free(man);
+}
+
+static double load_call(const char *dir, unsigned flags, const char *runs_on) {
+    tj_module *m = tj_module_load_opts(dir, flags);
+    CHECK_MSG(m != NULL, "%s", tj_last_error());
+    if (!m)
+        return -1;
+    CHECK_HAS(tj_module_runs_on(m, "addprint"), runs_on);
+    tj_tensor *a = tj_scalar_f32(5);
+    tj_tensor *r = tj_module_call(m, "addprint", 1, &a);
+    double v = tj_status_of(r) ? -1 : tj_tensor_get_f64(r, 0);
+    tj_release(r);
+    tj_release(a);
+    tj_module_free(m);
+    return v;
+}
+
+/* The saved native code runs when this build and CPU can run it; else the graph is compiled and
+ * the reason given; a damaged or mismatched file is an error naming it. */
+static void native_code(const char *dir, tj_function *f, const tj_spec *scalar) {
+    char path[700];
+    size_t n = 0;
+    snprintf(path, sizeof path, "%s/addprint.x86_64.tjx", dir);
+    unsigned char *img = read_all(path, &n), *bad = malloc(n + 1);
+    CHECK_MSG(img != NULL, "no native code saved: %s", path);
+    if (!img || !bad)
+        return;
+    CHECK_NEAR(load_call(dir, 0, "saved native code"), 11, 0);
+    CHECK_NEAR(
+        load_call(dir, TJ_MODULE_GRAPH_ONLY, "compiled from the graph (graph only, as asked)"), 11,
+        0);
+    /* compiled for a CPU with features this one lacks: every bit of a CPUID word */
+    memcpy(bad, img, n);
+    uint32_t cg_len;
+    memcpy(&cg_len, img + 8, 4);
+    memset(bad + 12 + cg_len + 8, 0xff, 4);
+    put_native(dir, bad, n, 1);
+    CHECK_NEAR(load_call(dir, 0,
+                         "compiled from the graph (cpu image: compiled for a CPU with "
+                         "features this one lacks"),
+               11, 0);
+    /* damaged: the checksum no longer matches; truncated with a matching checksum */
+    bad[n - 1] ^= 1;
+    put_native(dir, bad, n, 0);
+    CHECK(tj_module_load(dir) == NULL);
+    CHECK_HAS(tj_last_error(), "addprint.x86_64.tjx does not match its checksum");
+    put_native(dir, img, n / 2, 1);
+    CHECK(tj_module_load(dir) == NULL);
+    CHECK_HAS(tj_last_error(), "addprint.x86_64.tjx: cpu image:");
+    /* another function's native code under this one's name */
+    char dir2[600];
+    snprintf(dir2, sizeof dir2, "%s/other", dir);
+    tj_module *m2 = tj_module_new("other");
+    CHECK_EQ_INT(tj_module_add_function(m2, "addprint", f, 1, scalar), TJ_OK);
+    tj_spec vec = {TJ_F32, 1, {3}, NULL};
+    CHECK_EQ_INT(tj_module_add_function(m2, "addprint", f, 1, &vec), TJ_ERR_INVALID);
+    tj_module_free(m2);
+    m2 = tj_module_new("other");
+    tj_function *sq = tj_function_new("square", (void *)square, 1, NULL);
+    CHECK_EQ_INT(tj_module_add_function(m2, "addprint", sq, 1, scalar), TJ_OK);
+    CHECK_EQ_INT(tj_module_save(m2, dir2), TJ_OK);
+    snprintf(path, sizeof path, "%s/addprint.x86_64.tjx", dir2);
+    size_t n2 = 0;
+    unsigned char *other = read_all(path, &n2);
+    CHECK(other != NULL);
+    if (other) {
+        put_native(dir, other, n2, 1);
+        CHECK(tj_module_load(dir) == NULL);
+        CHECK_HAS(tj_last_error(), "addprint.x86_64.tjx: cpu image: compiled for another graph");
+    }
+    put_native(dir, img, n, 1);
+    CHECK_NEAR(load_call(dir, 0, "saved native code"), 11, 0);
+    check_rm_dir(dir2);
+    tj_module_free(m2);
+    tj_function_free(sq);
+    free(other);
+    free(img);
+    free(bad);
 }
 
 static const char *sh(const char *cmd, char *out, size_t n) {
@@ -111,7 +230,16 @@ int main(void) {
     snprintf(cmd, sizeof cmd, "%s show %s 2>&1", TJ_MODULE_CLI, dir);
     o = sh(cmd, out, sizeof out);
     CHECK_HAS(o, "signature 'addprint'");
+    CHECK_HAS(o, "runs on: saved native code");
     CHECK_HAS(o, "demo_module/x");
+    snprintf(cmd, sizeof cmd, "%s --graph-only show %s 2>&1", TJ_MODULE_CLI, dir);
+    CHECK_HAS(sh(cmd, out, sizeof out), "runs on: compiled from the graph (graph only, as asked)");
+    snprintf(cmd, sizeof cmd, "%s run %s addprint '[1, 2]' 2>&1", TJ_MODULE_CLI, dir);
+    CHECK_HAS(sh(cmd, out, sizeof out), "argument 0 has 2 numbers; its input has 1 elements");
+    snprintf(cmd, sizeof cmd, "%s run %s addprint '[5]' 2>&1", TJ_MODULE_CLI, dir);
+    CHECK_HAS(sh(cmd, out, sizeof out), "11");
+
+    native_code(dir, f, &scalar);
 
     /* refused at save time: a host callback */
     tj_function *g = tj_function_new("calls_back", (void *)calls_back, 1, NULL);
