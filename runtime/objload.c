@@ -93,7 +93,7 @@ static tj_status parse(elf_in *e, int k) {
     e->n_sh = h->e_shnum;
     for (uint32_t i = 0; i < e->n_sh; i++) {
         const Elf64_Shdr *s = &e->sh[i];
-        if (s->sh_type != SHT_NOBITS && s->sh_type != SHT_NULL &&
+        if (s->sh_type != SHT_NOBITS && (s->sh_type != SHT_NULL || (s->sh_flags & SHF_ALLOC)) &&
             (s->sh_offset > e->size || s->sh_size > e->size - s->sh_offset))
             return corrupt(k, "a section lies outside the object; section", i);
         if (s->sh_addralign > 4096 || (s->sh_addralign & (s->sh_addralign - 1)))

@@ -255,9 +255,17 @@ static rt_program *next_region(const ir_graph *sub, void *ctx) {
     return from_image(sub, &nested, rs->depth + 1);
 }
 
+/* Marks x made by step s; a value made twice is damage (a plan makes each value once). */
+static tj_status made(uint8_t *have, uint32_t x, uint32_t s) {
+    if (have[x])
+        return ir_errorf(TJ_ERR_CORRUPT, "cpu image: step %u makes %%%u again", s, x);
+    have[x] = 1;
+    return TJ_OK;
+}
+
 /* The steps' data flow: every input a step reads was made before it (a parameter, a source run
- * by an earlier step, or an earlier step's output), so a damaged image cannot run a kernel on a
- * buffer that does not exist. */
+ * by an earlier step, or an earlier step's output) and every value is made once, so a damaged
+ * image cannot run a kernel on a buffer that does not exist. */
 static tj_status check_flow(const cpu_prog *cp) {
     const ir_graph *g = cp->base.g;
     uint8_t *have = calloc(g->n_nodes + 1, 1);
@@ -284,12 +292,12 @@ static tj_status check_flow(const cpu_prog *cp) {
                 st =
                     ir_errorf(TJ_ERR_CORRUPT, "cpu image: an epilogue reads %%%u before it is made",
                               sp->epi->inputs[k]);
-        if (sp->kind == STEP_BLAS && sp->epi)
-            for (uint32_t k = 0; k < sp->epi->n_outputs; k++)
-                have[sp->epi->outputs[k]] = 1;
-        for (uint32_t k = 0; k < sp->n_out; k++)
-            have[sp->out[k]] = 1;
-        have[sp->id] = 1;
+        if (!st && sp->kind != STEP_GEN)
+            st = made(have, sp->id, s);
+        for (uint32_t k = 0; !st && sp->kind == STEP_BLAS && sp->epi && k < sp->epi->n_outputs; k++)
+            st = made(have, sp->epi->outputs[k], s);
+        for (uint32_t k = 0; !st && sp->kind == STEP_GEN && k < sp->n_out; k++)
+            st = made(have, sp->out[k], s);
     }
     for (uint32_t k = 0; k < g->n_outputs && !st; k++)
         if (!have[g->outputs[k]])
@@ -387,7 +395,8 @@ static tj_status read_plan(cpu_prog *cp, rbuf *r) {
         }
         if (sp->kind == STEP_NODE) {
             const ir_node *n = ir_node_get(g, sp->id);
-            if (n->op == IR_OP_CONST && !(cp->consts[sp->id] = rt_const_tensor(g, n)))
+            if (n->op == IR_OP_CONST && !cp->consts[sp->id] && /* twice: check_flow refuses */
+                !(cp->consts[sp->id] = rt_const_tensor(g, n)))
                 return ir_last_code() ? ir_last_code() : TJ_ERR_OOM;
         }
     }

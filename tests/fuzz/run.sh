@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # run.sh [SECONDS] [TARGET...] — coverage-guided fuzzing with clang's libFuzzer, bounded in time.
 # Targets: parse (the text IR parser), cache (the disk-cache entry decoder and the CPU payload
-# parser), checkpoint (the checkpoint reader) and module (the saved-module loader). Each runs SECONDS (default 60) under ASan + UBSan, starting from its checked-in corpus
+# parser), checkpoint (the checkpoint reader), module (the saved-module loader) and image (saved
+# native code: program images and the ELF object loader). Each runs SECONDS (default 60) under
+# ASan + UBSan, starting from its checked-in corpus
 # (tests/fuzz/corpus/<target>/, plus the golden .tjir files for parse); inputs that add coverage
 # are merged back into the corpus, which CTest replays on every test run (fuzz_replay_*).
 # A crash leaves its input in build-fuzz/ and makes this script fail. Not part of CI: run it by
@@ -11,7 +13,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 SECONDS_EACH=${1:-60}
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(parse cache checkpoint module)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(parse cache checkpoint module image)
 CC=${FUZZ_CC:-clang-14}
 OUT=build-fuzz
 mkdir -p "$OUT"
@@ -25,15 +27,15 @@ build() {
                runtime/config.c ir/*.c -lpthread -lm -o "$OUT/fuzz_cache" ;;
     checkpoint) "$CC" "${FLAGS[@]}" tests/fuzz/fuzz_checkpoint.c runtime/*.c runtime/kernels/*.c \
                ir/*.c $(pkg-config --libs libffi) -lz -lpthread -lm -ldl -o "$OUT/fuzz_checkpoint" ;;
-    module) # the whole library, instrumented for coverage, then the target linked against it
+    module|image) # the whole library, instrumented for coverage, then the target linked to it
         cmake -S . -B "$OUT/lib" -DCMAKE_C_COMPILER="$CC" -DCMAKE_BUILD_TYPE=Debug \
             -DTJ_BUILD_TESTS=OFF -DTJ_BUILD_BENCH=OFF \
             -DCMAKE_C_FLAGS="-g -O1 -fsanitize=fuzzer-no-link,address,undefined" > /dev/null
         cmake --build "$OUT/lib" -j2 --target tracejit_static > /dev/null
-        "$CC" "${FLAGS[@]}" tests/fuzz/fuzz_module.c "$OUT/lib/libtracejit.a" \
+        "$CC" "${FLAGS[@]}" -I"$OUT/lib/gen" tests/fuzz/fuzz_$1.c "$OUT/lib/libtracejit.a" \
             $(pkg-config --libs libffi) -lz -L/usr/lib/llvm-19/lib -lLLVM-19 \
-            -Wl,-rpath,/usr/lib/llvm-19/lib -lpthread -lm -ldl -o "$OUT/fuzz_module" ;;
-    *) echo "run.sh: unknown target $1 (parse, cache, checkpoint, module)" >&2; exit 2 ;;
+            -Wl,-rpath,/usr/lib/llvm-19/lib -lpthread -lm -ldl -o "$OUT/fuzz_$1" ;;
+    *) echo "run.sh: unknown target $1 (parse, cache, checkpoint, module, image)" >&2; exit 2 ;;
     esac
 }
 

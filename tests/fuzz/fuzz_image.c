@@ -1,0 +1,102 @@
+/* fuzz_image.c — libFuzzer target for program images (jit/cpu/image.c) and the object loader
+ * behind them (runtime/objload.c): what a saved module's <function>.x86_64.tjx holds. The graph
+ * is fixed (a small function compiled once at start-up); the input is an image's body and the
+ * harness puts the header in front of it (magic, format, this build's code generator id, no CPU
+ * feature required, the graph's hash and size), so every input reaches the plan and object
+ * parsers whatever build made the corpus. A program that loads is freed, never run: running
+ * saved code means trusting its author; the loader's job is to refuse damaged structure without
+ * crashing. The seed input (the body of the function's own image) is written to
+ * $FUZZ_IMAGE_SEED when set. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jit/cpu/cpu.h"
+#include "jit/jit.h"
+#include "runtime/objload.h"
+#include "tj_codegen_id.h"
+#include <tracejit.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+
+static ir_graph *graph; /* the compiled function's graph, kept; the function is freed */
+static int ready;
+
+static tj_tensor *model(tj_tensor *x, tj_tensor *w) {
+    tj_tensor *h = tj_relu(tj_add(tj_matmul(x, w), tj_scalar_f32(0.5f)));
+    return tj_sum(tj_softmax(tj_mul(h, h), -1), 1, (int[]){1}, 0);
+}
+
+/* The header the harness writes: everything up to the key. */
+static size_t header(unsigned char *p, const ir_graph *g) {
+    size_t n = 0, cl = strlen(TJ_CODEGEN_ID);
+    uint32_t v = 1, len = (uint32_t)cl, cpu[RT_CPU_WORDS] = {0};
+    ir_hash128 h = ir_graph_hash(g);
+    memcpy(p + n, "TJX1", 4), n += 4;
+    memcpy(p + n, &v, 4), n += 4;
+    memcpy(p + n, &len, 4), n += 4;
+    memcpy(p + n, TJ_CODEGEN_ID, cl), n += cl;
+    memcpy(p + n, cpu, sizeof cpu), n += sizeof cpu;
+    memcpy(p + n, &h.hi, 8), n += 8;
+    memcpy(p + n, &h.lo, 8), n += 8;
+    memcpy(p + n, &g->n_nodes, 4), n += 4;
+    return n;
+}
+
+static void teardown(void) {
+    ir_graph_free(graph);
+}
+
+static void setup(void) {
+    ready = 1;
+    setenv("TJ_CACHE", "0", 1);
+    atexit(teardown);
+    tj_function *fn = tj_function_new("fuzz_image", (void *)model, 2, NULL);
+    tj_spec s[2] = {{TJ_F32, 2, {8, 96}, NULL}, {TJ_F32, 2, {96, 96}, NULL}};
+    tj_concrete *c = tj_function_get_concrete(fn, 2, s);
+    graph = c ? ir_graph_clone(c->graph) : NULL;
+    const char *seed = getenv("FUZZ_IMAGE_SEED");
+    size_t size = 0;
+    unsigned char *img = c && seed ? jit_cpu_program_image(c->prog, &size) : NULL, hdr[512];
+    size_t hn = graph ? header(hdr, graph) : 0;
+    FILE *f = img && size > hn ? fopen(seed, "wb") : NULL;
+    if (f) {
+        fwrite(img + hn, 1, size - hn, f);
+        fclose(f);
+    }
+    free(img);
+    tj_function_free(fn);
+}
+
+/* libFuzzer sets up before the first input (what that input allocates must be freed by it);
+ * the replay runner has no such hook: the first input sets up. */
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+    setup();
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (!ready)
+        setup();
+    if (!graph || size > (1u << 20))
+        return 0;
+    unsigned char *img = malloc(size + 512);
+    if (!img)
+        return 0;
+    size_t hn = header(img, graph);
+    memcpy(img + hn, data, size);
+    rt_program *p = jit_cpu_program_from_image(graph, img, hn + size);
+    if (p)
+        p->vt->free(p);
+    else if (ir_last_code() != TJ_ERR_CORRUPT && ir_last_code() != TJ_ERR_UNSUPPORTED &&
+             ir_last_code() != TJ_ERR_OOM) {
+        fprintf(stderr, "fuzz_image: refused with an unexpected status %d: %s\n", ir_last_code(),
+                ir_last_error());
+        abort();
+    }
+    ir_clear_error();
+    free(img);
+    return 0;
+}
