@@ -141,6 +141,13 @@ tj_status tj_module_add_function(tj_module *m, const char *name, tj_function *f,
                              "%s: '%s' argument %d: a saved signature takes tensor specs (no "
                              "static values)",
                              what, name, k);
+    for (int k = 0; k < n; k++)
+        for (int d = 0; d < specs[k].rank; d++)
+            if (specs[k].dims[d] < 0)
+                return ir_errorf(TJ_ERR_SIGNATURE,
+                                 "%s: '%s' argument %d: dim %d is unknown (%lld); a saved "
+                                 "function needs a fixed input signature",
+                                 what, name, k, d, (long long)specs[k].dims[d]);
     for (uint32_t i = 0; i < m->n_fns; i++)
         if (strcmp(m->fns[i].name, name) == 0)
             return ir_errorf(TJ_ERR_INVALID, "%s: two functions are named '%s'", what, name);

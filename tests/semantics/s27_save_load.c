@@ -251,6 +251,10 @@ int main(void) {
     CHECK_HAS(tj_last_error(), "function 'calls_back' calls a host callback");
     CHECK(access(dir2, F_OK) != 0); /* nothing written */
     CHECK_EQ_INT(tj_module_add_function(mb, "calls_back", g, 0, NULL), TJ_ERR_SIGNATURE);
+    tj_spec open_dim = {TJ_F32, 1, {-1}, NULL};
+    CHECK_EQ_INT(tj_module_add_function(mb, "open", f, 1, &open_dim), TJ_ERR_SIGNATURE);
+    CHECK_HAS(tj_last_error(), "'open' argument 0: dim 0 is unknown (-1); a saved function needs "
+                               "a fixed input signature");
     tj_module_free(mb);
 
     /* untrusted input: a changed graph, a broken manifest, a missing directory */
