@@ -184,7 +184,8 @@ static tj_status sym_addr(elf_in *objs, int n, int k, unsigned char *base, uint3
     if (s->st_shndx != SHN_UNDEF) {
         if (e->sec_off[s->st_shndx] == SIZE_MAX)
             return corrupt(k, "a relocation against a section that is not loaded; symbol", i);
-        *S = (uintptr_t)(base + e->sec_off[s->st_shndx] + s->st_value);
+        /* in integers: a damaged st_value may point anywhere, and is only ever written */
+        *S = (uintptr_t)base + e->sec_off[s->st_shndx] + (uintptr_t)s->st_value;
         return TJ_OK;
     }
     const char *name = sym_name(e, i);

@@ -306,6 +306,25 @@ static tj_status check_flow(const cpu_prog *cp) {
     return st;
 }
 
+/* A product step as the plan makes it: its geometry the graph's (taken from the graph, not the
+ * image), each operand the node's input, or what that input transposes (2-D, read through
+ * BLAS's trans flag). */
+static bool blas_matches(const ir_graph *g, step *sp) {
+    const ir_node *n = ir_node_get(g, sp->id);
+    if (n->op != IR_OP_MATMUL || !jit_cpu_mm_shape(g, sp->id, &sp->mm) ||
+        (sp->mm.dt != TJ_F32 && sp->mm.dt != TJ_F64))
+        return false;
+    for (int k = 0; k < 2; k++) {
+        uint32_t in = ir_inputs(g, n)[k];
+        const ir_node *t = ir_node_get(g, in);
+        if (sp->trans[k] > 1 || (sp->trans[k] == 0 && sp->src[k] != in) ||
+            (sp->trans[k] == 1 && (t->op != IR_OP_TRANSPOSE || t->rank != 2 || t->a.n_list != 2 ||
+                                   t->a.list[0] != 1 || sp->src[k] != ir_inputs(g, t)[0])))
+            return false;
+    }
+    return true;
+}
+
 /* Groups and steps of the image into cp, every index checked against g. */
 static tj_status read_plan(cpu_prog *cp, rbuf *r) {
     const ir_graph *g = cp->base.g;
@@ -378,8 +397,7 @@ static tj_status read_plan(cpu_prog *cp, rbuf *r) {
             (epi == IR_NONE || (sp->kind == STEP_BLAS && epi < part->n_groups)) &&
             (!sp->alias || (cp->steps[sp->alias - 1].name[0] && !cp->steps[sp->alias - 1].alias));
         if (sp->kind == STEP_BLAS)
-            ok = ok && sp->src[0] < nn && sp->src[1] < nn && sp->mm.rank >= 0 &&
-                 sp->mm.rank <= IR_MAX_RANK && (sp->mm.dt == TJ_F32 || sp->mm.dt == TJ_F64);
+            ok = ok && blas_matches(g, sp);
         if (sp->kind == STEP_CF)
             ok = ok && (ir_ops[ir_node_get(g, sp->id)->op].flags & IR_F_CF);
         if (!ok)

@@ -30,7 +30,7 @@ build() {
     module|image) # the whole library, instrumented for coverage, then the target linked to it
         cmake -S . -B "$OUT/lib" -DCMAKE_C_COMPILER="$CC" -DCMAKE_BUILD_TYPE=Debug \
             -DTJ_BUILD_TESTS=OFF -DTJ_BUILD_BENCH=OFF \
-            -DCMAKE_C_FLAGS="-g -O1 -fsanitize=fuzzer-no-link,address,undefined" > /dev/null
+            -DCMAKE_C_FLAGS="-g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all" > /dev/null
         cmake --build "$OUT/lib" -j2 --target tracejit_static > /dev/null
         "$CC" "${FLAGS[@]}" -I"$OUT/lib/gen" tests/fuzz/fuzz_$1.c "$OUT/lib/libtracejit.a" \
             $(pkg-config --libs libffi) -lz -L/usr/lib/llvm-19/lib -lLLVM-19 \
