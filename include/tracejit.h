@@ -107,6 +107,10 @@ typedef int tj_status;
 TJ_API const char *tj_last_error(void);
 /* A static name for a status code ("TJ_ERR_SHAPE"). */
 TJ_API const char *tj_status_name(tj_status s);
+/* For frontends and embedders built on this header: sets this thread's tj_last_error message
+ * and returns code (the message may quote tj_last_error() itself, to wrap it). */
+TJ_API tj_status tj_set_error(tj_status code, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* ---- dtypes and shapes ----------------------------------------------------------------------- */
 typedef enum tj_dtype {
@@ -206,6 +210,13 @@ TJ_API tj_tensor *tj_error_new(tj_status code, const char *fmt, ...);
 
 /* ---- scopes ---------------------------------------------------------------------------------- */
 TJ_API void tj_scope_begin(void);
+/* TensorFlow's init_scope: between tj_init_scope_begin and tj_init_scope_end ops run eagerly even
+ * inside a trace, on concrete tensors, and give concrete tensors (used by the trace, they are
+ * constants of its graph). For values a trace needs before it can go on: state made once, or a
+ * frontend's static shape arithmetic (an ONNX Reshape's target from Shape and Gather). Pairs
+ * nest (up to 64 deep); per thread. tj_init_scope_end without a begin does nothing. */
+TJ_API void tj_init_scope_begin(void);
+TJ_API void tj_init_scope_end(void);
 /* Releases every reference the innermost scope owns. */
 TJ_API void tj_scope_end(void);
 /* Moves one reference of t out of the innermost scope to the enclosing one (or to the caller

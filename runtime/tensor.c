@@ -163,6 +163,14 @@ const char *tj_error_message(const tj_tensor *t) {
     return t->kind == RT_ERROR ? t->msg : "";
 }
 
+tj_status tj_set_error(tj_status code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    ir_verrorf(code, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
 const char *tj_last_error(void) {
     return ir_last_error();
 }

@@ -30,6 +30,23 @@ void rt_trace_resume(rt_trace *t) {
     cur = t;
 }
 
+static _Thread_local rt_trace *init_stack[64];
+static _Thread_local int init_depth;
+
+void tj_init_scope_begin(void) {
+    rt_trace *t = rt_trace_suspend();
+    if (init_depth < 64)
+        init_stack[init_depth] = t;
+    init_depth++;
+}
+
+void tj_init_scope_end(void) {
+    if (init_depth == 0)
+        return;
+    init_depth--;
+    rt_trace_resume(init_depth < 64 ? init_stack[init_depth] : NULL);
+}
+
 void rt_trace_pop(void) {
     if (cur)
         cur = cur->parent;

@@ -14,6 +14,8 @@ PKGS=(
     zlib1g-dev            # gzip-compressed IDX datasets (tj_idx_load)
     dataset-fashion-mnist # the seed CNN's training data (examples/train_cnn.c)
     graphviz              # `dot`: pictures of graphs (tj_concrete_graph_dot, TJ_DUMP)
+    libprotobuf-c-dev protobuf-c-compiler libonnx-dev  # the ONNX frontend (frontends/onnx)
+    libonnx-testdata      # ONNX's backend tests, run by tests/onnx/conformance.c
 )
 
 missing=()

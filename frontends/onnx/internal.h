@@ -1,0 +1,84 @@
+/* internal.h — private to the ONNX frontend: the loaded model (model.c) and the op converters
+ * (ops.c). A converter turns one ONNX node into tracejit ops on the node's input tensors; the
+ * importer runs the converters in node order inside the trace of the imported function. */
+#ifndef TJ_ONNX_INTERNAL_H
+#define TJ_ONNX_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "onnx.pb-c.h"
+#include "tj_onnx.h"
+
+/* The node being converted, for messages. */
+typedef struct ox_node {
+    const Onnx__NodeProto *p;
+    int index;
+    int opset;
+} ox_node;
+
+/* A converter: in[0..n_in) are the node's inputs (NULL for an omitted optional one); writes
+ * the node's n_out outputs to out (new references or tensors of the current scope). Returns
+ * TJ_OK or an error status with the message set (ox_fail). */
+typedef tj_status (*ox_conv_fn)(const ox_node *n, int n_in, tj_tensor *const *in, int n_out,
+                                tj_tensor **out);
+
+typedef struct ox_op {
+    const char *name;
+    ox_conv_fn fn;
+    int min_in, max_in; /* inputs accepted (-1: any number) */
+    int since;          /* the first opset this converter implements */
+} ox_op;
+
+/* The converter of op_type at opset, or NULL. */
+const ox_op *ox_find_op(const char *op_type, int opset);
+
+/* Sets the error "onnx: node <index> '<name>' (<op>): <message>" and returns code. */
+tj_status ox_fail(const ox_node *n, tj_status code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Attributes of the node by name: whether present; the value or the default. */
+const Onnx__AttributeProto *ox_attr(const ox_node *n, const char *name);
+int64_t ox_attr_i(const ox_node *n, const char *name, int64_t dflt);
+float ox_attr_f(const ox_node *n, const char *name, float dflt);
+/* An ints attribute: its count (0 when absent) and values (borrowed). */
+size_t ox_attr_ints(const ox_node *n, const char *name, const int64_t **v);
+/* A string attribute (NUL-terminated copy in buf), or dflt. */
+const char *ox_attr_s(const ox_node *n, const char *name, const char *dflt, char *buf, size_t cap);
+
+/* A tensor's values as int64s when they are known at trace time (a concrete tensor: an
+ * initializer, a Constant, a Shape, arithmetic on those): count, or -1 with the error set
+ * naming what (a value computed from the model's inputs). *v is malloc'd. */
+int64_t ox_host_ints(const ox_node *n, const tj_tensor *t, const char *what, int64_t **v);
+
+/* A tensor from a TensorProto; an error tensor naming `what` when it cannot be read. */
+tj_tensor *ox_tensor(const Onnx__TensorProto *p, const char *what);
+/* tracejit's dtype for an ONNX element type, or -1. */
+int ox_dtype(int32_t onnx_type);
+
+/* The op tables (ops.c, ops_shape.c, ops_nn.c), each ended by a NULL name. */
+extern const ox_op ox_ops_math[], ox_ops_shape[], ox_ops_nn[];
+
+/* ---- shared by the converters ---------------------------------------------------------------- */
+#define CONV(name)                                                                                 \
+    static tj_status name(const ox_node *n, int n_in, tj_tensor *const *in, int n_out,             \
+                          tj_tensor **out)
+
+static inline tj_status one(tj_tensor **out, tj_tensor *t) {
+    out[0] = t;
+    return TJ_OK;
+}
+
+/* A scalar of x's dtype. */
+static inline tj_tensor *like(tj_tensor *x, double v) {
+    return tj_cast(tj_scalar_f64(v), tj_tensor_dtype(x));
+}
+
+/* axis in [-rank, rank) to [0, rank), or -1. */
+static inline int axis_of(int64_t a, int rank) {
+    if (a < -rank || a >= rank)
+        return -1;
+    return (int)(a < 0 ? a + rank : a);
+}
+
+#endif /* TJ_ONNX_INTERNAL_H */

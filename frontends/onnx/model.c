@@ -1,0 +1,589 @@
+/* model.c — loading an ONNX model and importing its graph by tracing. The protobuf is read with
+ * protobuf-c (code generated from onnx.proto at build time); the model is checked once at load
+ * (opsets, every node's op known at its opset, every input produced before it: ONNX graphs are
+ * topologically sorted, so a cycle or a dangling name is an error naming the node); then the
+ * imported function's body, traced once per input signature, walks the nodes calling the op
+ * converters (ops.c) on a table of named values: the function's arguments, the initializers
+ * (constants of the graph, or variables), and every node's outputs. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+enum { MAX_FILE = 1 << 30, MAX_OPSET = 17 };
+
+typedef struct io {
+    const char *name;
+    tj_spec spec;
+} io;
+
+struct tj_onnx_model {
+    uint32_t magic;
+    char *path;
+    Onnx__ModelProto *p;
+    const Onnx__GraphProto *g;
+    int opset;
+    tj_onnx_options opts;
+    io *in, *out;
+    int n_in, n_out;
+    tj_tensor **inits;   /* per initializer: its value */
+    tj_variable **ivars; /* per initializer, with initializers_as_variables */
+    const ox_op **ops;   /* per node: its converter */
+    tj_function *fn;
+};
+#define OX_MAGIC 0x6f6e6e78u
+
+/* ---- errors and attributes --------------------------------------------------------------------
+ */
+tj_status ox_fail(const ox_node *n, tj_status code, const char *fmt, ...) {
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return tj_set_error(code, "onnx: node %d '%s' (%s, opset %d): %s", n->index,
+                        n->p->name && *n->p->name ? n->p->name : "", n->p->op_type, n->opset, msg);
+}
+
+const Onnx__AttributeProto *ox_attr(const ox_node *n, const char *name) {
+    for (size_t k = 0; k < n->p->n_attribute; k++)
+        if (n->p->attribute[k]->name && !strcmp(n->p->attribute[k]->name, name))
+            return n->p->attribute[k];
+    return NULL;
+}
+
+int64_t ox_attr_i(const ox_node *n, const char *name, int64_t dflt) {
+    const Onnx__AttributeProto *a = ox_attr(n, name);
+    return a ? a->i : dflt;
+}
+
+float ox_attr_f(const ox_node *n, const char *name, float dflt) {
+    const Onnx__AttributeProto *a = ox_attr(n, name);
+    return a ? a->f : dflt;
+}
+
+size_t ox_attr_ints(const ox_node *n, const char *name, const int64_t **v) {
+    const Onnx__AttributeProto *a = ox_attr(n, name);
+    *v = a ? a->ints : NULL;
+    return a ? a->n_ints : 0;
+}
+
+const char *ox_attr_s(const ox_node *n, const char *name, const char *dflt, char *buf, size_t cap) {
+    const Onnx__AttributeProto *a = ox_attr(n, name);
+    if (!a || !a->has_s)
+        return dflt;
+    size_t len = a->s.len < cap - 1 ? a->s.len : cap - 1;
+    memcpy(buf, a->s.data, len);
+    buf[len] = 0;
+    return buf;
+}
+
+int64_t ox_host_ints(const ox_node *n, const tj_tensor *t, const char *what, int64_t **v) {
+    *v = NULL;
+    if (!t || tj_tensor_is_symbolic(t))
+        return ox_fail(n, TJ_ERR_UNSUPPORTED,
+                       "its %s is computed from the model's inputs; tracejit needs it known "
+                       "when the function is traced (a constant, an initializer or a shape)",
+                       what),
+               -1;
+    int64_t numel = tj_tensor_numel(t);
+    *v = malloc(((size_t)numel + 1) * sizeof **v);
+    if (!*v)
+        return tj_set_error(TJ_ERR_OOM, "onnx: out of memory"), -1;
+    for (int64_t i = 0; i < numel; i++)
+        (*v)[i] = (int64_t)tj_tensor_get_f64(t, i);
+    return numel;
+}
+
+const ox_op *ox_find_op(const char *op_type, int opset) {
+    const ox_op *tables[3] = {ox_ops_math, ox_ops_shape, ox_ops_nn};
+    for (int t = 0; t < 3; t++)
+        for (const ox_op *o = tables[t]; o->name; o++)
+            if (!strcmp(o->name, op_type))
+                return opset >= o->since ? o : NULL;
+    return NULL;
+}
+
+/* ---- tensors ----------------------------------------------------------------------------------
+ */
+int ox_dtype(int32_t t) {
+    switch (t) {
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT:
+        return TJ_F32;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE:
+        return TJ_F64;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT32:
+        return TJ_I32;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64:
+        return TJ_I64;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL:
+        return TJ_BOOL;
+    default:
+        return -1;
+    }
+}
+
+static const char *onnx_type_name(int32_t t) {
+    static const char *names[] = {"undefined",  "float",   "uint8",  "int8",   "uint16",
+                                  "int16",      "int32",   "int64",  "string", "bool",
+                                  "float16",    "double",  "uint32", "uint64", "complex64",
+                                  "complex128", "bfloat16"};
+    return t >= 0 && t < (int32_t)(sizeof names / sizeof *names) ? names[t] : "unknown";
+}
+
+tj_tensor *ox_tensor(const Onnx__TensorProto *p, const char *what) {
+    int dt = ox_dtype(p->data_type);
+    if (dt < 0)
+        return tj_error_new(TJ_ERR_UNSUPPORTED, "onnx: %s: element type %s (%d) is not supported",
+                            what, onnx_type_name(p->data_type), p->data_type);
+    if (p->n_dims > TJ_MAX_RANK)
+        return tj_error_new(TJ_ERR_UNSUPPORTED, "onnx: %s: rank %zu is over %d", what, p->n_dims,
+                            TJ_MAX_RANK);
+    if (p->has_data_location && p->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
+        return tj_error_new(TJ_ERR_UNSUPPORTED, "onnx: %s: data in an external file", what);
+    int64_t numel = 1;
+    for (size_t d = 0; d < p->n_dims; d++) {
+        if (p->dims[d] < 0 || (p->dims[d] && numel > ((int64_t)1 << 40) / p->dims[d]))
+            return tj_error_new(TJ_ERR_CORRUPT, "onnx: %s: dim %zu is %lld", what, d,
+                                (long long)p->dims[d]);
+        numel *= p->dims[d];
+    }
+    size_t es = tj_dtype_size((tj_dtype)dt), bytes = (size_t)numel * es;
+    void *buf = malloc(bytes ? bytes : 1);
+    if (!buf)
+        return tj_error_new(TJ_ERR_OOM, "onnx: %s: out of memory", what);
+    size_t have = 0;
+    if (p->has_raw_data) {
+        have = p->raw_data.len / es;
+        if (p->raw_data.len == bytes && bytes)
+            memcpy(buf, p->raw_data.data, bytes);
+    } else if (dt == TJ_F32) {
+        have = p->n_float_data;
+        if (have == (size_t)numel && bytes)
+            memcpy(buf, p->float_data, bytes);
+    } else if (dt == TJ_F64) {
+        have = p->n_double_data;
+        if (have == (size_t)numel && bytes)
+            memcpy(buf, p->double_data, bytes);
+    } else if (dt == TJ_I64) {
+        have = p->n_int64_data;
+        if (have == (size_t)numel && bytes)
+            memcpy(buf, p->int64_data, bytes);
+    } else { /* int32 and bool live in int32_data */
+        have = p->n_int32_data;
+        for (size_t i = 0; have == (size_t)numel && i < have; i++) {
+            if (dt == TJ_I32)
+                ((int32_t *)buf)[i] = p->int32_data[i];
+            else
+                ((uint8_t *)buf)[i] = p->int32_data[i] != 0;
+        }
+    }
+    if (have != (size_t)numel || (p->has_raw_data && p->raw_data.len != bytes)) {
+        free(buf);
+        return tj_error_new(TJ_ERR_CORRUPT, "onnx: %s: %lld elements expected, the data holds %zu",
+                            what, (long long)numel, have);
+    }
+    int64_t dims[TJ_MAX_RANK];
+    for (size_t d = 0; d < p->n_dims; d++)
+        dims[d] = p->dims[d];
+    tj_tensor *t = tj_tensor_from_data((tj_dtype)dt, (int)p->n_dims, dims, buf);
+    free(buf);
+    return t;
+}
+
+static unsigned char *read_file(const char *path, size_t *size) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        tj_set_error(TJ_ERR_IO, "onnx: cannot open %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    unsigned char *p = NULL;
+    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (n < 0 || n > MAX_FILE || fseek(f, 0, SEEK_SET) != 0)
+        tj_set_error(TJ_ERR_IO, "onnx: cannot read %s (size %ld)", path, n);
+    else if (!(p = malloc((size_t)n + 1)))
+        tj_set_error(TJ_ERR_OOM, "onnx: out of memory reading %s", path);
+    else if (fread(p, 1, (size_t)n, f) != (size_t)n) {
+        tj_set_error(TJ_ERR_IO, "onnx: cannot read %s", path);
+        free(p);
+        p = NULL;
+    }
+    fclose(f);
+    *size = (size_t)n;
+    return p;
+}
+
+tj_tensor *tj_onnx_tensor_from_bytes(const void *data, size_t size, const char *name) {
+    Onnx__TensorProto *p = onnx__tensor_proto__unpack(NULL, size, data);
+    if (!p)
+        return tj_error_new(TJ_ERR_CORRUPT, "onnx: %s is not a serialized TensorProto",
+                            name ? name : "the tensor");
+    tj_tensor *t = ox_tensor(p, name ? name : "the tensor");
+    onnx__tensor_proto__free_unpacked(p, NULL);
+    return t;
+}
+
+tj_tensor *tj_onnx_read_tensor(const char *path) {
+    size_t size = 0;
+    unsigned char *p = path ? read_file(path, &size) : NULL;
+    if (!p)
+        return tj_error_new(path ? TJ_ERR_IO : TJ_ERR_INVALID, "%s",
+                            path ? tj_last_error() : "onnx: the path is NULL");
+    tj_tensor *t = tj_onnx_tensor_from_bytes(p, size, path);
+    free(p);
+    return t;
+}
+
+/* ---- the imported function --------------------------------------------------------------------
+ */
+/* Named values of one trace. Names are borrowed from the model. */
+typedef struct env {
+    const char **names;
+    tj_tensor **vals;
+    uint32_t n, cap;
+} env;
+
+static tj_tensor *env_get(const env *e, const char *name) {
+    for (uint32_t i = e->n; i-- > 0;) /* the latest binding of a name */
+        if (!strcmp(e->names[i], name))
+            return e->vals[i];
+    return NULL;
+}
+
+static int env_put(env *e, const char *name, tj_tensor *v) {
+    if (e->n == e->cap) {
+        uint32_t cap = e->cap ? 2 * e->cap : 64;
+        const char **nn = realloc(e->names, cap * sizeof *nn);
+        if (nn)
+            e->names = nn;
+        tj_tensor **nv = nn ? realloc(e->vals, cap * sizeof *nv) : NULL;
+        if (!nv)
+            return -1;
+        e->vals = nv;
+        e->cap = cap;
+    }
+    e->names[e->n] = name;
+    e->vals[e->n++] = v;
+    return 0;
+}
+
+/* The traced body: args are the graph's non-initializer inputs. Tensors made here belong to
+ * the trace's scope. */
+static tj_tensor *body(int nargs, tj_tensor *const *args, void *user) {
+    const tj_onnx_model *m = user;
+    const Onnx__GraphProto *g = m->g;
+    env e = {0};
+    tj_status st = TJ_OK;
+    for (int k = 0; k < m->n_in && !st; k++)
+        if (env_put(&e, m->in[k].name, args[k]))
+            st = tj_set_error(TJ_ERR_OOM, "onnx: out of memory");
+    for (size_t k = 0; k < g->n_initializer && !st; k++) {
+        tj_tensor *v = m->ivars ? tj_variable_read(m->ivars[k]) : m->inits[k];
+        if (env_put(&e, g->initializer[k]->name, v))
+            st = tj_set_error(TJ_ERR_OOM, "onnx: out of memory");
+    }
+    tj_tensor *stack_in[16], *stack_out[16];
+    for (size_t i = 0; i < g->n_node && !st; i++) {
+        const Onnx__NodeProto *p = g->node[i];
+        ox_node n = {p, (int)i, m->opset};
+        tj_tensor **in = p->n_input <= 16 ? stack_in : calloc(p->n_input, sizeof *in);
+        tj_tensor **out = p->n_output <= 16 ? stack_out : calloc(p->n_output, sizeof *out);
+        if (!in || !out) {
+            st = tj_set_error(TJ_ERR_OOM, "onnx: out of memory");
+        } else {
+            for (size_t k = 0; k < p->n_input; k++)
+                in[k] = p->input[k][0] ? env_get(&e, p->input[k]) : NULL;
+            for (size_t k = 0; k < p->n_output; k++)
+                out[k] = NULL;
+            /* inputs all known (initializers, constants, shapes): computed now, eagerly, so that
+             * what needs values (a Reshape's target) can read them */
+            int known = 1;
+            for (size_t k = 0; k < p->n_input; k++)
+                known &= !in[k] || !tj_tensor_is_symbolic(in[k]);
+            if (known)
+                tj_init_scope_begin();
+            st = m->ops[i]->fn(&n, (int)p->n_input, in, (int)p->n_output, out);
+            if (known)
+                tj_init_scope_end();
+            for (size_t k = 0; k < p->n_output && !st; k++) {
+                if (!out[k] && p->output[k][0])
+                    st = ox_fail(&n, TJ_ERR_UNSUPPORTED, "output %zu ('%s') is not produced", k,
+                                 p->output[k]);
+                else if (out[k] && tj_status_of(out[k]))
+                    st = ox_fail(&n, tj_status_of(out[k]), "%s", tj_error_message(out[k]));
+                else if (out[k] && env_put(&e, p->output[k], out[k]))
+                    st = tj_set_error(TJ_ERR_OOM, "onnx: out of memory");
+            }
+        }
+        if (in != stack_in)
+            free(in);
+        if (out != stack_out)
+            free(out);
+    }
+    tj_tensor *r = NULL;
+    if (st) {
+        r = tj_error_new(st, "%s", tj_last_error());
+    } else if (m->n_out == 1) {
+        r = env_get(&e, m->out[0].name);
+    } else {
+        tj_tensor **outs = calloc((size_t)m->n_out + 1, sizeof *outs);
+        for (int k = 0; outs && k < m->n_out; k++)
+            outs[k] = env_get(&e, m->out[k].name);
+        r = outs ? tj_tuple(m->n_out, outs) : tj_error_new(TJ_ERR_OOM, "onnx: out of memory");
+        free(outs);
+    }
+    free(e.names);
+    free(e.vals);
+    return r;
+}
+
+/* ---- loading ----------------------------------------------------------------------------------
+ */
+static tj_status spec_of(const Onnx__ValueInfoProto *v, tj_spec *s, const char *path) {
+    memset(s, 0, sizeof *s);
+    const Onnx__TypeProto *t = v->type;
+    if (!t || t->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !t->tensor_type)
+        return tj_set_error(TJ_ERR_UNSUPPORTED,
+                            "onnx: %s: '%s' is not a tensor (sequences, maps and optionals are "
+                            "not supported)",
+                            path, v->name);
+    int dt = ox_dtype(t->tensor_type->elem_type);
+    if (dt < 0)
+        return tj_set_error(TJ_ERR_UNSUPPORTED,
+                            "onnx: %s: '%s' has element type %s, which tracejit lacks", path,
+                            v->name, onnx_type_name(t->tensor_type->elem_type));
+    s->dtype = (tj_dtype)dt;
+    const Onnx__TensorShapeProto *sh = t->tensor_type->shape;
+    if (!sh)
+        return tj_set_error(TJ_ERR_UNSUPPORTED, "onnx: %s: '%s' has no shape (unknown rank)", path,
+                            v->name);
+    if (sh->n_dim > TJ_MAX_RANK)
+        return tj_set_error(TJ_ERR_UNSUPPORTED, "onnx: %s: '%s' has rank %zu (over %d)", path,
+                            v->name, sh->n_dim, TJ_MAX_RANK);
+    s->rank = (int)sh->n_dim;
+    for (size_t d = 0; d < sh->n_dim; d++)
+        s->dims[d] = sh->dim[d]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE
+                         ? sh->dim[d]->dim_value
+                         : -1;
+    return TJ_OK;
+}
+
+static int is_initializer(const Onnx__GraphProto *g, const char *name) {
+    for (size_t k = 0; k < g->n_initializer; k++)
+        if (g->initializer[k]->name && !strcmp(g->initializer[k]->name, name))
+            return 1;
+    return 0;
+}
+
+/* Names known before node i (inputs, initializers, earlier outputs): a linear scan, fine for the
+ * sizes of models a test suite or a user hands us; every input is checked once. */
+static tj_status check_graph(tj_onnx_model *m) {
+    const Onnx__GraphProto *g = m->g;
+    for (size_t i = 0; i < g->n_node; i++) {
+        const Onnx__NodeProto *p = g->node[i];
+        ox_node n = {p, (int)i, m->opset};
+        if (!p->op_type)
+            return tj_set_error(TJ_ERR_CORRUPT, "onnx: %s: node %zu has no op type", m->path, i);
+        if (p->domain && *p->domain && strcmp(p->domain, "ai.onnx"))
+            return ox_fail(&n, TJ_ERR_UNSUPPORTED, "domain '%s' is not supported", p->domain);
+        if (!(m->ops[i] = ox_find_op(p->op_type, m->opset)))
+            return ox_fail(&n, TJ_ERR_UNSUPPORTED, "op %s is not supported by tracejit",
+                           p->op_type);
+        const ox_op *op = m->ops[i];
+        if ((int)p->n_input < op->min_in || (op->max_in >= 0 && (int)p->n_input > op->max_in))
+            return ox_fail(&n, TJ_ERR_CORRUPT, "%zu inputs (takes %d to %d)", p->n_input,
+                           op->min_in, op->max_in);
+        for (size_t k = 0; k < p->n_input; k++) {
+            const char *name = p->input[k];
+            if (!name[0])
+                continue; /* an omitted optional input */
+            int known = is_initializer(g, name);
+            for (size_t j = 0; !known && j < g->n_input; j++)
+                known = !strcmp(g->input[j]->name, name);
+            for (size_t j = 0; !known && j < i; j++)
+                for (size_t o = 0; !known && o < g->node[j]->n_output; o++)
+                    known = !strcmp(g->node[j]->output[o], name);
+            if (!known)
+                return ox_fail(&n, TJ_ERR_CORRUPT,
+                               "input %zu '%s' is not produced before this node (a cycle, or a "
+                               "name nothing defines)",
+                               k, name);
+        }
+    }
+    for (int k = 0; k < m->n_out; k++) {
+        int known = is_initializer(g, m->out[k].name);
+        for (int j = 0; !known && j < m->n_in; j++)
+            known = !strcmp(m->in[j].name, m->out[k].name);
+        for (size_t j = 0; !known && j < g->n_node; j++)
+            for (size_t o = 0; !known && o < g->node[j]->n_output; o++)
+                known = !strcmp(g->node[j]->output[o], m->out[k].name);
+        if (!known)
+            return tj_set_error(TJ_ERR_CORRUPT, "onnx: %s: output '%s' is produced by no node",
+                                m->path, m->out[k].name);
+    }
+    return TJ_OK;
+}
+
+static tj_status load(tj_onnx_model *m, const void *data, size_t size) {
+    m->p = onnx__model_proto__unpack(NULL, size, data);
+    if (!m->p)
+        return tj_set_error(TJ_ERR_CORRUPT, "onnx: %s is not an ONNX model (protobuf)", m->path);
+    if (!(m->g = m->p->graph))
+        return tj_set_error(TJ_ERR_CORRUPT, "onnx: %s has no graph", m->path);
+    m->opset = -1;
+    for (size_t k = 0; k < m->p->n_opset_import; k++) {
+        const Onnx__OperatorSetIdProto *o = m->p->opset_import[k];
+        if (!o->domain || !*o->domain || !strcmp(o->domain, "ai.onnx"))
+            m->opset = (int)o->version;
+    }
+    if (m->opset < 1)
+        return tj_set_error(TJ_ERR_UNSUPPORTED, "onnx: %s imports no opset of the default domain",
+                            m->path);
+    if (m->opset > MAX_OPSET)
+        return tj_set_error(TJ_ERR_UNSUPPORTED,
+                            "onnx: %s: opset %d is newer than this importer knows (%d)", m->path,
+                            m->opset, MAX_OPSET);
+    const Onnx__GraphProto *g = m->g;
+    m->in = calloc(g->n_input + 1, sizeof *m->in);
+    m->out = calloc(g->n_output + 1, sizeof *m->out);
+    m->inits = calloc(g->n_initializer + 1, sizeof *m->inits);
+    m->ops = calloc(g->n_node + 1, sizeof *m->ops);
+    if (!m->in || !m->out || !m->inits || !m->ops)
+        return tj_set_error(TJ_ERR_OOM, "onnx: out of memory");
+    tj_status st = TJ_OK;
+    for (size_t k = 0; k < g->n_input && !st; k++) {
+        if (!g->input[k]->name || !*g->input[k]->name)
+            return tj_set_error(TJ_ERR_CORRUPT, "onnx: %s: input %zu has no name", m->path, k);
+        if (is_initializer(g, g->input[k]->name))
+            continue; /* an input with a default (an initializer): not an argument */
+        m->in[m->n_in].name = g->input[k]->name;
+        st = spec_of(g->input[k], &m->in[m->n_in++].spec, m->path);
+    }
+    for (size_t k = 0; k < g->n_output && !st; k++) {
+        if (!g->output[k]->name || !*g->output[k]->name)
+            return tj_set_error(TJ_ERR_CORRUPT, "onnx: %s: output %zu has no name", m->path, k);
+        m->out[m->n_out].name = g->output[k]->name;
+        st = spec_of(g->output[k], &m->out[m->n_out++].spec, m->path);
+    }
+    if (!st && m->n_out == 0)
+        st = tj_set_error(TJ_ERR_CORRUPT, "onnx: %s: the graph has no outputs", m->path);
+    for (size_t k = 0; k < g->n_initializer && !st; k++) {
+        char what[512];
+        snprintf(what, sizeof what, "%s: initializer '%s'", m->path,
+                 g->initializer[k]->name ? g->initializer[k]->name : "");
+        m->inits[k] = ox_tensor(g->initializer[k], what);
+        if (tj_status_of(m->inits[k]))
+            st = tj_set_error(tj_status_of(m->inits[k]), "%s", tj_error_message(m->inits[k]));
+    }
+    if (!st && m->opts.initializers_as_variables) {
+        if (!(m->ivars = calloc(g->n_initializer + 1, sizeof *m->ivars)))
+            return tj_set_error(TJ_ERR_OOM, "onnx: out of memory");
+        for (size_t k = 0; k < g->n_initializer && !st; k++)
+            if (!(m->ivars[k] = tj_variable_new(m->inits[k], g->initializer[k]->name)))
+                st = tj_set_error(TJ_ERR_INVALID, "onnx: initializer '%s': %s",
+                                  g->initializer[k]->name, tj_last_error());
+    }
+    if (!st)
+        st = check_graph(m);
+    if (!st) {
+        const char *name = g->name && *g->name ? g->name : "onnx_model";
+        if (!(m->fn = tj_function_new_body(name, body, m->n_in, m, NULL)))
+            st = tj_set_error(TJ_ERR_INVALID, "onnx: %s: %s", m->path, tj_last_error());
+    }
+    return st;
+}
+
+tj_onnx_model *tj_onnx_load_bytes(const void *data, size_t size, const char *name,
+                                  const tj_onnx_options *opts) {
+    tj_onnx_model *m = calloc(1, sizeof *m);
+    if (!m || !(m->path = strdup(name ? name : "the model"))) {
+        free(m);
+        tj_set_error(TJ_ERR_OOM, "onnx: out of memory");
+        return NULL;
+    }
+    m->magic = OX_MAGIC;
+    if (opts)
+        m->opts = *opts;
+    if (!data) {
+        tj_set_error(TJ_ERR_INVALID, "onnx: the model's bytes are NULL");
+        tj_onnx_free(m);
+        return NULL;
+    }
+    tj_status st = load(m, data, size);
+    if (st) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", tj_last_error());
+        tj_onnx_free(m);
+        tj_set_error(st, "%s", msg);
+        return NULL;
+    }
+    return m;
+}
+
+tj_onnx_model *tj_onnx_load(const char *path, const tj_onnx_options *opts) {
+    if (!path) {
+        tj_set_error(TJ_ERR_INVALID, "onnx: the path is NULL");
+        return NULL;
+    }
+    size_t size = 0;
+    unsigned char *p = read_file(path, &size);
+    if (!p)
+        return NULL;
+    tj_onnx_model *m = tj_onnx_load_bytes(p, size, path, opts);
+    free(p);
+    return m;
+}
+
+void tj_onnx_free(tj_onnx_model *m) {
+    if (!m || m->magic != OX_MAGIC)
+        return;
+    tj_function_free(m->fn);
+    for (size_t k = 0; m->g && k < m->g->n_initializer; k++) {
+        if (m->ivars)
+            tj_variable_free(m->ivars[k]);
+        if (m->inits)
+            tj_release(m->inits[k]);
+    }
+    free(m->ivars);
+    free(m->inits);
+    free(m->ops);
+    free(m->in);
+    free(m->out);
+    if (m->p)
+        onnx__model_proto__free_unpacked(m->p, NULL);
+    free(m->path);
+    m->magic = 0;
+    free(m);
+}
+
+/* ---- accessors --------------------------------------------------------------------------------
+ */
+tj_function *tj_onnx_function(tj_onnx_model *m) {
+    return m && m->magic == OX_MAGIC ? m->fn : NULL;
+}
+int tj_onnx_n_inputs(const tj_onnx_model *m) {
+    return m && m->magic == OX_MAGIC ? m->n_in : -1;
+}
+int tj_onnx_n_outputs(const tj_onnx_model *m) {
+    return m && m->magic == OX_MAGIC ? m->n_out : -1;
+}
+int tj_onnx_opset(const tj_onnx_model *m) {
+    return m && m->magic == OX_MAGIC ? m->opset : -1;
+}
+
+static const char *io_at(const io *v, int n, int k, tj_spec *spec) {
+    if (k < 0 || k >= n)
+        return NULL;
+    if (spec)
+        *spec = v[k].spec;
+    return v[k].name;
+}
+const char *tj_onnx_input(const tj_onnx_model *m, int k, tj_spec *spec) {
+    return m && m->magic == OX_MAGIC ? io_at(m->in, m->n_in, k, spec) : NULL;
+}
+const char *tj_onnx_output(const tj_onnx_model *m, int k, tj_spec *spec) {
+    return m && m->magic == OX_MAGIC ? io_at(m->out, m->n_out, k, spec) : NULL;
+}

@@ -1,0 +1,381 @@
+/* ops_shape.c — ONNX's shape ops as tracejit ops: Reshape, Flatten, Transpose, Concat, Squeeze,
+ * Unsqueeze, Expand, Gather, Cast, Constant, ConstantOfShape, Shape, Size, Range, Slice, Split,
+ * Tile, Dropout (inference). Values that decide a shape (Reshape's target, Slice's starts, the
+ * axes inputs from opset 13) are read when known at trace time (ox_host_ints). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* ---- shapes ------------------------------------------------------------------------------------
+ */
+CONV(c_reshape) {
+    tj_tensor *x = in[0];
+    int64_t *v = NULL, dims[TJ_MAX_RANK];
+    int64_t cnt;
+    if (n->opset < 5) {
+        const int64_t *a;
+        cnt = (int64_t)ox_attr_ints(n, "shape", &a);
+        v = malloc(((size_t)cnt + 1) * sizeof *v);
+        if (v && cnt)
+            memcpy(v, a, (size_t)cnt * sizeof *v);
+    } else if ((cnt = ox_host_ints(n, in[1], "shape", &v)) < 0) {
+        return TJ_ERR_UNSUPPORTED;
+    }
+    if (cnt > TJ_MAX_RANK) {
+        free(v);
+        return ox_fail(n, TJ_ERR_UNSUPPORTED, "a target of rank %lld", (long long)cnt);
+    }
+    int allowzero = (int)ox_attr_i(n, "allowzero", 0);
+    for (int64_t d = 0; d < cnt; d++)
+        dims[d] = v[d] == 0 && !allowzero && d < tj_tensor_rank(x) ? tj_tensor_dims(x)[d] : v[d];
+    free(v);
+    return one(out, tj_reshape(x, (int)cnt, dims));
+}
+
+CONV(c_flatten) {
+    tj_tensor *x = in[0];
+    int rank = tj_tensor_rank(x);
+    int64_t a = ox_attr_i(n, "axis", 1);
+    if (a < 0)
+        a += rank;
+    if (a < 0 || a > rank)
+        return ox_fail(n, TJ_ERR_SHAPE, "axis out of range for rank %d", rank);
+    int64_t dims[2] = {1, 1};
+    for (int d = 0; d < rank; d++)
+        dims[d < a ? 0 : 1] *= tj_tensor_dims(x)[d];
+    return one(out, tj_reshape(x, 2, dims));
+}
+
+CONV(c_transpose) {
+    tj_tensor *x = in[0];
+    const int64_t *p;
+    size_t np = ox_attr_ints(n, "perm", &p);
+    if (!np)
+        return one(out, tj_transpose(x, NULL));
+    int perm[TJ_MAX_RANK];
+    if (np != (size_t)tj_tensor_rank(x))
+        return ox_fail(n, TJ_ERR_SHAPE, "perm has %zu entries for rank %d", np, tj_tensor_rank(x));
+    for (size_t k = 0; k < np; k++)
+        perm[k] = (int)p[k];
+    return one(out, tj_transpose(x, perm));
+}
+
+CONV(c_concat) {
+    int rank = tj_tensor_rank(in[0]), axis = axis_of(ox_attr_i(n, "axis", 0), rank);
+    if (axis < 0)
+        return ox_fail(n, TJ_ERR_SHAPE, "axis out of range for rank %d", rank);
+    return one(out, tj_concat(n_in, in, axis));
+}
+
+/* Squeeze / Unsqueeze axes: the attribute, or from opset 13 the second input. */
+static int64_t axes_of(const ox_node *n, int n_in, tj_tensor *const *in, int64_t **v) {
+    if (n->opset >= 13) {
+        if (n_in < 2 || !in[1]) {
+            *v = NULL;
+            return 0;
+        }
+        return ox_host_ints(n, in[1], "axes", v);
+    }
+    const int64_t *a;
+    int64_t cnt = (int64_t)ox_attr_ints(n, "axes", &a);
+    *v = malloc(((size_t)cnt + 1) * sizeof **v);
+    if (*v && cnt)
+        memcpy(*v, a, (size_t)cnt * sizeof **v);
+    return cnt;
+}
+
+CONV(c_squeeze) {
+    tj_tensor *x = in[0];
+    int64_t *v = NULL, cnt = axes_of(n, n_in, in, &v);
+    if (cnt < 0)
+        return TJ_ERR_UNSUPPORTED;
+    int axes[TJ_MAX_RANK], rank = tj_tensor_rank(x);
+    for (int64_t k = 0; k < cnt && k < TJ_MAX_RANK; k++)
+        if ((axes[k] = axis_of(v[k], rank)) < 0) {
+            free(v);
+            return ox_fail(n, TJ_ERR_SHAPE, "axis out of range for rank %d", rank);
+        }
+    free(v);
+    return one(out, tj_squeeze(x, (int)cnt, axes));
+}
+
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+CONV(c_unsqueeze) {
+    tj_tensor *x = in[0];
+    int64_t *v = NULL, cnt = axes_of(n, n_in, in, &v);
+    if (cnt < 0)
+        return TJ_ERR_UNSUPPORTED;
+    int out_rank = tj_tensor_rank(x) + (int)cnt;
+    for (int64_t k = 0; k < cnt; k++)
+        if (v[k] < -out_rank || v[k] >= out_rank) {
+            free(v);
+            return ox_fail(n, TJ_ERR_SHAPE, "axis %lld out of range for rank %d", (long long)v[k],
+                           out_rank);
+        } else if (v[k] < 0) {
+            v[k] += out_rank;
+        }
+    qsort(v, (size_t)cnt, sizeof *v, cmp_i64);
+    for (int64_t k = 0; k < cnt; k++)
+        x = tj_expand_dims(x, (int)v[k]);
+    free(v);
+    return one(out, cnt ? x : tj_add(x, like(x, 0)));
+}
+
+/* Expand: NumPy broadcasting of x and the target shape, both ways. */
+CONV(c_expand) {
+    tj_tensor *x = in[0];
+    int64_t *v = NULL, cnt = ox_host_ints(n, in[1], "shape", &v);
+    if (cnt < 0)
+        return TJ_ERR_UNSUPPORTED;
+    int rank = tj_tensor_rank(x), r = cnt > rank ? (int)cnt : rank;
+    int64_t dims[TJ_MAX_RANK];
+    for (int d = 0; d < r && r <= TJ_MAX_RANK; d++) {
+        int64_t a = d - (r - rank) >= 0 ? tj_tensor_dims(x)[d - (r - rank)] : 1;
+        int64_t b = d - (r - (int)cnt) >= 0 ? v[d - (r - (int)cnt)] : 1;
+        dims[d] = a == 1 ? b : a;
+    }
+    free(v);
+    return one(out, tj_broadcast_to(x, r, dims));
+}
+
+CONV(c_gather) {
+    tj_tensor *x = in[0], *idx = in[1];
+    int rank = tj_tensor_rank(x), axis = axis_of(ox_attr_i(n, "axis", 0), rank);
+    if (axis < 0)
+        return ox_fail(n, TJ_ERR_SHAPE, "axis out of range for rank %d", rank);
+    /* negative indices count from the end of the axis */
+    tj_tensor *dim = tj_cast(tj_scalar_i64(tj_tensor_dims(x)[axis]), tj_tensor_dtype(idx));
+    idx = tj_where(tj_less(idx, like(idx, 0)), tj_add(idx, dim), idx);
+    return one(out, tj_gather(x, idx, axis));
+}
+
+CONV(c_cast) {
+    int64_t to = ox_attr_i(n, "to", 0);
+    int dt = ox_dtype((int32_t)to);
+    if (dt < 0)
+        return ox_fail(n, TJ_ERR_UNSUPPORTED, "cast to ONNX element type %lld", (long long)to);
+    return one(out, tj_cast(in[0], (tj_dtype)dt));
+}
+
+CONV(c_constant) {
+    const Onnx__AttributeProto *a;
+    if ((a = ox_attr(n, "value")) && a->t)
+        return one(out, ox_tensor(a->t, "the constant"));
+    if ((a = ox_attr(n, "value_float")))
+        return one(out, tj_tensor_from_data(TJ_F32, 0, NULL, &a->f));
+    if ((a = ox_attr(n, "value_int")))
+        return one(out, tj_tensor_from_data(TJ_I64, 0, NULL, &a->i));
+    if ((a = ox_attr(n, "value_floats"))) {
+        int64_t d = (int64_t)a->n_floats;
+        return one(out, tj_tensor_from_data(TJ_F32, 1, &d, a->floats));
+    }
+    if ((a = ox_attr(n, "value_ints"))) {
+        int64_t d = (int64_t)a->n_ints;
+        return one(out, tj_tensor_from_data(TJ_I64, 1, &d, a->ints));
+    }
+    return ox_fail(n, TJ_ERR_UNSUPPORTED, "a constant of a kind tracejit lacks (strings, sparse)");
+}
+
+CONV(c_constant_of_shape) {
+    int64_t *v = NULL, cnt = ox_host_ints(n, in[0], "shape", &v);
+    if (cnt < 0)
+        return TJ_ERR_UNSUPPORTED;
+    const Onnx__AttributeProto *a = ox_attr(n, "value");
+    tj_tensor *val = a && a->t ? ox_tensor(a->t, "the value")
+                               : tj_tensor_from_data(TJ_F32, 0, NULL, &(float){0});
+    if (tj_tensor_rank(val) != 0)
+        val = tj_reshape(val, 0, NULL);
+    tj_tensor *r = tj_fill((int)cnt, v, val);
+    free(v);
+    return one(out, r);
+}
+
+/* Shape (start and end from opset 15): known when traced, a constant. */
+CONV(c_shape) {
+    tj_tensor *x = in[0];
+    int rank = tj_tensor_rank(x);
+    int64_t s = ox_attr_i(n, "start", 0), e = ox_attr_i(n, "end", rank);
+    s = s < 0 ? s + rank : s, e = e < 0 ? e + rank : e;
+    s = s < 0 ? 0 : s > rank ? rank : s, e = e < 0 ? 0 : e > rank ? rank : e;
+    int64_t len = e > s ? e - s : 0;
+    return one(out, tj_tensor_from_data(TJ_I64, 1, &len, tj_tensor_dims(x) + s));
+}
+
+CONV(c_size) {
+    int64_t v = tj_tensor_numel(in[0]);
+    return one(out, tj_tensor_from_data(TJ_I64, 0, NULL, &v));
+}
+
+CONV(c_range) {
+    for (int k = 0; k < 3; k++)
+        if (tj_tensor_is_symbolic(in[k]))
+            return ox_fail(n, TJ_ERR_UNSUPPORTED,
+                           "input %d is computed from the model's inputs; Range needs it known "
+                           "when traced",
+                           k);
+    double s = tj_tensor_get_f64(in[0], 0), l = tj_tensor_get_f64(in[1], 0),
+           d = tj_tensor_get_f64(in[2], 0);
+    return one(out, tj_range(tj_tensor_dtype(in[0]), s, l, d));
+}
+
+/* Slice: attributes before opset 10, inputs from 10 (starts, ends, axes, steps). */
+CONV(c_slice) {
+    tj_tensor *x = in[0];
+    int rank = tj_tensor_rank(x);
+    int64_t *st = NULL, *en = NULL, *ax = NULL, *sp = NULL, ns, ne, na = -1, nst = -1;
+    if (n->opset < 10) {
+        const int64_t *a;
+        ns = (int64_t)ox_attr_ints(n, "starts", &a);
+        st = malloc(((size_t)ns + 1) * 8), memcpy(st, a, (size_t)ns * 8);
+        ne = (int64_t)ox_attr_ints(n, "ends", &a);
+        en = malloc(((size_t)ne + 1) * 8), memcpy(en, a, (size_t)ne * 8);
+        if (ox_attr(n, "axes")) {
+            na = (int64_t)ox_attr_ints(n, "axes", &a);
+            ax = malloc(((size_t)na + 1) * 8), memcpy(ax, a, (size_t)na * 8);
+        }
+    } else {
+        if ((ns = ox_host_ints(n, in[1], "starts", &st)) < 0 ||
+            (ne = ox_host_ints(n, in[2], "ends", &en)) < 0 ||
+            (n_in > 3 && in[3] && (na = ox_host_ints(n, in[3], "axes", &ax)) < 0) ||
+            (n_in > 4 && in[4] && (nst = ox_host_ints(n, in[4], "steps", &sp)) < 0)) {
+            free(st), free(en), free(ax), free(sp);
+            return TJ_ERR_UNSUPPORTED;
+        }
+    }
+    tj_status s = TJ_OK;
+    int64_t b[TJ_MAX_RANK], e[TJ_MAX_RANK], step[TJ_MAX_RANK];
+    for (int d = 0; d < rank; d++)
+        b[d] = 0, e[d] = tj_tensor_dims(x)[d], step[d] = 1;
+    if (ns != ne || (na >= 0 && na != ns) || (nst >= 0 && nst != ns))
+        s = ox_fail(n, TJ_ERR_SHAPE, "starts, ends, axes and steps differ in length");
+    for (int64_t k = 0; k < ns && !s; k++) {
+        int a = axis_of(na >= 0 ? ax[k] : k, rank);
+        if (a < 0) {
+            s = ox_fail(n, TJ_ERR_SHAPE, "axis out of range for rank %d", rank);
+            break;
+        }
+        int64_t dim = tj_tensor_dims(x)[a], stp = nst >= 0 ? sp[k] : 1;
+        /* ONNX clamps like Python, but ends beyond INT64 range mean "to the end" */
+        int64_t sb = st[k], se = en[k];
+        if (stp == 0) {
+            s = ox_fail(n, TJ_ERR_SHAPE, "a step of 0");
+            break;
+        }
+        if (sb < -dim - 1)
+            sb = stp > 0 ? 0 : -dim - 1;
+        if (se > dim)
+            se = dim;
+        if (se < -dim - 1)
+            se = -dim - 1;
+        if (sb > dim)
+            sb = dim;
+        b[a] = sb, e[a] = se, step[a] = stp;
+        if (stp < 0 && se == -dim - 1)
+            e[a] = INT64_MIN / 2; /* before the first element */
+    }
+    free(st), free(en), free(ax), free(sp);
+    return s ? s : one(out, tj_slice(x, b, e, step));
+}
+
+CONV(c_dropout) { /* inference: the identity; the mask is all true */
+    tj_tensor *x = in[0];
+    if (n_in > 2 && in[2] && (tj_tensor_is_symbolic(in[2]) || tj_tensor_get_f64(in[2], 0) != 0))
+        return ox_fail(n, TJ_ERR_UNSUPPORTED, "training_mode (random dropout) is not supported");
+    if (ox_attr_i(n, "is_test", 1) == 0 && n->opset < 7)
+        return ox_fail(n, TJ_ERR_UNSUPPORTED, "is_test=0 (random dropout) is not supported");
+    out[0] = tj_add(x, like(x, 0));
+    if (n_out > 1)
+        out[1] = tj_ones(TJ_BOOL, tj_tensor_rank(x), tj_tensor_dims(x));
+    return TJ_OK;
+}
+
+CONV(c_split) {
+    tj_tensor *x = in[0];
+    int rank = tj_tensor_rank(x), axis = axis_of(ox_attr_i(n, "axis", 0), rank);
+    if (axis < 0)
+        return ox_fail(n, TJ_ERR_SHAPE, "axis out of range for rank %d", rank);
+    int64_t dim = tj_tensor_dims(x)[axis], *v = NULL, cnt = 0;
+    if (n->opset >= 13 && n_in > 1 && in[1]) {
+        if ((cnt = ox_host_ints(n, in[1], "split", &v)) < 0)
+            return TJ_ERR_UNSUPPORTED;
+    } else if (n->opset < 13 && ox_attr(n, "split")) {
+        const int64_t *a;
+        cnt = (int64_t)ox_attr_ints(n, "split", &a);
+        v = malloc(((size_t)cnt + 1) * 8);
+        memcpy(v, a, (size_t)cnt * 8);
+    }
+    if (cnt && cnt != n_out) {
+        free(v);
+        return ox_fail(n, TJ_ERR_SHAPE, "%lld sizes for %d outputs", (long long)cnt, n_out);
+    }
+    int64_t at = 0;
+    for (int k = 0; k < n_out; k++) {
+        int64_t len = cnt ? v[k] : (dim + n_out - 1) / n_out;
+        int64_t b[TJ_MAX_RANK] = {0}, e[TJ_MAX_RANK];
+        for (int d = 0; d < rank; d++)
+            e[d] = tj_tensor_dims(x)[d];
+        b[axis] = at, e[axis] = at + len < dim ? at + len : dim;
+        out[k] = tj_slice(x, b, e, NULL);
+        at += len;
+    }
+    free(v);
+    return TJ_OK;
+}
+
+CONV(c_tile) {
+    tj_tensor *x = in[0];
+    int64_t *v = NULL, cnt = ox_host_ints(n, in[1], "repeats", &v);
+    if (cnt < 0)
+        return TJ_ERR_UNSUPPORTED;
+    if (cnt != tj_tensor_rank(x)) {
+        free(v);
+        return ox_fail(n, TJ_ERR_SHAPE, "%lld repeats for rank %d", (long long)cnt,
+                       tj_tensor_rank(x));
+    }
+    for (int d = 0; d < cnt; d++) {
+        if (v[d] == 1)
+            continue;
+        tj_tensor **xs = calloc((size_t)(v[d] > 0 ? v[d] : 1), sizeof *xs);
+        for (int64_t k = 0; k < v[d]; k++)
+            xs[k] = x;
+        x = v[d] > 0 ? tj_concat((int)v[d], xs, d) : tj_slice(x, NULL, NULL, NULL);
+        if (v[d] == 0) {
+            int64_t b[TJ_MAX_RANK] = {0}, e[TJ_MAX_RANK];
+            for (int j = 0; j < tj_tensor_rank(x); j++)
+                e[j] = tj_tensor_dims(x)[j];
+            e[d] = 0;
+            x = tj_slice(x, b, e, NULL);
+        }
+        free(xs);
+    }
+    free(v);
+    return one(out, tj_add(x, like(x, 0)));
+}
+
+const ox_op ox_ops_shape[] = {
+    {"Cast", c_cast, 1, 1, 6},
+    {"Concat", c_concat, 1, -1, 4},
+    {"Constant", c_constant, 0, 0, 1},
+    {"ConstantOfShape", c_constant_of_shape, 1, 1, 9},
+    {"Dropout", c_dropout, 1, 3, 1},
+    {"Expand", c_expand, 2, 2, 8},
+    {"Flatten", c_flatten, 1, 1, 1},
+    {"Gather", c_gather, 2, 2, 1},
+    {"Range", c_range, 3, 3, 11},
+    {"Reshape", c_reshape, 1, 2, 1},
+    {"Shape", c_shape, 1, 1, 1},
+    {"Size", c_size, 1, 1, 1},
+    {"Slice", c_slice, 1, 5, 1},
+    {"Split", c_split, 1, 2, 1},
+    {"Squeeze", c_squeeze, 1, 2, 1},
+    {"Tile", c_tile, 2, 2, 6},
+    {"Transpose", c_transpose, 1, 1, 1},
+    {"Unsqueeze", c_unsqueeze, 1, 2, 1},
+    {NULL, NULL, 0, 0, 0},
+};

@@ -1,0 +1,116 @@
+/* tj_onnx — ONNX models on tracejit from the command line:
+ *   tj_onnx show MODEL                    the opset, the inputs and outputs (names, dtypes, dims)
+ *   tj_onnx run MODEL IN.pb...            runs the model on TensorProto inputs, prints outputs
+ *   tj_onnx time MODEL N IN.pb...         first call (trace + compile) and the median of N calls
+ * Exit status: 0, 1 on an error (printed), 2 on bad usage. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tj_onnx.h"
+
+static int usage(void) {
+    fprintf(stderr, "usage: tj_onnx show MODEL\n"
+                    "       tj_onnx run MODEL INPUT.pb...\n"
+                    "       tj_onnx time MODEL N INPUT.pb...\n");
+    return 2;
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3)
+        return usage();
+    const char *cmd = argv[1];
+    int is_time = !strcmp(cmd, "time");
+    if (strcmp(cmd, "show") && strcmp(cmd, "run") && !is_time)
+        return usage();
+    tj_onnx_model *m = tj_onnx_load(argv[2], NULL);
+    if (!m) {
+        fprintf(stderr, "tj_onnx: %s\n", tj_last_error());
+        return 1;
+    }
+    int rc = 0;
+    if (!strcmp(cmd, "show")) {
+        printf("%s: opset %d, %d inputs, %d outputs\n", argv[2], tj_onnx_opset(m),
+               tj_onnx_n_inputs(m), tj_onnx_n_outputs(m));
+        tj_spec s;
+        for (int k = 0; k < tj_onnx_n_inputs(m); k++) {
+            const char *name = tj_onnx_input(m, k, &s);
+            printf("  input %s: %s [", name, tj_dtype_name(s.dtype));
+            for (int d = 0; d < s.rank; d++)
+                s.dims[d] < 0 ? printf(d ? ", ?" : "?")
+                              : printf(d ? ", %lld" : "%lld", (long long)s.dims[d]);
+            printf("]\n");
+        }
+        for (int k = 0; k < tj_onnx_n_outputs(m); k++) {
+            const char *name = tj_onnx_output(m, k, &s);
+            printf("  output %s: %s [", name, tj_dtype_name(s.dtype));
+            for (int d = 0; d < s.rank; d++)
+                s.dims[d] < 0 ? printf(d ? ", ?" : "?")
+                              : printf(d ? ", %lld" : "%lld", (long long)s.dims[d]);
+            printf("]\n");
+        }
+        tj_onnx_free(m);
+        return 0;
+    }
+    int first = is_time ? 4 : 3, reps = is_time && argc > 3 ? atoi(argv[3]) : 0;
+    int n = argc - first;
+    if (n != tj_onnx_n_inputs(m) || (is_time && reps < 1)) {
+        fprintf(stderr, "tj_onnx: the model takes %d inputs, %d given\n", tj_onnx_n_inputs(m), n);
+        tj_onnx_free(m);
+        return 2;
+    }
+    tj_tensor **args = calloc((size_t)n + 1, sizeof *args);
+    for (int k = 0; k < n && !rc; k++) {
+        args[k] = tj_onnx_read_tensor(argv[first + k]);
+        if (tj_status_of(args[k])) {
+            fprintf(stderr, "tj_onnx: %s\n", tj_error_message(args[k]));
+            rc = 1;
+        }
+    }
+    tj_function *f = tj_onnx_function(m);
+    double t0 = now_ms();
+    tj_tensor *r = rc ? NULL : tj_call(f, n, args);
+    double first_ms = now_ms() - t0;
+    if (r && tj_status_of(r)) {
+        fprintf(stderr, "tj_onnx: %s\n", tj_error_message(r));
+        rc = 1;
+    } else if (r && !is_time) {
+        int no = tj_onnx_n_outputs(m);
+        for (int k = 0; k < no; k++) {
+            tj_tensor *o = no == 1 ? r : tj_tuple_get(r, k);
+            char *s = tj_tensor_str(o);
+            printf("%s = %s\n", tj_onnx_output(m, k, NULL), s ? s : "");
+            free(s);
+        }
+    } else if (r) {
+        double *v = calloc((size_t)reps, sizeof *v);
+        for (int i = 0; i < reps; i++) {
+            double a = now_ms();
+            tj_release(tj_call(f, n, args));
+            v[i] = now_ms() - a;
+        }
+        qsort(v, (size_t)reps, sizeof *v, cmp_d);
+        printf("%s: first call (trace + passes + compile + run) %.3f ms; median of %d calls "
+               "%.4f ms\n",
+               argv[2], first_ms, reps, v[reps / 2]);
+        free(v);
+    }
+    tj_release(r);
+    for (int k = 0; k < n; k++)
+        tj_release(args[k]);
+    free(args);
+    tj_onnx_free(m);
+    return rc;
+}
