@@ -28,6 +28,7 @@ typedef struct ox_op {
     ox_conv_fn fn;
     int min_in, max_in; /* inputs accepted (-1: any number) */
     int since;          /* the first opset this converter implements */
+    uint32_t values;    /* bit k: input k is read as values (a shape, axes), not computed on */
 } ox_op;
 
 /* The converter of op_type at opset, or NULL. */

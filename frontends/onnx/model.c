@@ -15,6 +15,13 @@
 
 enum { MAX_FILE = 1 << 30, MAX_OPSET = 17 };
 
+/* What a traced body runs: the model, and per input the value it is specialized on (NULL:
+ * the argument). */
+typedef struct bind {
+    const struct tj_onnx_model *m;
+    tj_tensor **fixed;
+} bind;
+
 typedef struct io {
     const char *name;
     tj_spec spec;
@@ -33,7 +40,21 @@ struct tj_onnx_model {
     tj_variable **ivars; /* per initializer, with initializers_as_variables */
     const ox_op **ops;   /* per node: its converter */
     tj_function *fn;
+    bind generic;      /* the body of fn: no values fixed */
+    uint8_t *is_value; /* per input: read as values by some node (a shape, axes) */
+    int n_values;
+    struct spec *specs; /* functions specialized on those values (tj_onnx_call), newest first */
+    int n_specs;
 };
+
+/* A function of the model specialized on the values of its value inputs. */
+typedef struct spec {
+    struct spec *next;
+    uint64_t key;
+    bind b;
+    tj_function *fn;
+} spec;
+enum { MAX_SPECS = 16 };
 #define OX_MAGIC 0x6f6e6e78u
 
 /* ---- errors and attributes --------------------------------------------------------------------
@@ -273,12 +294,13 @@ static int env_put(env *e, const char *name, tj_tensor *v) {
 /* The traced body: args are the graph's non-initializer inputs. Tensors made here belong to
  * the trace's scope. */
 static tj_tensor *body(int nargs, tj_tensor *const *args, void *user) {
-    const tj_onnx_model *m = user;
+    const bind *bd = user;
+    const tj_onnx_model *m = bd->m;
     const Onnx__GraphProto *g = m->g;
     env e = {0};
     tj_status st = TJ_OK;
     for (int k = 0; k < m->n_in && !st; k++)
-        if (env_put(&e, m->in[k].name, args[k]))
+        if (env_put(&e, m->in[k].name, bd->fixed && bd->fixed[k] ? bd->fixed[k] : args[k]))
             st = tj_set_error(TJ_ERR_OOM, "onnx: out of memory");
     for (size_t k = 0; k < g->n_initializer && !st; k++) {
         tj_tensor *v = m->ivars ? tj_variable_read(m->ivars[k]) : m->inits[k];
@@ -474,7 +496,9 @@ static tj_status load(tj_onnx_model *m, const void *data, size_t size) {
         char what[512];
         snprintf(what, sizeof what, "%s: initializer '%s'", m->path,
                  g->initializer[k]->name ? g->initializer[k]->name : "");
-        m->inits[k] = ox_tensor(g->initializer[k], what);
+        tj_scope_begin(); /* the model keeps its own reference, whatever scope the caller has */
+        m->inits[k] = tj_retain(ox_tensor(g->initializer[k], what));
+        tj_scope_end();
         if (tj_status_of(m->inits[k]))
             st = tj_set_error(tj_status_of(m->inits[k]), "%s", tj_error_message(m->inits[k]));
     }
@@ -488,9 +512,19 @@ static tj_status load(tj_onnx_model *m, const void *data, size_t size) {
     }
     if (!st)
         st = check_graph(m);
+    if (!st && !(m->is_value = calloc((size_t)m->n_in + 1, 1)))
+        st = tj_set_error(TJ_ERR_OOM, "onnx: out of memory");
+    for (size_t i = 0; i < g->n_node && !st; i++) /* inputs some node reads as values */
+        for (size_t k = 0; k < g->node[i]->n_input && k < 32; k++)
+            for (int j = 0; (m->ops[i]->values >> k) & 1 && j < m->n_in; j++)
+                if (!strcmp(g->node[i]->input[k], m->in[j].name) && !m->is_value[j]) {
+                    m->is_value[j] = 1;
+                    m->n_values++;
+                }
     if (!st) {
         const char *name = g->name && *g->name ? g->name : "onnx_model";
-        if (!(m->fn = tj_function_new_body(name, body, m->n_in, m, NULL)))
+        m->generic.m = m;
+        if (!(m->fn = tj_function_new_body(name, body, m->n_in, &m->generic, NULL)))
             st = tj_set_error(TJ_ERR_INVALID, "onnx: %s: %s", m->path, tj_last_error());
     }
     return st;
@@ -537,10 +571,23 @@ tj_onnx_model *tj_onnx_load(const char *path, const tj_onnx_options *opts) {
     return m;
 }
 
+static void spec_free(spec *s, int n_in) {
+    tj_function_free(s->fn);
+    for (int k = 0; k < n_in; k++)
+        tj_release(s->b.fixed[k]);
+    free(s->b.fixed);
+    free(s);
+}
+
 void tj_onnx_free(tj_onnx_model *m) {
     if (!m || m->magic != OX_MAGIC)
         return;
     tj_function_free(m->fn);
+    for (spec *s = m->specs, *nx; s; s = nx) {
+        nx = s->next;
+        spec_free(s, m->n_in);
+    }
+    free(m->is_value);
     for (size_t k = 0; m->g && k < m->g->n_initializer; k++) {
         if (m->ivars)
             tj_variable_free(m->ivars[k]);
@@ -557,6 +604,93 @@ void tj_onnx_free(tj_onnx_model *m) {
     free(m->path);
     m->magic = 0;
     free(m);
+}
+
+/* ---- calling ----------------------------------------------------------------------------------
+ */
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* Whether s is specialized on exactly the values of args. */
+static int spec_matches(const tj_onnx_model *m, const spec *s, tj_tensor *const *args) {
+    for (int k = 0; k < m->n_in; k++) {
+        if (!m->is_value[k])
+            continue;
+        const tj_tensor *a = args[k], *b = s->b.fixed[k];
+        size_t bytes = (size_t)tj_tensor_numel(a) * tj_dtype_size(tj_tensor_dtype(a));
+        if (tj_tensor_dtype(a) != tj_tensor_dtype(b) || tj_tensor_rank(a) != tj_tensor_rank(b) ||
+            tj_tensor_numel(a) != tj_tensor_numel(b) ||
+            memcmp(tj_tensor_dims(a), tj_tensor_dims(b), (size_t)tj_tensor_rank(a) * 8) ||
+            (bytes && memcmp(tj_tensor_data(a), tj_tensor_data(b), bytes)))
+            return 0;
+    }
+    return 1;
+}
+
+tj_tensor *tj_onnx_call(tj_onnx_model *m, int nargs, tj_tensor *const *args) {
+    if (!m || m->magic != OX_MAGIC)
+        return tj_error_new(TJ_ERR_INVALID, "onnx: call: not a live model");
+    if (nargs != m->n_in || (nargs && !args))
+        return tj_error_new(TJ_ERR_SIGNATURE, "onnx: call: %s takes %d inputs, %d given", m->path,
+                            m->n_in, nargs);
+    if (!m->n_values)
+        return tj_call(m->fn, nargs, args);
+    uint64_t key = 0xcbf29ce484222325ull;
+    for (int k = 0; k < m->n_in; k++) {
+        if (!m->is_value[k])
+            continue;
+        if (!args[k] || tj_status_of(args[k]) || tj_tensor_is_symbolic(args[k]))
+            return tj_error_new(TJ_ERR_INVALID,
+                                "onnx: call: input %d '%s' gives a shape or axes: it must be a "
+                                "concrete tensor",
+                                k, m->in[k].name);
+        tj_dtype dt = tj_tensor_dtype(args[k]);
+        key = fnv(key, &dt, sizeof dt);
+        key = fnv(key, tj_tensor_dims(args[k]), (size_t)tj_tensor_rank(args[k]) * 8);
+        key =
+            fnv(key, tj_tensor_data(args[k]), (size_t)tj_tensor_numel(args[k]) * tj_dtype_size(dt));
+    }
+    spec **pp = &m->specs, *s = NULL;
+    for (int i = 0; *pp; pp = &(*pp)->next, i++)
+        if ((*pp)->key == key && spec_matches(m, *pp, args)) {
+            s = *pp;
+            *pp = s->next; /* to the front */
+            break;
+        }
+    if (!s) { /* a new specialization, as tf.function retraces on a new Python value */
+        if (!(s = calloc(1, sizeof *s)) ||
+            !(s->b.fixed = calloc((size_t)m->n_in, sizeof(tj_tensor *)))) {
+            free(s);
+            return tj_error_new(TJ_ERR_OOM, "onnx: out of memory");
+        }
+        s->key = key;
+        s->b.m = m;
+        for (int k = 0; k < m->n_in; k++)
+            if (m->is_value[k])
+                s->b.fixed[k] = tj_retain(args[k]); /* unscoped: ours */
+        const char *name = m->g->name && *m->g->name ? m->g->name : "onnx_model";
+        if (!(s->fn = tj_function_new_body(name, body, m->n_in, &s->b, NULL))) {
+            tj_tensor *err = tj_error_new(TJ_ERR_INVALID, "onnx: %s", tj_last_error());
+            spec_free(s, m->n_in);
+            return err;
+        }
+        m->n_specs++;
+    }
+    s->next = m->specs;
+    m->specs = s;
+    if (m->n_specs > MAX_SPECS) { /* the least recently used one goes */
+        spec *p = m->specs;
+        while (p->next && p->next->next)
+            p = p->next;
+        spec_free(p->next, m->n_in);
+        p->next = NULL;
+        m->n_specs--;
+    }
+    return tj_call(s->fn, nargs, args);
 }
 
 /* ---- accessors --------------------------------------------------------------------------------

@@ -70,7 +70,8 @@ CONV(c_eye_like) {
     tj_tensor *x = in[0];
     if (tj_tensor_rank(x) != 2)
         return ox_fail(n, TJ_ERR_SHAPE, "rank %d (needs 2)", tj_tensor_rank(x));
-    int dt = ox_attr(n, "dtype") ? ox_dtype((int32_t)ox_attr_i(n, "dtype", 1)) : (int)tj_tensor_dtype(x);
+    int dt =
+        ox_attr(n, "dtype") ? ox_dtype((int32_t)ox_attr_i(n, "dtype", 1)) : (int)tj_tensor_dtype(x);
     if (dt < 0)
         return ox_fail(n, TJ_ERR_UNSUPPORTED, "dtype %lld", (long long)ox_attr_i(n, "dtype", 0));
     tj_tensor *m = diag_mask(tj_tensor_dims(x)[0], tj_tensor_dims(x)[1], ox_attr_i(n, "k", 0), 0);
@@ -135,8 +136,10 @@ CONV(c_cumsum) {
     tj_tensor *t = rev ? (excl ? tj_greater(i, j) : tj_greater_equal(i, j))
                        : (excl ? tj_less(i, j) : tj_less_equal(i, j));
     tj_tensor *xl = move_axis(x, axis, rank - 1);
+    if (rank == 1) /* a product needs a row */
+        xl = tj_expand_dims(xl, 0);
     tj_tensor *y = tj_matmul(xl, tj_cast(t, tj_tensor_dtype(x)));
-    return one(out, move_axis(y, rank - 1, axis));
+    return one(out, rank == 1 ? tj_squeeze(y, 1, (int[]){0}) : move_axis(y, rank - 1, axis));
 }
 
 /* DepthToSpace (DCR or CRD) and SpaceToDepth: reshape, transpose, reshape. */
@@ -513,28 +516,28 @@ CONV(c_atanh) {
 }
 
 const ox_op ox_ops_nn[] = {
-    {"Acosh", c_acosh, 1, 1, 9},
-    {"Asinh", c_asinh, 1, 1, 9},
-    {"Atanh", c_atanh, 1, 1, 9},
-    {"AveragePool", c_average_pool, 1, 1, 1},
-    {"BatchNormalization", c_batch_norm, 5, 5, 1},
-    {"CastLike", c_cast_like, 2, 2, 15},
-    {"Conv", c_conv, 2, 3, 1},
-    {"CumSum", c_cumsum, 2, 2, 11},
-    {"DepthToSpace", c_depth_to_space, 1, 1, 1},
-    {"EyeLike", c_eye_like, 1, 1, 9},
-    {"GlobalAveragePool", c_global_average_pool, 1, 1, 1},
-    {"GlobalMaxPool", c_global_max_pool, 1, 1, 1},
-    {"Hardmax", c_hardmax, 1, 1, 1},
-    {"InstanceNormalization", c_instance_norm, 3, 3, 1},
-    {"LayerNormalization", c_layer_norm, 2, 3, 17},
-    {"MaxPool", c_max_pool, 1, 1, 1},
-    {"NegativeLogLikelihoodLoss", c_nll_loss, 2, 3, 12},
-    {"OneHot", c_one_hot, 3, 3, 9},
-    {"Pad", c_pad, 1, 4, 1},
-    {"Shrink", c_shrink, 1, 1, 9},
-    {"SoftmaxCrossEntropyLoss", c_softmax_ce_loss, 2, 3, 12},
-    {"SpaceToDepth", c_space_to_depth, 1, 1, 1},
-    {"Trilu", c_trilu, 1, 2, 14},
-    {NULL, NULL, 0, 0, 0},
+    {"Acosh", c_acosh, 1, 1, 9, 0},
+    {"Asinh", c_asinh, 1, 1, 9, 0},
+    {"Atanh", c_atanh, 1, 1, 9, 0},
+    {"AveragePool", c_average_pool, 1, 1, 1, 0},
+    {"BatchNormalization", c_batch_norm, 5, 5, 1, 0},
+    {"CastLike", c_cast_like, 2, 2, 15, 0},
+    {"Conv", c_conv, 2, 3, 1, 0},
+    {"CumSum", c_cumsum, 2, 2, 11, 0x2},
+    {"DepthToSpace", c_depth_to_space, 1, 1, 1, 0},
+    {"EyeLike", c_eye_like, 1, 1, 9, 0},
+    {"GlobalAveragePool", c_global_average_pool, 1, 1, 1, 0},
+    {"GlobalMaxPool", c_global_max_pool, 1, 1, 1, 0},
+    {"Hardmax", c_hardmax, 1, 1, 1, 0},
+    {"InstanceNormalization", c_instance_norm, 3, 3, 1, 0},
+    {"LayerNormalization", c_layer_norm, 2, 3, 17, 0},
+    {"MaxPool", c_max_pool, 1, 1, 1, 0},
+    {"NegativeLogLikelihoodLoss", c_nll_loss, 2, 3, 12, 0},
+    {"OneHot", c_one_hot, 3, 3, 9, 0x6},
+    {"Pad", c_pad, 1, 4, 1, 0x6},
+    {"Shrink", c_shrink, 1, 1, 9, 0},
+    {"SoftmaxCrossEntropyLoss", c_softmax_ce_loss, 2, 3, 12, 0},
+    {"SpaceToDepth", c_space_to_depth, 1, 1, 1, 0},
+    {"Trilu", c_trilu, 1, 2, 14, 0x2},
+    {NULL, NULL, 0, 0, 0, 0},
 };

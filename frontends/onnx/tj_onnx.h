@@ -35,8 +35,15 @@ TJ_API tj_onnx_model *tj_onnx_load_bytes(const void *data, size_t size, const ch
 TJ_API void tj_onnx_free(tj_onnx_model *m);
 
 /* The imported function (borrowed): its arguments are the graph's inputs that are not
- * initializers, in order; its result is the one output, or a tuple of the outputs. */
+ * initializers, in order; its result is the one output, or a tuple of the outputs. Inputs that
+ * some node reads as values (a Reshape's shape, a Slice's starts, axes) cannot be traced
+ * symbolically: with such inputs call the model through tj_onnx_call. */
 TJ_API tj_function *tj_onnx_function(tj_onnx_model *m);
+/* Runs the model on args (borrowed; a new reference: the output, a tuple, or an error tensor).
+ * Inputs read as values are specialized on: each new set of their values traces and compiles a
+ * function of its own, as tf.function retraces on a new Python value (the 16 most recently used
+ * are kept); other inputs retrace only on a new dtype or shape. */
+TJ_API tj_tensor *tj_onnx_call(tj_onnx_model *m, int nargs, tj_tensor *const *args);
 TJ_API int tj_onnx_n_inputs(const tj_onnx_model *m);
 TJ_API int tj_onnx_n_outputs(const tj_onnx_model *m);
 /* Input / output k: its name, and its declared type in *spec (dtype; rank; dims, -1 for a

@@ -79,9 +79,8 @@ int main(int argc, char **argv) {
             rc = 1;
         }
     }
-    tj_function *f = tj_onnx_function(m);
     double t0 = now_ms();
-    tj_tensor *r = rc ? NULL : tj_call(f, n, args);
+    tj_tensor *r = rc ? NULL : tj_onnx_call(m, n, args);
     double first_ms = now_ms() - t0;
     if (r && tj_status_of(r)) {
         fprintf(stderr, "tj_onnx: %s\n", tj_error_message(r));
@@ -98,7 +97,7 @@ int main(int argc, char **argv) {
         double *v = calloc((size_t)reps, sizeof *v);
         for (int i = 0; i < reps; i++) {
             double a = now_ms();
-            tj_release(tj_call(f, n, args));
+            tj_release(tj_onnx_call(m, n, args));
             v[i] = now_ms() - a;
         }
         qsort(v, (size_t)reps, sizeof *v, cmp_d);

@@ -275,7 +275,6 @@ static void run_test(const char *dir, result *r) {
         snprintf(r->why, sizeof r->why, "%s", tail ? tail + 6 : e);
         return;
     }
-    tj_function *f = tj_onnx_function(m);
     r->status = 0;
     for (int set = 0; !r->status; set++) {
         char sd[1400];
@@ -307,7 +306,7 @@ static void run_test(const char *dir, result *r) {
             snprintf(r->why, sizeof r->why, "%d inputs given for %d (optional inputs)", ni,
                      tj_onnx_n_inputs(m));
         }
-        tj_tensor *got = r->status ? NULL : tj_call(f, ni, in);
+        tj_tensor *got = r->status ? NULL : tj_onnx_call(m, ni, in);
         if (got && tj_status_of(got)) {
             const char *e = tj_error_message(got), *tail = strstr(e, "onnx: ");
             /* the importer refusing something at trace time is "unsupported", not wrong */
