@@ -54,11 +54,14 @@ int64_t ox_host_ints(const ox_node *n, const tj_tensor *t, const char *what, int
 
 /* A tensor from a TensorProto; an error tensor naming `what` when it cannot be read. */
 tj_tensor *ox_tensor(const Onnx__TensorProto *p, const char *what);
-/* tracejit's dtype for an ONNX element type, or -1. */
+/* tracejit's dtype for an ONNX element type, or -1; the type's name ("uint8"). */
 int ox_dtype(int32_t onnx_type);
+const char *ox_type_name(int32_t onnx_type);
+/* A whole file (malloc'd, *size bytes), or NULL with the error set naming it. */
+unsigned char *ox_read_file(const char *path, size_t *size);
 
-/* The op tables (ops.c, ops_shape.c, ops_nn.c), each ended by a NULL name. */
-extern const ox_op ox_ops_math[], ox_ops_shape[], ox_ops_nn[];
+/* The op tables (ops.c, ops_shape.c, ops_nn.c, ops_conv.c), each ended by a NULL name. */
+extern const ox_op ox_ops_math[], ox_ops_shape[], ox_ops_nn[], ox_ops_conv[];
 
 /* ---- shared by the converters ---------------------------------------------------------------- */
 #define CONV(name)                                                                                 \

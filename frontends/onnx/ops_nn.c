@@ -1,4 +1,4 @@
-/* ops_nn.c — ONNX's neural-network ops as tracejit ops: convolution and pooling (1-D and 2-D),
+/* ops_nn.c — ONNX's neural-network ops as tracejit ops (ops_conv.c: convolution, pooling, Pad):
  * normalizations (BatchNormalization in inference, LayerNormalization, InstanceNormalization),
  * global pooling, losses (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss), Pad (constant),
  * and matrix helpers (Trilu, EyeLike, Hardmax, OneHot, CumSum, DepthToSpace, SpaceToDepth).
@@ -174,203 +174,32 @@ CONV(c_space_to_depth) {
     return one(out, tj_reshape(tj_transpose(tj_reshape(x, 6, s), p), 4, o));
 }
 
-/* ---- padding -----------------------------------------------------------------------------------
- */
-/* x padded on axis a with lo / hi elements of value v (negative: cropped). */
-static tj_tensor *pad_axis(tj_tensor *x, int a, int64_t lo, int64_t hi, tj_tensor *v) {
-    int rank = tj_tensor_rank(x);
-    if (lo < 0 || hi < 0) {
-        int64_t b[TJ_MAX_RANK] = {0}, e[TJ_MAX_RANK];
-        for (int d = 0; d < rank; d++)
-            e[d] = tj_tensor_dims(x)[d];
-        b[a] = lo < 0 ? -lo : 0;
-        e[a] = hi < 0 ? e[a] + hi : e[a];
-        x = tj_slice(x, b, e, NULL);
-        lo = lo < 0 ? 0 : lo, hi = hi < 0 ? 0 : hi;
+/* GatherElements: out[..., j, ...] = data[..., indices[..., j, ...], ...] along axis, as a select
+ * over the axis (indices compared with every position) summed away. */
+CONV(c_gather_elements) {
+    tj_tensor *data = in[0], *idx = in[1];
+    int rank = tj_tensor_rank(data), axis = axis_of(ox_attr_i(n, "axis", 0), rank);
+    if (axis < 0 || tj_tensor_rank(idx) != rank)
+        return ox_fail(n, TJ_ERR_SHAPE, "axis or indices' rank does not fit data of rank %d", rank);
+    int64_t b[TJ_MAX_RANK] = {0}, e[TJ_MAX_RANK];
+    for (int d = 0; d < rank; d++) {
+        e[d] = d == axis ? tj_tensor_dims(data)[d] : tj_tensor_dims(idx)[d];
+        if (e[d] > tj_tensor_dims(data)[d])
+            return ox_fail(n, TJ_ERR_SHAPE, "indices dim %d is larger than data's", d);
     }
-    if (!lo && !hi)
-        return x;
-    tj_tensor *parts[3];
-    int np = 0;
-    int64_t d[TJ_MAX_RANK];
-    memcpy(d, tj_tensor_dims(x), (size_t)rank * sizeof *d);
-    if (lo)
-        d[a] = lo, parts[np++] = tj_fill(rank, d, v);
-    parts[np++] = x;
-    if (hi)
-        d[a] = hi, parts[np++] = tj_fill(rank, d, v);
-    return tj_concat(np, parts, a);
-}
-
-CONV(c_pad) {
-    tj_tensor *x = in[0];
-    int rank = tj_tensor_rank(x);
-    char mode[16];
-    if (strcmp(ox_attr_s(n, "mode", "constant", mode, sizeof mode), "constant"))
-        return ox_fail(n, TJ_ERR_UNSUPPORTED, "mode '%s' (only constant)", mode);
-    int64_t *p = NULL, cnt;
-    tj_tensor *v = like(x, 0);
-    if (n->opset < 11) {
-        const int64_t *a;
-        cnt = (int64_t)ox_attr_ints(n, "pads", &a);
-        p = malloc(((size_t)cnt + 1) * sizeof *p);
-        if (cnt)
-            memcpy(p, a, (size_t)cnt * sizeof *p);
-        v = like(x, ox_attr_f(n, "value", 0));
-    } else {
-        if ((cnt = ox_host_ints(n, in[1], "pads", &p)) < 0)
-            return TJ_ERR_UNSUPPORTED;
-        if (n_in > 2 && in[2])
-            v = tj_reshape(in[2], 0, NULL);
-        if (n_in > 3 && in[3]) {
-            free(p);
-            return ox_fail(n, TJ_ERR_UNSUPPORTED, "the axes input (opset 18)");
-        }
-    }
-    if (cnt != 2 * rank) {
-        free(p);
-        return ox_fail(n, TJ_ERR_SHAPE, "%lld pads for rank %d", (long long)cnt, rank);
-    }
-    for (int d = 0; d < rank; d++)
-        x = pad_axis(x, d, p[d], p[d + rank], v);
-    free(p);
-    return one(out, tj_add(x, like(x, 0)));
-}
-
-/* ---- convolution and pooling ---------------------------------------------------------------- */
-typedef struct window {
-    int spatial; /* 1 or 2 */
-    int64_t k[2], s[2], d[2];
-    int64_t pad[4]; /* top, left, bottom, right */
-    int same;       /* SAME_UPPER / SAME_LOWER: pads computed here */
-} window;
-
-/* The window attributes of a conv or pool over x's spatial dims (k from the filter when given). */
-static tj_status window_of(const ox_node *n, tj_tensor *x, const int64_t *kdims, window *w) {
-    int sp = tj_tensor_rank(x) - 2;
-    if (sp != 1 && sp != 2)
-        return ox_fail(n, TJ_ERR_UNSUPPORTED, "%d spatial dims (1 or 2 are supported)", sp);
-    memset(w, 0, sizeof *w);
-    w->spatial = sp;
-    const int64_t *a;
-    size_t na = ox_attr_ints(n, "kernel_shape", &a);
-    for (int i = 0; i < sp; i++) {
-        w->k[i] = na == (size_t)sp ? a[i] : kdims ? kdims[i] : 0;
-        w->s[i] = 1, w->d[i] = 1;
-    }
-    if (!w->k[0])
-        return ox_fail(n, TJ_ERR_INVALID, "no kernel_shape");
-    if ((na = ox_attr_ints(n, "strides", &a)) == (size_t)sp)
-        for (int i = 0; i < sp; i++)
-            w->s[i] = a[i];
-    if ((na = ox_attr_ints(n, "dilations", &a)) == (size_t)sp)
-        for (int i = 0; i < sp; i++)
-            w->d[i] = a[i];
-    if ((na = ox_attr_ints(n, "pads", &a)) == (size_t)(2 * sp))
-        for (int i = 0; i < sp; i++)
-            w->pad[i] = a[i], w->pad[2 + i] = a[sp + i];
-    char ap[16];
-    ox_attr_s(n, "auto_pad", "NOTSET", ap, sizeof ap);
-    if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
-        for (int i = 0; i < sp; i++) {
-            int64_t in_d = tj_tensor_dims(x)[2 + i], out_d = (in_d + w->s[i] - 1) / w->s[i];
-            int64_t need = (out_d - 1) * w->s[i] + (w->k[i] - 1) * w->d[i] + 1 - in_d;
-            need = need < 0 ? 0 : need;
-            int64_t small = need / 2, big = need - small;
-            w->pad[i] = ap[5] == 'U' ? small : big;
-            w->pad[2 + i] = ap[5] == 'U' ? big : small;
-        }
-    } else if (!strcmp(ap, "VALID")) {
-        memset(w->pad, 0, sizeof w->pad);
-    }
-    if (ox_attr_i(n, "ceil_mode", 0))
-        for (int i = 0; i < sp; i++) { /* the last partial window: extra padding at the end */
-            int64_t in_d = tj_tensor_dims(x)[2 + i] + w->pad[i] + w->pad[2 + i];
-            int64_t span = (w->k[i] - 1) * w->d[i] + 1, rem = (in_d - span) % w->s[i];
-            if (rem)
-                w->pad[2 + i] += w->s[i] - rem;
-        }
-    return TJ_OK;
-}
-
-/* NCHW (or NCL) to NHWC with the window's padding of value v; 1-D gets H = 1. */
-static tj_tensor *to_nhwc(tj_tensor *x, const window *w, tj_tensor *v) {
-    if (w->spatial == 1) {
-        const int64_t *d = tj_tensor_dims(x);
-        int64_t r[4] = {d[0], d[1], 1, d[2]};
-        x = tj_reshape(x, 4, r);
-    }
-    x = tj_transpose(x, (int[]){0, 2, 3, 1});
-    int sp = w->spatial;
-    if (sp == 2)
-        x = pad_axis(x, 1, w->pad[0], w->pad[2], v);
-    return pad_axis(x, 2, w->pad[sp == 2 ? 1 : 0], w->pad[sp == 2 ? 3 : 2], v);
-}
-
-static tj_tensor *from_nhwc(tj_tensor *y, const window *w) {
-    y = tj_transpose(y, (int[]){0, 3, 1, 2});
-    if (w->spatial == 1) {
-        const int64_t *d = tj_tensor_dims(y);
-        int64_t r[3] = {d[0], d[1], d[3]};
-        y = tj_reshape(y, 3, r);
-    }
-    return y;
-}
-
-CONV(c_conv) {
-    tj_tensor *x = in[0], *f = in[1];
-    if (ox_attr_i(n, "group", 1) != 1)
-        return ox_fail(n, TJ_ERR_UNSUPPORTED, "group=%lld (grouped convolutions)",
-                       (long long)ox_attr_i(n, "group", 1));
-    window w;
-    tj_status st = window_of(n, x, tj_tensor_rank(f) >= 3 ? tj_tensor_dims(f) + 2 : NULL, &w);
-    if (st)
-        return st;
-    if (w.spatial == 1) { /* [M, C, k] -> [M, C, 1, k] */
-        const int64_t *d = tj_tensor_dims(f);
-        int64_t r[4] = {d[0], d[1], 1, d[2]};
-        f = tj_reshape(f, 4, r);
-    }
-    tj_tensor *xh = to_nhwc(x, &w, like(x, 0));
-    tj_tensor *fh = tj_transpose(f, (int[]){2, 3, 1, 0}); /* OIHW -> HWIO */
-    int sp = w.spatial;
-    int strides[2] = {sp == 2 ? (int)w.s[0] : 1, (int)w.s[sp - 1]};
-    int dil[2] = {sp == 2 ? (int)w.d[0] : 1, (int)w.d[sp - 1]};
-    tj_tensor *y = tj_conv2d(xh, fh, strides, TJ_PAD_VALID, dil);
-    if (n_in > 2 && in[2])
-        y = tj_bias_add(y, in[2]);
-    return one(out, from_nhwc(y, &w));
-}
-
-static tj_status pool(const ox_node *n, tj_tensor *x, tj_tensor **out, int is_max, int n_out) {
-    window w;
-    tj_status st = window_of(n, x, NULL, &w);
-    if (st)
-        return st;
-    if (n_out > 1)
-        return ox_fail(n, TJ_ERR_UNSUPPORTED, "the Indices output");
-    if (w.d[0] != 1 || w.d[w.spatial - 1] != 1)
-        return ox_fail(n, TJ_ERR_UNSUPPORTED, "dilated pooling");
-    int sp = w.spatial;
-    int k[2] = {sp == 2 ? (int)w.k[0] : 1, (int)w.k[sp - 1]};
-    int s[2] = {sp == 2 ? (int)w.s[0] : 1, (int)w.s[sp - 1]};
-    if (is_max)
-        return one(
-            out,
-            from_nhwc(tj_max_pool2d(to_nhwc(x, &w, like(x, -INFINITY)), k, s, TJ_PAD_VALID), &w));
-    tj_tensor *sum = tj_avg_pool2d(to_nhwc(x, &w, like(x, 0)), k, s, TJ_PAD_VALID);
-    if (!ox_attr_i(n, "count_include_pad", 0)) { /* divide by the real elements in each window */
-        tj_tensor *ones = tj_ones(tj_tensor_dtype(x), tj_tensor_rank(x), tj_tensor_dims(x));
-        tj_tensor *cnt = tj_avg_pool2d(to_nhwc(ones, &w, like(x, 0)), k, s, TJ_PAD_VALID);
-        sum = tj_div(sum, cnt);
-    }
-    return one(out, from_nhwc(sum, &w));
-}
-CONV(c_max_pool) {
-    return pool(n, in[0], out, 1, n_out);
-}
-CONV(c_average_pool) {
-    return pool(n, in[0], out, 0, n_out);
+    int64_t len = tj_tensor_dims(data)[axis];
+    tj_tensor *dl = move_axis(tj_slice(data, b, e, NULL), axis, rank - 1);
+    tj_tensor *il = move_axis(tj_cast(idx, TJ_I64), axis, rank - 1);
+    il = tj_where(tj_less(il, tj_scalar_i64(0)), tj_add(il, tj_scalar_i64(len)), il);
+    tj_tensor *hit = tj_equal(tj_expand_dims(il, rank), tj_range(TJ_I64, 0, (double)len, 1));
+    int is_bool = tj_tensor_dtype(data) == TJ_BOOL;
+    if (is_bool)
+        dl = tj_cast(dl, TJ_I32);
+    tj_tensor *r =
+        tj_sum(tj_where(hit, tj_expand_dims(dl, rank - 1), like(dl, 0)), 1, (int[]){rank}, 0);
+    if (is_bool)
+        r = tj_cast(r, TJ_BOOL);
+    return one(out, move_axis(r, rank - 1, axis));
 }
 
 /* the spatial axes 2.. of x, for global pooling and instance normalization */
@@ -519,22 +348,19 @@ const ox_op ox_ops_nn[] = {
     {"Acosh", c_acosh, 1, 1, 9, 0},
     {"Asinh", c_asinh, 1, 1, 9, 0},
     {"Atanh", c_atanh, 1, 1, 9, 0},
-    {"AveragePool", c_average_pool, 1, 1, 1, 0},
     {"BatchNormalization", c_batch_norm, 5, 5, 1, 0},
     {"CastLike", c_cast_like, 2, 2, 15, 0},
-    {"Conv", c_conv, 2, 3, 1, 0},
     {"CumSum", c_cumsum, 2, 2, 11, 0x2},
     {"DepthToSpace", c_depth_to_space, 1, 1, 1, 0},
     {"EyeLike", c_eye_like, 1, 1, 9, 0},
+    {"GatherElements", c_gather_elements, 2, 2, 11, 0},
     {"GlobalAveragePool", c_global_average_pool, 1, 1, 1, 0},
     {"GlobalMaxPool", c_global_max_pool, 1, 1, 1, 0},
     {"Hardmax", c_hardmax, 1, 1, 1, 0},
     {"InstanceNormalization", c_instance_norm, 3, 3, 1, 0},
     {"LayerNormalization", c_layer_norm, 2, 3, 17, 0},
-    {"MaxPool", c_max_pool, 1, 1, 1, 0},
     {"NegativeLogLikelihoodLoss", c_nll_loss, 2, 3, 12, 0},
     {"OneHot", c_one_hot, 3, 3, 9, 0x6},
-    {"Pad", c_pad, 1, 4, 1, 0x6},
     {"Shrink", c_shrink, 1, 1, 9, 0},
     {"SoftmaxCrossEntropyLoss", c_softmax_ce_loss, 2, 3, 12, 0},
     {"SpaceToDepth", c_space_to_depth, 1, 1, 1, 0},

@@ -1,0 +1,140 @@
+/* tensor.c — ONNX tensors: TensorProto to tj_tensor (data in raw_data or in the typed fields,
+ * every size checked against the dims), element types, and reading files. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+enum { MAX_FILE = 1 << 30 };
+
+/* ---- tensors ----------------------------------------------------------------------------------
+ */
+int ox_dtype(int32_t t) {
+    switch (t) {
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT:
+        return TJ_F32;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE:
+        return TJ_F64;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT32:
+        return TJ_I32;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64:
+        return TJ_I64;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL:
+        return TJ_BOOL;
+    default:
+        return -1;
+    }
+}
+
+const char *ox_type_name(int32_t t) {
+    static const char *names[] = {"undefined",  "float",   "uint8",  "int8",   "uint16",
+                                  "int16",      "int32",   "int64",  "string", "bool",
+                                  "float16",    "double",  "uint32", "uint64", "complex64",
+                                  "complex128", "bfloat16"};
+    return t >= 0 && t < (int32_t)(sizeof names / sizeof *names) ? names[t] : "unknown";
+}
+
+tj_tensor *ox_tensor(const Onnx__TensorProto *p, const char *what) {
+    int dt = ox_dtype(p->data_type);
+    if (dt < 0)
+        return tj_error_new(TJ_ERR_UNSUPPORTED, "onnx: %s: element type %s (%d) is not supported",
+                            what, ox_type_name(p->data_type), p->data_type);
+    if (p->n_dims > TJ_MAX_RANK)
+        return tj_error_new(TJ_ERR_UNSUPPORTED, "onnx: %s: rank %zu is over %d", what, p->n_dims,
+                            TJ_MAX_RANK);
+    if (p->has_data_location && p->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
+        return tj_error_new(TJ_ERR_UNSUPPORTED, "onnx: %s: data in an external file", what);
+    int64_t numel = 1;
+    for (size_t d = 0; d < p->n_dims; d++) {
+        if (p->dims[d] < 0 || (p->dims[d] && numel > ((int64_t)1 << 40) / p->dims[d]))
+            return tj_error_new(TJ_ERR_CORRUPT, "onnx: %s: dim %zu is %lld", what, d,
+                                (long long)p->dims[d]);
+        numel *= p->dims[d];
+    }
+    size_t es = tj_dtype_size((tj_dtype)dt), bytes = (size_t)numel * es;
+    void *buf = malloc(bytes ? bytes : 1);
+    if (!buf)
+        return tj_error_new(TJ_ERR_OOM, "onnx: %s: out of memory", what);
+    size_t have = 0;
+    if (p->has_raw_data) {
+        have = p->raw_data.len / es;
+        if (p->raw_data.len == bytes && bytes)
+            memcpy(buf, p->raw_data.data, bytes);
+    } else if (dt == TJ_F32) {
+        have = p->n_float_data;
+        if (have == (size_t)numel && bytes)
+            memcpy(buf, p->float_data, bytes);
+    } else if (dt == TJ_F64) {
+        have = p->n_double_data;
+        if (have == (size_t)numel && bytes)
+            memcpy(buf, p->double_data, bytes);
+    } else if (dt == TJ_I64) {
+        have = p->n_int64_data;
+        if (have == (size_t)numel && bytes)
+            memcpy(buf, p->int64_data, bytes);
+    } else { /* int32 and bool live in int32_data */
+        have = p->n_int32_data;
+        for (size_t i = 0; have == (size_t)numel && i < have; i++) {
+            if (dt == TJ_I32)
+                ((int32_t *)buf)[i] = p->int32_data[i];
+            else
+                ((uint8_t *)buf)[i] = p->int32_data[i] != 0;
+        }
+    }
+    if (have != (size_t)numel || (p->has_raw_data && p->raw_data.len != bytes)) {
+        free(buf);
+        return tj_error_new(TJ_ERR_CORRUPT, "onnx: %s: %lld elements expected, the data holds %zu",
+                            what, (long long)numel, have);
+    }
+    int64_t dims[TJ_MAX_RANK];
+    for (size_t d = 0; d < p->n_dims; d++)
+        dims[d] = p->dims[d];
+    tj_tensor *t = tj_tensor_from_data((tj_dtype)dt, (int)p->n_dims, dims, buf);
+    free(buf);
+    return t;
+}
+
+unsigned char *ox_read_file(const char *path, size_t *size) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        tj_set_error(TJ_ERR_IO, "onnx: cannot open %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    unsigned char *p = NULL;
+    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (n < 0 || n > MAX_FILE || fseek(f, 0, SEEK_SET) != 0)
+        tj_set_error(TJ_ERR_IO, "onnx: cannot read %s (size %ld)", path, n);
+    else if (!(p = malloc((size_t)n + 1)))
+        tj_set_error(TJ_ERR_OOM, "onnx: out of memory reading %s", path);
+    else if (fread(p, 1, (size_t)n, f) != (size_t)n) {
+        tj_set_error(TJ_ERR_IO, "onnx: cannot read %s", path);
+        free(p);
+        p = NULL;
+    }
+    fclose(f);
+    *size = (size_t)n;
+    return p;
+}
+
+tj_tensor *tj_onnx_tensor_from_bytes(const void *data, size_t size, const char *name) {
+    Onnx__TensorProto *p = onnx__tensor_proto__unpack(NULL, size, data);
+    if (!p)
+        return tj_error_new(TJ_ERR_CORRUPT, "onnx: %s is not a serialized TensorProto",
+                            name ? name : "the tensor");
+    tj_tensor *t = ox_tensor(p, name ? name : "the tensor");
+    onnx__tensor_proto__free_unpacked(p, NULL);
+    return t;
+}
+
+tj_tensor *tj_onnx_read_tensor(const char *path) {
+    size_t size = 0;
+    unsigned char *p = path ? ox_read_file(path, &size) : NULL;
+    if (!p)
+        return tj_error_new(path ? TJ_ERR_IO : TJ_ERR_INVALID, "%s",
+                            path ? tj_last_error() : "onnx: the path is NULL");
+    tj_tensor *t = tj_onnx_tensor_from_bytes(p, size, path);
+    free(p);
+    return t;
+}
