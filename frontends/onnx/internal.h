@@ -6,6 +6,8 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "onnx.pb-c.h"
 #include "tj_onnx.h"
@@ -83,6 +85,14 @@ static inline int axis_of(int64_t a, int rank) {
     if (a < -rank || a >= rank)
         return -1;
     return (int)(a < 0 ? a + rank : a);
+}
+
+/* A malloc'd copy of a[0..n) (room for one more; NULL on OOM). */
+static inline int64_t *ox_dup_ints(const int64_t *a, int64_t n) {
+    int64_t *p = malloc(((size_t)(n > 0 ? n : 0) + 1) * sizeof *p);
+    if (p && n > 0)
+        memcpy(p, a, (size_t)n * sizeof *p);
+    return p;
 }
 
 #endif /* TJ_ONNX_INTERNAL_H */

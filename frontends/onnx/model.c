@@ -97,7 +97,8 @@ const char *ox_attr_s(const ox_node *n, const char *name, const char *dflt, char
     if (!a || !a->has_s)
         return dflt;
     size_t len = a->s.len < cap - 1 ? a->s.len : cap - 1;
-    memcpy(buf, a->s.data, len);
+    if (len)
+        memcpy(buf, a->s.data, len);
     buf[len] = 0;
     return buf;
 }
@@ -114,8 +115,24 @@ int64_t ox_host_ints(const ox_node *n, const tj_tensor *t, const char *what, int
     *v = malloc(((size_t)numel + 1) * sizeof **v);
     if (!*v)
         return tj_set_error(TJ_ERR_OOM, "onnx: out of memory"), -1;
-    for (int64_t i = 0; i < numel; i++)
-        (*v)[i] = (int64_t)tj_tensor_get_f64(t, i);
+    const void *data = tj_tensor_data(t);
+    for (int64_t i = 0; i < numel; i++) {
+        switch (tj_tensor_dtype(t)) {
+        case TJ_I64:
+            (*v)[i] = ((const int64_t *)data)[i];
+            break;
+        case TJ_I32:
+            (*v)[i] = ((const int32_t *)data)[i];
+            break;
+        case TJ_BOOL:
+            (*v)[i] = ((const uint8_t *)data)[i] != 0;
+            break;
+        default: { /* floats: clamped into int64's range (NaN: 0) */
+            double x = tj_tensor_get_f64(t, i);
+            (*v)[i] = x != x ? 0 : x >= 9.2e18 ? INT64_MAX : x <= -9.2e18 ? INT64_MIN : (int64_t)x;
+        }
+        }
+    }
     return numel;
 }
 
@@ -181,7 +198,10 @@ static tj_tensor *body(int nargs, tj_tensor *const *args, void *user) {
     for (size_t i = 0; i < g->n_node && !st; i++) {
         const Onnx__NodeProto *p = g->node[i];
         ox_node n = {p, (int)i, m->opset};
-        tj_tensor **in = p->n_input <= 16 ? stack_in : calloc(p->n_input, sizeof *in);
+        /* converters may look at optional inputs past the ones given: those read NULL */
+        tj_tensor **in = p->n_input <= 8 ? stack_in : calloc(p->n_input + 8, sizeof *in);
+        if (in == stack_in)
+            memset(stack_in, 0, sizeof stack_in);
         tj_tensor **out = p->n_output <= 16 ? stack_out : calloc(p->n_output, sizeof *out);
         if (!in || !out) {
             st = tj_set_error(TJ_ERR_OOM, "onnx: out of memory");

@@ -241,12 +241,15 @@ static int red_axes(const ox_node *n, int n_in, tj_tensor *const *in, int rank, 
     } else {
         cnt = (int64_t)ox_attr_ints(n, "axes", &av);
     }
+    if (cnt > TJ_MAX_RANK) {
+        free(v);
+        return ox_fail(n, TJ_ERR_SHAPE, "%lld axes", (long long)cnt), -1;
+    }
     for (int64_t k = 0; k < cnt; k++)
         if ((axes[k] = axis_of(av[k], rank)) < 0) {
+            long long bad = (long long)av[k];
             free(v);
-            return ox_fail(n, TJ_ERR_SHAPE, "axis %lld is out of range for rank %d",
-                           (long long)av[k], rank),
-                   -1;
+            return ox_fail(n, TJ_ERR_SHAPE, "axis %lld is out of range for rank %d", bad, rank), -1;
         }
     free(v);
     return (int)cnt;

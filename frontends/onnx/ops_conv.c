@@ -13,6 +13,8 @@
 /* x padded on axis a with lo / hi elements of value v (negative: cropped). */
 static tj_tensor *pad_axis(tj_tensor *x, int a, int64_t lo, int64_t hi, tj_tensor *v) {
     int rank = tj_tensor_rank(x);
+    if (tj_status_of(x) || a < 0 || a >= rank)
+        return x;
     if (lo < 0 || hi < 0) {
         int64_t b[TJ_MAX_RANK] = {0}, e[TJ_MAX_RANK];
         for (int d = 0; d < rank; d++)
@@ -40,6 +42,8 @@ static tj_tensor *pad_axis(tj_tensor *x, int a, int64_t lo, int64_t hi, tj_tenso
  * of the cnt elements next to it. */
 static tj_tensor *pad_part(tj_tensor *x, int a, int side, int64_t cnt, int reflect) {
     int rank = tj_tensor_rank(x);
+    if (tj_status_of(x) || a < 0 || a >= rank)
+        return x;
     int64_t len = tj_tensor_dims(x)[a], b[TJ_MAX_RANK], e[TJ_MAX_RANK], s[TJ_MAX_RANK];
     for (int d = 0; d < rank; d++)
         b[d] = 0, e[d] = tj_tensor_dims(x)[d], s[d] = 1;
@@ -81,9 +85,7 @@ CONV(c_pad) {
     if (n->opset < 11) {
         const int64_t *a;
         cnt = (int64_t)ox_attr_ints(n, "pads", &a);
-        p = malloc(((size_t)cnt + 1) * sizeof *p);
-        if (cnt)
-            memcpy(p, a, (size_t)cnt * sizeof *p);
+        p = ox_dup_ints(a, cnt);
         v = like(x, ox_attr_f(n, "value", 0));
     } else {
         if ((cnt = ox_host_ints(n, in[1], "pads", &p)) < 0)
@@ -134,8 +136,6 @@ static tj_status window_of(const ox_node *n, tj_tensor *x, const int64_t *kdims,
         w->k[i] = na == (size_t)sp ? a[i] : kdims ? kdims[i] : 0;
         w->s[i] = 1, w->d[i] = 1;
     }
-    if (!w->k[0])
-        return ox_fail(n, TJ_ERR_INVALID, "no kernel_shape");
     if ((na = ox_attr_ints(n, "strides", &a)) == (size_t)sp)
         for (int i = 0; i < sp; i++)
             w->s[i] = a[i];
@@ -145,6 +145,12 @@ static tj_status window_of(const ox_node *n, tj_tensor *x, const int64_t *kdims,
     if ((na = ox_attr_ints(n, "pads", &a)) == (size_t)(2 * sp))
         for (int i = 0; i < sp; i++)
             w->pad[i] = a[i], w->pad[2 + i] = a[sp + i];
+    for (int i = 0; i < sp; i++)
+        if (w->k[i] < 1 || w->s[i] < 1 || w->d[i] < 1 || w->k[i] > 4096 || w->s[i] > 4096 ||
+            w->d[i] > 4096 || w->pad[i] < 0 || w->pad[2 + i] < 0 || w->pad[i] > 4096 ||
+            w->pad[2 + i] > 4096)
+            return ox_fail(n, TJ_ERR_SHAPE, "kernel %lld, stride %lld, dilation %lld, pads",
+                           (long long)w->k[i], (long long)w->s[i], (long long)w->d[i]);
     char ap[16];
     ox_attr_s(n, "auto_pad", "NOTSET", ap, sizeof ap);
     if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {

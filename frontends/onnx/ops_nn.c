@@ -13,8 +13,10 @@
 /* x with axis `from` moved to position `to`. */
 static tj_tensor *move_axis(tj_tensor *x, int from, int to) {
     int rank = tj_tensor_rank(x), perm[TJ_MAX_RANK], k = 0;
-    if (from == to)
-        return x;
+    if (tj_status_of(x) || from == to)
+        return x; /* an error flows on */
+    if (from < 0 || to < 0 || from >= rank || to >= rank)
+        return tj_error_new(TJ_ERR_SHAPE, "onnx: axis %d to %d for rank %d", from, to, rank);
     for (int d = 0; d < rank; d++)
         if (d != from)
             perm[k++] = d;
@@ -100,14 +102,14 @@ CONV(c_hardmax) {
 
 CONV(c_one_hot) {
     tj_tensor *idx = in[0], *values = in[2];
-    int64_t depth, *v = NULL;
-    if (tj_tensor_is_symbolic(in[1]))
-        return ox_fail(n, TJ_ERR_UNSUPPORTED, "its depth is computed from the model's inputs");
-    depth = (int64_t)tj_tensor_get_f64(in[1], 0);
+    int64_t depth;
+    if (host_scalar(n, in[1], "depth", 0, &depth))
+        return TJ_ERR_UNSUPPORTED;
+    if (depth < 1 || depth > ((int64_t)1 << 24))
+        return ox_fail(n, TJ_ERR_SHAPE, "depth %lld", (long long)depth);
     if (tj_tensor_is_symbolic(values) || tj_tensor_numel(values) != 2)
         return ox_fail(n, TJ_ERR_UNSUPPORTED, "values must be two known numbers [off, on]");
     double off = tj_tensor_get_f64(values, 0), on = tj_tensor_get_f64(values, 1);
-    free(v);
     if (tj_tensor_dtype(idx) != TJ_I64 && tj_tensor_dtype(idx) != TJ_I32)
         idx = tj_cast(idx, TJ_I64);
     idx = tj_where(tj_less(idx, like(idx, 0)), tj_add(idx, like(idx, (double)depth)), idx);
@@ -149,7 +151,7 @@ CONV(c_depth_to_space) {
         return ox_fail(n, TJ_ERR_SHAPE, "rank %d (needs 4)", tj_tensor_rank(x));
     const int64_t *d = tj_tensor_dims(x);
     int64_t b = ox_attr_i(n, "blocksize", 0), N = d[0], C = d[1], H = d[2], W = d[3];
-    if (b <= 0 || C % (b * b))
+    if (b <= 0 || b > 4096 || C % (b * b))
         return ox_fail(n, TJ_ERR_SHAPE, "blocksize %lld for %lld channels", (long long)b,
                        (long long)C);
     char mode[8];
@@ -166,7 +168,7 @@ CONV(c_space_to_depth) {
         return ox_fail(n, TJ_ERR_SHAPE, "rank %d (needs 4)", tj_tensor_rank(x));
     const int64_t *d = tj_tensor_dims(x);
     int64_t b = ox_attr_i(n, "blocksize", 0), N = d[0], C = d[1], H = d[2], W = d[3];
-    if (b <= 0 || H % b || W % b)
+    if (b <= 0 || b > 4096 || H % b || W % b)
         return ox_fail(n, TJ_ERR_SHAPE, "blocksize %lld for [%lld, %lld]", (long long)b,
                        (long long)H, (long long)W);
     int64_t s[6] = {N, C, H / b, b, W / b, b}, o[4] = {N, C * b * b, H / b, W / b};

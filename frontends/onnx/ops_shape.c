@@ -17,9 +17,7 @@ CONV(c_reshape) {
     if (n->opset < 5) {
         const int64_t *a;
         cnt = (int64_t)ox_attr_ints(n, "shape", &a);
-        v = malloc(((size_t)cnt + 1) * sizeof *v);
-        if (v && cnt)
-            memcpy(v, a, (size_t)cnt * sizeof *v);
+        v = ox_dup_ints(a, cnt);
     } else if ((cnt = ox_host_ints(n, in[1], "shape", &v)) < 0) {
         return TJ_ERR_UNSUPPORTED;
     }
@@ -80,9 +78,7 @@ static int64_t axes_of(const ox_node *n, int n_in, tj_tensor *const *in, int64_t
     }
     const int64_t *a;
     int64_t cnt = (int64_t)ox_attr_ints(n, "axes", &a);
-    *v = malloc(((size_t)cnt + 1) * sizeof **v);
-    if (*v && cnt)
-        memcpy(*v, a, (size_t)cnt * sizeof **v);
+    *v = ox_dup_ints(a, cnt);
     return cnt;
 }
 
@@ -92,7 +88,11 @@ CONV(c_squeeze) {
     if (cnt < 0)
         return TJ_ERR_UNSUPPORTED;
     int axes[TJ_MAX_RANK], rank = tj_tensor_rank(x);
-    for (int64_t k = 0; k < cnt && k < TJ_MAX_RANK; k++)
+    if (cnt > rank) {
+        free(v);
+        return ox_fail(n, TJ_ERR_SHAPE, "%lld axes for rank %d", (long long)cnt, rank);
+    }
+    for (int64_t k = 0; k < cnt; k++)
         if ((axes[k] = axis_of(v[k], rank)) < 0) {
             free(v);
             return ox_fail(n, TJ_ERR_SHAPE, "axis out of range for rank %d", rank);
@@ -111,16 +111,21 @@ CONV(c_unsqueeze) {
     int64_t *v = NULL, cnt = axes_of(n, n_in, in, &v);
     if (cnt < 0)
         return TJ_ERR_UNSUPPORTED;
+    if (cnt > TJ_MAX_RANK) {
+        free(v);
+        return ox_fail(n, TJ_ERR_SHAPE, "%lld axes", (long long)cnt);
+    }
     int out_rank = tj_tensor_rank(x) + (int)cnt;
     for (int64_t k = 0; k < cnt; k++)
         if (v[k] < -out_rank || v[k] >= out_rank) {
+            long long bad = (long long)v[k];
             free(v);
-            return ox_fail(n, TJ_ERR_SHAPE, "axis %lld out of range for rank %d", (long long)v[k],
-                           out_rank);
+            return ox_fail(n, TJ_ERR_SHAPE, "axis %lld out of range for rank %d", bad, out_rank);
         } else if (v[k] < 0) {
             v[k] += out_rank;
         }
-    qsort(v, (size_t)cnt, sizeof *v, cmp_i64);
+    if (cnt)
+        qsort(v, (size_t)cnt, sizeof *v, cmp_i64);
     for (int64_t k = 0; k < cnt; k++)
         x = tj_expand_dims(x, (int)v[k]);
     free(v);
@@ -133,6 +138,10 @@ CONV(c_expand) {
     int64_t *v = NULL, cnt = ox_host_ints(n, in[1], "shape", &v);
     if (cnt < 0)
         return TJ_ERR_UNSUPPORTED;
+    if (cnt > TJ_MAX_RANK) {
+        free(v);
+        return ox_fail(n, TJ_ERR_SHAPE, "a target of rank %lld", (long long)cnt);
+    }
     int rank = tj_tensor_rank(x), r = cnt > rank ? (int)cnt : rank;
     int64_t dims[TJ_MAX_RANK];
     for (int d = 0; d < r && r <= TJ_MAX_RANK; d++) {
@@ -232,12 +241,12 @@ CONV(c_slice) {
     if (n->opset < 10) {
         const int64_t *a;
         ns = (int64_t)ox_attr_ints(n, "starts", &a);
-        st = malloc(((size_t)ns + 1) * 8), memcpy(st, a, (size_t)ns * 8);
+        st = ox_dup_ints(a, ns);
         ne = (int64_t)ox_attr_ints(n, "ends", &a);
-        en = malloc(((size_t)ne + 1) * 8), memcpy(en, a, (size_t)ne * 8);
+        en = ox_dup_ints(a, ne);
         if (ox_attr(n, "axes")) {
             na = (int64_t)ox_attr_ints(n, "axes", &a);
-            ax = malloc(((size_t)na + 1) * 8), memcpy(ax, a, (size_t)na * 8);
+            ax = ox_dup_ints(a, na);
         }
     } else {
         if ((ns = ox_host_ints(n, in[1], "starts", &st)) < 0 ||
@@ -307,8 +316,7 @@ CONV(c_split) {
     } else if (n->opset < 13 && ox_attr(n, "split")) {
         const int64_t *a;
         cnt = (int64_t)ox_attr_ints(n, "split", &a);
-        v = malloc(((size_t)cnt + 1) * 8);
-        memcpy(v, a, (size_t)cnt * 8);
+        v = ox_dup_ints(a, cnt);
     }
     if (cnt && cnt != n_out) {
         free(v);
@@ -328,31 +336,35 @@ CONV(c_split) {
     return TJ_OK;
 }
 
-CONV(c_tile) {
+CONV(c_tile) { /* per axis: a new axis of the repeat count in front, broadcast, merged */
     tj_tensor *x = in[0];
     int64_t *v = NULL, cnt = ox_host_ints(n, in[1], "repeats", &v);
+    int rank = tj_tensor_rank(x);
     if (cnt < 0)
         return TJ_ERR_UNSUPPORTED;
-    if (cnt != tj_tensor_rank(x)) {
+    if (cnt != rank || rank >= TJ_MAX_RANK) {
         free(v);
-        return ox_fail(n, TJ_ERR_SHAPE, "%lld repeats for rank %d", (long long)cnt,
-                       tj_tensor_rank(x));
+        return ox_fail(n, TJ_ERR_SHAPE, "%lld repeats for rank %d", (long long)cnt, rank);
     }
-    for (int d = 0; d < cnt; d++) {
+    for (int d = 0; d < rank; d++) {
+        int64_t len = tj_tensor_dims(x)[d];
+        if (v[d] < 0 || (len && v[d] > ((int64_t)1 << 40) / len)) {
+            long long bad = (long long)v[d];
+            free(v);
+            return ox_fail(n, TJ_ERR_SHAPE, "repeat %lld of axis %d", bad, d);
+        }
         if (v[d] == 1)
             continue;
-        tj_tensor **xs = calloc((size_t)(v[d] > 0 ? v[d] : 1), sizeof *xs);
-        for (int64_t k = 0; k < v[d]; k++)
-            xs[k] = x;
-        x = v[d] > 0 ? tj_concat((int)v[d], xs, d) : tj_slice(x, NULL, NULL, NULL);
-        if (v[d] == 0) {
-            int64_t b[TJ_MAX_RANK] = {0}, e[TJ_MAX_RANK];
-            for (int j = 0; j < tj_tensor_rank(x); j++)
-                e[j] = tj_tensor_dims(x)[j];
-            e[d] = 0;
-            x = tj_slice(x, b, e, NULL);
+        int64_t e[TJ_MAX_RANK], m[TJ_MAX_RANK];
+        for (int k = 0, j = 0; k < rank; k++) {
+            if (k == d)
+                e[j++] = 1;
+            e[j++] = tj_tensor_dims(x)[k];
+            m[k] = k == d ? len * v[d] : tj_tensor_dims(x)[k];
         }
-        free(xs);
+        tj_tensor *y = tj_reshape(x, rank + 1, e);
+        e[d] = v[d];
+        x = tj_reshape(tj_broadcast_to(y, rank + 1, e), rank, m);
     }
     free(v);
     return one(out, tj_add(x, like(x, 0)));

@@ -54,10 +54,18 @@ tj_tensor *ox_tensor(const Onnx__TensorProto *p, const char *what) {
         numel *= p->dims[d];
     }
     size_t es = tj_dtype_size((tj_dtype)dt), bytes = (size_t)numel * es;
+    /* the data must hold the dims' elements: checked before anything is allocated */
+    size_t have = p->has_raw_data ? p->raw_data.len / es
+                  : dt == TJ_F32  ? p->n_float_data
+                  : dt == TJ_F64  ? p->n_double_data
+                  : dt == TJ_I64  ? p->n_int64_data
+                                  : p->n_int32_data;
+    if (have != (size_t)numel || (p->has_raw_data && p->raw_data.len != bytes))
+        return tj_error_new(TJ_ERR_CORRUPT, "onnx: %s: %lld elements expected, the data holds %zu",
+                            what, (long long)numel, have);
     void *buf = malloc(bytes ? bytes : 1);
     if (!buf)
         return tj_error_new(TJ_ERR_OOM, "onnx: %s: out of memory", what);
-    size_t have = 0;
     if (p->has_raw_data) {
         have = p->raw_data.len / es;
         if (p->raw_data.len == bytes && bytes)
@@ -82,11 +90,6 @@ tj_tensor *ox_tensor(const Onnx__TensorProto *p, const char *what) {
             else
                 ((uint8_t *)buf)[i] = p->int32_data[i] != 0;
         }
-    }
-    if (have != (size_t)numel || (p->has_raw_data && p->raw_data.len != bytes)) {
-        free(buf);
-        return tj_error_new(TJ_ERR_CORRUPT, "onnx: %s: %lld elements expected, the data holds %zu",
-                            what, (long long)numel, have);
     }
     int64_t dims[TJ_MAX_RANK];
     for (size_t d = 0; d < p->n_dims; d++)

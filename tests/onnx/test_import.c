@@ -1,0 +1,305 @@
+/* The ONNX importer on models built here with protobuf-c: a small MLP imported, traced and
+ * compiled, checked against the same computation done with tracejit's ops; values read at trace
+ * time (a Reshape's shape from Shape + Concat of constants; a shape given as an input,
+ * specialized per value); and bad input, each an error naming what is wrong, never a crash:
+ * every truncation of a model, bytes that are not a model, a node reading a name nothing
+ * defines, a cycle, an unknown op, an op newer than its opset, an unsupported element type, a
+ * wrong input count or dtype at call time, a missing file, initializers as variables. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "onnx.pb-c.h"
+#include "tj_onnx.h"
+
+/* ---- building models ----------------------------------------------------------------------------
+ */
+typedef struct builder {
+    Onnx__ModelProto m;
+    Onnx__GraphProto g;
+    Onnx__OperatorSetIdProto opset, *opsets[1];
+    Onnx__NodeProto nodes[16], *pnodes[16];
+    Onnx__ValueInfoProto vi[8], *ins[4], *outs[4];
+    Onnx__TypeProto tp[8];
+    Onnx__TypeProto__Tensor tt[8];
+    Onnx__TensorShapeProto sh[8];
+    Onnx__TensorShapeProto__Dimension dim[8][4], *pdim[8][4];
+    Onnx__TensorProto inits[4], *pinits[4];
+    int n_vi;
+} builder;
+
+static void init(builder *b, int opset) {
+    memset(b, 0, sizeof *b);
+    onnx__model_proto__init(&b->m);
+    onnx__graph_proto__init(&b->g);
+    onnx__operator_set_id_proto__init(&b->opset);
+    b->opset.domain = "";
+    b->opset.has_version = 1;
+    b->opset.version = opset;
+    b->opsets[0] = &b->opset;
+    b->m.n_opset_import = 1;
+    b->m.opset_import = b->opsets;
+    b->m.has_ir_version = 1;
+    b->m.ir_version = 8;
+    b->m.graph = &b->g;
+    b->g.name = "built";
+    b->g.node = b->pnodes;
+    b->g.input = b->ins;
+    b->g.output = b->outs;
+    b->g.initializer = b->pinits;
+}
+
+/* A value info of element type et and dims (rank r; -1: symbolic). */
+static Onnx__ValueInfoProto *value(builder *b, const char *name, int et, int r,
+                                   const int64_t *dims) {
+    int k = b->n_vi++;
+    onnx__value_info_proto__init(&b->vi[k]);
+    onnx__type_proto__init(&b->tp[k]);
+    onnx__type_proto__tensor__init(&b->tt[k]);
+    onnx__tensor_shape_proto__init(&b->sh[k]);
+    for (int d = 0; d < r; d++) {
+        onnx__tensor_shape_proto__dimension__init(&b->dim[k][d]);
+        if (dims[d] >= 0) {
+            b->dim[k][d].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+            b->dim[k][d].dim_value = dims[d];
+        } else {
+            b->dim[k][d].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+            b->dim[k][d].dim_param = "batch";
+        }
+        b->pdim[k][d] = &b->dim[k][d];
+    }
+    b->sh[k].n_dim = (size_t)r;
+    b->sh[k].dim = b->pdim[k];
+    b->tt[k].has_elem_type = 1;
+    b->tt[k].elem_type = et;
+    b->tt[k].shape = &b->sh[k];
+    b->tp[k].value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+    b->tp[k].tensor_type = &b->tt[k];
+    b->vi[k].name = (char *)name;
+    b->vi[k].type = &b->tp[k];
+    return &b->vi[k];
+}
+
+static void node(builder *b, const char *op, int n_in, char **in, int n_out, char **out) {
+    Onnx__NodeProto *p = &b->nodes[b->g.n_node];
+    onnx__node_proto__init(p);
+    p->op_type = (char *)op;
+    p->n_input = (size_t)n_in;
+    p->input = in;
+    p->n_output = (size_t)n_out;
+    p->output = out;
+    b->pnodes[b->g.n_node++] = p;
+}
+
+static void init_f32(builder *b, const char *name, int r, int64_t *dims, float *data, size_t n) {
+    Onnx__TensorProto *t = &b->inits[b->g.n_initializer];
+    onnx__tensor_proto__init(t);
+    t->name = (char *)name;
+    t->has_data_type = 1;
+    t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+    t->n_dims = (size_t)r;
+    t->dims = dims;
+    t->n_float_data = n;
+    t->float_data = data;
+    b->pinits[b->g.n_initializer++] = t;
+}
+
+static uint8_t *pack(builder *b, size_t *n) {
+    *n = onnx__model_proto__get_packed_size(&b->m);
+    uint8_t *p = malloc(*n);
+    onnx__model_proto__pack(&b->m, p);
+    return p;
+}
+
+/* ---- the MLP: relu(x W + b) through Gemm, then Softmax ------------------------------------------
+ */
+static int64_t wd[2] = {4, 3}, bd[1] = {3};
+static float W[12] = {0.1f, -0.2f, 0.3f, 0.4f, 0.5f, -0.6f, 0.7f, 0.8f, 0.9f, -1.0f, 1.1f, 0.2f};
+static float Bv[3] = {0.05f, -0.1f, 0.2f};
+
+static uint8_t *mlp(size_t *n) {
+    builder b;
+    init(&b, 13);
+    static char *g_in[3] = {"x", "W", "b"}, *g_out[1] = {"h"}, *r_in[1] = {"h"}, *r_out[1] = {"r"},
+                *s_in[1] = {"r"}, *s_out[1] = {"y"};
+    int64_t xd[2] = {-1, 4}, yd[2] = {-1, 3};
+    b.ins[b.g.n_input++] = value(&b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, xd);
+    b.outs[b.g.n_output++] = value(&b, "y", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, yd);
+    init_f32(&b, "W", 2, wd, W, 12);
+    init_f32(&b, "b", 1, bd, Bv, 3);
+    node(&b, "Gemm", 3, g_in, 1, g_out);
+    node(&b, "Relu", 1, r_in, 1, r_out);
+    node(&b, "Softmax", 1, s_in, 1, s_out);
+    return pack(&b, n);
+}
+
+static void imports_mlp(void) {
+    size_t n;
+    uint8_t *bytes = mlp(&n);
+    tj_onnx_model *m = tj_onnx_load_bytes(bytes, n, "mlp.onnx", NULL);
+    CHECK_MSG(m != NULL, "%s", tj_last_error());
+    if (!m) {
+        free(bytes);
+        return;
+    }
+    tj_spec s;
+    CHECK(!strcmp(tj_onnx_input(m, 0, &s), "x") && s.rank == 2 && s.dims[0] == -1 &&
+          s.dims[1] == 4 && s.dtype == TJ_F32);
+    CHECK(!strcmp(tj_onnx_output(m, 0, NULL), "y"));
+    CHECK(tj_onnx_input(m, 1, NULL) == NULL); /* initializers are not arguments */
+    CHECK_EQ_INT(tj_onnx_opset(m), 13);
+    for (int64_t batch = 2; batch <= 5; batch += 3) { /* a new batch size retraces */
+        int64_t xd[2] = {batch, 4};
+        tj_tensor *x = tj_random_uniform(TJ_F32, 2, xd, -1, 1, (uint64_t)batch);
+        tj_tensor *y = tj_onnx_call(m, 1, &x);
+        CHECK_MSG(tj_status_of(y) == TJ_OK, "%s", tj_error_message(y));
+        tj_tensor *w = tj_tensor_from_data(TJ_F32, 2, wd, W),
+                  *bb = tj_tensor_from_data(TJ_F32, 1, bd, Bv);
+        tj_tensor *want = tj_softmax(tj_relu(tj_add(tj_matmul(x, w), bb)), -1);
+        for (int64_t i = 0; i < tj_tensor_numel(want); i++)
+            CHECK_NEAR(tj_tensor_get_f64(y, i), tj_tensor_get_f64(want, i), 1e-5);
+        /* a wrong dtype and a wrong count at call time */
+        tj_tensor *xi = tj_cast(x, TJ_I32);
+        tj_tensor *e = tj_onnx_call(m, 1, &xi);
+        CHECK(tj_status_of(e) != TJ_OK);
+        tj_release(e);
+        e = tj_onnx_call(m, 2, (tj_tensor *[]){x, x});
+        CHECK_HAS(tj_error_message(e), "takes 1 inputs, 2 given");
+        tj_release(e);
+        tj_release(xi);
+        tj_release(want);
+        tj_release(w);
+        tj_release(bb);
+        tj_release(y);
+        tj_release(x);
+    }
+    tj_onnx_free(m);
+    /* initializers as variables: trainable, named as in the model */
+    tj_onnx_options o = {.initializers_as_variables = 1};
+    m = tj_onnx_load_bytes(bytes, n, "mlp.onnx", &o);
+    CHECK_MSG(m != NULL, "%s", tj_last_error());
+    int64_t xd[2] = {3, 4};
+    tj_tensor *x = tj_ones(TJ_F32, 2, xd);
+    tj_tensor *y = m ? tj_onnx_call(m, 1, &x) : NULL;
+    CHECK(y && tj_status_of(y) == TJ_OK && tj_tensor_numel(y) == 9);
+    tj_release(y);
+    tj_release(x);
+    tj_onnx_free(m);
+    /* every truncation is refused with an error (or, rarely, still a whole model: never a crash) */
+    int refused = 0;
+    for (size_t k = 0; k < n; k++) {
+        tj_onnx_model *t = tj_onnx_load_bytes(bytes, k, "cut.onnx", NULL);
+        refused += t == NULL;
+        tj_onnx_free(t);
+    }
+    CHECK(refused >= (int)n - 2);
+    CHECK(!tj_onnx_load_bytes("not a model", 11, "junk.onnx", NULL));
+    CHECK_HAS(tj_last_error(), "junk.onnx");
+    free(bytes);
+}
+
+/* One node of op `op` from x to y, at `opset`, with input names in. */
+static tj_onnx_model *one_node(const char *op, int opset, int n_in, char **in, int et) {
+    builder b;
+    init(&b, opset);
+    static char *out[1] = {"y"};
+    int64_t d[1] = {3};
+    b.ins[b.g.n_input++] = value(&b, "x", et, 1, d);
+    b.outs[b.g.n_output++] = value(&b, "y", et, 1, d);
+    node(&b, op, n_in, in, 1, out);
+    size_t n;
+    uint8_t *bytes = pack(&b, &n);
+    tj_onnx_model *m = tj_onnx_load_bytes(bytes, n, "one.onnx", NULL);
+    free(bytes);
+    return m;
+}
+
+static void bad_graphs(void) {
+    static char *x1[1] = {"x"}, *ghost[1] = {"nobody"};
+    CHECK(!one_node("Relu", 13, 1, ghost, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT));
+    CHECK_HAS(tj_last_error(), "node 0 '' (Relu, opset 13): input 0 'nobody' is not produced");
+    CHECK(!one_node("FrobnicateV2", 13, 1, x1, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT));
+    CHECK_HAS(tj_last_error(), "op FrobnicateV2 is not supported by tracejit");
+    CHECK(!one_node("Trilu", 9, 1, x1, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT)); /* opset 14 op */
+    CHECK_HAS(tj_last_error(), "(Trilu, opset 9): op Trilu is not supported");
+    CHECK(!one_node("Relu", 13, 1, x1, ONNX__TENSOR_PROTO__DATA_TYPE__UINT8));
+    CHECK_HAS(tj_last_error(), "'x' has element type uint8, which tracejit lacks");
+    CHECK(!one_node("Relu", 99, 1, x1, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT));
+    CHECK_HAS(tj_last_error(), "opset 99 is newer than this importer knows");
+    CHECK(!one_node("Add", 13, 1, x1, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT));
+    CHECK_HAS(tj_last_error(), "(Add, opset 13): 1 inputs (takes 2 to 2)");
+    /* a cycle: a reads b, b reads a */
+    builder b;
+    init(&b, 13);
+    static char *ia[1] = {"b"}, *oa[1] = {"a"}, *ib[1] = {"a"}, *ob[1] = {"y"};
+    int64_t d[1] = {3};
+    b.ins[b.g.n_input++] = value(&b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, d);
+    b.outs[b.g.n_output++] = value(&b, "y", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, d);
+    node(&b, "Relu", 1, ia, 1, oa);
+    node(&b, "Relu", 1, ib, 1, ob);
+    ob[0] = "b";
+    size_t n;
+    uint8_t *bytes = pack(&b, &n);
+    CHECK(!tj_onnx_load_bytes(bytes, n, "cycle.onnx", NULL));
+    CHECK_HAS(tj_last_error(), "input 0 'b' is not produced before this node (a cycle");
+    free(bytes);
+    CHECK(!tj_onnx_load("/nonexistent/model.onnx", NULL));
+    CHECK_HAS(tj_last_error(), "cannot open /nonexistent/model.onnx");
+    tj_tensor *t = tj_onnx_read_tensor("/nonexistent/t.pb");
+    CHECK(tj_status_of(t) == TJ_ERR_IO);
+    tj_release(t);
+    t = tj_onnx_tensor_from_bytes("\xff\xff\xff", 3, "junk.pb");
+    CHECK_HAS(tj_error_message(t), "junk.pb is not a serialized TensorProto");
+    tj_release(t);
+}
+
+/* Reshape whose target is an input: specialized per value; and one computed from Shape. */
+static void shape_values(void) {
+    builder b;
+    init(&b, 14);
+    static char *in[2] = {"x", "shape"}, *out[1] = {"y"};
+    int64_t xd[2] = {2, 6}, sd[1] = {2}, yd[2] = {-1, -1};
+    b.ins[b.g.n_input++] = value(&b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, xd);
+    b.ins[b.g.n_input++] = value(&b, "shape", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 1, sd);
+    b.outs[b.g.n_output++] = value(&b, "y", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, yd);
+    node(&b, "Reshape", 2, in, 1, out);
+    size_t n;
+    uint8_t *bytes = pack(&b, &n);
+    tj_onnx_model *m = tj_onnx_load_bytes(bytes, n, "reshape.onnx", NULL);
+    free(bytes);
+    CHECK_MSG(m != NULL, "%s", tj_last_error());
+    if (!m)
+        return;
+    tj_tensor *x = tj_range(TJ_F32, 0, 12, 1);
+    int64_t d2[2] = {2, 6};
+    x = tj_reshape(x, 2, d2);
+    int64_t t1[2] = {3, 4}, t2[2] = {-1, 2};
+    for (int k = 0; k < 2; k++) {
+        tj_tensor *shape = tj_tensor_from_data(TJ_I64, 1, (int64_t[]){2}, k ? t2 : t1);
+        tj_tensor *y = tj_onnx_call(m, 2, (tj_tensor *[]){x, shape});
+        CHECK_MSG(tj_status_of(y) == TJ_OK, "%s", tj_error_message(y));
+        CHECK_EQ_INT(tj_tensor_dims(y)[0], k ? 6 : 3);
+        CHECK_NEAR(tj_tensor_get_f64(y, 11), 11, 0);
+        tj_release(y);
+        tj_release(shape);
+    }
+    /* the plain function cannot trace a shape it does not know */
+    tj_tensor *shape = tj_tensor_from_data(TJ_I64, 1, (int64_t[]){2}, t1);
+    tj_tensor *y = tj_call(tj_onnx_function(m), 2, (tj_tensor *[]){x, shape});
+    CHECK_HAS(tj_error_message(y), "(Reshape, opset 14): its shape is computed from the model's "
+                                   "inputs");
+    tj_release(y);
+    tj_release(shape);
+    tj_release(x);
+    tj_onnx_free(m);
+}
+
+int main(void) {
+    tj_scope_begin();
+    imports_mlp();
+    bad_graphs();
+    shape_values();
+    tj_scope_end();
+    return check_done();
+}
