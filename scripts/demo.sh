@@ -37,6 +37,17 @@ TJ_SEEDS_MODULE_DIR="$B/demo_module" TJ_PROFILE="$B/seeds_profile.json" "./$B/se
 "./$B/tj_module" run "$B/demo_module" addprint 5
 echo "profile: $B/seeds_profile.json (open it in ui.perfetto.dev or chrome://tracing)"
 
+# the ONNX frontend: a PyTorch-exported convolution from ONNX's test data, and the conformance
+# summary against ONNX's backend tests (issue 13)
+D=/usr/share/libonnx-testdata/data
+if [ -x "$B/frontends/onnx/tj_onnx" ] && [ -d "$D" ]; then
+    echo "== an ONNX model (./$B/frontends/onnx/tj_onnx show/time) and ONNX's backend tests"
+    "./$B/frontends/onnx/tj_onnx" show "$D/pytorch-converted/test_Conv2d/model.onnx"
+    "./$B/frontends/onnx/tj_onnx" time "$D/pytorch-converted/test_Conv2d/model.onnx" 100 \
+        "$D/pytorch-converted/test_Conv2d/test_data_set_0/input_0.pb"
+    [ -x "$B/tests/onnx_conformance" ] && "./$B/tests/onnx_conformance" "$D" --report "$B/onnx_conformance.md" | head -10
+fi
+
 if [ -f bench/run ]; then
     echo "== benchmark table (bench/run --quick)"
     if [ -x bench/run ]; then
