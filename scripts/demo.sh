@@ -45,7 +45,9 @@ if [ -x "$B/frontends/onnx/tj_onnx" ] && [ -d "$D" ]; then
     "./$B/frontends/onnx/tj_onnx" show "$D/pytorch-converted/test_Conv2d/model.onnx"
     "./$B/frontends/onnx/tj_onnx" time "$D/pytorch-converted/test_Conv2d/model.onnx" 100 \
         "$D/pytorch-converted/test_Conv2d/test_data_set_0/input_0.pb"
-    [ -x "$B/tests/onnx_conformance" ] && "./$B/tests/onnx_conformance" "$D" --report "$B/onnx_conformance.md" | head -10
+    if [ -x "$B/tests/onnx_conformance" ]; then
+        "./$B/tests/onnx_conformance" "$D" --report "$B/onnx_conformance.md" | head -10
+    fi
 fi
 
 if [ -f bench/run ]; then

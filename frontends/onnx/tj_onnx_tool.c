@@ -44,23 +44,16 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "show")) {
         printf("%s: opset %d, %d inputs, %d outputs\n", argv[2], tj_onnx_opset(m),
                tj_onnx_n_inputs(m), tj_onnx_n_outputs(m));
-        tj_spec s;
-        for (int k = 0; k < tj_onnx_n_inputs(m); k++) {
-            const char *name = tj_onnx_input(m, k, &s);
-            printf("  input %s: %s [", name, tj_dtype_name(s.dtype));
-            for (int d = 0; d < s.rank; d++)
-                s.dims[d] < 0 ? printf(d ? ", ?" : "?")
-                              : printf(d ? ", %lld" : "%lld", (long long)s.dims[d]);
-            printf("]\n");
-        }
-        for (int k = 0; k < tj_onnx_n_outputs(m); k++) {
-            const char *name = tj_onnx_output(m, k, &s);
-            printf("  output %s: %s [", name, tj_dtype_name(s.dtype));
-            for (int d = 0; d < s.rank; d++)
-                s.dims[d] < 0 ? printf(d ? ", ?" : "?")
-                              : printf(d ? ", %lld" : "%lld", (long long)s.dims[d]);
-            printf("]\n");
-        }
+        for (int out = 0; out < 2; out++)
+            for (int k = 0; k < (out ? tj_onnx_n_outputs(m) : tj_onnx_n_inputs(m)); k++) {
+                tj_spec s;
+                const char *name = out ? tj_onnx_output(m, k, &s) : tj_onnx_input(m, k, &s);
+                printf("  %s %s: %s [", out ? "output" : "input", name, tj_dtype_name(s.dtype));
+                for (int d = 0; d < s.rank; d++)
+                    s.dims[d] < 0 ? printf(d ? ", ?" : "?")
+                                  : printf(d ? ", %lld" : "%lld", (long long)s.dims[d]);
+                printf("]\n");
+            }
         tj_onnx_free(m);
         return 0;
     }
