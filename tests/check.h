@@ -52,8 +52,9 @@ static inline int check_count_of(const char *hay, const char *needle) {
     return n;
 }
 
-/* A whole file as a NUL-terminated string (caller frees), NULL if it cannot be read. */
-static inline char *check_slurp(const char *path) {
+/* A whole file, NUL-terminated (caller frees), and its size in *size (may be NULL); NULL if it
+ * cannot be read. */
+static inline char *check_slurp_n(const char *path, size_t *size) {
     FILE *f = fopen(path, "rb");
     if (!f)
         return NULL;
@@ -64,8 +65,14 @@ static inline char *check_slurp(const char *path) {
     size_t got = s ? fread(s, 1, (size_t)n, f) : 0;
     if (s)
         s[got] = '\0';
+    if (size)
+        *size = got;
     fclose(f);
     return s;
+}
+/* A whole file as a NUL-terminated string (caller frees), NULL if it cannot be read. */
+static inline char *check_slurp(const char *path) {
+    return check_slurp_n(path, NULL);
 }
 
 /* Removes a temporary directory a test made and the files in it (not subdirectories). */

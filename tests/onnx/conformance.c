@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "check.h"
 #include "onnx.pb-c.h"
 #include "tj_onnx.h"
 
@@ -178,29 +179,11 @@ typedef struct result {
     char why[320];
 } result;
 
-static unsigned char *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *p = len >= 0 ? malloc((size_t)len + 1) : NULL;
-    if (p && fread(p, 1, (size_t)len, f) != (size_t)len) {
-        free(p);
-        p = NULL;
-    }
-    if (p)
-        p[len] = 0; /* text files are read as strings */
-    fclose(f);
-    *n = (size_t)len;
-    return p;
-}
 
 /* The model's op types (distinct, in order) and its tier. */
 static void model_ops(const char *path, result *r) {
     size_t n = 0;
-    unsigned char *p = slurp(path, &n);
+    unsigned char *p = (unsigned char *)check_slurp_n(path, &n);
     Onnx__ModelProto *m = p ? onnx__model_proto__unpack(NULL, n, p) : NULL;
     r->tier = 1;
     r->ops[0] = 0;
@@ -439,7 +422,7 @@ int main(int argc, char **argv) {
     int rc = 0;
     if (check) {
         size_t len = 0;
-        char *text = (char *)slurp(check, &len);
+        char *text = check_slurp_n(check, &len);
         int regressions = 0, listed = 0;
         for (char *line = text ? strtok(text, "\n") : NULL; line; line = strtok(NULL, "\n")) {
             int found = 0;
