@@ -305,6 +305,13 @@ TJ_API tj_tensor *tj_cast(tj_tensor *x, tj_dtype dt);
 typedef enum tj_padding { TJ_PAD_VALID = 0, TJ_PAD_SAME = 1 } tj_padding;
 TJ_API tj_tensor *tj_conv2d(tj_tensor *x, tj_tensor *filter, const int *strides, tj_padding padding,
                             const int *dilations);
+/* The transpose of tj_conv2d (tf.nn.conv2d_transpose; the gradient of a convolution with respect
+ * to its input): x [N, H, W, C_in], filter [KH, KW, C_out, C_in] (note: output channels before
+ * input channels, as TensorFlow), output_dims {N, OH, OW, C_out} the result's shape, which must be
+ * one that tj_conv2d(result, filter, strides, padding, dilations) maps back to x's [H, W] (this
+ * fixes the extra rows a stride leaves ambiguous). Errors name the shapes that disagree. */
+TJ_API tj_tensor *tj_conv2d_transpose(tj_tensor *x, tj_tensor *filter, const int64_t *output_dims,
+                                      const int *strides, tj_padding padding, const int *dilations);
 /* Pooling over H and W; padded positions never win a max and are not counted in an average. */
 TJ_API tj_tensor *tj_max_pool2d(tj_tensor *x, const int *ksize, const int *strides,
                                 tj_padding padding);

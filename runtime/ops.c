@@ -348,8 +348,14 @@ static void tf_pads(tj_padding pad, int64_t in, int64_t span, int64_t s, int64_t
     *p1 = total - *p0;
 }
 
-/* Fills p's strides (i[0..1]), i[2..3] and pads from x's H and W; spans are the windows'. */
-static tj_tensor *window_attrs(const char *op, ir_node *p, tj_tensor *x, const int *strides,
+/* x's dims when it is a rank-4 tensor (symbolic or concrete), else NULL. */
+static const int64_t *dims4(const tj_tensor *x) {
+    return x && x->kind != RT_ERROR && x->kind != RT_TUPLE && x->rank == 4 ? x->dims : NULL;
+}
+
+/* Fills p's strides (i[0..1]), i[2..3] and pads from the padded tensor's dims (NHWC, NULL when
+ * unknown); spans are the windows'. */
+static tj_tensor *window_attrs(const char *op, ir_node *p, const int64_t *x, const int *strides,
                                tj_padding padding, const int64_t *span, const int *i23) {
     if (padding != TJ_PAD_VALID && padding != TJ_PAD_SAME)
         return rt_scoped(rt_errorf(TJ_ERR_INVALID,
@@ -364,13 +370,8 @@ static tj_tensor *window_attrs(const char *op, ir_node *p, tj_tensor *x, const i
                 op, (long long)p->a.i[k], i23[k]));
     }
     p->a.n_list = 4;
-    int64_t h = -1, w = -1;
-    if (x && x->kind != RT_ERROR && x->kind != RT_TUPLE && x->rank == 4) {
-        h = x->dims[1];
-        w = x->dims[2];
-    }
-    if (padding == TJ_PAD_SAME && (h < 0 || w < 0) && x && x->kind != RT_ERROR &&
-        x->kind != RT_TUPLE && x->rank == 4)
+    int64_t h = x ? x[1] : -1, w = x ? x[2] : -1;
+    if (padding == TJ_PAD_SAME && (h < 0 || w < 0) && x)
         return rt_scoped(
             rt_errorf(TJ_ERR_SHAPE, "%s: SAME padding needs the input's height and width", op));
     tf_pads(padding, h, span[0], p->a.i[0], &p->a.list[0], &p->a.list[1]);
@@ -386,9 +387,53 @@ tj_tensor *tj_conv2d(tj_tensor *x, tj_tensor *filter, const int *strides, tj_pad
     if (filter && filter->kind != RT_ERROR && filter->kind != RT_TUPLE && filter->rank == 4)
         for (int k = 0; k < 2; k++)
             span[k] = (int64_t)dil[k] * (filter->dims[k] - 1) + 1;
-    tj_tensor *err = window_attrs("conv2d", &p, x, strides, padding, span, dil);
+    tj_tensor *err = window_attrs("conv2d", &p, dims4(x), strides, padding, span, dil);
     if (err)
         return err;
+    tj_tensor *in[2] = {x, filter};
+    return rt_apply(&p, in, 2);
+}
+
+tj_tensor *tj_conv2d_transpose(tj_tensor *x, tj_tensor *filter, const int64_t *output_dims,
+                               const int *strides, tj_padding padding, const int *dilations) {
+    ir_node p = proto_of(IR_OP_CONV2D_GRAD_INPUT);
+    if (!output_dims)
+        return rt_scoped(rt_errorf(TJ_ERR_INVALID, "conv2d_transpose: output_dims is NULL"));
+    for (int k = 0; k < 4; k++)
+        if (output_dims[k] < 0 || output_dims[k] > ((int64_t)1 << 40))
+            return rt_scoped(rt_errorf(TJ_ERR_SHAPE,
+                                       "conv2d_transpose: output_dims[%d] = %lld is not a size", k,
+                                       (long long)output_dims[k]));
+    p.rank = 4;
+    memcpy(p.dims, output_dims, 4 * sizeof *output_dims);
+    int dil[2] = {pair(dilations, 0), pair(dilations, 1)};
+    int64_t span[2] = {1, 1};
+    if (filter && filter->kind != RT_ERROR && filter->kind != RT_TUPLE && filter->rank == 4)
+        for (int k = 0; k < 2; k++)
+            span[k] = (int64_t)dil[k] * (filter->dims[k] - 1) + 1;
+    /* SAME/VALID pads are those of the forward convolution, whose input is the result */
+    tj_tensor *err = window_attrs("conv2d_transpose", &p, output_dims, strides, padding, span, dil);
+    if (err)
+        return err;
+    const int64_t *xd = dims4(x), *fd = dims4(filter);
+    if (xd && fd) { /* the checks inference makes, worded for this op */
+        char a[128], b[128], c[128];
+        bool ok = (xd[3] < 0 || fd[3] < 0 || xd[3] == fd[3]) &&
+                  (fd[2] < 0 || fd[2] == output_dims[3]) && (xd[0] < 0 || xd[0] == output_dims[0]);
+        for (int k = 0; k < 2 && ok; k++) {
+            int64_t padded = output_dims[1 + k] + p.a.list[2 * k] + p.a.list[2 * k + 1];
+            ok = xd[1 + k] < 0 || fd[k] < 0 ||
+                 (padded >= span[k] && (padded - span[k]) / p.a.i[k] + 1 == xd[1 + k]);
+        }
+        if (!ok)
+            return rt_scoped(rt_errorf(
+                TJ_ERR_SHAPE,
+                "conv2d_transpose: input %s and filter %s [KH,KW,C_out,C_in] cannot make output "
+                "%s: the filter's C_in must be the input's channels, its C_out the output's, and "
+                "conv2d of the output must give the input's height and width",
+                ir_fmt_dims(a, sizeof a, 4, xd), ir_fmt_dims(b, sizeof b, 4, fd),
+                ir_fmt_dims(c, sizeof c, 4, output_dims)));
+    }
     tj_tensor *in[2] = {x, filter};
     return rt_apply(&p, in, 2);
 }
@@ -399,7 +444,7 @@ static tj_tensor *pool(int op, tj_tensor *x, const int *ksize, const int *stride
     if (!ksize)
         return rt_scoped(rt_errorf(TJ_ERR_INVALID, "%s: ksize is NULL", ir_ops[op].name));
     int64_t span[2] = {ksize[0], ksize[1]};
-    tj_tensor *err = window_attrs(ir_ops[op].name, &p, x, strides, padding, span, ksize);
+    tj_tensor *err = window_attrs(ir_ops[op].name, &p, dims4(x), strides, padding, span, ksize);
     return err ? err : rt_apply(&p, &x, 1);
 }
 

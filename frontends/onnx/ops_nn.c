@@ -232,16 +232,35 @@ static tj_tensor *per_channel(tj_tensor *p, tj_tensor *x) {
     return tj_reshape(p, rank > 1 ? rank - 1 : 1, d);
 }
 
+/* Inference normalizes by the given mean and variance; training mode (opset 14+) by the batch's
+ * (over every axis but channels, the variance biased) and also returns the running statistics
+ * moved toward them: running * momentum + batch * (1 - momentum). */
 CONV(c_batch_norm) {
-    tj_tensor *x = in[0];
-    if (ox_attr_i(n, "training_mode", 0) || n_out > 1)
-        return ox_fail(n, TJ_ERR_UNSUPPORTED, "training mode (running statistics)");
+    tj_tensor *x = in[0], *mean = in[3], *var = in[4];
+    int training = n->opset >= 14 && ox_attr_i(n, "training_mode", 0);
+    if (n_out > 1 && !training)
+        return ox_fail(n, TJ_ERR_UNSUPPORTED, "%d outputs outside training_mode", n_out);
     if (n->opset < 6 && ox_attr(n, "spatial") && ox_attr_i(n, "spatial", 1) == 0)
         return ox_fail(n, TJ_ERR_UNSUPPORTED, "spatial=0");
     float eps = ox_attr_f(n, "epsilon", 1e-5f);
-    tj_tensor *inv = tj_rsqrt(tj_add(per_channel(in[4], x), like(x, eps)));
-    tj_tensor *y = tj_mul(tj_sub(x, per_channel(in[3], x)), tj_mul(inv, per_channel(in[1], x)));
-    return one(out, tj_add(y, per_channel(in[2], x)));
+    if (training) {
+        int rank = tj_tensor_rank(x), axes[TJ_MAX_RANK], na = 0;
+        for (int d = 0; d < rank; d++)
+            if (d != 1)
+                axes[na++] = d;
+        tj_tensor *bm = tj_mean(x, na, axes, 0), *c = tj_sub(x, per_channel(bm, x));
+        tj_tensor *bv = tj_mean(tj_mul(c, c), na, axes, 0);
+        float mom = ox_attr_f(n, "momentum", 0.9f);
+        if (n_out > 1)
+            out[1] = tj_add(tj_mul(mean, like(mean, mom)), tj_mul(bm, like(bm, 1 - mom)));
+        if (n_out > 2)
+            out[2] = tj_add(tj_mul(var, like(var, mom)), tj_mul(bv, like(bv, 1 - mom)));
+        mean = bm, var = bv;
+    }
+    tj_tensor *inv = tj_rsqrt(tj_add(per_channel(var, x), like(x, eps)));
+    tj_tensor *y = tj_mul(tj_sub(x, per_channel(mean, x)), tj_mul(inv, per_channel(in[1], x)));
+    out[0] = tj_add(y, per_channel(in[2], x));
+    return TJ_OK;
 }
 
 CONV(c_instance_norm) {
@@ -251,6 +270,61 @@ CONV(c_instance_norm) {
     tj_tensor *mean = tj_mean(x, na, axes, 1), *c = tj_sub(x, mean);
     tj_tensor *inv = tj_rsqrt(tj_add(tj_mean(tj_mul(c, c), na, axes, 1), like(x, eps)));
     return one(out, tj_add(tj_mul(tj_mul(c, inv), per_channel(in[1], x)), per_channel(in[2], x)));
+}
+
+/* LRN: x / (bias + alpha / size * the sum of squares over a window of `size` channels)^beta,
+ * the window floor((size - 1) / 2) channels before and ceil((size - 1) / 2) after. */
+CONV(c_lrn) {
+    (void)n_in, (void)n_out;
+    tj_tensor *x = in[0];
+    int64_t size = ox_attr_i(n, "size", 0);
+    if (tj_tensor_rank(x) < 3 || size < 1 || size > 4096)
+        return ox_fail(n, TJ_ERR_SHAPE, "size %lld for rank %d (NC... with a size >= 1)",
+                       (long long)size, tj_tensor_rank(x));
+    float alpha = ox_attr_f(n, "alpha", 1e-4f), beta = ox_attr_f(n, "beta", 0.75f),
+          bias = ox_attr_f(n, "bias", 1);
+    int rank = tj_tensor_rank(x);
+    int64_t d[TJ_MAX_RANK], lo = (size - 1) / 2, hi = size - 1 - lo, c = tj_tensor_dims(x)[1];
+    memcpy(d, tj_tensor_dims(x), (size_t)rank * sizeof *d);
+    tj_tensor *sq = tj_mul(x, x), *parts[3], *sum = NULL;
+    int np = 0;
+    if (lo)
+        d[1] = lo, parts[np++] = tj_zeros(tj_tensor_dtype(x), rank, d);
+    parts[np++] = sq;
+    if (hi)
+        d[1] = hi, parts[np++] = tj_zeros(tj_tensor_dtype(x), rank, d);
+    tj_tensor *padded = np > 1 ? tj_concat(np, parts, 1) : sq;
+    for (int64_t k = 0; k < size; k++) {
+        int64_t b[TJ_MAX_RANK] = {0}, e[TJ_MAX_RANK];
+        memcpy(e, tj_tensor_dims(x), (size_t)rank * sizeof *e);
+        b[1] = k, e[1] = k + c;
+        tj_tensor *s = tj_slice(padded, b, e, NULL);
+        sum = sum ? tj_add(sum, s) : s;
+    }
+    tj_tensor *den = tj_add(like(x, bias), tj_mul(like(x, alpha / (double)size), sum));
+    return one(out, tj_div(x, tj_pow(den, like(x, beta))));
+}
+
+/* MeanVarianceNormalization as its ONNX function body: (x - E[x]) / (sqrt(E[x^2] - E[x]^2) +
+ * 1e-9) over `axes` (default N, H, W). */
+CONV(c_mvn) {
+    (void)n_in, (void)n_out;
+    tj_tensor *x = in[0];
+    int rank = tj_tensor_rank(x), axes[TJ_MAX_RANK], na = 0;
+    const int64_t *a;
+    size_t cnt = ox_attr_ints(n, "axes", &a);
+    static const int64_t dflt[3] = {0, 2, 3};
+    if (!ox_attr(n, "axes"))
+        a = dflt, cnt = 3;
+    if (cnt > (size_t)rank)
+        return ox_fail(n, TJ_ERR_SHAPE, "%zu axes for rank %d", cnt, rank);
+    for (size_t k = 0; k < cnt; k++)
+        if ((axes[na++] = axis_of(a[k], rank)) < 0)
+            return ox_fail(n, TJ_ERR_SHAPE, "axis %lld out of range for rank %d", (long long)a[k],
+                           rank);
+    tj_tensor *m = tj_mean(x, na, axes, 1);
+    tj_tensor *var = tj_sub(tj_mean(tj_mul(x, x), na, axes, 1), tj_mul(m, m));
+    return one(out, tj_div(tj_sub(x, m), tj_add(tj_sqrt(var), like(x, 1e-9))));
 }
 
 CONV(c_layer_norm) {
@@ -361,6 +435,8 @@ const ox_op ox_ops_nn[] = {
     {"Hardmax", c_hardmax, 1, 1, 1, 0},
     {"InstanceNormalization", c_instance_norm, 3, 3, 1, 0},
     {"LayerNormalization", c_layer_norm, 2, 3, 17, 0},
+    {"LRN", c_lrn, 1, 1, 1, 0},
+    {"MeanVarianceNormalization", c_mvn, 1, 1, 9, 0},
     {"NegativeLogLikelihoodLoss", c_nll_loss, 2, 3, 12, 0},
     {"OneHot", c_one_hot, 3, 3, 9, 0x6},
     {"Shrink", c_shrink, 1, 1, 9, 0},

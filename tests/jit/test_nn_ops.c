@@ -1,8 +1,9 @@
 /* The neural-network ops against plain loops written here (the oracle), eagerly and compiled.
  * f32 convolutions run on the direct AVX-512 kernels where the CPU has them; the test runs again
- * under TJ_DIRECT_CONV=0 (im2col + OpenBLAS) and TJ_EXACT_MATH=1 (the kernels' own loops). Also TensorFlow's SAME geometry, one_hot, the cross-entropies, and every bad input
- * the issue lists: channels that differ, a filter or window larger than the input, a label out of
- * range (eagerly and at run time when compiled). */
+ * under TJ_DIRECT_CONV=0 (im2col + OpenBLAS) and TJ_EXACT_MATH=1 (the kernels' own loops). Also
+ * TensorFlow's SAME geometry, one_hot, the cross-entropies, and every bad input the issue lists:
+ * channels that differ, a filter or window larger than the input, a label out of range (eagerly and
+ * at run time when compiled). */
 #include <tracejit.h>
 
 #include "check.h"
@@ -293,6 +294,123 @@ static void xent_cases(void) {
     tj_scope_end();
 }
 
+/* conv2d_transpose against a scatter loop: every input pixel adds filter * value to the output
+ * pixels its window covers (y[oy*s + ky*d - pt, ...] += x[n, oy, ox, c] w[ky, kx, o, c]); its
+ * gradient against the forward convolution (they are adjoint: <T(x), r> = <x, conv(r)>). */
+static tj_tensor *convt_fn(tj_tensor *x, tj_tensor *w) {
+    int s[2] = {2, 2};
+    int64_t od[4] = {tj_tensor_dims(x)[0], 2 * tj_tensor_dims(x)[1], 2 * tj_tensor_dims(x)[2],
+                     tj_tensor_dims(w)[2]};
+    return tj_conv2d_transpose(x, w, od, s, TJ_PAD_SAME, NULL);
+}
+
+static void conv_transpose_cases(void) {
+    struct {
+        int64_t n, h, w, c, kh, kw, o, oh, ow;
+        int s[2], d[2];
+        tj_padding pad;
+    } cs[] = {
+        {2, 3, 4, 3, 3, 3, 2, 7, 9, {2, 2}, {1, 1}, TJ_PAD_VALID},
+        {2, 3, 4, 3, 3, 3, 2, 8, 10, {2, 2}, {1, 1}, TJ_PAD_VALID}, /* one extra row and column */
+        {1, 4, 4, 2, 3, 3, 5, 8, 8, {2, 2}, {1, 1}, TJ_PAD_SAME},
+        {1, 5, 3, 2, 2, 3, 3, 5, 3, {1, 1}, {1, 1}, TJ_PAD_SAME},
+        {2, 3, 3, 1, 3, 2, 2, 12, 7, {3, 2}, {2, 1}, TJ_PAD_VALID},
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        tj_scope_begin();
+        tj_tensor *x = rand_f32(cs[i].n, cs[i].h, cs[i].w, cs[i].c);
+        tj_tensor *w = rand_f32(cs[i].kh, cs[i].kw, cs[i].o, cs[i].c);
+        int64_t od[4] = {cs[i].n, cs[i].oh, cs[i].ow, cs[i].o};
+        tj_tensor *y = tj_conv2d_transpose(x, w, od, cs[i].s, cs[i].pad, cs[i].d);
+        CHECK_MSG(tj_status_of(y) == TJ_OK, "case %zu: %s", i, tj_error_message(y));
+        if (tj_status_of(y)) {
+            tj_scope_end();
+            continue;
+        }
+        int64_t span[2] = {(cs[i].kh - 1) * cs[i].d[0] + 1, (cs[i].kw - 1) * cs[i].d[1] + 1};
+        int64_t pads[2] = {0, 0}, outd[2] = {cs[i].oh, cs[i].ow};
+        for (int k = 0; k < 2; k++) {
+            int64_t in_k = k ? cs[i].w : cs[i].h;
+            int64_t total = (in_k - 1) * cs[i].s[k] + span[k] - outd[k];
+            pads[k] = cs[i].pad == TJ_PAD_SAME && total > 0 ? total / 2 : 0;
+        }
+        double *want = calloc((size_t)tj_tensor_numel(y), sizeof *want);
+        const float *xv = tj_tensor_data(x), *wv = tj_tensor_data(w);
+        for (int64_t n = 0; n < cs[i].n; n++)
+            for (int64_t iy = 0; iy < cs[i].h; iy++)
+                for (int64_t ix = 0; ix < cs[i].w; ix++)
+                    for (int64_t ky = 0; ky < cs[i].kh; ky++)
+                        for (int64_t kx = 0; kx < cs[i].kw; kx++) {
+                            int64_t oy = iy * cs[i].s[0] + ky * cs[i].d[0] - pads[0];
+                            int64_t ox = ix * cs[i].s[1] + kx * cs[i].d[1] - pads[1];
+                            if (oy < 0 || oy >= cs[i].oh || ox < 0 || ox >= cs[i].ow)
+                                continue;
+                            for (int64_t c = 0; c < cs[i].c; c++)
+                                for (int64_t o = 0; o < cs[i].o; o++)
+                                    want[((n * cs[i].oh + oy) * cs[i].ow + ox) * cs[i].o + o] +=
+                                        (double)
+                                            xv[((n * cs[i].h + iy) * cs[i].w + ix) * cs[i].c + c] *
+                                        wv[((ky * cs[i].kw + kx) * cs[i].o + o) * cs[i].c + c];
+                        }
+        double worst = 0;
+        for (int64_t k = 0; k < tj_tensor_numel(y); k++)
+            worst = fmax(worst, fabs(tj_tensor_get_f64(y, k) - want[k]));
+        CHECK_MSG(worst <= 1e-4, "conv2d_transpose case %zu: max error %g", i, worst);
+        free(want);
+        tj_scope_end();
+    }
+    /* adjoint of conv2d: <T(x), r> = <x, conv2d(r)>; the tape's gradient of <T(x), r> is conv(r) */
+    tj_scope_begin();
+    int s2[2] = {2, 2};
+    tj_tensor *x = rand_f32(2, 4, 3, 3), *w = rand_f32(3, 3, 5, 3), *r = rand_f32(2, 8, 6, 5);
+    int64_t od[4] = {2, 8, 6, 5};
+    tj_tape *tape = tj_tape_new(0);
+    tj_tape_watch(tape, x);
+    tj_tensor *loss =
+        tj_sum(tj_mul(tj_conv2d_transpose(x, w, od, s2, TJ_PAD_SAME, NULL), r), 0, NULL, 0);
+    tj_tensor *g = NULL;
+    CHECK_EQ_INT(tj_tape_gradient(tape, loss, NULL, 1, &x, &g), TJ_OK);
+    tj_tape_free(tape);
+    tj_tensor *cr = tj_conv2d(r, w, s2, TJ_PAD_SAME, NULL); /* [2,4,3,3]: w read as HWIO */
+    double worst = 0;
+    for (int64_t k = 0; k < tj_tensor_numel(cr); k++)
+        worst = fmax(worst, fabs(tj_tensor_get_f64(g, k) - tj_tensor_get_f64(cr, k)));
+    CHECK_MSG(worst <= 1e-4, "conv2d_transpose gradient off by %g", worst);
+    double lhs = tj_tensor_get_f64(loss, 0),
+           rhs = tj_tensor_get_f64(tj_sum(tj_mul(x, cr), 0, NULL, 0), 0);
+    CHECK_NEAR(lhs, rhs, 1e-3 * (1 + fabs(rhs)));
+    /* compiled == eager */
+    tj_function *f = tj_function_new("convt", (void *)convt_fn, 2, NULL);
+    tj_tensor *args[2] = {x, w};
+    tj_tensor *yc = tj_call(f, 2, args), *ye = convt_fn(x, w);
+    CHECK_EQ_INT(tj_status_of(yc), TJ_OK);
+    CHECK_EQ_INT(tj_tensor_numel(yc), tj_tensor_numel(ye));
+    for (int64_t k = 0; k < tj_tensor_numel(ye); k++)
+        if (fabs(tj_tensor_get_f64(yc, k) - tj_tensor_get_f64(ye, k)) > 1e-5) {
+            CHECK_MSG(0, "compiled conv2d_transpose differs at %lld", (long long)k);
+            break;
+        }
+    tj_release(yc);
+    tj_function_free(f);
+    /* errors name the op and the shapes */
+    int64_t bad[4] = {2, 9, 6, 5}, neg[4] = {2, -1, 6, 5}, badc[4] = {2, 8, 6, 4};
+    tj_tensor *e = tj_conv2d_transpose(x, w, bad, s2, TJ_PAD_SAME, NULL);
+    CHECK_EQ_INT(tj_status_of(e), TJ_ERR_SHAPE);
+    CHECK_HAS(tj_error_message(e), "conv2d_transpose: input [2,4,3,3] and filter [3,3,5,3] "
+                                   "[KH,KW,C_out,C_in] cannot make output [2,9,6,5]");
+    e = tj_conv2d_transpose(x, w, badc, s2, TJ_PAD_SAME, NULL);
+    CHECK_EQ_INT(tj_status_of(e), TJ_ERR_SHAPE);
+    e = tj_conv2d_transpose(x, w, neg, s2, TJ_PAD_SAME, NULL);
+    CHECK_HAS(tj_error_message(e), "output_dims[1] = -1 is not a size");
+    e = tj_conv2d_transpose(x, w, NULL, s2, TJ_PAD_SAME, NULL);
+    CHECK_HAS(tj_error_message(e), "conv2d_transpose: output_dims is NULL");
+    e = tj_conv2d_transpose(x, rand_f32(3, 3, 5, 2), od, s2, TJ_PAD_SAME, NULL);
+    CHECK_EQ_INT(tj_status_of(e), TJ_ERR_SHAPE);
+    e = tj_conv2d_transpose(tj_cast(x, TJ_I32), tj_cast(w, TJ_I32), od, s2, TJ_PAD_SAME, NULL);
+    CHECK_EQ_INT(tj_status_of(e), TJ_ERR_DTYPE);
+    tj_scope_end();
+}
+
 static void conv_errors(void) {
     tj_scope_begin();
     tj_tensor *x = rand_f32(1, 4, 4, 3), *w = rand_f32(3, 3, 2, 4), *big = rand_f32(5, 5, 3, 1);
@@ -325,5 +443,6 @@ int main(void) {
     pool_cases();
     xent_cases();
     conv_errors();
+    conv_transpose_cases();
     return check_done();
 }
