@@ -53,6 +53,8 @@ const char *ox_attr_s(const ox_node *n, const char *name, const char *dflt, char
  * initializer, a Constant, a Shape, arithmetic on those): count, or -1 with the error set
  * naming what (a value computed from the model's inputs). *v is malloc'd. */
 int64_t ox_host_ints(const ox_node *n, const tj_tensor *t, const char *what, int64_t **v);
+/* The same as doubles (scales, a region of interest). */
+int64_t ox_host_f64(const ox_node *n, const tj_tensor *t, const char *what, double **v);
 
 /* A tensor from a TensorProto; an error tensor naming `what` when it cannot be read. */
 tj_tensor *ox_tensor(const Onnx__TensorProto *p, const char *what);
@@ -62,8 +64,9 @@ const char *ox_type_name(int32_t onnx_type);
 /* A whole file (malloc'd, *size bytes), or NULL with the error set naming it. */
 unsigned char *ox_read_file(const char *path, size_t *size);
 
-/* The op tables (ops.c, ops_shape.c, ops_nn.c, ops_conv.c), each ended by a NULL name. */
-extern const ox_op ox_ops_math[], ox_ops_shape[], ox_ops_nn[], ox_ops_conv[];
+/* The op tables (ops.c, ops_shape.c, ops_nn.c, ops_conv.c, ops_resize.c), each ended by a NULL
+ * name. */
+extern const ox_op ox_ops_math[], ox_ops_shape[], ox_ops_nn[], ox_ops_conv[], ox_ops_resize[];
 
 /* ---- shared by the converters ---------------------------------------------------------------- */
 #define CONV(name)                                                                                 \

@@ -103,7 +103,10 @@ const char *ox_attr_s(const ox_node *n, const char *name, const char *dflt, char
     return buf;
 }
 
-int64_t ox_host_ints(const ox_node *n, const tj_tensor *t, const char *what, int64_t **v) {
+/* t's element count with room for its values in *v (malloc'd), or -1 with the error set when
+ * they are not known at trace time. */
+static int64_t host_values(const ox_node *n, const tj_tensor *t, const char *what, size_t elem,
+                           void **v) {
     *v = NULL;
     if (!t || tj_tensor_is_symbolic(t))
         return ox_fail(n, TJ_ERR_UNSUPPORTED,
@@ -112,9 +115,16 @@ int64_t ox_host_ints(const ox_node *n, const tj_tensor *t, const char *what, int
                        what),
                -1;
     int64_t numel = tj_tensor_numel(t);
-    *v = malloc(((size_t)numel + 1) * sizeof **v);
+    *v = malloc(((size_t)numel + 1) * elem);
     if (!*v)
         return tj_set_error(TJ_ERR_OOM, "onnx: out of memory"), -1;
+    return numel;
+}
+
+int64_t ox_host_ints(const ox_node *n, const tj_tensor *t, const char *what, int64_t **v) {
+    int64_t numel = host_values(n, t, what, sizeof **v, (void **)v);
+    if (numel < 0)
+        return -1;
     const void *data = tj_tensor_data(t);
     for (int64_t i = 0; i < numel; i++) {
         switch (tj_tensor_dtype(t)) {
@@ -136,9 +146,18 @@ int64_t ox_host_ints(const ox_node *n, const tj_tensor *t, const char *what, int
     return numel;
 }
 
+int64_t ox_host_f64(const ox_node *n, const tj_tensor *t, const char *what, double **v) {
+    int64_t numel = host_values(n, t, what, sizeof **v, (void **)v);
+    if (numel < 0)
+        return -1;
+    for (int64_t i = 0; i < numel; i++)
+        (*v)[i] = tj_tensor_get_f64(t, i);
+    return numel;
+}
+
 const ox_op *ox_find_op(const char *op_type, int opset) {
-    const ox_op *tables[4] = {ox_ops_math, ox_ops_shape, ox_ops_nn, ox_ops_conv};
-    for (int t = 0; t < 4; t++)
+    const ox_op *tables[5] = {ox_ops_math, ox_ops_shape, ox_ops_nn, ox_ops_conv, ox_ops_resize};
+    for (int t = 0; t < 5; t++)
         for (const ox_op *o = tables[t]; o->name; o++)
             if (!strcmp(o->name, op_type))
                 return opset >= o->since ? o : NULL;

@@ -295,8 +295,51 @@ static void shape_values(void) {
     tj_onnx_free(m);
 }
 
+/* Resize whose sizes are an input: specialized per value (nearest, half-pixel: each pixel
+ * repeated), and sizes that do not fit the rank: an error naming the node and the counts. */
+static void resize_values(void) {
+    builder b;
+    init(&b, 13);
+    static char *in[4] = {"x", "", "", "sizes"}, *out[1] = {"y"};
+    int64_t xd[4] = {1, 1, 2, 2}, sd[1] = {4}, yd[4] = {-1, -1, -1, -1};
+    b.ins[b.g.n_input++] = value(&b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 4, xd);
+    b.ins[b.g.n_input++] = value(&b, "sizes", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 1, sd);
+    b.outs[b.g.n_output++] = value(&b, "y", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 4, yd);
+    node(&b, "Resize", 4, in, 1, out);
+    size_t n;
+    uint8_t *bytes = pack(&b, &n);
+    tj_onnx_model *m = tj_onnx_load_bytes(bytes, n, "resize.onnx", NULL);
+    free(bytes);
+    CHECK_MSG(m != NULL, "%s", tj_last_error());
+    if (!m)
+        return;
+    tj_tensor *x = tj_reshape(tj_range(TJ_F32, 1, 5, 1), 4, xd);
+    int64_t up[4] = {1, 1, 4, 4}, tall[4] = {1, 1, 3, 2}, bad[3] = {1, 1, 4};
+    tj_tensor *s = tj_tensor_from_data(TJ_I64, 1, sd, up);
+    tj_tensor *y = tj_onnx_call(m, 2, (tj_tensor *[]){x, s});
+    CHECK_MSG(tj_status_of(y) == TJ_OK, "%s", tj_error_message(y));
+    for (int i = 0; i < 16 && !tj_status_of(y); i++) /* row i/4, column i%4 read x[i/8][i%4/2] */
+        CHECK_NEAR(tj_tensor_get_f64(y, i), 1 + 2 * (i / 8) + (i % 4) / 2, 0);
+    tj_release(y);
+    tj_release(s);
+    s = tj_tensor_from_data(TJ_I64, 1, sd, tall);
+    y = tj_onnx_call(m, 2, (tj_tensor *[]){x, s});
+    CHECK_EQ_INT(tj_tensor_dims(y)[2], 3);
+    tj_release(y);
+    tj_release(s);
+    s = tj_tensor_from_data(TJ_I64, 1, (int64_t[]){3}, bad);
+    y = tj_onnx_call(m, 2, (tj_tensor *[]){x, s});
+    CHECK_HAS(tj_error_message(y), "node 0 '' (Resize, opset 13): 3 sizes and 0 roi values for "
+                                   "rank 4");
+    tj_release(y);
+    tj_release(s);
+    tj_release(x);
+    tj_onnx_free(m);
+}
+
 int main(void) {
     tj_scope_begin();
+    resize_values();
     imports_mlp();
     bad_graphs();
     shape_values();
