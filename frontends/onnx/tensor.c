@@ -131,6 +131,48 @@ tj_tensor *tj_onnx_tensor_from_bytes(const void *data, size_t size, const char *
     return t;
 }
 
+tj_status tj_onnx_write_tensor(const char *path, const tj_tensor *t, const char *name) {
+    if (!path || !t)
+        return tj_set_error(TJ_ERR_INVALID, "onnx: write_tensor: %s is NULL",
+                            path ? "the tensor" : "the path");
+    if (tj_status_of(t) || tj_tensor_is_symbolic(t) || !tj_tensor_data(t))
+        return tj_set_error(TJ_ERR_INVALID, "onnx: write_tensor %s: not a concrete tensor (%s)",
+                            path, tj_status_of(t) ? tj_error_message(t) : "symbolic or a tuple");
+    static const int32_t types[] = {
+        [TJ_F32] = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT,
+        [TJ_F64] = ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE,
+        [TJ_I32] = ONNX__TENSOR_PROTO__DATA_TYPE__INT32,
+        [TJ_I64] = ONNX__TENSOR_PROTO__DATA_TYPE__INT64,
+        [TJ_BOOL] = ONNX__TENSOR_PROTO__DATA_TYPE__BOOL,
+    };
+    tj_dtype dt = tj_tensor_dtype(t);
+    if ((size_t)dt >= sizeof types / sizeof *types || !types[dt])
+        return tj_set_error(TJ_ERR_UNSUPPORTED, "onnx: write_tensor %s: dtype %s", path,
+                            tj_dtype_name(dt));
+    Onnx__TensorProto p;
+    onnx__tensor_proto__init(&p);
+    int64_t dims[TJ_MAX_RANK];
+    p.n_dims = (size_t)tj_tensor_rank(t);
+    memcpy(dims, tj_tensor_dims(t), p.n_dims * sizeof *dims);
+    p.dims = dims;
+    p.has_data_type = 1;
+    p.data_type = types[dt];
+    p.name = (char *)(name ? name : "");
+    p.has_raw_data = 1;
+    p.raw_data.len = (size_t)tj_tensor_numel(t) * tj_dtype_size(dt);
+    p.raw_data.data = (uint8_t *)tj_tensor_data(t);
+    size_t n = onnx__tensor_proto__get_packed_size(&p);
+    uint8_t *buf = malloc(n ? n : 1);
+    if (!buf)
+        return tj_set_error(TJ_ERR_OOM, "onnx: out of memory writing %s", path);
+    onnx__tensor_proto__pack(&p, buf);
+    FILE *f = fopen(path, "wb");
+    int ok = f && fwrite(buf, 1, n, f) == n;
+    ok = f && fclose(f) == 0 && ok;
+    free(buf);
+    return ok ? TJ_OK : tj_set_error(TJ_ERR_IO, "onnx: cannot write %s: %s", path, strerror(errno));
+}
+
 tj_tensor *tj_onnx_read_tensor(const char *path) {
     size_t size = 0;
     unsigned char *p = path ? ox_read_file(path, &size) : NULL;

@@ -57,6 +57,10 @@ TJ_API int tj_onnx_opset(const tj_onnx_model *m);
  * raw_data or in the typed fields. A new reference, or an error tensor naming the file. */
 TJ_API tj_tensor *tj_onnx_read_tensor(const char *path);
 TJ_API tj_tensor *tj_onnx_tensor_from_bytes(const void *data, size_t size, const char *name);
+/* Writes t (borrowed, concrete; not a string or tuple) to path as a TensorProto with its data in
+ * raw_data, named `name` (may be NULL), as ONNX's test data stores tensors. TJ_OK, or an error
+ * status with the message naming the file. */
+TJ_API tj_status tj_onnx_write_tensor(const char *path, const tj_tensor *t, const char *name);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,8 @@
 /* tj_onnx — ONNX models on tracejit from the command line:
  *   tj_onnx show MODEL                    the opset, the inputs and outputs (names, dtypes, dims)
- *   tj_onnx run MODEL IN.pb...            runs the model on TensorProto inputs, prints outputs
- *   tj_onnx time MODEL N IN.pb...         first call (trace + compile) and the median of N calls
+ *   tj_onnx run [-o DIR] MODEL IN.pb...   runs the model on TensorProto inputs, prints the
+ *                                         outputs, or saves them as DIR/output_K.pb
+ *   tj_onnx time MODEL N IN.pb...         load, first call (trace + compile), median of N calls
  * Exit status: 0, 1 on an error (printed), 2 on bad usage. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +13,7 @@
 
 static int usage(void) {
     fprintf(stderr, "usage: tj_onnx show MODEL\n"
-                    "       tj_onnx run MODEL INPUT.pb...\n"
+                    "       tj_onnx run [-o DIR] MODEL INPUT.pb...\n"
                     "       tj_onnx time MODEL N INPUT.pb...\n");
     return 2;
 }
@@ -31,11 +32,19 @@ static int cmp_d(const void *a, const void *b) {
 int main(int argc, char **argv) {
     if (argc < 3)
         return usage();
-    const char *cmd = argv[1];
+    const char *cmd = argv[1], *save = NULL;
     int is_time = !strcmp(cmd, "time");
     if (strcmp(cmd, "show") && strcmp(cmd, "run") && !is_time)
         return usage();
+    if (!strcmp(cmd, "run") && !strcmp(argv[2], "-o")) { /* run -o DIR MODEL ... */
+        if (argc < 5)
+            return usage();
+        save = argv[3];
+        argv += 2, argc -= 2;
+    }
+    double t_load = now_ms();
     tj_onnx_model *m = tj_onnx_load(argv[2], NULL);
+    t_load = now_ms() - t_load;
     if (!m) {
         fprintf(stderr, "tj_onnx: %s\n", tj_last_error());
         return 1;
@@ -80,8 +89,19 @@ int main(int argc, char **argv) {
         rc = 1;
     } else if (r && !is_time) {
         int no = tj_onnx_n_outputs(m);
-        for (int k = 0; k < no; k++) {
+        for (int k = 0; k < no && !rc; k++) {
             tj_tensor *o = no == 1 ? r : tj_tuple_get(r, k);
+            if (save) {
+                char path[4096];
+                snprintf(path, sizeof path, "%s/output_%d.pb", save, k);
+                if (tj_onnx_write_tensor(path, o, tj_onnx_output(m, k, NULL))) {
+                    fprintf(stderr, "tj_onnx: %s\n", tj_last_error());
+                    rc = 1;
+                } else {
+                    printf("%s -> %s\n", tj_onnx_output(m, k, NULL), path);
+                }
+                continue;
+            }
             char *s = tj_tensor_str(o);
             printf("%s = %s\n", tj_onnx_output(m, k, NULL), s ? s : "");
             free(s);
@@ -94,9 +114,9 @@ int main(int argc, char **argv) {
             v[i] = now_ms() - a;
         }
         qsort(v, (size_t)reps, sizeof *v, cmp_d);
-        printf("%s: first call (trace + passes + compile + run) %.3f ms; median of %d calls "
-               "%.4f ms\n",
-               argv[2], first_ms, reps, v[reps / 2]);
+        printf("%s: load %.3f ms; first call (trace + passes + compile + run) %.3f ms; median "
+               "of %d calls %.4f ms\n",
+               argv[2], t_load, first_ms, reps, v[reps / 2]);
         free(v);
     }
     tj_release(r);
