@@ -237,6 +237,10 @@ TJ_API tj_tensor *tj_sigmoid(tj_tensor *x);
 TJ_API tj_tensor *tj_relu(tj_tensor *x);
 TJ_API tj_tensor *tj_sin(tj_tensor *x);
 TJ_API tj_tensor *tj_cos(tj_tensor *x);
+TJ_API tj_tensor *tj_atan(tj_tensor *x);
+TJ_API tj_tensor *tj_asin(tj_tensor *x); /* NaN outside [-1, 1], as C's asin */
+TJ_API tj_tensor *tj_acos(tj_tensor *x);
+TJ_API tj_tensor *tj_erf(tj_tensor *x); /* the error function, 2/sqrt(pi) * int_0^x exp(-t^2) */
 TJ_API tj_tensor *tj_floor(tj_tensor *x);
 TJ_API tj_tensor *tj_ceil(tj_tensor *x);
 TJ_API tj_tensor *tj_round(tj_tensor *x); /* half to even, as TensorFlow */

@@ -134,6 +134,26 @@ RULE(g_cos) {
     gin[0] = tj_neg(tj_mul(g, tj_sin(in[0])));
     return TJ_OK;
 }
+RULE(g_atan) { /* 1 / (1 + x^2) */
+    UNUSED;
+    gin[0] = tj_div(g, tj_add(num(1), tj_mul(in[0], in[0])));
+    return TJ_OK;
+}
+RULE(g_asin) { /* 1 / sqrt(1 - x^2) */
+    UNUSED;
+    gin[0] = tj_mul(g, tj_rsqrt(tj_sub(num(1), tj_mul(in[0], in[0]))));
+    return TJ_OK;
+}
+RULE(g_acos) { /* -1 / sqrt(1 - x^2) */
+    UNUSED;
+    gin[0] = tj_neg(tj_mul(g, tj_rsqrt(tj_sub(num(1), tj_mul(in[0], in[0])))));
+    return TJ_OK;
+}
+RULE(g_erf) { /* 2 / sqrt(pi) exp(-x^2) */
+    UNUSED;
+    gin[0] = tj_mul(g, tj_mul(num(1.1283791670955126), tj_exp(tj_neg(tj_mul(in[0], in[0])))));
+    return TJ_OK;
+}
 RULE(g_cast) { /* back to the input's float dtype; an integer or bool input gets none */
     UNUSED;
     if (ir_dtype_is_float(in[0]->dtype))
@@ -445,6 +465,10 @@ const rt_grad_rule rt_grad_rules[IR_N_OPS] = {
     R(RELU, g_relu),
     R(SIN, g_sin),
     R(COS, g_cos),
+    R(ATAN, g_atan),
+    R(ASIN, g_asin),
+    R(ACOS, g_acos),
+    R(ERF, g_erf),
     R(FLOOR, g_zero),
     R(CEIL, g_zero),
     R(ROUND, g_zero),

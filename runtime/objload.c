@@ -58,7 +58,9 @@ static const struct {
     {"fmodf", (void *)fmodf},   {"fmod", (void *)fmod},     {"exp2f", (void *)exp2f},
     {"exp2", (void *)exp2},     {"ldexpf", (void *)ldexpf}, {"ldexp", (void *)ldexp},
     {"fmaf", (void *)fmaf},     {"fma", (void *)fma},       {"sincosf", (void *)sincosf},
-    {"sincos", (void *)sincos},
+    {"sincos", (void *)sincos}, {"atanf", (void *)atanf},   {"atan", (void *)atan},
+    {"asinf", (void *)asinf},   {"asin", (void *)asin},     {"acosf", (void *)acosf},
+    {"acos", (void *)acos},     {"erff", (void *)erff},     {"erf", (void *)erf},
 };
 
 static void *resolve_external(const char *name) {

@@ -35,4 +35,6 @@ for peer in numpy tensorflow jax torch numba onnxruntime; do
   fi
 done
 cat /proc/loadavg > "$out/loadavg.end"
+echo "== ONNX models: tracejit's importer and ONNX Runtime"
+(cd "$here" && "$py" onnx_models.py $mode) || echo "   onnx_models.py failed" >&2
 "$py" "$here/report.py" ${failed[@]+--crashed "${failed[*]}"}

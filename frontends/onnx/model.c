@@ -164,6 +164,53 @@ const ox_op *ox_find_op(const char *op_type, int opset) {
     return NULL;
 }
 
+/* Whether name is among names[0..n). */
+static bool has_name(const char *const *names, size_t n, const char *name) {
+    for (size_t k = 0; k < n; k++)
+        if (!strcmp(names[k], name))
+            return true;
+    return false;
+}
+
+/* The inputs whose values some node reads (a shape, axes, sizes), directly or through nodes
+ * computing them (Range(0, n) of an input n): walking the nodes backwards, a node with an output
+ * that is read as values has all its inputs read as values, except Shape and Size, whose outputs
+ * depend on shapes only. Those inputs are specialized on (tj_onnx_call). */
+static tj_status mark_value_inputs(tj_onnx_model *m) {
+    const Onnx__GraphProto *g = m->p->graph;
+    size_t n = 0, cap = 16;
+    const char **names = malloc(cap * sizeof *names);
+    tj_status st = names ? TJ_OK : tj_set_error(TJ_ERR_OOM, "onnx: out of memory");
+    for (size_t i = g->n_node; i-- > 0 && !st;) {
+        const Onnx__NodeProto *p = g->node[i];
+        bool whole = false; /* an output is read as values: so are all the inputs */
+        for (size_t o = 0; o < p->n_output && !whole; o++)
+            whole = has_name(names, n, p->output[o]);
+        whole = whole && strcmp(p->op_type, "Shape") && strcmp(p->op_type, "Size");
+        for (size_t k = 0; k < p->n_input && !st; k++) {
+            if (!(whole || (k < 32 && ((m->ops[i]->values >> k) & 1))) || !*p->input[k] ||
+                has_name(names, n, p->input[k]))
+                continue;
+            if (n == cap) {
+                const char **bigger = realloc(names, 2 * cap * sizeof *names);
+                if (!bigger) {
+                    st = tj_set_error(TJ_ERR_OOM, "onnx: out of memory");
+                    break;
+                }
+                names = bigger, cap *= 2;
+            }
+            names[n++] = p->input[k];
+        }
+    }
+    for (int j = 0; j < m->n_in && !st; j++)
+        if (has_name(names, n, m->in[j].name)) {
+            m->is_value[j] = 1;
+            m->n_values++;
+        }
+    free(names);
+    return st;
+}
+
 /* ---- the imported function --------------------------------------------------------------------
  */
 /* Named values of one trace. Names are borrowed from the model. */
@@ -423,13 +470,8 @@ static tj_status load(tj_onnx_model *m, const void *data, size_t size) {
         st = check_graph(m);
     if (!st && !(m->is_value = calloc((size_t)m->n_in + 1, 1)))
         st = tj_set_error(TJ_ERR_OOM, "onnx: out of memory");
-    for (size_t i = 0; i < g->n_node && !st; i++) /* inputs some node reads as values */
-        for (size_t k = 0; k < g->node[i]->n_input && k < 32; k++)
-            for (int j = 0; (m->ops[i]->values >> k) & 1 && j < m->n_in; j++)
-                if (!strcmp(g->node[i]->input[k], m->in[j].name) && !m->is_value[j]) {
-                    m->is_value[j] = 1;
-                    m->n_values++;
-                }
+    if (!st)
+        st = mark_value_inputs(m);
     if (!st) {
         const char *name = g->name && *g->name ? g->name : "onnx_model";
         m->generic.m = m;

@@ -30,6 +30,10 @@ UNARY(c_tanh, tj_tanh(x))
 UNARY(c_sin, tj_sin(x))
 UNARY(c_cos, tj_cos(x))
 UNARY(c_tan, tj_div(tj_sin(x), tj_cos(x)))
+UNARY(c_atan, tj_atan(x))
+UNARY(c_asin, tj_asin(x))
+UNARY(c_acos, tj_acos(x))
+UNARY(c_erf, tj_erf(x))
 UNARY(c_floor, tj_floor(x))
 UNARY(c_ceil, tj_ceil(x))
 UNARY(c_round, tj_round(x))
@@ -148,6 +152,15 @@ CONV(c_elu) {
     float alpha = ox_attr_f(n, "alpha", 1.0f);
     return one(out, tj_where(tj_less(x, like(x, 0)),
                              tj_mul(like(x, alpha), tj_sub(tj_exp(x), like(x, 1))), x));
+}
+/* Celu: max(0, x) + min(0, alpha * (exp(x / alpha) - 1)). */
+CONV(c_celu) {
+    tj_tensor *x = in[0];
+    float alpha = ox_attr_f(n, "alpha", 1.0f);
+    if (!(alpha != 0))
+        return ox_fail(n, TJ_ERR_INVALID, "alpha must not be 0");
+    tj_tensor *neg = tj_mul(like(x, alpha), tj_sub(tj_exp(tj_div(x, like(x, alpha))), like(x, 1)));
+    return one(out, tj_add(tj_maximum(x, like(x, 0)), tj_minimum(neg, like(x, 0))));
 }
 CONV(c_selu) {
     tj_tensor *x = in[0];
@@ -345,9 +358,11 @@ const ox_op ox_ops_math[] = {
     {"Ceil", c_ceil, 1, 1, 1, 0},
     {"Clip", c_clip, 1, 3, 1, 0},
     {"Cos", c_cos, 1, 1, 7, 0},
+    {"Celu", c_celu, 1, 1, 12, 0},
     {"Cosh", c_cosh, 1, 1, 9, 0},
     {"Div", c_div, 2, 2, 1, 0},
     {"Elu", c_elu, 1, 1, 1, 0},
+    {"Erf", c_erf, 1, 1, 9, 0},
     {"Equal", c_equal, 2, 2, 1, 0},
     {"Exp", c_exp, 1, 1, 1, 0},
     {"Floor", c_floor, 1, 1, 1, 0},
@@ -392,6 +407,9 @@ const ox_op ox_ops_math[] = {
     {"Sigmoid", c_sigmoid, 1, 1, 1, 0},
     {"Sign", c_sign, 1, 1, 9, 0},
     {"Sin", c_sin, 1, 1, 7, 0},
+    {"Asin", c_asin, 1, 1, 7, 0},
+    {"Acos", c_acos, 1, 1, 7, 0},
+    {"Atan", c_atan, 1, 1, 7, 0},
     {"Sinh", c_sinh, 1, 1, 9, 0},
     {"Softmax", c_softmax, 1, 1, 1, 0},
     {"Softplus", c_softplus, 1, 1, 1, 0},

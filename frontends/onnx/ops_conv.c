@@ -298,6 +298,9 @@ static tj_status conv_one(const ox_node *n, int n_in, tj_tensor *const *in, tj_t
     tj_status st = window_of(n, x, tj_tensor_rank(f) >= 3 ? tj_tensor_dims(f) + 2 : NULL, &w, 0);
     if (st)
         return st;
+    if (tj_tensor_rank(f) != w.spatial + 2)
+        return ox_fail(n, TJ_ERR_SHAPE, "the weight has rank %d for %d spatial dims",
+                       tj_tensor_rank(f), w.spatial);
     tj_tensor *xh = to_cl_padded(x, &w, like(x, 0)), *fh = filter_hwio(f, &w), *y = NULL;
     int strides[2], dil[2];
     hw2(&w, w.s, strides);

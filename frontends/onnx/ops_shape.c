@@ -209,6 +209,8 @@ CONV(c_constant_of_shape) {
 CONV(c_shape) {
     tj_tensor *x = in[0];
     int rank = tj_tensor_rank(x);
+    if (tj_status_of(x) || rank < 0) /* an error flows on */
+        return one(out, tj_add(x, x));
     int64_t s = ox_attr_i(n, "start", 0), e = ox_attr_i(n, "end", rank);
     s = s < 0 ? s + rank : s, e = e < 0 ? e + rank : e;
     s = s < 0 ? 0 : s > rank ? rank : s, e = e < 0 ? 0 : e > rank ? rank : e;

@@ -45,6 +45,10 @@ bool jit_cpu_ew_supported(const ir_graph *g, uint32_t id) {
     case IR_OP_SIGMOID:
     case IR_OP_SIN:
     case IR_OP_COS:
+    case IR_OP_ATAN:
+    case IR_OP_ASIN:
+    case IR_OP_ACOS:
+    case IR_OP_ERF:
         return is_flt(t) && r == t;
     case IR_OP_LOGICAL_NOT:
         return t == TJ_BOOL && r == TJ_BOOL;
@@ -214,6 +218,14 @@ LLVMValueRef jit_cpu_emit_op(em *e, const ir_node *n, int t, LLVMValueRef *a) {
         return libm(e, "sin", a, 1);
     case IR_OP_COS:
         return libm(e, "cos", a, 1);
+    case IR_OP_ATAN:
+        return libm(e, "atan", a, 1);
+    case IR_OP_ASIN:
+        return libm(e, "asin", a, 1);
+    case IR_OP_ACOS:
+        return libm(e, "acos", a, 1);
+    case IR_OP_ERF:
+        return libm(e, "erf", a, 1);
     case IR_OP_SIGMOID:
         return jit_cpu_emit_sigmoid(e, x, LLVMTypeOf(x));
     case IR_OP_LOGICAL_NOT:

@@ -87,6 +87,10 @@ tj_status rt_ref_kernel(const ir_node *n, tj_tensor *const *in, tj_tensor *out) 
     case IR_OP_RELU:
     case IR_OP_SIN:
     case IR_OP_COS:
+    case IR_OP_ATAN:
+    case IR_OP_ASIN:
+    case IR_OP_ACOS:
+    case IR_OP_ERF:
     case IR_OP_FLOOR:
     case IR_OP_CEIL:
     case IR_OP_ROUND:

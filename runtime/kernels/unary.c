@@ -46,6 +46,14 @@
             LOOP(sin(v));                                                                          \
         case IR_OP_COS:                                                                            \
             LOOP(cos(v));                                                                          \
+        case IR_OP_ATAN:                                                                           \
+            LOOP(atan(v));                                                                         \
+        case IR_OP_ASIN:                                                                           \
+            LOOP(asin(v));                                                                         \
+        case IR_OP_ACOS:                                                                           \
+            LOOP(acos(v));                                                                         \
+        case IR_OP_ERF:                                                                            \
+            LOOP(erf(v));                                                                          \
         case IR_OP_FLOOR:                                                                          \
             LOOP(floor(v));                                                                        \
         case IR_OP_CEIL:                                                                           \

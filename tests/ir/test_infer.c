@@ -96,9 +96,9 @@ int main(void) {
     FAILS(ir_infer(&p, NULL, 0), TJ_ERR_DTYPE, "const: invalid dtype 15");
 
     /* unary */
-    static const int float_ops[] = {IR_OP_EXP,   IR_OP_LOG,     IR_OP_SQRT, IR_OP_RSQRT,
-                                    IR_OP_TANH,  IR_OP_SIGMOID, IR_OP_SIN,  IR_OP_COS,
-                                    IR_OP_FLOOR, IR_OP_CEIL,    IR_OP_ROUND};
+    static const int float_ops[] = {IR_OP_EXP,     IR_OP_LOG,  IR_OP_SQRT, IR_OP_RSQRT, IR_OP_TANH,
+                                    IR_OP_SIGMOID, IR_OP_SIN,  IR_OP_COS,  IR_OP_FLOOR, IR_OP_CEIL,
+                                    IR_OP_ROUND,   IR_OP_ATAN, IR_OP_ASIN, IR_OP_ACOS,  IR_OP_ERF};
     for (size_t k = 0; k < sizeof float_ops / sizeof float_ops[0]; k++) {
         p = P(float_ops[k]);
         CHECK_EQ_INT(inf1(&p, &f23), TJ_OK);

@@ -146,6 +146,10 @@ static const char *all_ops =
     "  %102 = avg_pool2d_grad %101 {stride_h=1, stride_w=1, window_h=2, window_w=2, pads=[0, 0, 0, 0]} : f32[1,2,3,1]\n"
     "  %103 = one_hot %65 {depth=3, on=1, off=0} : f32[2,3]\n"
     "  %104 = sparse_softmax_xent %0, %65 : f32[2]\n"
+    "  %105 = atan %0 : f32[2,3]\n"
+    "  %106 = asin %0 : f32[2,3]\n"
+    "  %107 = acos %0 : f32[2,3]\n"
+    "  %108 = erf %0 : f32[2,3]\n"
     "  return %27, %46, %71, %87, %88\n"
     "  effects %67, %68, %69, %76, %85\n"
     "}\n";
@@ -190,7 +194,7 @@ int main(void) {
         count[g->nodes[i].op]++;
     for (int op = 0; op < IR_N_OPS; op++)
         CHECK_MSG(count[op] > 0, "op %s missing from the test graph", ir_ops[op].name);
-    CHECK_EQ_INT(g->n_nodes, 104); /* %90 is %72 (interned) */
+    CHECK_EQ_INT(g->n_nodes, 108); /* %90 is %72 (interned) */
     CHECK_EQ_INT(g->n_params, 3);
     CHECK_EQ_INT(g->n_caps, 2);
     CHECK_EQ_INT(g->n_outputs, 5);

@@ -107,15 +107,14 @@ int main(void) {
         printf("skip: %s\n", ir_last_error());
         return 77;
     }
-    static const int ops[] = {IR_OP_NEG,     IR_OP_ABS,         IR_OP_SIGN,       IR_OP_RELU,
-                              IR_OP_FLOOR,   IR_OP_CEIL,        IR_OP_ROUND,      IR_OP_SQRT,
-                              IR_OP_RSQRT,   IR_OP_EXP,         IR_OP_LOG,        IR_OP_TANH,
-                              IR_OP_SIGMOID, IR_OP_SIN,         IR_OP_COS,        IR_OP_LOGICAL_NOT,
-                              IR_OP_ISNAN,   IR_OP_ISINF,       IR_OP_ADD,        IR_OP_SUB,
-                              IR_OP_MUL,     IR_OP_DIV,         IR_OP_FLOORDIV,   IR_OP_MOD,
-                              IR_OP_POW,     IR_OP_MAXIMUM,     IR_OP_MINIMUM,    IR_OP_EQ,
-                              IR_OP_NE,      IR_OP_LT,          IR_OP_LE,         IR_OP_GT,
-                              IR_OP_GE,      IR_OP_LOGICAL_AND, IR_OP_LOGICAL_OR, IR_OP_WHERE};
+    static const int ops[] = {
+        IR_OP_NEG,     IR_OP_ABS,         IR_OP_SIGN,       IR_OP_RELU,  IR_OP_FLOOR, IR_OP_CEIL,
+        IR_OP_ROUND,   IR_OP_SQRT,        IR_OP_RSQRT,      IR_OP_EXP,   IR_OP_LOG,   IR_OP_TANH,
+        IR_OP_SIGMOID, IR_OP_SIN,         IR_OP_COS,        IR_OP_ATAN,  IR_OP_ASIN,  IR_OP_ACOS,
+        IR_OP_ERF,     IR_OP_LOGICAL_NOT, IR_OP_ISNAN,      IR_OP_ISINF, IR_OP_ADD,   IR_OP_SUB,
+        IR_OP_MUL,     IR_OP_DIV,         IR_OP_FLOORDIV,   IR_OP_MOD,   IR_OP_POW,   IR_OP_MAXIMUM,
+        IR_OP_MINIMUM, IR_OP_EQ,          IR_OP_NE,         IR_OP_LT,    IR_OP_LE,    IR_OP_GT,
+        IR_OP_GE,      IR_OP_LOGICAL_AND, IR_OP_LOGICAL_OR, IR_OP_WHERE};
     char what[96];
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
         for (int dt = 0; dt <= TJ_BOOL; dt++) {

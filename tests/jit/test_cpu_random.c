@@ -15,10 +15,10 @@ typedef struct val {
     int dt;
 } val;
 
-static const int un_float[] = {IR_OP_NEG,   IR_OP_ABS,   IR_OP_SIGN,    IR_OP_RELU,  IR_OP_FLOOR,
-                               IR_OP_CEIL,  IR_OP_ROUND, IR_OP_SQRT,    IR_OP_RSQRT, IR_OP_EXP,
-                               IR_OP_LOG,   IR_OP_TANH,  IR_OP_SIGMOID, IR_OP_SIN,   IR_OP_COS,
-                               IR_OP_ISNAN, IR_OP_ISINF};
+static const int un_float[] = {
+    IR_OP_NEG,  IR_OP_ABS,   IR_OP_SIGN,  IR_OP_RELU, IR_OP_FLOOR, IR_OP_CEIL,    IR_OP_ROUND,
+    IR_OP_SQRT, IR_OP_RSQRT, IR_OP_EXP,   IR_OP_LOG,  IR_OP_TANH,  IR_OP_SIGMOID, IR_OP_SIN,
+    IR_OP_COS,  IR_OP_ISNAN, IR_OP_ISINF, IR_OP_ATAN, IR_OP_ASIN,  IR_OP_ACOS,    IR_OP_ERF};
 static const int un_int[] = {IR_OP_NEG,  IR_OP_ABS,   IR_OP_SIGN,
                              IR_OP_RELU, IR_OP_FLOOR, IR_OP_ISNAN};
 static const int bin_float[] = {IR_OP_ADD, IR_OP_SUB, IR_OP_MUL,     IR_OP_DIV,     IR_OP_FLOORDIV,

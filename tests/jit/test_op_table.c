@@ -135,6 +135,14 @@ static tj_tensor *instance(int op, tj_tensor *x) {
         return tj_sin(x);
     case IR_OP_COS:
         return tj_cos(x);
+    case IR_OP_ATAN:
+        return tj_atan(x);
+    case IR_OP_ASIN:
+        return tj_asin(tj_tanh(x)); /* inside [-1, 1] */
+    case IR_OP_ACOS:
+        return tj_acos(tj_tanh(x));
+    case IR_OP_ERF:
+        return tj_erf(x);
     case IR_OP_FLOOR:
         return tj_floor(x);
     case IR_OP_CEIL:

@@ -105,6 +105,17 @@ static void init_f32(builder *b, const char *name, int r, int64_t *dims, float *
     b->pinits[b->g.n_initializer++] = t;
 }
 
+static void init_i64(builder *b, const char *name, int64_t *v) { /* a scalar */
+    Onnx__TensorProto *t = &b->inits[b->g.n_initializer];
+    onnx__tensor_proto__init(t);
+    t->name = (char *)name;
+    t->has_data_type = 1;
+    t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__INT64;
+    t->n_int64_data = 1;
+    t->int64_data = v;
+    b->pinits[b->g.n_initializer++] = t;
+}
+
 static uint8_t *pack(builder *b, size_t *n) {
     *n = onnx__model_proto__get_packed_size(&b->m);
     uint8_t *p = malloc(*n);
@@ -337,8 +348,43 @@ static void resize_values(void) {
     tj_onnx_free(m);
 }
 
+/* Range(0, n + 1, 1) of an input n: the value reaches Range through an Add, so n is specialized
+ * on (a function per value of n), as a direct shape input is. */
+static void values_through_nodes(void) {
+    builder b;
+    init(&b, 13);
+    static char *add_in[2] = {"n", "one"}, *add_out[1] = {"limit"};
+    static char *rng_in[3] = {"zero", "limit", "one"}, *rng_out[1] = {"y"};
+    static int64_t zero = 0, one = 1;
+    int64_t yd[1] = {-1};
+    b.ins[b.g.n_input++] = value(&b, "n", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 0, NULL);
+    b.outs[b.g.n_output++] = value(&b, "y", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 1, yd);
+    init_i64(&b, "zero", &zero);
+    init_i64(&b, "one", &one);
+    node(&b, "Add", 2, add_in, 1, add_out);
+    node(&b, "Range", 3, rng_in, 1, rng_out);
+    size_t n;
+    uint8_t *bytes = pack(&b, &n);
+    tj_onnx_model *m = tj_onnx_load_bytes(bytes, n, "range.onnx", NULL);
+    free(bytes);
+    CHECK_MSG(m != NULL, "%s", tj_last_error());
+    if (!m)
+        return;
+    for (int64_t k = 2; k <= 5; k += 3) {
+        tj_tensor *nv = tj_scalar_i64(k);
+        tj_tensor *y = tj_onnx_call(m, 1, &nv);
+        CHECK_MSG(tj_status_of(y) == TJ_OK, "%s", tj_error_message(y));
+        CHECK_EQ_INT(tj_tensor_numel(y), k + 1);
+        CHECK_NEAR(tj_tensor_get_f64(y, k), (double)k, 0);
+        tj_release(y);
+        tj_release(nv);
+    }
+    tj_onnx_free(m);
+}
+
 int main(void) {
     tj_scope_begin();
+    values_through_nodes();
     resize_values();
     imports_mlp();
     bad_graphs();

@@ -11,7 +11,8 @@ static const int64_t d8[] = {8};
 static void test_unary_float(void) {
     static const int ops[] = {IR_OP_NEG,  IR_OP_ABS,   IR_OP_SIGN,  IR_OP_EXP,     IR_OP_LOG,
                               IR_OP_SQRT, IR_OP_RSQRT, IR_OP_TANH,  IR_OP_SIGMOID, IR_OP_RELU,
-                              IR_OP_SIN,  IR_OP_COS,   IR_OP_FLOOR, IR_OP_CEIL,    IR_OP_ROUND};
+                              IR_OP_SIN,  IR_OP_COS,   IR_OP_FLOOR, IR_OP_CEIL,    IR_OP_ROUND,
+                              IR_OP_ATAN, IR_OP_ASIN,  IR_OP_ACOS,  IR_OP_ERF};
     double dx[8];
     for (int i = 0; i < 8; i++)
         dx[i] = fx[i];
@@ -62,6 +63,18 @@ static void test_unary_float(void) {
                 break;
             case IR_OP_COS:
                 w = cos(v);
+                break;
+            case IR_OP_ATAN:
+                w = atan(v);
+                break;
+            case IR_OP_ASIN: /* NaN outside [-1, 1] */
+                w = asin(v);
+                break;
+            case IR_OP_ACOS:
+                w = acos(v);
+                break;
+            case IR_OP_ERF:
+                w = erf(v);
                 break;
             case IR_OP_FLOOR:
                 w = floor(v);

@@ -1,0 +1,247 @@
+"""onnx_models.py — tracejit's ONNX importer (tj_onnx) against ONNX Runtime on models a user would
+import: the seed's CNN (conv 5x5x32, pool, conv 5x5x64, pool, dense 1024, dense 10, softmax; NCHW
+as PyTorch and ONNX lay it out; batch 50) and an MLP (784-512-512-10, batch 256), both built with
+onnx.helper (opset 17) in the peers' environment with seeded weights, plus the largest
+pytorch-converted models of ONNX's test data (by input size). Per model:
+- ONNX Runtime: first call = create the session from the file + run once (2 intra-op threads, all
+  graph optimizations, as peer_onnxruntime.py); then the median of N runs;
+- tracejit: `tj_onnx time` in a new process with an empty disk cache (load + trace + passes +
+  compile + run), again in a second process with the cache warm, then the median of N calls;
+- both outputs compared (|a - b| <= 1e-5 + 1e-3 |b|, ONNX's tolerance); a mismatch is reported.
+Writes bench/out/onnx_models.json and the section of bench/PEERS.md between the onnx:begin /
+onnx:end markers. Run by bench/peers/run_peers.sh (bench/run --peers) or alone:
+bench/.venv/bin/python bench/peers/onnx_models.py [--quick]."""
+import common  # noqa: F401  (thread setup before numpy loads)
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+import onnxruntime as ort
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+OUT = os.path.join(ROOT, "bench", "out")
+PEERS_MD = os.path.join(ROOT, "bench", "PEERS.md")
+TOOL = os.path.join(ROOT, "build-bench", "frontends", "onnx", "tj_onnx")
+DATA = "/usr/share/libonnx-testdata/data/pytorch-converted"
+BEGIN, END = "<!-- onnx:begin -->", "<!-- onnx:end -->"
+F = TensorProto.FLOAT
+
+
+def init(rng, name, shape, fan_in):
+    return numpy_helper.from_array(
+        (rng.standard_normal(shape) * np.sqrt(2.0 / fan_in)).astype(np.float32), name)
+
+
+def save(name, nodes, inputs, outputs, inits, feeds):
+    d = os.path.join(OUT, "onnx", name)
+    os.makedirs(d, exist_ok=True)
+    g = helper.make_graph(nodes, name, inputs, outputs, initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(d, "model.onnx"))
+    paths = []
+    for k, (n, v) in enumerate(feeds.items()):
+        p = os.path.join(d, f"input_{k}.pb")
+        with open(p, "wb") as f:
+            f.write(numpy_helper.from_array(v, n).SerializeToString())
+        paths.append(p)
+    return os.path.join(d, "model.onnx"), paths
+
+
+def seed_cnn(batch=50):
+    rng = np.random.default_rng(22)
+    inits = [init(rng, "w1", (32, 1, 5, 5), 25), init(rng, "b1", (32,), 25),
+             init(rng, "w2", (64, 32, 5, 5), 800), init(rng, "b2", (64,), 800),
+             init(rng, "w3", (3136, 1024), 3136), init(rng, "b3", (1024,), 3136),
+             init(rng, "w4", (1024, 10), 1024), init(rng, "b4", (10,), 1024)]
+    conv = dict(kernel_shape=[5, 5], pads=[2, 2, 2, 2])
+    pool = dict(kernel_shape=[2, 2], strides=[2, 2])
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], **conv),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("MaxPool", ["r1"], ["p1"], **pool),
+             helper.make_node("Conv", ["p1", "w2", "b2"], ["c2"], **conv),
+             helper.make_node("Relu", ["c2"], ["r2"]),
+             helper.make_node("MaxPool", ["r2"], ["p2"], **pool),
+             helper.make_node("Flatten", ["p2"], ["f"], axis=1),
+             helper.make_node("Gemm", ["f", "w3", "b3"], ["d1"]),
+             helper.make_node("Relu", ["d1"], ["r3"]),
+             helper.make_node("Gemm", ["r3", "w4", "b4"], ["d2"]),
+             helper.make_node("Softmax", ["d2"], ["y"], axis=-1)]
+    x = rng.standard_normal((batch, 1, 28, 28)).astype(np.float32)
+    return save("seed_cnn", nodes, [helper.make_tensor_value_info("x", F, [batch, 1, 28, 28])],
+                [helper.make_tensor_value_info("y", F, [batch, 10])], inits, {"x": x})
+
+
+def mlp(batch=256):
+    rng = np.random.default_rng(7)
+    sizes = [784, 512, 512, 10]
+    inits, nodes, prev = [], [], "x"
+    for i in range(3):
+        inits += [init(rng, f"w{i}", (sizes[i], sizes[i + 1]), sizes[i]),
+                  init(rng, f"b{i}", (sizes[i + 1],), sizes[i])]
+        nodes.append(helper.make_node("Gemm", [prev, f"w{i}", f"b{i}"], [f"g{i}"]))
+        if i < 2:
+            nodes.append(helper.make_node("Relu", [f"g{i}"], [f"h{i}"]))
+            prev = f"h{i}"
+    nodes.append(helper.make_node("Softmax", ["g2"], ["y"], axis=-1))
+    x = rng.standard_normal((batch, 784)).astype(np.float32)
+    return save("mlp", nodes, [helper.make_tensor_value_info("x", F, [batch, 784])],
+                [helper.make_tensor_value_info("y", F, [batch, 10])], inits, {"x": x})
+
+
+def largest_converted(k):
+    """The k pytorch-converted tests with the largest inputs: (name, model, [input .pb])."""
+    found = []
+    for t in sorted(os.listdir(DATA)) if os.path.isdir(DATA) else []:
+        d = os.path.join(DATA, t, "test_data_set_0")
+        ins = sorted(p for p in os.listdir(d) if p.startswith("input_")) if os.path.isdir(d) else []
+        if ins:
+            size = sum(os.path.getsize(os.path.join(d, p)) for p in ins)
+            found.append((size, t, os.path.join(DATA, t, "model.onnx"),
+                          [os.path.join(d, p) for p in ins]))
+    found.sort(reverse=True)
+    return [(t, m, ins) for _, t, m, ins in found[:k]]
+
+
+def read_pb(path):
+    t = onnx.TensorProto()
+    with open(path, "rb") as f:
+        t.ParseFromString(f.read())
+    return numpy_helper.to_array(t)
+
+
+def time_ort(model, inputs, reps):
+    sess_in = [read_pb(p) for p in inputs]
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = common.THREADS
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    t0 = time.perf_counter()
+    sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+    t1 = time.perf_counter()
+    feeds = {i.name: v for i, v in zip(sess.get_inputs(), sess_in)}
+    out = sess.run(None, feeds)
+    t2 = time.perf_counter()
+    for _ in range(3):
+        sess.run(None, feeds)
+    v = []
+    for _ in range(reps):
+        a = time.perf_counter()
+        sess.run(None, feeds)
+        v.append(time.perf_counter() - a)
+    return dict(session_ms=(t1 - t0) * 1e3, first_ms=(t2 - t0) * 1e3,
+                median_ms=float(np.median(v)) * 1e3), out
+
+
+LINE = re.compile(r"load ([\d.]+) ms; first call \(trace \+ passes \+ compile \+ run\) ([\d.]+) ms; "
+                  r"median of \d+ calls ([\d.]+) ms")
+
+
+def time_tracejit(model, inputs, reps):
+    env = dict(os.environ, TJ_NUM_THREADS=str(common.THREADS),
+               OPENBLAS_NUM_THREADS=str(common.THREADS))
+    env.pop("OPENBLAS_CORETYPE", None)
+    with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as outdir:
+        env["TJ_CACHE_DIR"] = cache
+        res = {}
+        for run in ("cold", "warm"):
+            p = subprocess.run([TOOL, "time", model, str(reps)] + inputs, env=env,
+                               capture_output=True, text=True)
+            m = LINE.search(p.stdout)
+            if p.returncode or not m:
+                raise RuntimeError(f"tj_onnx time {model}: {p.stdout}{p.stderr}")
+            load, first, med = map(float, m.groups())
+            res[f"{run}_first_ms"] = load + first
+            if run == "cold":
+                res["load_ms"], res["median_ms"] = load, med
+        p = subprocess.run([TOOL, "run", "-o", outdir, model] + inputs, env=env,
+                           capture_output=True, text=True)
+        if p.returncode:
+            raise RuntimeError(f"tj_onnx run {model}: {p.stderr}")
+        outs = sorted(f for f in os.listdir(outdir) if f.startswith("output_"))
+        return res, [read_pb(os.path.join(outdir, f)) for f in outs]
+
+
+def agree(a, b):
+    return len(a) == len(b) and all(
+        x.shape == y.shape and np.allclose(x, y, rtol=1e-3, atol=1e-5, equal_nan=True)
+        for x, y in zip(a, b))
+
+
+def markdown(rows, when):
+    lines = [BEGIN, "### ONNX models: tracejit's importer and ONNX Runtime", "",
+             f"`bench/peers/onnx_models.py` ({when}; {common.THREADS} threads each; the models "
+             "and inputs it writes are in bench/out/onnx/). First call: ONNX Runtime creates its "
+             "session from the file and runs once; tracejit (`tj_onnx time`, a new process) loads, "
+             "traces, optimizes, compiles and runs, with an empty disk cache (cold) and again in "
+             "a second process (warm cache). Steady state: median per call. Ratios above 1 favour "
+             "tracejit for steady state (ORT / tracejit); first-call ratios are tracejit / ORT "
+             "(the goal is at most 3).", "",
+             "| model | ORT session + run (ms) | tracejit cold (ms) | tracejit warm (ms) | "
+             "cold / ORT | ORT per call (ms) | tracejit per call (ms) | ORT / tracejit | "
+             "outputs |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['model']} | | | | | | | | error: {r['error']} |")
+            continue
+        o, t = r["ort"], r["tracejit"]
+        lines.append(
+            f"| {r['model']} | {o['first_ms']:.1f} | {t['cold_first_ms']:.1f} | "
+            f"{t['warm_first_ms']:.1f} | {t['cold_first_ms'] / o['first_ms']:.2f} | "
+            f"{o['median_ms']:.4f} | {t['median_ms']:.4f} | "
+            f"{o['median_ms'] / t['median_ms']:.2f} | {'agree' if r['agree'] else 'DIFFER'} |")
+    lines.append(END)
+    return "\n".join(lines)
+
+
+def main():
+    quick = "--quick" in sys.argv
+    if not os.path.exists(TOOL):
+        sys.exit(f"{TOOL} is missing: build-bench (bench/run) builds it")
+    models = [("seed_cnn",) + seed_cnn(), ("mlp",) + mlp()] + largest_converted(2 if quick else 3)
+    rows = []
+    for name, model, inputs in models:
+        reps = 20 if quick else 100
+        try:
+            o, oo = time_ort(model, inputs, reps)
+            t, to = time_tracejit(model, inputs, reps)
+            rows.append(dict(model=name, ort=o, tracejit=t, agree=agree(to, oo)))
+        except Exception as e:  # reported, not fatal: the other models still run
+            rows.append(dict(model=name, error=str(e)[:200]))
+        r = rows[-1]
+        if "error" in r:
+            print(f"  {name:40} error: {r['error']}")
+        else:
+            print(f"  {name:40} first: ORT {r['ort']['first_ms']:8.1f} ms, tracejit "
+                  f"{r['tracejit']['cold_first_ms']:8.1f} ms (warm {r['tracejit']['warm_first_ms']:.1f})"
+                  f"; per call: ORT {r['ort']['median_ms']:.4f} ms, tracejit "
+                  f"{r['tracejit']['median_ms']:.4f} ms; outputs "
+                  f"{'agree' if r['agree'] else 'DIFFER'}")
+    when = time.strftime("%Y-%m-%d") + f", onnxruntime {ort.__version__}"
+    os.makedirs(OUT, exist_ok=True)
+    with open(os.path.join(OUT, "onnx_models.json"), "w") as f:
+        json.dump(dict(when=when, threads=common.THREADS, rows=rows), f, indent=1)
+    section = markdown(rows, when)
+    text = open(PEERS_MD).read() if os.path.exists(PEERS_MD) else "# tracejit and its peers\n\n"
+    if BEGIN in text and END in text:
+        text = text[:text.index(BEGIN)] + section + text[text.index(END) + len(END):]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    with open(PEERS_MD, "w") as f:
+        f.write(text)
+    print(f"wrote {os.path.join(OUT, 'onnx_models.json')} and {PEERS_MD}")
+
+
+if __name__ == "__main__":
+    main()
