@@ -164,6 +164,59 @@ CONV(c_gather) {
     return one(out, tj_gather(x, idx, axis));
 }
 
+/* GatherND as one gather: data's batch dims and its first m indexed dims are flattened into one
+ * axis, and each index tuple (the last axis of indices, negative from the end) becomes its
+ * position there: batch position * prod(indexed dims) + sum_j idx_j * stride_j. */
+CONV(c_gather_nd) {
+    (void)n_in, (void)n_out;
+    tj_tensor *x = in[0], *idx = tj_cast(in[1], TJ_I64);
+    int r = tj_tensor_rank(x), q = tj_tensor_rank(idx);
+    int64_t b = ox_attr_i(n, "batch_dims", 0);
+    int64_t m = q > 0 ? tj_tensor_dims(idx)[q - 1] : -1;
+    if (tj_status_of(x) || tj_status_of(idx))
+        return one(out, tj_status_of(x) ? x : idx);
+    if (q < 1 || b < 0 || b >= q || b >= r || m < 1 || b + m > r)
+        return ox_fail(n, TJ_ERR_SHAPE,
+                       "indices of rank %d (last dim %lld) and batch_dims %lld for data of rank %d",
+                       q, (long long)m, (long long)b, r);
+    const int64_t *xd = tj_tensor_dims(x), *id = tj_tensor_dims(idx);
+    for (int64_t k = 0; k < b; k++)
+        if (xd[k] != id[k])
+            return ox_fail(n, TJ_ERR_SHAPE, "batch dim %lld: data has %lld, indices %lld",
+                           (long long)k, (long long)xd[k], (long long)id[k]);
+    int64_t block = 1, batch = 1, flat_dims[TJ_MAX_RANK], nf = 0;
+    for (int64_t k = 0; k < b; k++)
+        batch *= xd[k];
+    for (int64_t k = b; k < b + m; k++)
+        block *= xd[k];
+    tj_tensor *pos = NULL;
+    int64_t stride = 1;
+    for (int64_t j = m - 1; j >= 0; j--) { /* the index tuple's position inside one batch */
+        int64_t bg[TJ_MAX_RANK] = {0}, en[TJ_MAX_RANK];
+        memcpy(en, id, (size_t)q * sizeof *en);
+        bg[q - 1] = j, en[q - 1] = j + 1;
+        int64_t sd[TJ_MAX_RANK];
+        memcpy(sd, id, (size_t)(q - 1) * sizeof *sd);
+        tj_tensor *ij = tj_reshape(tj_slice(idx, bg, en, NULL), q - 1, sd);
+        ij = tj_where(tj_less(ij, tj_scalar_i64(0)), tj_add(ij, tj_scalar_i64(xd[b + j])), ij);
+        tj_tensor *term = tj_mul(ij, tj_scalar_i64(stride));
+        pos = pos ? tj_add(pos, term) : term;
+        stride *= xd[b + j];
+    }
+    if (b > 0) { /* + the batch position times the block */
+        int64_t bd[TJ_MAX_RANK];
+        for (int k = 0; k < q - 1; k++)
+            bd[k] = k < b ? id[k] : 1;
+        tj_tensor *bpos = tj_reshape(tj_range(TJ_I64, 0, (double)batch, 1), q - 1, bd);
+        pos = tj_add(pos, tj_mul(bpos, tj_scalar_i64(block)));
+    }
+    flat_dims[nf++] = batch * block;
+    for (int k = (int)(b + m); k < r; k++)
+        flat_dims[nf++] = xd[k];
+    tj_tensor *y = tj_gather(tj_reshape(x, (int)nf, flat_dims), pos, 0);
+    return one(out, y);
+}
+
 CONV(c_cast) {
     int64_t to = ox_attr_i(n, "to", 0);
     int dt = ox_dtype((int32_t)to);
@@ -294,9 +347,16 @@ CONV(c_slice) {
     return s ? s : one(out, tj_slice(x, b, e, step));
 }
 
-CONV(c_dropout) { /* inference: the identity; the mask is all true */
+/* Inference, or training with a ratio of 0 (known when traced): the identity, the mask all true.
+ * Random dropout is refused: ONNX's expected outputs come from numpy's generator. */
+CONV(c_dropout) {
     tj_tensor *x = in[0];
-    if (n_in > 2 && in[2] && (tj_tensor_is_symbolic(in[2]) || tj_tensor_get_f64(in[2], 0) != 0))
+    int training =
+        n_in > 2 && in[2] && (tj_tensor_is_symbolic(in[2]) || tj_tensor_get_f64(in[2], 0) != 0);
+    double ratio = n_in > 1 && in[1] && !tj_tensor_is_symbolic(in[1])
+                       ? tj_tensor_get_f64(in[1], 0)
+                       : (n_in > 1 && in[1] ? -1 : 0.5);
+    if (training && ratio != 0)
         return ox_fail(n, TJ_ERR_UNSUPPORTED, "training_mode (random dropout) is not supported");
     if (ox_attr_i(n, "is_test", 1) == 0 && n->opset < 7)
         return ox_fail(n, TJ_ERR_UNSUPPORTED, "is_test=0 (random dropout) is not supported");
@@ -377,7 +437,8 @@ const ox_op ox_ops_shape[] = {
     {"Concat", c_concat, 1, -1, 4, 0},
     {"Constant", c_constant, 0, 0, 1, 0},
     {"ConstantOfShape", c_constant_of_shape, 1, 1, 9, 0x1},
-    {"Dropout", c_dropout, 1, 3, 1, 0},
+    {"Dropout", c_dropout, 1, 3, 1, 0x6},
+    {"GatherND", c_gather_nd, 2, 2, 11, 0},
     {"Expand", c_expand, 2, 2, 8, 0x2},
     {"Flatten", c_flatten, 1, 1, 1, 0},
     {"Gather", c_gather, 2, 2, 1, 0},
