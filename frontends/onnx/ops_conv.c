@@ -468,7 +468,9 @@ static tj_status window_taps(const ox_node *n, tj_tensor *x, const window *w, in
                        (long long)taps);
     int64_t od[2 + MAX_SP] = {xd[0], xd[1]}, *pos = NULL;
     memcpy(od + 2, o, (size_t)sp * sizeof *o);
-    tj_tensor *acc = NULL, *base = NULL;
+    tj_tensor *acc = NULL, *base = NULL, **stack = NULL;
+    if (!idx && taps > 8 && !(stack = calloc((size_t)taps, sizeof *stack)))
+        return tj_set_error(TJ_ERR_OOM, "onnx: out of memory");
     if (idx) { /* (n * C + c) * plane, plus the window's position per tap */
         int64_t bd[2 + MAX_SP] = {xd[0], xd[1], 1, 1, 1};
         base = tj_reshape(
@@ -504,7 +506,9 @@ static tj_status window_taps(const ox_node *n, tj_tensor *x, const window *w, in
             }
             it = tj_add(base, tj_tensor_from_data(TJ_I64, sp, o, pos));
         }
-        if (!acc) {
+        if (stack) {
+            stack[t] = tj_expand_dims(sl, 0);
+        } else if (!acc) {
             acc = sl;
             if (idx)
                 *idx = it;
@@ -518,6 +522,11 @@ static tj_status window_taps(const ox_node *n, tj_tensor *x, const window *w, in
         }
     }
     free(pos);
+    if (stack) { /* one reduction over the stacked taps */
+        tj_tensor *all = tj_concat((int)taps, stack, 0);
+        acc = is_max ? tj_max(all, 1, (int[]){0}, 0) : tj_sum(all, 1, (int[]){0}, 0);
+        free(stack);
+    }
     *res = acc;
     return TJ_OK;
 }
