@@ -33,6 +33,18 @@ CHAIN_STEPS = 25  # 50 ops: 25 x (mul, sub), as tracejit's compile_50op
 TANH_A, TANH_B, TANH_C = 0.7, 0.1, 1.3  # as bench/bench_cpu.c
 
 
+def replace_section(path, begin, end, section):
+    """Writes section (which starts with begin and ends with end) into the markdown file at path
+    in place of the text between the markers, or appended when they are missing."""
+    text = open(path).read() if os.path.exists(path) else "# tracejit and its peers\n\n"
+    if begin in text and end in text:
+        text = text[:text.index(begin)] + section + text[text.index(end) + len(end):]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    with open(path, "w") as f:
+        f.write(text)
+
+
 def _rng(seed):
     return np.random.default_rng(seed)
 

@@ -233,13 +233,7 @@ def main():
     with open(os.path.join(OUT, "onnx_models.json"), "w") as f:
         json.dump(dict(when=when, threads=common.THREADS, rows=rows), f, indent=1)
     section = markdown(rows, when)
-    text = open(PEERS_MD).read() if os.path.exists(PEERS_MD) else "# tracejit and its peers\n\n"
-    if BEGIN in text and END in text:
-        text = text[:text.index(BEGIN)] + section + text[text.index(END) + len(END):]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    with open(PEERS_MD, "w") as f:
-        f.write(text)
+    common.replace_section(PEERS_MD, BEGIN, END, section)
     print(f"wrote {os.path.join(OUT, 'onnx_models.json')} and {PEERS_MD}")
 
 

@@ -342,13 +342,7 @@ def main():
     chart(doc, rs, png)
     shutil.copyfile(png, os.path.join(HERE, "peers.png"))
     section = markdown(doc, rs)
-    text = open(PEERS_MD).read() if os.path.exists(PEERS_MD) else "# tracejit and its peers\n\n"
-    if BEGIN in text and END in text:
-        text = text[:text.index(BEGIN)] + section + text[text.index(END) + len(END):]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    with open(PEERS_MD, "w") as f:
-        f.write(text)
+    common.replace_section(PEERS_MD, BEGIN, END, section)
     print(f"wrote {os.path.join(OUT, 'peers.json')}, {png}, {PEERS_MD}")
     for r in rs:
         print(f"  {r['workload']:22} {r['mode']:8} vs {r['impl']:30} {r['ratio']:8.3g}x")

@@ -210,6 +210,15 @@ static void imports_mlp(void) {
     free(bytes);
 }
 
+/* The built model packed and loaded (NULL with the error set on failure). */
+static tj_onnx_model *load_built(builder *b, const char *name) {
+    size_t n;
+    uint8_t *bytes = pack(b, &n);
+    tj_onnx_model *m = tj_onnx_load_bytes(bytes, n, name, NULL);
+    free(bytes);
+    return m;
+}
+
 /* One node of op `op` from x to y, at `opset`, with input names in. */
 static tj_onnx_model *one_node(const char *op, int opset, int n_in, char **in, int et) {
     builder b;
@@ -219,11 +228,7 @@ static tj_onnx_model *one_node(const char *op, int opset, int n_in, char **in, i
     b.ins[b.g.n_input++] = value(&b, "x", et, 1, d);
     b.outs[b.g.n_output++] = value(&b, "y", et, 1, d);
     node(&b, op, n_in, in, 1, out);
-    size_t n;
-    uint8_t *bytes = pack(&b, &n);
-    tj_onnx_model *m = tj_onnx_load_bytes(bytes, n, "one.onnx", NULL);
-    free(bytes);
-    return m;
+    return load_built(&b, "one.onnx");
 }
 
 static void bad_graphs(void) {
@@ -275,10 +280,7 @@ static void shape_values(void) {
     b.ins[b.g.n_input++] = value(&b, "shape", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 1, sd);
     b.outs[b.g.n_output++] = value(&b, "y", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, yd);
     node(&b, "Reshape", 2, in, 1, out);
-    size_t n;
-    uint8_t *bytes = pack(&b, &n);
-    tj_onnx_model *m = tj_onnx_load_bytes(bytes, n, "reshape.onnx", NULL);
-    free(bytes);
+    tj_onnx_model *m = load_built(&b, "reshape.onnx");
     CHECK_MSG(m != NULL, "%s", tj_last_error());
     if (!m)
         return;
@@ -317,10 +319,7 @@ static void resize_values(void) {
     b.ins[b.g.n_input++] = value(&b, "sizes", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 1, sd);
     b.outs[b.g.n_output++] = value(&b, "y", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 4, yd);
     node(&b, "Resize", 4, in, 1, out);
-    size_t n;
-    uint8_t *bytes = pack(&b, &n);
-    tj_onnx_model *m = tj_onnx_load_bytes(bytes, n, "resize.onnx", NULL);
-    free(bytes);
+    tj_onnx_model *m = load_built(&b, "resize.onnx");
     CHECK_MSG(m != NULL, "%s", tj_last_error());
     if (!m)
         return;
@@ -363,10 +362,7 @@ static void values_through_nodes(void) {
     init_i64(&b, "one", &one);
     node(&b, "Add", 2, add_in, 1, add_out);
     node(&b, "Range", 3, rng_in, 1, rng_out);
-    size_t n;
-    uint8_t *bytes = pack(&b, &n);
-    tj_onnx_model *m = tj_onnx_load_bytes(bytes, n, "range.onnx", NULL);
-    free(bytes);
+    tj_onnx_model *m = load_built(&b, "range.onnx");
     CHECK_MSG(m != NULL, "%s", tj_last_error());
     if (!m)
         return;
