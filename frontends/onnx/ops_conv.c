@@ -158,8 +158,7 @@ static tj_status window_of(const ox_node *n, tj_tensor *x, const int64_t *kdims,
                            (long long)w->k[i], (long long)w->s[i], (long long)w->d[i]);
     char ap[16];
     ox_attr_s(n, "auto_pad", "NOTSET", ap, sizeof ap);
-    if (transposed) {
-    } else if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
+    if (!transposed && (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER"))) {
         for (int i = 0; i < sp; i++) {
             int64_t in_d = tj_tensor_dims(x)[2 + i], out_d = (in_d + w->s[i] - 1) / w->s[i];
             int64_t need = (out_d - 1) * w->s[i] + (w->k[i] - 1) * w->d[i] + 1 - in_d;
@@ -168,7 +167,7 @@ static tj_status window_of(const ox_node *n, tj_tensor *x, const int64_t *kdims,
             w->pad[i] = ap[5] == 'U' ? small : big;
             w->pad[MAX_SP + i] = ap[5] == 'U' ? big : small;
         }
-    } else if (!strcmp(ap, "VALID")) {
+    } else if (!strcmp(ap, "VALID")) { /* no padding, transposed or not */
         memset(w->pad, 0, sizeof w->pad);
     }
     if (!transposed && ox_attr_i(n, "ceil_mode", 0))
@@ -292,15 +291,21 @@ static tj_status grouped(const ox_node *n, int n_in, tj_tensor *const *in, tj_te
     return st;
 }
 
+/* A convolution's weight has the input's rank (its kernel dims are read from it). */
+static tj_status weight_rank(const ox_node *n, tj_tensor *x, tj_tensor *f) {
+    int r = tj_tensor_rank(x);
+    if (tj_tensor_rank(f) != r || r < 3)
+        return ox_fail(n, TJ_ERR_SHAPE, "the weight has rank %d for %d spatial dims",
+                       tj_tensor_rank(f), r - 2);
+    return TJ_OK;
+}
+
 static tj_status conv_one(const ox_node *n, int n_in, tj_tensor *const *in, tj_tensor **out) {
     tj_tensor *x = in[0], *f = in[1];
     window w;
-    tj_status st = window_of(n, x, tj_tensor_rank(f) >= 3 ? tj_tensor_dims(f) + 2 : NULL, &w, 0);
-    if (st)
+    tj_status st = weight_rank(n, x, f);
+    if (st || (st = window_of(n, x, tj_tensor_dims(f) + 2, &w, 0)))
         return st;
-    if (tj_tensor_rank(f) != w.spatial + 2)
-        return ox_fail(n, TJ_ERR_SHAPE, "the weight has rank %d for %d spatial dims",
-                       tj_tensor_rank(f), w.spatial);
     tj_tensor *xh = to_cl_padded(x, &w, like(x, 0)), *fh = filter_hwio(f, &w), *y = NULL;
     int strides[2], dil[2];
     hw2(&w, w.s, strides);
@@ -357,13 +362,10 @@ static tj_status conv_transpose_one(const ox_node *n, int n_in, tj_tensor *const
                                     tj_tensor **out) {
     tj_tensor *x = in[0], *f = in[1];
     window w;
-    tj_status st = window_of(n, x, tj_tensor_rank(f) >= 3 ? tj_tensor_dims(f) + 2 : NULL, &w, 1);
-    if (st)
+    tj_status st = weight_rank(n, x, f);
+    if (st || (st = window_of(n, x, tj_tensor_dims(f) + 2, &w, 1)))
         return st;
     int sp = w.spatial;
-    if (tj_tensor_rank(f) != sp + 2)
-        return ox_fail(n, TJ_ERR_SHAPE, "the weight has rank %d for %d spatial dims",
-                       tj_tensor_rank(f), sp);
     const int64_t *opad, *oshape, *xd = tj_tensor_dims(x);
     size_t n_opad = ox_attr_ints(n, "output_padding", &opad);
     size_t n_oshape = ox_attr_ints(n, "output_shape", &oshape);
@@ -466,8 +468,7 @@ static tj_status window_taps(const ox_node *n, tj_tensor *x, const window *w, in
     if (taps > 1024)
         return ox_fail(n, TJ_ERR_UNSUPPORTED, "a window of %lld taps (1024 at most)",
                        (long long)taps);
-    int64_t od[2 + MAX_SP] = {xd[0], xd[1]}, *pos = NULL;
-    memcpy(od + 2, o, (size_t)sp * sizeof *o);
+    int64_t *pos = NULL;
     tj_tensor *acc = NULL, *base = NULL, **stack = NULL;
     if (!idx && taps > 8 && !(stack = calloc((size_t)taps, sizeof *stack)))
         return tj_set_error(TJ_ERR_OOM, "onnx: out of memory");

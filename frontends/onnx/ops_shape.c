@@ -353,10 +353,9 @@ CONV(c_dropout) {
     tj_tensor *x = in[0];
     int training =
         n_in > 2 && in[2] && (tj_tensor_is_symbolic(in[2]) || tj_tensor_get_f64(in[2], 0) != 0);
-    double ratio = n_in > 1 && in[1] && !tj_tensor_is_symbolic(in[1])
-                       ? tj_tensor_get_f64(in[1], 0)
-                       : (n_in > 1 && in[1] ? -1 : 0.5);
-    if (training && ratio != 0)
+    int zero_ratio = n_in > 1 && in[1] && !tj_tensor_is_symbolic(in[1]) &&
+                     tj_tensor_get_f64(in[1], 0) == 0; /* the default ratio is 0.5 */
+    if (training && !zero_ratio)
         return ox_fail(n, TJ_ERR_UNSUPPORTED, "training_mode (random dropout) is not supported");
     if (ox_attr_i(n, "is_test", 1) == 0 && n->opset < 7)
         return ox_fail(n, TJ_ERR_UNSUPPORTED, "is_test=0 (random dropout) is not supported");

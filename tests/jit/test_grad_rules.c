@@ -26,7 +26,8 @@ static const int ax1[1] = {1}, ax_last[1] = {-1}, ax02[2] = {0, 2};
 static tj_tensor *f_unary(tj_tensor *const *x, int op) {
     tj_tensor *(*fns[])(tj_tensor *) = {tj_neg,   tj_abs,   tj_exp,     tj_log,  tj_sqrt,
                                         tj_rsqrt, tj_tanh,  tj_sigmoid, tj_relu, tj_sin,
-                                        tj_cos,   tj_floor, tj_sign,    tj_ceil, tj_round};
+                                        tj_cos,   tj_floor, tj_sign,    tj_ceil, tj_round,
+                                        tj_atan,  tj_asin,  tj_acos,    tj_erf};
     return fns[op](x[0]);
 }
 static tj_tensor *f_binary(tj_tensor *const *x, int op) {
@@ -138,6 +139,10 @@ static const gcase cases[] = {
     {"sign", 1, {1}, {{7}}, -3, 3, f_unary, 12},
     {"ceil", 1, {1}, {{7}}, -3, 3, f_unary, 13},
     {"round", 1, {1}, {{7}}, -3, 3, f_unary, 14},
+    {"atan", 1, {2}, {{3, 4}}, -3, 3, f_unary, 15},
+    {"asin", 1, {2}, {{3, 4}}, -0.9, 0.9, f_unary, 16}, /* inside (-1, 1), off the poles */
+    {"acos", 1, {2}, {{3, 4}}, -0.9, 0.9, f_unary, 17},
+    {"erf", 1, {2}, {{3, 4}}, -2, 2, f_unary, 18},
     /* binary, with broadcasting both ways */
     {"add", 2, {3, 2}, {{2, 3, 4}, {3, 1}}, -2, 2, f_binary, 0},
     {"add_rank0", 2, {0, 2}, {{0}, {2, 3}}, -2, 2, f_binary, 0},

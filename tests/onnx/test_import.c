@@ -105,15 +105,34 @@ static void init_f32(builder *b, const char *name, int r, int64_t *dims, float *
     b->pinits[b->g.n_initializer++] = t;
 }
 
-static void init_i64(builder *b, const char *name, int64_t *v) { /* a scalar */
+/* An int64 initializer of rank r (r = 0: a scalar, dims may be NULL). */
+static void init_i64(builder *b, const char *name, int r, int64_t *dims, int64_t *v, size_t n) {
     Onnx__TensorProto *t = &b->inits[b->g.n_initializer];
     onnx__tensor_proto__init(t);
     t->name = (char *)name;
     t->has_data_type = 1;
     t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__INT64;
-    t->n_int64_data = 1;
+    t->n_dims = (size_t)r;
+    t->dims = dims;
+    t->n_int64_data = n;
     t->int64_data = v;
     b->pinits[b->g.n_initializer++] = t;
+}
+
+/* An int attribute on the last node added (storage: the builder's, one per node). */
+static Onnx__AttributeProto attrs[16], *pattrs[16];
+static void attr_i(builder *b, const char *name, int64_t v) {
+    Onnx__NodeProto *p = b->pnodes[b->g.n_node - 1];
+    size_t k = b->g.n_node - 1;
+    onnx__attribute_proto__init(&attrs[k]);
+    attrs[k].name = (char *)name;
+    attrs[k].has_type = 1;
+    attrs[k].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+    attrs[k].has_i = 1;
+    attrs[k].i = v;
+    pattrs[k] = &attrs[k];
+    p->n_attribute = 1;
+    p->attribute = &pattrs[k];
 }
 
 static uint8_t *pack(builder *b, size_t *n) {
@@ -358,8 +377,8 @@ static void values_through_nodes(void) {
     int64_t yd[1] = {-1};
     b.ins[b.g.n_input++] = value(&b, "n", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 0, NULL);
     b.outs[b.g.n_output++] = value(&b, "y", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 1, yd);
-    init_i64(&b, "zero", &zero);
-    init_i64(&b, "one", &one);
+    init_i64(&b, "zero", 0, NULL, &zero, 1);
+    init_i64(&b, "one", 0, NULL, &one, 1);
     node(&b, "Add", 2, add_in, 1, add_out);
     node(&b, "Range", 3, rng_in, 1, rng_out);
     tj_onnx_model *m = load_built(&b, "range.onnx");
@@ -378,8 +397,103 @@ static void values_through_nodes(void) {
     tj_onnx_free(m);
 }
 
+/* A model of one node `op` on x [1, 1, 4, 4] and a weight initializer, run once: the error. */
+static void node_error(const char *op, int wr, int64_t *wd, size_t wn, const char *attr, int64_t av,
+                       const char *want) {
+    builder b;
+    init(&b, 13);
+    static char *in[2] = {"x", "w"}, *out[1] = {"y"};
+    static float wv[64];
+    int64_t xd[4] = {1, 1, 4, 4}, yd[4] = {-1, -1, -1, -1};
+    b.ins[b.g.n_input++] = value(&b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 4, xd);
+    b.outs[b.g.n_output++] = value(&b, "y", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 4, yd);
+    init_f32(&b, "w", wr, wd, wv, wn);
+    node(&b, op, 2, in, 1, out);
+    if (attr)
+        attr_i(&b, attr, av);
+    tj_onnx_model *m = load_built(&b, op);
+    CHECK_MSG(m != NULL, "%s", tj_last_error());
+    if (!m)
+        return;
+    tj_tensor *x = tj_zeros(TJ_F32, 4, xd);
+    tj_tensor *y = tj_onnx_call(m, 1, &x);
+    CHECK_HAS(tj_error_message(y), want);
+    tj_release(y);
+    tj_release(x);
+    tj_onnx_free(m);
+}
+
+/* Converters refuse what does not fit, naming the node and the shapes. */
+static void converter_errors(void) {
+    int64_t w3[3] = {1, 1, 3}, w4[4] = {1, 1, 3, 3};
+    node_error("Conv", 3, w3, 3, NULL, 0, "(Conv, opset 13): the weight has rank 3 for 2 spatial");
+    node_error("ConvTranspose", 3, w3, 3, NULL, 0, "the weight has rank 3 for 2 spatial dims");
+    node_error("ConvTranspose", 4, w4, 9, "group", 2, "group=2 for 1 channels and 1 filters");
+    node_error("Conv", 4, w4, 9, "group", 3, "group=3 for 1 channels");
+    /* GatherND: indices tuples longer than the data's rank */
+    builder b;
+    init(&b, 13);
+    static char *in[2] = {"x", "i"}, *out[1] = {"y"};
+    static int64_t iv[3] = {0, 0, 0};
+    int64_t xd[2] = {2, 2}, id[2] = {1, 3}, yd[1] = {-1};
+    b.ins[b.g.n_input++] = value(&b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, xd);
+    b.outs[b.g.n_output++] = value(&b, "y", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, yd);
+    init_i64(&b, "i", 2, id, iv, 3);
+    node(&b, "GatherND", 2, in, 1, out);
+    tj_onnx_model *m = load_built(&b, "gathernd.onnx");
+    CHECK_MSG(m != NULL, "%s", tj_last_error());
+    if (!m)
+        return;
+    tj_tensor *x = tj_zeros(TJ_F32, 2, xd);
+    tj_tensor *y = tj_onnx_call(m, 1, &x);
+    CHECK_HAS(tj_error_message(y), "(GatherND, opset 13): indices of rank 2 (last dim 3) and "
+                                   "batch_dims 0 for data of rank 2");
+    tj_release(y);
+    tj_release(x);
+    tj_onnx_free(m);
+}
+
+/* tj_onnx_write_tensor: what it writes reads back the same (each dtype it takes); what it cannot
+ * write is an error naming the file or the reason. */
+static void write_tensors(void) {
+    char dir[] = "/tmp/tj_onnx_wXXXXXX", path[64];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/t.pb", dir);
+    tj_dtype dts[5] = {TJ_F32, TJ_F64, TJ_I32, TJ_I64, TJ_BOOL};
+    int64_t d[2] = {2, 3};
+    for (int k = 0; k < 5; k++) {
+        tj_tensor *t = tj_cast(tj_reshape(tj_range(TJ_F64, -2, 4, 1), 2, d), dts[k]);
+        CHECK_EQ_INT(tj_onnx_write_tensor(path, t, "t"), TJ_OK);
+        tj_tensor *r = tj_onnx_read_tensor(path);
+        CHECK_MSG(tj_status_of(r) == TJ_OK, "%s", tj_error_message(r));
+        CHECK_EQ_INT(tj_tensor_dtype(r), dts[k]);
+        CHECK_EQ_INT(tj_tensor_rank(r), 2);
+        for (int64_t i = 0; i < 6 && !tj_status_of(r); i++)
+            CHECK_NEAR(tj_tensor_get_f64(r, i), tj_tensor_get_f64(t, i), 0);
+        tj_release(r);
+    }
+    CHECK_EQ_INT(tj_onnx_write_tensor(NULL, tj_scalar_f64(1), NULL), TJ_ERR_INVALID);
+    CHECK_HAS(tj_last_error(), "the path is NULL");
+    CHECK_EQ_INT(tj_onnx_write_tensor(path, NULL, NULL), TJ_ERR_INVALID);
+    tj_tensor *e = tj_error_new(TJ_ERR_SHAPE, "boom");
+    CHECK_EQ_INT(tj_onnx_write_tensor(path, e, NULL), TJ_ERR_INVALID);
+    CHECK_HAS(tj_last_error(), "not a concrete tensor (boom)");
+    tj_release(e);
+    const char *sv[1] = {"s"};
+    tj_tensor *s = tj_tensor_from_data(TJ_STRING, 0, NULL, sv);
+    CHECK_EQ_INT(tj_onnx_write_tensor(path, s, NULL), TJ_ERR_UNSUPPORTED);
+    CHECK_HAS(tj_last_error(), "dtype string");
+    tj_release(s);
+    CHECK_EQ_INT(tj_onnx_write_tensor("/nonexistent/dir/t.pb", tj_scalar_f64(1), NULL), TJ_ERR_IO);
+    CHECK_HAS(tj_last_error(), "cannot write /nonexistent/dir/t.pb");
+    remove(path);
+    remove(dir);
+}
+
 int main(void) {
     tj_scope_begin();
+    converter_errors();
+    write_tensors();
     values_through_nodes();
     resize_values();
     imports_mlp();
