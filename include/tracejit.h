@@ -120,6 +120,14 @@ typedef enum tj_dtype {
     TJ_I64 = 3,
     TJ_BOOL = 4,   /* one byte, 0 or 1 */
     TJ_STRING = 5, /* variable-length byte strings, elements are tj_string */
+    /* integer widths ONNX models use (appended: the codes above are in saved files). Signed ones
+     * wrap like int32/int64; unsigned ones wrap modulo 2^bits, compare and divide unsigned. */
+    TJ_I8 = 6,
+    TJ_U8 = 7,
+    TJ_I16 = 8,
+    TJ_U16 = 9,
+    TJ_U32 = 10,
+    TJ_U64 = 11,
     TJ_N_DTYPES
 } tj_dtype;
 

@@ -54,7 +54,10 @@ static void put_const_value(ir_sbuf *b, const ir_graph *g, const ir_node *n) {
         v = *(const uint8_t *)bl->data;
         break;
     default:
-        return;
+        if (!ir_dtype_is_int(n->dtype))
+            return;
+        int64_t x = ir_int_get(n->dtype, bl->data);
+        v = n->dtype == TJ_U64 ? (double)(uint64_t)x : (double)x;
     }
     ir_sbuf_put(b, " = %.6g", v);
 }

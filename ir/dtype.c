@@ -6,10 +6,12 @@
 
 #include "ir/ir.h"
 
-static const char *const long_names[TJ_N_DTYPES] = {"float32", "float64", "int32",
-                                                    "int64",   "bool",    "string"};
-static const char *const short_names[TJ_N_DTYPES] = {"f32", "f64", "i32", "i64", "bool", "str"};
-static const size_t sizes[TJ_N_DTYPES] = {4, 8, 4, 8, 1, sizeof(tj_string)};
+static const char *const long_names[TJ_N_DTYPES] = {"float32", "float64", "int32",  "int64",
+                                                    "bool",    "string",  "int8",   "uint8",
+                                                    "int16",   "uint16",  "uint32", "uint64"};
+static const char *const short_names[TJ_N_DTYPES] = {"f32", "f64", "i32", "i64", "bool", "str",
+                                                     "i8",  "u8",  "i16", "u16", "u32",  "u64"};
+static const size_t sizes[TJ_N_DTYPES] = {4, 8, 4, 8, 1, sizeof(tj_string), 1, 1, 2, 2, 4, 8};
 
 const char *ir_dtype_name(int dt) {
     if (dt >= 0 && dt < TJ_N_DTYPES)
@@ -43,8 +45,79 @@ bool ir_dtype_is_float(int dt) {
     return dt == TJ_F32 || dt == TJ_F64;
 }
 bool ir_dtype_is_int(int dt) {
+    return dt == TJ_I32 || dt == TJ_I64 || (dt >= TJ_I8 && dt <= TJ_U64);
+}
+bool ir_dtype_is_index(int dt) {
     return dt == TJ_I32 || dt == TJ_I64;
 }
+bool ir_dtype_is_unsigned(int dt) {
+    return dt == TJ_U8 || dt == TJ_U16 || dt == TJ_U32 || dt == TJ_U64;
+}
+int64_t ir_int_get(int dt, const void *e) {
+    switch (dt) {
+    case TJ_I8:
+        return *(const int8_t *)e;
+    case TJ_U8:
+    case TJ_BOOL:
+        return *(const uint8_t *)e;
+    default:
+        break;
+    }
+    union {
+        int16_t i16;
+        uint16_t u16;
+        int32_t i32;
+        uint32_t u32;
+        int64_t i64;
+    } v;
+    memcpy(&v, e, ir_dtype_size(dt));
+    switch (dt) {
+    case TJ_I16:
+        return v.i16;
+    case TJ_U16:
+        return v.u16;
+    case TJ_I32:
+        return v.i32;
+    case TJ_U32:
+        return v.u32;
+    default:
+        return v.i64;
+    }
+}
+
+void ir_int_put(int dt, void *e, int64_t v) {
+    uint8_t u8 = (uint8_t)v;
+    uint16_t u16 = (uint16_t)v;
+    uint32_t u32 = (uint32_t)v;
+    size_t es = ir_dtype_size(dt);
+    memcpy(e,
+           es == 1   ? (const void *)&u8
+           : es == 2 ? (const void *)&u16
+           : es == 4 ? (const void *)&u32
+                     : (const void *)&v,
+           es);
+}
+
+bool ir_int_fits(int dt, int64_t v) {
+    switch (dt) {
+    case TJ_I8:
+        return v >= INT8_MIN && v <= INT8_MAX;
+    case TJ_U8:
+    case TJ_BOOL:
+        return v >= 0 && v <= UINT8_MAX;
+    case TJ_I16:
+        return v >= INT16_MIN && v <= INT16_MAX;
+    case TJ_U16:
+        return v >= 0 && v <= UINT16_MAX;
+    case TJ_I32:
+        return v >= INT32_MIN && v <= INT32_MAX;
+    case TJ_U32:
+        return v >= 0 && v <= UINT32_MAX;
+    default:
+        return true;
+    }
+}
+
 bool ir_dtype_is_numeric(int dt) {
     return ir_dtype_is_float(dt) || ir_dtype_is_int(dt);
 }

@@ -201,7 +201,7 @@ tj_status ir_infer_nn_op(ir_node *p, const ir_node *const *ins, uint32_t n_in) {
         return pool(p, ins);
     case IR_OP_ONE_HOT: {
         const ir_node *i = ins[0];
-        if (!ir_dtype_is_int(i->dtype))
+        if (!ir_dtype_is_index(i->dtype))
             return ir_errorf(TJ_ERR_DTYPE, "one_hot: indices must be int32 or int64, got %s",
                              ir_dtype_name(i->dtype));
         if (p->a.i[0] < 0)
@@ -223,7 +223,7 @@ tj_status ir_infer_nn_op(ir_node *p, const ir_node *const *ins, uint32_t n_in) {
         if (!ir_dtype_is_float(lg->dtype))
             return ir_errorf(TJ_ERR_DTYPE, "sparse_softmax_xent: logits must be float, got %s",
                              ir_dtype_name(lg->dtype));
-        if (!ir_dtype_is_int(lb->dtype))
+        if (!ir_dtype_is_index(lb->dtype))
             return ir_errorf(TJ_ERR_DTYPE,
                              "sparse_softmax_xent: labels must be int32 or int64, got %s",
                              ir_dtype_name(lb->dtype));

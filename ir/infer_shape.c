@@ -213,7 +213,7 @@ static tj_status slice(ir_node *p, const ir_node *x) {
 
 static tj_status gather(ir_node *p, const ir_node *x, const ir_node *idx) {
     char sx[DB], si[DB];
-    if (!ir_dtype_is_int(idx->dtype))
+    if (!ir_dtype_is_index(idx->dtype))
         return ir_errorf(TJ_ERR_DTYPE, "gather: indices must be int32 or int64, got %s",
                          ir_dtype_name(idx->dtype));
     if (x->rank == 0)

@@ -35,8 +35,15 @@ const char *ir_dtype_short(int dt); /* "f32", "f64", "i32", "i64", "bool", "str"
 int ir_dtype_from_short(const char *s, size_t len); /* -1 if unknown */
 size_t ir_dtype_size(int dt);
 bool ir_dtype_is_float(int dt);
-bool ir_dtype_is_int(int dt);
-bool ir_dtype_is_numeric(int dt); /* float or int */
+bool ir_dtype_is_int(int dt);      /* any signed or unsigned integer width */
+bool ir_dtype_is_unsigned(int dt); /* u8, u16, u32, u64 */
+bool ir_dtype_is_index(int dt);    /* int32 or int64: the dtypes of indices (gather, one_hot...) */
+bool ir_dtype_is_numeric(int dt);  /* float or int */
+/* Integer (or bool) elements in memory: read sign- or zero-extended (uint64 as its bit pattern),
+ * written wrapped to the width; ir_int_fits: v is a value of dt (always true for int64/uint64). */
+int64_t ir_int_get(int dt, const void *e);
+void ir_int_put(int dt, void *e, int64_t v);
+bool ir_int_fits(int dt, int64_t v);
 
 /* Writes "[2,3]" ("[]" for rank 0, "?" for -1 dims, other negatives as numbers) into buf. */
 char *ir_fmt_dims(char *buf, size_t n, int rank, const int64_t *dims);

@@ -224,16 +224,16 @@ static uint32_t const_blob(ir_lexer *p, ir_graph *g, nodeparse *np, size_t at) {
             dt == TJ_F32 ? memcpy(tmp, &f, 4) : memcpy(tmp, &d, 8);
         } else {
             int64_t x;
-            ok = ir_lex_i64(p, v.pos, v.len, &x);
-            if (ok && ((dt == TJ_I32 && (x < INT32_MIN || x > INT32_MAX)) ||
-                       (dt == TJ_BOOL && (x < 0 || x > 255))))
-                ok = ir_lex_err(p, v.pos, "const: %lld out of range for %s", (long long)x,
-                                ir_dtype_name(dt));
-            int32_t x32 = (int32_t)x;
-            uint8_t x8 = (uint8_t)x;
-            dt == TJ_I32   ? memcpy(tmp, &x32, 4)
-            : dt == TJ_I64 ? memcpy(tmp, &x, 8)
-                           : memcpy(tmp, &x8, 1);
+            uint64_t ux = 0;
+            bool neg = p->s[v.pos] == '-';
+            if (dt == TJ_U64 && !neg) /* values above INT64_MAX */
+                ok = ir_lex_u64(p, v.pos, v.len, &ux), x = (int64_t)ux;
+            else
+                ok = ir_lex_i64(p, v.pos, v.len, &x);
+            if (ok && (!ir_int_fits(dt == TJ_BOOL ? TJ_U8 : dt, x) || (dt == TJ_U64 && neg)))
+                ok = ir_lex_err(p, v.pos, "const: %.*s out of range for %s", (int)v.len,
+                                p->s + v.pos, ir_dtype_name(dt));
+            ir_int_put(dt, tmp, x);
         }
         size_t need = size + n + (dt == TJ_STRING ? 8 : 0);
         if (ok && need > cap) {

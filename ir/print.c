@@ -148,20 +148,11 @@ static void put_const(ir_sbuf *b, const ir_node *n, const ir_blob *bl) {
                 put_f64(b, d);
                 break;
             }
-            case TJ_I32: {
-                int32_t v;
-                memcpy(&v, e, 4);
-                ir_sbuf_put(b, "%d", (int)v);
+            case TJ_U64:
+                ir_sbuf_put(b, "%llu", (unsigned long long)ir_int_get(n->dtype, e));
                 break;
-            }
-            case TJ_I64: {
-                int64_t v;
-                memcpy(&v, e, 8);
-                ir_sbuf_put(b, "%lld", (long long)v);
-                break;
-            }
-            default:
-                ir_sbuf_put(b, "%u", (unsigned)*(const unsigned char *)e);
+            default: /* the other integer widths and bool */
+                ir_sbuf_put(b, "%lld", (long long)ir_int_get(n->dtype, e));
                 break;
             }
         }

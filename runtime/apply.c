@@ -35,8 +35,31 @@ static tj_tensor *convert_scalar(const tj_tensor *s, int dt) {
             goto inexact;
         *(int64_t *)t->data = iv;
         break;
-    default:
-        goto inexact;
+    default: { /* the other integer widths: integral and inside the width's range */
+        if (!ir_dtype_is_int(dt) || v != floor(v))
+            goto inexact;
+        int bits = 8 * (int)ir_dtype_size(dt);
+        bool uns = ir_dtype_is_unsigned(dt);
+        if (v < (uns ? 0 : -ldexp(1, bits - 1)) || v >= ldexp(1, uns ? bits : bits - 1))
+            goto inexact;
+        uint64_t u = uns && v >= 0x1p63 ? (uint64_t)v : (uint64_t)(int64_t)v;
+        if (s->dtype == TJ_I64)
+            u = (uint64_t)iv; /* exact where a double is not */
+        switch (bits) {
+        case 8:
+            *(uint8_t *)t->data = (uint8_t)u;
+            break;
+        case 16:
+            *(uint16_t *)t->data = (uint16_t)u;
+            break;
+        case 32:
+            *(uint32_t *)t->data = (uint32_t)u;
+            break;
+        default:
+            *(uint64_t *)t->data = u;
+        }
+        break;
+    }
     }
     return t;
 inexact:
@@ -48,10 +71,11 @@ static int is_host_scalar(const tj_tensor *t) {
     return t->kind == RT_CONCRETE && t->host_scalar && t->rank == 0;
 }
 
-/* bool < int32 < int64 < float32 < float64, as Python's bool < int < float */
+/* bool < int32 (and the narrow ints) < int64 < float32 < float64, as Python's bool < int < float */
 static int kind_rank(int dt) {
     static const int r[TJ_N_DTYPES] = {
-        [TJ_BOOL] = 0, [TJ_I32] = 1, [TJ_I64] = 2, [TJ_F32] = 3, [TJ_F64] = 4, [TJ_STRING] = 5};
+        [TJ_BOOL] = 0, [TJ_I32] = 1, [TJ_I64] = 2, [TJ_F32] = 3, [TJ_F64] = 4, [TJ_STRING] = 5,
+        [TJ_I8] = 1,   [TJ_U8] = 1,  [TJ_I16] = 1, [TJ_U16] = 1, [TJ_U32] = 1, [TJ_U64] = 2};
     return dt >= 0 && dt < TJ_N_DTYPES ? r[dt] : 6;
 }
 

@@ -81,7 +81,12 @@ static void fmt_elem(sbuf *b, const tj_tensor *t, int64_t i, int quote) {
         break;
     }
     default:
-        sb_printf(b, "?");
+        if (ir_dtype_is_unsigned(t->dtype))
+            sb_printf(b, "%llu", (unsigned long long)rt_int_load(t, i));
+        else if (ir_dtype_is_int(t->dtype))
+            sb_printf(b, "%lld", (long long)rt_int_load(t, i));
+        else
+            sb_printf(b, "?");
     }
 }
 

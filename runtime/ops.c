@@ -287,7 +287,9 @@ static tj_tensor *filled(tj_dtype dt, int rank, const int64_t *dims, double v) {
         s = tj_scalar_bool(v != 0);
         break;
     default:
-        s = tj_error_new(TJ_ERR_DTYPE, "%s: unsupported dtype %s", op, ir_dtype_name(dt));
+        s = ir_dtype_is_int(dt)
+                ? tj_cast(tj_scalar_i64((int64_t)v), dt)
+                : tj_error_new(TJ_ERR_DTYPE, "%s: unsupported dtype %s", op, ir_dtype_name(dt));
     }
     tj_tensor *r = tj_keep(fill(op, rank, dims, s));
     tj_scope_end();

@@ -401,4 +401,70 @@ const rt_config *rt_config_get(void);
 void rt_log(unsigned topic, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int rt_log_enabled(unsigned topic);
 
+/* ---- integer elements of every width --------------------------------------------------------
+ * Element i of an integer (or bool) tensor widened to 64 bits: sign- or zero-extended; a uint64
+ * above INT64_MAX comes back as its two's-complement bit pattern. */
+static inline int64_t rt_int_load(const tj_tensor *t, int64_t i) {
+    const void *p = t->data;
+    switch (t->dtype) {
+    case TJ_I8:
+        return ((const int8_t *)p)[i];
+    case TJ_U8:
+    case TJ_BOOL:
+        return ((const uint8_t *)p)[i];
+    case TJ_I16:
+        return ((const int16_t *)p)[i];
+    case TJ_U16:
+        return ((const uint16_t *)p)[i];
+    case TJ_I32:
+        return ((const int32_t *)p)[i];
+    case TJ_U32:
+        return ((const uint32_t *)p)[i];
+    case TJ_I64:
+        return ((const int64_t *)p)[i];
+    case TJ_U64:
+        return (int64_t)((const uint64_t *)p)[i];
+    default:
+        return 0;
+    }
+}
+/* v modulo 2^bits of dtype dt, extended back to 64 bits as rt_int_load would read it. */
+static inline int64_t rt_int_wrap(int dt, int64_t v) {
+    uint64_t u = (uint64_t)v;
+    switch (dt) {
+    case TJ_I8:
+        return (int8_t)(uint8_t)u;
+    case TJ_U8:
+        return (uint8_t)u;
+    case TJ_I16:
+        return (int16_t)(uint16_t)u;
+    case TJ_U16:
+        return (uint16_t)u;
+    case TJ_I32:
+        return (int32_t)(uint32_t)u;
+    case TJ_U32:
+        return (uint32_t)u;
+    default:
+        return v;
+    }
+}
+/* Stores v wrapped to t's width (t an integer or bool tensor). */
+static inline void rt_int_store(tj_tensor *t, int64_t i, int64_t v) {
+    void *p = t->data;
+    switch (ir_dtype_size(t->dtype)) {
+    case 1:
+        ((uint8_t *)p)[i] = (uint8_t)v;
+        break;
+    case 2:
+        ((uint16_t *)p)[i] = (uint16_t)v;
+        break;
+    case 4:
+        ((uint32_t *)p)[i] = (uint32_t)v;
+        break;
+    default:
+        ((uint64_t *)p)[i] = (uint64_t)v;
+        break;
+    }
+}
+
 #endif /* TJ_RUNTIME_H */

@@ -396,7 +396,9 @@ double tj_tensor_get_f64(const tj_tensor *t, int64_t i) {
     case TJ_BOOL:
         return ((const uint8_t *)t->data)[i];
     default:
-        return __builtin_nan("");
+        if (t->dtype == TJ_U64)
+            return (double)(uint64_t)rt_int_load(t, i);
+        return ir_dtype_is_int(t->dtype) ? (double)rt_int_load(t, i) : __builtin_nan("");
     }
 }
 

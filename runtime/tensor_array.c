@@ -44,9 +44,9 @@ static tj_tensor *index_of(const char *op, tj_tensor *i) {
         return i->kind == RT_ERROR
                    ? rt_scoped(tj_retain(i))
                    : rt_scoped(rt_errorf(TJ_ERR_INVALID, "%s: the index is a tuple", op));
-    if (i->rank != 0 || !ir_dtype_is_int(i->dtype))
+    if (i->rank != 0 || !ir_dtype_is_index(i->dtype))
         return rt_scoped(
-            rt_errorf(TJ_ERR_DTYPE, "%s: the index must be an integer scalar, got %s%s", op,
+            rt_errorf(TJ_ERR_DTYPE, "%s: the index must be an int32 or int64 scalar, got %s%s", op,
                       ir_dtype_name(i->dtype), ir_fmt_dims(d, sizeof d, i->rank, i->dims)));
     return i;
 }

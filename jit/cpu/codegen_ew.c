@@ -138,7 +138,10 @@ LLVMValueRef jit_cpu_const_scalar(em *e, const ir_graph *g, const ir_node *n) {
     case TJ_BOOL:
         return LLVMConstInt(e->i1, *(const uint8_t *)bl->data != 0, 0);
     default:
-        return NULL;
+        if (!ir_dtype_is_int(n->dtype))
+            return NULL;
+        return LLVMConstInt(jit_cpu_reg_ty(e, n->dtype),
+                            (unsigned long long)ir_int_get(n->dtype, bl->data), 1);
     }
 }
 

@@ -19,9 +19,9 @@ bool jit_cpu_mm_shape(const ir_graph *g, uint32_t id, jit_cpu_mm *s) {
     const uint32_t *in = ir_inputs(g, n);
     const ir_node *a = ir_node_get(g, in[0]), *b = ir_node_get(g, in[1]);
     int dt = n->dtype;
-    if (a->dtype != dt || b->dtype != dt || !ir_dtype_is_numeric(dt) || a->rank < 1 ||
-        b->rank < 1 || ir_numel(n->rank, n->dims) < 0 || ir_numel(a->rank, a->dims) < 0 ||
-        ir_numel(b->rank, b->dims) < 0)
+    if (a->dtype != dt || b->dtype != dt || !(ir_dtype_is_float(dt) || ir_dtype_is_index(dt)) ||
+        a->rank < 1 || b->rank < 1 || ir_numel(n->rank, n->dims) < 0 ||
+        ir_numel(a->rank, a->dims) < 0 || ir_numel(b->rank, b->dims) < 0)
         return false;
     memset(s, 0, sizeof *s);
     s->dt = dt;

@@ -111,24 +111,27 @@ static LLVMValueRef eval_group(em *e, const ir_graph *g, const pass_group *gr, L
 /* The reduction's parts: accumulator type and start, one step, the final value. */
 typedef struct red_ops {
     int op;
-    bool fl, strict;
-    LLVMTypeRef t, at; /* the result type; the accumulator's (double for float SUM/MEAN/PROD) */
+    bool fl, strict, uns; /* uns: an unsigned integer dtype (compares and divides unsigned) */
+    LLVMTypeRef t, at;    /* the result type; the accumulator's (double for float SUM/MEAN/PROD) */
     LLVMValueRef init;
     int64_t len;
 } red_ops;
 
 static red_ops red_ops_make(em *e, int op, int dt, bool strict, int64_t len) {
-    red_ops r = {.op = op, .fl = ir_dtype_is_float(dt), .strict = strict, .len = len};
+    red_ops r = {.op = op,
+                 .fl = ir_dtype_is_float(dt),
+                 .strict = strict,
+                 .uns = ir_dtype_is_unsigned(dt),
+                 .len = len};
     r.t = jit_cpu_reg_ty(e, dt);
     r.at = r.fl && (op == IR_OP_SUM || op == IR_OP_MEAN || op == IR_OP_PROD) ? e->f64 : r.t;
-    if (op == IR_OP_MAX || op == IR_OP_MIN)
-        r.init =
-            r.fl ? LLVMConstReal(r.at, op == IR_OP_MAX ? -INFINITY : INFINITY)
-                 : LLVMConstInt(r.at,
-                                op == IR_OP_MAX ? (dt == TJ_I32 ? 0x80000000ull : 1ull << 63)
-                                                : (dt == TJ_I32 ? 0x7fffffffull : (1ull << 63) - 1),
-                                0);
-    else
+    if (op == IR_OP_MAX || op == IR_OP_MIN) {
+        /* the width's smallest / largest value: unsigned 0 / all ones, signed 10..0 / 01..1 */
+        unsigned long long top = 1ull << (8 * ir_dtype_size(dt) - 1);
+        unsigned long long lo = r.uns ? 0 : top, hi = r.uns ? ~0ull : top - 1;
+        r.init = r.fl ? LLVMConstReal(r.at, op == IR_OP_MAX ? -INFINITY : INFINITY)
+                      : LLVMConstInt(r.at, op == IR_OP_MAX ? lo : hi, 0);
+    } else
         r.init =
             r.fl ? LLVMConstReal(r.at, op == IR_OP_PROD) : LLVMConstInt(r.at, op == IR_OP_PROD, 0);
     return r;
@@ -155,8 +158,9 @@ static LLVMValueRef red_step(em *e, const red_ops *r, LLVMValueRef acc, LLVMValu
                             LLVMBuildFCmp(b, LLVMRealUNO, v, v, ""), "");
             return LLVMBuildSelect(b, c, v, acc, "");
         }
-        return LLVMBuildSelect(b, LLVMBuildICmp(b, mx ? LLVMIntSGT : LLVMIntSLT, v, acc, ""), v,
-                               acc, "");
+        LLVMIntPredicate p =
+            mx ? (r->uns ? LLVMIntUGT : LLVMIntSGT) : (r->uns ? LLVMIntULT : LLVMIntSLT);
+        return LLVMBuildSelect(b, LLVMBuildICmp(b, p, v, acc, ""), v, acc, "");
     }
     default:
         return r->fl ? fast(LLVMBuildFAdd(b, acc, v, ""), ff) : LLVMBuildAdd(b, acc, v, "");
@@ -170,7 +174,11 @@ static LLVMValueRef red_finish(em *e, const red_ops *r, LLVMValueRef acc) {
         if (r->fl)
             acc = r->len ? LLVMBuildFDiv(b, acc, LLVMConstReal(r->at, (double)r->len), "")
                          : LLVMConstReal(r->at, NAN);
-        else if (r->len) /* the wrapped sum divided, truncating */
+        else if (r->len && r->uns) /* the wrapped sum divided, truncating */
+            acc = LLVMBuildTrunc(
+                b, LLVMBuildUDiv(b, LLVMBuildZExt(b, acc, e->i64, ""), c64(e, r->len), ""), r->t,
+                "");
+        else if (r->len)
             acc = LLVMBuildTrunc(
                 b, LLVMBuildSDiv(b, LLVMBuildSExt(b, acc, e->i64, ""), c64(e, r->len), ""), r->t,
                 "");

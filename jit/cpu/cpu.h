@@ -173,7 +173,7 @@ typedef struct jit_cpu_em {
     LLVMBuilderRef b;
     bool contract;   /* FMA contraction allowed on fadd/fsub/fmul */
     bool exact_math; /* transcendentals call libm (bit-identical to the reference kernels) */
-    LLVMTypeRef i1, i8, i32, i64, f32, f64, ptr;
+    LLVMTypeRef i1, i8, i16, i32, i64, f32, f64, ptr;
 } jit_cpu_em;
 /* Counted loops (emit.c): for (i = from; i < to; i++), entered only when from < to. */
 typedef struct jit_cpu_loop {

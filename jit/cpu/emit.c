@@ -16,6 +16,7 @@ void jit_cpu_em_init(jit_cpu_em *e, LLVMModuleRef m, bool contract, bool exact_m
     e->exact_math = exact_math;
     e->i1 = LLVMInt1TypeInContext(e->c);
     e->i8 = LLVMInt8TypeInContext(e->c);
+    e->i16 = LLVMInt16TypeInContext(e->c);
     e->i32 = LLVMInt32TypeInContext(e->c);
     e->i64 = LLVMInt64TypeInContext(e->c);
     e->f32 = LLVMFloatTypeInContext(e->c);

@@ -2,17 +2,18 @@
  * combinations may be fused (jit_cpu_ew_supported) and the LLVM IR computing one element of a
  * node from its inputs' values (jit_cpu_emit_op). Semantics mirror runtime/kernels/ exactly: NaN
  * propagation in maximum/minimum, relu and sign keeping NaN and -0, saturating float-to-int casts,
- * wrapping integers, Python's floor mod. exp, log, tanh and sigmoid are vectorizable approximations
- * (approx.c, error bounds there) unless exact math is asked for; sin, cos and pow (and all four in
- * exact mode) call the same libm functions as the reference kernels (sinf for f32, sin for f64),
- * so those results are bit-identical. */
+ * wrapping integers (unsigned widths compare, extend and convert unsigned), Python's floor mod.
+ * exp, log, tanh and sigmoid are vectorizable approximations (approx.c, error bounds there) unless
+ * exact math is asked for; sin, cos and pow (and all four in exact mode) call the same libm
+ * functions as the reference kernels (sinf for f32, sin for f64), so those results are
+ * bit-identical. */
 #include <stdio.h>
 #include <string.h>
 
 #include "jit/cpu/cpu.h"
 
 static bool is_num(int dt) {
-    return dt == TJ_F32 || dt == TJ_F64 || dt == TJ_I32 || dt == TJ_I64;
+    return ir_dtype_is_numeric(dt);
 }
 static bool is_flt(int dt) {
     return dt == TJ_F32 || dt == TJ_F64;
@@ -107,7 +108,16 @@ LLVMTypeRef jit_cpu_reg_ty(em *e, int dt) {
     case TJ_I32:
         return e->i32;
     case TJ_I64:
+    case TJ_U64:
         return e->i64;
+    case TJ_U32:
+        return e->i32;
+    case TJ_I16:
+    case TJ_U16:
+        return e->i16;
+    case TJ_I8:
+    case TJ_U8:
+        return e->i8;
     default:
         return e->i1;
     }
@@ -154,24 +164,32 @@ static LLVMValueRef emit_cast(em *e, LLVMValueRef x, int from, int to) {
             return LLVMBuildFCmp(b, LLVMRealUNE, x, fconst(LLVMTypeOf(x), 0), "");
         return LLVMBuildICmp(b, LLVMIntNE, x, LLVMConstInt(LLVMTypeOf(x), 0, 0), "");
     }
+    bool uns = ir_dtype_is_unsigned(from);
     if (from == TJ_BOOL)
         return is_flt(to) ? LLVMBuildUIToFP(b, x, rt, "") : LLVMBuildZExt(b, x, rt, "");
     if (is_flt(from) && is_flt(to))
         return to == TJ_F64 ? LLVMBuildFPExt(b, x, rt, "") : LLVMBuildFPTrunc(b, x, rt, "");
     if (!is_flt(from) && is_flt(to))
-        return LLVMBuildSIToFP(b, x, rt, "");
-    if (is_flt(from)) { /* saturating, NaN -> 0, as rt_k_f2i32/64 */
+        return uns ? LLVMBuildUIToFP(b, x, rt, "") : LLVMBuildSIToFP(b, x, rt, "");
+    if (is_flt(from)) { /* saturating at the target's range, NaN -> 0, as rt_k_f2int */
         LLVMTypeRef tys[2] = {rt, LLVMTypeOf(x)};
-        return intrin(e, "llvm.fptosi.sat", tys, 2, &x, 1);
+        return intrin(e, ir_dtype_is_unsigned(to) ? "llvm.fptoui.sat" : "llvm.fptosi.sat", tys, 2,
+                      &x, 1);
     }
-    return to == TJ_I64 ? LLVMBuildSExt(b, x, rt, "") : LLVMBuildTrunc(b, x, rt, "");
+    /* int -> int: extended by the source's signedness, or wrapped (truncated) */
+    size_t fs = ir_dtype_size(from), ts = ir_dtype_size(to);
+    if (fs == ts)
+        return x;
+    if (ts < fs)
+        return LLVMBuildTrunc(b, x, rt, "");
+    return uns ? LLVMBuildZExt(b, x, rt, "") : LLVMBuildSExt(b, x, rt, "");
 }
 
 /* One node's value from its inputs' values. */
 LLVMValueRef jit_cpu_emit_op(em *e, const ir_node *n, int t, LLVMValueRef *a) {
     LLVMBuilderRef b = e->b;
     LLVMTypeRef ty = t >= 0 ? jit_cpu_reg_ty(e, t) : NULL;
-    bool fl = is_flt(t), bo = t == TJ_BOOL;
+    bool fl = is_flt(t), bo = t == TJ_BOOL || ir_dtype_is_unsigned(t); /* unsigned compares */
     LLVMValueRef zero = ty ? (fl ? fconst(ty, 0) : LLVMConstInt(ty, 0, 0)) : NULL;
     LLVMValueRef one = ty ? (fl ? fconst(ty, 1) : LLVMConstInt(ty, 1, 0)) : NULL;
     LLVMValueRef x = a[0], y = n->n_in > 1 ? a[1] : NULL;
@@ -181,6 +199,8 @@ LLVMValueRef jit_cpu_emit_op(em *e, const ir_node *n, int t, LLVMValueRef *a) {
     case IR_OP_ABS:
         if (fl)
             return intrin1(e, "llvm.fabs", x);
+        if (bo)
+            return x;
         return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, x, zero, ""),
                                LLVMBuildSub(b, zero, x, ""), x, "");
     case IR_OP_SIGN:
@@ -189,6 +209,8 @@ LLVMValueRef jit_cpu_emit_op(em *e, const ir_node *n, int t, LLVMValueRef *a) {
                                    LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, x, zero, ""),
                                                    fconst(ty, -1), x, ""),
                                    "");
+        if (bo)
+            return LLVMBuildZExt(b, LLVMBuildICmp(b, LLVMIntNE, x, zero, ""), ty, "");
         return LLVMBuildSub(b, LLVMBuildZExt(b, LLVMBuildICmp(b, LLVMIntSGT, x, zero, ""), ty, ""),
                             LLVMBuildZExt(b, LLVMBuildICmp(b, LLVMIntSLT, x, zero, ""), ty, ""),
                             "");
@@ -197,7 +219,7 @@ LLVMValueRef jit_cpu_emit_op(em *e, const ir_node *n, int t, LLVMValueRef *a) {
             return LLVMBuildSelect(
                 b, LLVMBuildFCmp(b, LLVMRealOGT, x, zero, ""), x,
                 LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""), x, zero, ""), "");
-        return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, x, zero, ""), x, zero, "");
+        return bo ? x : LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, x, zero, ""), x, zero, "");
     case IR_OP_FLOOR:
         return fl ? intrin1(e, "llvm.floor", x) : x;
     case IR_OP_CEIL:

@@ -2,6 +2,7 @@
  * guarantees it); comparisons write bool. Floats follow IEEE (x/0 = inf, MAXIMUM/MINIMUM
  * propagate NaN, MOD is Python's floor mod built on fmod); integers wrap on add/sub/mul/pow
  * (unsigned arithmetic, no UB), divide truncating (DIV) or flooring (FLOORDIV, MOD as Python),
+ * (unsigned widths divide and compare unsigned; every width computes in uint64 and wraps back),
  * and a zero divisor or a negative POW exponent is an error found before any output is written
  * (every divisor element is used when the output is non-empty). Strings: ADD concatenates,
  * EQ/NE compare bytes. */
@@ -55,8 +56,26 @@ FLOAT_HELPERS(double, f64)
             r += y;                                                                                \
         return r;                                                                                  \
     }                                                                                              \
-    static inline T ipow_##SFX(T x, T e) { /* e >= 0 */                                            \
-        U r = 1, b = (U)x;                                                                         \
+    static inline T ipow_##SFX(T x, T e) { /* e >= 0; uint64 so narrow types never promote */      \
+        uint64_t r = 1, b = (uint64_t)(U)x;                                                        \
+        while (e > 0) {                                                                            \
+            if (e & 1)                                                                             \
+                r *= b;                                                                            \
+            b *= b;                                                                                \
+            e >>= 1;                                                                               \
+        }                                                                                          \
+        return (T)(U)r;                                                                            \
+    }
+
+INT_HELPERS(int8_t, uint8_t, i8)
+INT_HELPERS(int16_t, uint16_t, i16)
+INT_HELPERS(int32_t, uint32_t, i32)
+INT_HELPERS(int64_t, uint64_t, i64)
+
+/* Unsigned: C's division and remainder are already floor ones; y != 0 is checked before. */
+#define UINT_HELPERS(T, SFX)                                                                       \
+    static inline T upow_##SFX(T x, T e) {                                                         \
+        uint64_t r = 1, b = x;                                                                     \
         while (e > 0) {                                                                            \
             if (e & 1)                                                                             \
                 r *= b;                                                                            \
@@ -66,8 +85,10 @@ FLOAT_HELPERS(double, f64)
         return (T)r;                                                                               \
     }
 
-INT_HELPERS(int32_t, uint32_t, i32)
-INT_HELPERS(int64_t, uint64_t, i64)
+UINT_HELPERS(uint8_t, u8)
+UINT_HELPERS(uint16_t, u16)
+UINT_HELPERS(uint32_t, u32)
+UINT_HELPERS(uint64_t, u64)
 
 /* ---- the broadcast loop ---------------------------------------------------------------------- */
 /* Rows over all axes but the last (an iterator), then an inner loop over the last axis with each
@@ -154,12 +175,12 @@ FLOAT_BINARY(double, f64)
     static tj_status binary_##SFX(int op, const tj_tensor *a, const tj_tensor *b, tj_tensor *out,  \
                                   bin_plan p) {                                                    \
         switch (op) {                                                                              \
-        case IR_OP_ADD:                                                                            \
-            BIN_LOOP(T, T, (T)((U)x + (U)y));                                                      \
+        case IR_OP_ADD: /* in uint64: a narrow U would promote to int and could overflow */        \
+            BIN_LOOP(T, T, (T)(U)((uint64_t)x + (uint64_t)y));                                     \
         case IR_OP_SUB:                                                                            \
-            BIN_LOOP(T, T, (T)((U)x - (U)y));                                                      \
+            BIN_LOOP(T, T, (T)(U)((uint64_t)x - (uint64_t)y));                                     \
         case IR_OP_MUL:                                                                            \
-            BIN_LOOP(T, T, (T)((U)x * (U)y));                                                      \
+            BIN_LOOP(T, T, (T)(U)((uint64_t)x * (uint64_t)y));                                     \
         case IR_OP_DIV:                                                                            \
             BIN_LOOP(T, T, idiv_##SFX(x, y));                                                      \
         case IR_OP_FLOORDIV:                                                                       \
@@ -178,8 +199,42 @@ FLOAT_BINARY(double, f64)
         }                                                                                          \
     }
 
+INT_BINARY(int8_t, uint8_t, i8)
+INT_BINARY(int16_t, uint16_t, i16)
 INT_BINARY(int32_t, uint32_t, i32)
 INT_BINARY(int64_t, uint64_t, i64)
+
+#define UINT_BINARY(T, SFX)                                                                        \
+    static tj_status binary_##SFX(int op, const tj_tensor *a, const tj_tensor *b, tj_tensor *out,  \
+                                  bin_plan p) {                                                    \
+        switch (op) {                                                                              \
+        case IR_OP_ADD:                                                                            \
+            BIN_LOOP(T, T, (T)((uint64_t)x + y));                                                  \
+        case IR_OP_SUB:                                                                            \
+            BIN_LOOP(T, T, (T)((uint64_t)x - y));                                                  \
+        case IR_OP_MUL:                                                                            \
+            BIN_LOOP(T, T, (T)((uint64_t)x * y));                                                  \
+        case IR_OP_DIV:                                                                            \
+        case IR_OP_FLOORDIV:                                                                       \
+            BIN_LOOP(T, T, (T)(x / y));                                                            \
+        case IR_OP_MOD:                                                                            \
+            BIN_LOOP(T, T, (T)(x % y));                                                            \
+        case IR_OP_POW:                                                                            \
+            BIN_LOOP(T, T, upow_##SFX(x, y));                                                      \
+        case IR_OP_MAXIMUM:                                                                        \
+            BIN_LOOP(T, T, x > y ? x : y);                                                         \
+        case IR_OP_MINIMUM:                                                                        \
+            BIN_LOOP(T, T, x < y ? x : y);                                                         \
+            CMP_CASES(T);                                                                          \
+        default:                                                                                   \
+            return TJ_ERR_UNSUPPORTED;                                                             \
+        }                                                                                          \
+    }
+
+UINT_BINARY(uint8_t, u8)
+UINT_BINARY(uint16_t, u16)
+UINT_BINARY(uint32_t, u32)
+UINT_BINARY(uint64_t, u64)
 
 static tj_status binary_bool(int op, const tj_tensor *a, const tj_tensor *b, tj_tensor *out,
                              bin_plan p) {
@@ -236,11 +291,10 @@ static tj_status check_int_operand(const ir_node *n, const tj_tensor *b) {
     if (!is_div && op != IR_OP_POW)
         return TJ_OK;
     for (int64_t i = 0; i < b->numel; i++) {
-        int64_t v =
-            b->dtype == TJ_I32 ? ((const int32_t *)b->data)[i] : ((const int64_t *)b->data)[i];
+        int64_t v = rt_int_load(b, i);
         if (is_div && v == 0)
             return ir_errorf(TJ_ERR_RUNTIME, "%s: integer division by zero", rt_k_name(n));
-        if (!is_div && v < 0)
+        if (!is_div && v < 0 && !ir_dtype_is_unsigned(b->dtype))
             return ir_errorf(TJ_ERR_RUNTIME, "%s: negative integer exponent %lld", rt_k_name(n),
                              (long long)v);
     }
@@ -279,6 +333,17 @@ tj_status rt_k_binary(const ir_node *n, tj_tensor *const *in, tj_tensor *out) {
     case TJ_I64:
         st = binary_i64(n->op, a, b, out, p);
         break;
+#define CASE(DT, SFX)                                                                              \
+    case DT:                                                                                       \
+        st = binary_##SFX(n->op, a, b, out, p);                                                    \
+        break;
+        CASE(TJ_I8, i8)
+        CASE(TJ_I16, i16)
+        CASE(TJ_U8, u8)
+        CASE(TJ_U16, u16)
+        CASE(TJ_U32, u32)
+        CASE(TJ_U64, u64)
+#undef CASE
     case TJ_BOOL:
         st = binary_bool(n->op, a, b, out, p);
         break;

@@ -1,6 +1,7 @@
 /* cast.c — CAST between the numeric dtypes and bool (string -> string copies). The target dtype
  * is the output's. float -> int truncates toward zero and saturates at the target's range (NaN
- * becomes 0) so no conversion is undefined; int -> narrower int wraps (two's complement, as TF);
+ * becomes 0; unsigned targets saturate at 0) so no conversion is undefined; int -> int of another
+ * width or signedness wraps modulo 2^bits (two's complement, as TF and NumPy);
  * bool -> number gives 0/1; number -> bool is x != 0 (NaN is true, as in C and TF). */
 #include "runtime/kernels/kernels.h"
 
@@ -15,8 +16,10 @@ static inline double get_f(const tj_tensor *t, int64_t i) {
         return ((const int32_t *)t->data)[i];
     case TJ_I64:
         return (double)((const int64_t *)t->data)[i];
-    default:
+    case TJ_BOOL:
         return ((const uint8_t *)t->data)[i] != 0;
+    default:
+        return rt_k_int2f(t->dtype, rt_int_load(t, i));
     }
 }
 
@@ -28,10 +31,10 @@ static inline int64_t get_i(const tj_tensor *t, int64_t i) {
         return rt_k_f2i64(((const double *)t->data)[i]);
     case TJ_I32:
         return ((const int32_t *)t->data)[i];
-    case TJ_I64:
-        return ((const int64_t *)t->data)[i];
-    default:
+    case TJ_BOOL:
         return ((const uint8_t *)t->data)[i] != 0;
+    default:
+        return rt_int_load(t, i);
     }
 }
 
@@ -55,9 +58,10 @@ tj_status rt_k_cast(const ir_node *n, const tj_tensor *x, tj_tensor *out) {
     bool from_f = ir_dtype_is_float(from);
     switch (to) {
     case TJ_F32:
-        for (int64_t i = 0; i < len; i++) /* i64 directly: no double rounding via f64 */
-            ((float *)out->data)[i] =
-                from == TJ_I64 ? (float)((const int64_t *)x->data)[i] : (float)get_f(x, i);
+        for (int64_t i = 0; i < len; i++) /* 64-bit ints directly: no double rounding via f64 */
+            ((float *)out->data)[i] = from == TJ_I64   ? (float)((const int64_t *)x->data)[i]
+                                      : from == TJ_U64 ? (float)((const uint64_t *)x->data)[i]
+                                                       : (float)get_f(x, i);
         break;
     case TJ_F64:
         for (int64_t i = 0; i < len; i++)
@@ -77,7 +81,10 @@ tj_status rt_k_cast(const ir_node *n, const tj_tensor *x, tj_tensor *out) {
             ((uint8_t *)out->data)[i] = from_f ? get_f(x, i) != 0 : get_i(x, i) != 0;
         break;
     default:
-        return rt_k_unsupported(n, to);
+        if (!ir_dtype_is_int(to))
+            return rt_k_unsupported(n, to);
+        for (int64_t i = 0; i < len; i++)
+            rt_int_store(out, i, from_f ? rt_k_f2int(to, get_f(x, i)) : get_i(x, i));
     }
     return TJ_OK;
 }

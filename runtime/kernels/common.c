@@ -74,6 +74,9 @@ tj_status rt_k_copy_elem(const ir_node *n, tj_tensor *dst, int64_t di, const tj_
     case 1:
         ((uint8_t *)dst->data)[di] = ((const uint8_t *)src->data)[si];
         return TJ_OK;
+    case 2:
+        ((uint16_t *)dst->data)[di] = ((const uint16_t *)src->data)[si];
+        return TJ_OK;
     case 4:
         ((uint32_t *)dst->data)[di] = ((const uint32_t *)src->data)[si];
         return TJ_OK;
@@ -140,6 +143,8 @@ void rt_k_store_f64(tj_tensor *t, int64_t i, double v) {
         ((uint8_t *)t->data)[i] = v != 0;
         break;
     default:
+        if (ir_dtype_is_int(t->dtype))
+            rt_int_store(t, i, rt_k_f2int(t->dtype, v));
         break;
     }
 }

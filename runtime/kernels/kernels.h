@@ -135,4 +135,36 @@ static inline int32_t rt_k_f2i32(double v) {
 /* Stores a double into element i of a numeric or bool tensor (saturating for ints). */
 void rt_k_store_f64(tj_tensor *t, int64_t i, double v);
 
+/* ---- integers of every width: rt_int_load/wrap/store (runtime.h) ----------------------------
+ * The kernels written per C type cover int32/int64; the other widths go through those helpers:
+ * an element widened to 64 bits, computed on, and wrapped back. */
+/* Float to integer dtype dt: truncation toward zero, saturating at dt's range, NaN -> 0 (the
+ * result as rt_int_load reads it). */
+static inline int64_t rt_k_f2int(int dt, double v) {
+    if (v != v)
+        return 0;
+    switch (dt) {
+    case TJ_I8:
+        return v >= 127.0 ? 127 : v <= -128.0 ? -128 : (int64_t)v;
+    case TJ_U8:
+        return v >= 255.0 ? 255 : v <= 0 ? 0 : (int64_t)v;
+    case TJ_I16:
+        return v >= 32767.0 ? 32767 : v <= -32768.0 ? -32768 : (int64_t)v;
+    case TJ_U16:
+        return v >= 65535.0 ? 65535 : v <= 0 ? 0 : (int64_t)v;
+    case TJ_I32:
+        return rt_k_f2i32(v);
+    case TJ_U32:
+        return v >= 4294967295.0 ? 4294967295 : v <= 0 ? 0 : (int64_t)v;
+    case TJ_U64:
+        return v >= 18446744073709551616.0 ? -1 : v <= 0 ? 0 : (int64_t)(uint64_t)v;
+    default:
+        return rt_k_f2i64(v);
+    }
+}
+/* An integer element as a double (uint64 read unsigned). */
+static inline double rt_k_int2f(int dt, int64_t v) {
+    return dt == TJ_U64 ? (double)(uint64_t)v : (double)v;
+}
+
 #endif /* TJ_RT_KERNELS_H */

@@ -114,13 +114,23 @@ tj_status rt_k_matmul(const ir_node *n, tj_tensor *const *in, tj_tensor *out) {
             MM_BODY(int32_t, uint64_t, FMA_U, STORE_I32);
             break;
         }
-        default: {
+        case TJ_I64: {
             const int64_t *A = (const int64_t *)a->data + oa, *B = (const int64_t *)b->data + ob;
             int64_t *O = (int64_t *)out->data + oo;
             uint64_t *row = scratch;
             MM_BODY(int64_t, uint64_t, FMA_U, STORE_I64);
             break;
         }
+        default: /* the other integer widths: widened, summed in uint64, wrapped on the store */
+            for (int64_t i = 0; i < m; i++)
+                for (int64_t j = 0; j < nn; j++) {
+                    uint64_t acc = 0;
+                    for (int64_t kk = 0; kk < k; kk++)
+                        acc += (uint64_t)rt_int_load(a, oa + i * k + kk) *
+                               (uint64_t)rt_int_load(b, ob + kk * nn + j);
+                    rt_int_store(out, oo + i * nn + j, (int64_t)acc);
+                }
+            break;
         }
     }
     free(scratch);

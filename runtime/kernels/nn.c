@@ -3,25 +3,6 @@
  * of exponentials is accumulated in double). */
 #include "runtime/kernels/kernels.h"
 
-static void put(tj_tensor *out, int64_t i, double v) {
-    switch (out->dtype) {
-    case TJ_F32:
-        ((float *)out->data)[i] = (float)v;
-        break;
-    case TJ_F64:
-        ((double *)out->data)[i] = v;
-        break;
-    case TJ_I32:
-        ((int32_t *)out->data)[i] = (int32_t)rt_k_f2i64(v);
-        break;
-    case TJ_I64:
-        ((int64_t *)out->data)[i] = rt_k_f2i64(v);
-        break;
-    default:
-        ((uint8_t *)out->data)[i] = v != 0;
-    }
-}
-
 tj_status rt_k_one_hot(const ir_node *n, const tj_tensor *idx, tj_tensor *out) {
     if (idx->dtype != TJ_I32 && idx->dtype != TJ_I64)
         return rt_k_unsupported(n, idx->dtype);
@@ -32,7 +13,7 @@ tj_status rt_k_one_hot(const ir_node *n, const tj_tensor *idx, tj_tensor *out) {
     for (int64_t i = 0; i < idx->numel; i++) {
         int64_t k = rt_k_index_at(idx, i);
         for (int64_t j = 0; j < depth; j++)
-            put(out, i * depth + j, j == k ? on : off);
+            rt_k_store_f64(out, i * depth + j, j == k ? on : off);
     }
     return TJ_OK;
 }
@@ -67,7 +48,7 @@ tj_status rt_k_sparse_xent(const ir_node *n, tj_tensor *const *in, tj_tensor *ou
                 s += exp(x[j] - m);
             lk = x[k];
         }
-        put(out, r, m + log(s) - lk);
+        rt_k_store_f64(out, r, m + log(s) - lk);
     }
     return TJ_OK;
 }

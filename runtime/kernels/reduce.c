@@ -127,8 +127,25 @@ static void reduce_int(int op, const tj_tensor *x, rt_k_iter it, void *acc, int6
     }
     if (x->dtype == TJ_I32) {
         INT_CASES(int32_t)
-    } else {
+    } else if (x->dtype == TJ_I64) {
         INT_CASES(int64_t)
+    } else { /* the other widths, read widened; only uint64 exceeds int64's range */
+        bool u64 = x->dtype == TJ_U64;
+        if (u64 && (op == IR_OP_MAX || op == IR_OP_MIN))
+            for (int64_t i = 0; i < m; i++)
+                u[i] = op == IR_OP_MAX ? 0 : UINT64_MAX;
+        for (int64_t i = 0; i < x->numel; i++, rt_k_iter_next(&it)) {
+            int64_t v = rt_int_load(x, i), *a = &s[it.off[0]];
+            uint64_t *au = &u[it.off[0]];
+            if (op == IR_OP_PROD)
+                *au *= (uint64_t)v;
+            else if (op == IR_OP_MAX)
+                *a = (u64 ? (uint64_t)v > *au : v > *a) ? v : *a;
+            else if (op == IR_OP_MIN)
+                *a = (u64 ? (uint64_t)v < *au : v < *a) ? v : *a;
+            else
+                *au += (uint64_t)v;
+        }
     }
 #undef INT_CASES
 }
@@ -183,13 +200,10 @@ tj_status rt_k_reduce(const ir_node *n, const tj_tensor *x, tj_tensor *out) {
         const uint64_t *u = acc;
         for (int64_t i = 0; i < m; i++) {
             /* wrap to the dtype's width first: the sum TF computes in that type */
-            int64_t v = dt == TJ_I32 ? (int64_t)(int32_t)(uint32_t)u[i] : (int64_t)u[i];
-            if (op == IR_OP_MEAN)
-                v /= count; /* count > 0 here */
-            if (dt == TJ_I32)
-                ((int32_t *)out->data)[i] = (int32_t)v;
-            else
-                ((int64_t *)out->data)[i] = v;
+            int64_t v = rt_int_wrap(dt, (int64_t)u[i]);
+            if (op == IR_OP_MEAN) /* count > 0 here */
+                v = dt == TJ_U64 ? (int64_t)((uint64_t)v / (uint64_t)count) : v / count;
+            rt_int_store(out, i, v);
         }
     }
     free(acc);
@@ -266,7 +280,23 @@ tj_status rt_k_arg(const ir_node *n, const tj_tensor *x, tj_tensor *out) {
         ARG_LOOP(int64_t, NOT_NAN);
         break;
     case TJ_BOOL:
+    case TJ_U8:
         ARG_LOOP(uint8_t, NOT_NAN);
+        break;
+    case TJ_I8:
+        ARG_LOOP(int8_t, NOT_NAN);
+        break;
+    case TJ_I16:
+        ARG_LOOP(int16_t, NOT_NAN);
+        break;
+    case TJ_U16:
+        ARG_LOOP(uint16_t, NOT_NAN);
+        break;
+    case TJ_U32:
+        ARG_LOOP(uint32_t, NOT_NAN);
+        break;
+    case TJ_U64:
+        ARG_LOOP(uint64_t, NOT_NAN);
         break;
     default:
         return rt_k_unsupported(n, x->dtype);

@@ -89,8 +89,34 @@ FLOAT_UNARY(double, unary_f64)
         }                                                                                          \
     }
 
+INT_UNARY(int8_t, uint8_t, unary_i8)
+INT_UNARY(int16_t, uint16_t, unary_i16)
 INT_UNARY(int32_t, uint32_t, unary_i32)
 INT_UNARY(int64_t, uint64_t, unary_i64)
+
+/* Unsigned: negation wraps modulo 2^bits (as NumPy), abs/relu/floor... are the identity. */
+#define UINT_UNARY(T, NAME)                                                                        \
+    static tj_status NAME(int op, const T *x, T *o, int64_t n) {                                   \
+        switch (op) {                                                                              \
+        case IR_OP_NEG:                                                                            \
+            LOOP((T)(0u - (uint64_t)v));                                                           \
+        case IR_OP_SIGN:                                                                           \
+            LOOP((T)(v > 0));                                                                      \
+        case IR_OP_ABS:                                                                            \
+        case IR_OP_RELU:                                                                           \
+        case IR_OP_FLOOR:                                                                          \
+        case IR_OP_CEIL:                                                                           \
+        case IR_OP_ROUND:                                                                          \
+            LOOP(v);                                                                               \
+        default:                                                                                   \
+            return TJ_ERR_UNSUPPORTED;                                                             \
+        }                                                                                          \
+    }
+
+UINT_UNARY(uint8_t, unary_u8)
+UINT_UNARY(uint16_t, unary_u16)
+UINT_UNARY(uint32_t, unary_u32)
+UINT_UNARY(uint64_t, unary_u64)
 
 #define PRED_LOOP(T, EXPR)                                                                         \
     do {                                                                                           \
@@ -112,11 +138,9 @@ static tj_status unary_pred(const ir_node *n, const tj_tensor *x, tj_tensor *out
     case TJ_F64:
         PRED_LOOP(double, nan ? isnan(v) : isinf(v));
         return TJ_OK;
-    case TJ_I32:
-    case TJ_I64:
-    case TJ_BOOL:
-        return TJ_OK; /* out is zeroed: all false */
     default:
+        if (ir_dtype_is_int(x->dtype) || x->dtype == TJ_BOOL)
+            return TJ_OK; /* out is zeroed: all false */
         return rt_k_unsupported(n, x->dtype);
     }
 }
@@ -145,6 +169,17 @@ tj_status rt_k_unary(const ir_node *n, const tj_tensor *x, tj_tensor *out) {
     case TJ_I64:
         st = unary_i64(n->op, x->data, out->data, len);
         break;
+#define CASE(DT, SFX)                                                                              \
+    case DT:                                                                                       \
+        st = unary_##SFX(n->op, x->data, out->data, len);                                          \
+        break;
+        CASE(TJ_I8, i8)
+        CASE(TJ_I16, i16)
+        CASE(TJ_U8, u8)
+        CASE(TJ_U16, u16)
+        CASE(TJ_U32, u32)
+        CASE(TJ_U64, u64)
+#undef CASE
     case TJ_BOOL:
         if (n->op == IR_OP_LOGICAL_NOT) {
             const uint8_t *xb = x->data;

@@ -128,7 +128,7 @@ int main(void) {
     r = tj_tensor_array_read(x, tj_scalar_i64(0));
     CHECK_HAS(tj_error_message(r), "tensor_array_read: not a tensor array");
     r = tj_tensor_array_read(ta, tj_scalar_f32(0));
-    CHECK_HAS(tj_error_message(r), "the index must be an integer scalar, got float32[]");
+    CHECK_HAS(tj_error_message(r), "the index must be an int32 or int64 scalar, got float32[]");
     tj_tensor *u = tj_tensor_array_unstack(x);
     CHECK_EQ_INT(tj_tensor_array_size(u), B);
     r = tj_tensor_array_read(u, tj_scalar_i32(1));
