@@ -279,6 +279,11 @@ TJ_API tj_tensor *tj_greater(tj_tensor *a, tj_tensor *b);
 TJ_API tj_tensor *tj_greater_equal(tj_tensor *a, tj_tensor *b);
 TJ_API tj_tensor *tj_logical_and(tj_tensor *a, tj_tensor *b);
 TJ_API tj_tensor *tj_logical_or(tj_tensor *a, tj_tensor *b);
+/* Integer shifts (tf.bitwise.left_shift / right_shift), broadcasting, one integer dtype: right
+ * shifts are arithmetic for signed dtypes; a count outside [0, bits) gives 0 (or -1 for >> of a
+ * negative value), the result of shifting one bit at a time. */
+TJ_API tj_tensor *tj_left_shift(tj_tensor *a, tj_tensor *b);
+TJ_API tj_tensor *tj_right_shift(tj_tensor *a, tj_tensor *b);
 TJ_API tj_tensor *tj_where(tj_tensor *cond, tj_tensor *a, tj_tensor *b);
 TJ_API tj_tensor *tj_str_concat(tj_tensor *a, tj_tensor *b); /* = tj_add on strings */
 /* linear algebra: [..., m, k] x [..., k, n], batch dims broadcast. Floats accumulate in their own

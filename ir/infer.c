@@ -230,6 +230,10 @@ static tj_status infer_binary(const char *name, ir_node *p, const ir_node *a, co
     case IR_OP_LOGICAL_OR:
         NEED(dt, dt == TJ_BOOL, "bool");
         break;
+    case IR_OP_SHIFT_LEFT:
+    case IR_OP_SHIFT_RIGHT:
+        NEED(dt, ir_dtype_is_int(dt), "integer");
+        break;
     default:
         NEED(dt, ir_dtype_is_numeric(dt), "numeric");
         break;

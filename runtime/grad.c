@@ -493,6 +493,8 @@ const rt_grad_rule rt_grad_rules[IR_N_OPS] = {
     NONE(GT),
     NONE(GE),
     NONE(LOGICAL_AND),
+    NONE(SHIFT_LEFT),
+    NONE(SHIFT_RIGHT),
     NONE(LOGICAL_OR),
     R(WHERE, g_where),
     R(MATMUL, g_matmul),

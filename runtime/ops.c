@@ -71,6 +71,8 @@ BINARY(less_equal, LE)
 BINARY(greater, GT)
 BINARY(greater_equal, GE)
 BINARY(logical_and, LOGICAL_AND)
+BINARY(left_shift, SHIFT_LEFT)
+BINARY(right_shift, SHIFT_RIGHT)
 BINARY(logical_or, LOGICAL_OR)
 BINARY(matmul, MATMUL)
 

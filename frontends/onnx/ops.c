@@ -94,6 +94,14 @@ CONV(c_mod) {
     return one(out, tj_mod(in[0], in[1]));
 }
 
+CONV(c_bitshift) { /* direction LEFT or RIGHT (required; ONNX's types are unsigned) */
+    char dir[8];
+    const char *d = ox_attr_s(n, "direction", "", dir, sizeof dir);
+    if (strcmp(d, "LEFT") && strcmp(d, "RIGHT"))
+        return ox_fail(n, TJ_ERR_INVALID, "direction is '%s', not LEFT or RIGHT", d);
+    return one(out, d[0] == 'L' ? tj_left_shift(in[0], in[1]) : tj_right_shift(in[0], in[1]));
+}
+
 CONV(c_where) {
     return one(out, tj_where(in[0], in[1], in[2]));
 }
@@ -384,6 +392,7 @@ const ox_op ox_ops_math[] = {
     {"Mean", c_mean, 1, -1, 1, 0},
     {"Min", c_min, 1, -1, 1, 0},
     {"Mod", c_mod, 2, 2, 10, 0},
+    {"BitShift", c_bitshift, 2, 2, 11, 0},
     {"Mul", c_mul, 2, 2, 1, 0},
     {"Neg", c_neg, 1, 1, 1, 0},
     {"Not", c_not, 1, 1, 1, 0},

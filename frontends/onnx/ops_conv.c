@@ -561,7 +561,8 @@ static tj_status pool(const ox_node *n, tj_tensor *x, tj_tensor **out, int is_ma
     int dilated = 0;
     for (int i = 0; i < sp; i++)
         dilated |= w.d[i] != 1;
-    if (sp == 3 || dilated || n_out > 1) { /* no tracejit kernel: one slice per tap */
+    int fl = tj_tensor_dtype(x) == TJ_F32 || tj_tensor_dtype(x) == TJ_F64;
+    if (sp == 3 || dilated || n_out > 1 || !fl) { /* no tracejit kernel: one slice per tap */
         tj_tensor *y = NULL;
         if ((st = window_reduce(n, x, &w, is_max, &y, n_out > 1 ? &out[1] : NULL)))
             return st;

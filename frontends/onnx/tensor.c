@@ -23,9 +23,27 @@ int ox_dtype(int32_t t) {
         return TJ_I64;
     case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL:
         return TJ_BOOL;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT8:
+        return TJ_I8;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8:
+        return TJ_U8;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT16:
+        return TJ_I16;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16:
+        return TJ_U16;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32:
+        return TJ_U32;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64:
+        return TJ_U64;
     default:
         return -1;
     }
+}
+
+/* The typed field ONNX keeps a dtype's elements in when raw_data is absent (onnx.proto): int64
+ * in int64_data, uint32/uint64 in uint64_data, the narrower ints and bool in int32_data. */
+static bool in_uint64_data(int dt) {
+    return dt == TJ_U32 || dt == TJ_U64;
 }
 
 const char *ox_type_name(int32_t t) {
@@ -55,11 +73,12 @@ tj_tensor *ox_tensor(const Onnx__TensorProto *p, const char *what) {
     }
     size_t es = tj_dtype_size((tj_dtype)dt), bytes = (size_t)numel * es;
     /* the data must hold the dims' elements: checked before anything is allocated */
-    size_t have = p->has_raw_data ? p->raw_data.len / es
-                  : dt == TJ_F32  ? p->n_float_data
-                  : dt == TJ_F64  ? p->n_double_data
-                  : dt == TJ_I64  ? p->n_int64_data
-                                  : p->n_int32_data;
+    size_t have = p->has_raw_data      ? p->raw_data.len / es
+                  : dt == TJ_F32       ? p->n_float_data
+                  : dt == TJ_F64       ? p->n_double_data
+                  : dt == TJ_I64       ? p->n_int64_data
+                  : in_uint64_data(dt) ? p->n_uint64_data
+                                       : p->n_int32_data;
     if (have != (size_t)numel || (p->has_raw_data && p->raw_data.len != bytes))
         return tj_error_new(TJ_ERR_CORRUPT, "onnx: %s: %lld elements expected, the data holds %zu",
                             what, (long long)numel, have);
@@ -82,13 +101,28 @@ tj_tensor *ox_tensor(const Onnx__TensorProto *p, const char *what) {
         have = p->n_int64_data;
         if (have == (size_t)numel && bytes)
             memcpy(buf, p->int64_data, bytes);
-    } else { /* int32 and bool live in int32_data */
+    } else if (in_uint64_data(dt)) {
+        have = p->n_uint64_data;
+        for (size_t i = 0; have == (size_t)numel && i < have; i++) {
+            if (dt == TJ_U64)
+                ((uint64_t *)buf)[i] = p->uint64_data[i];
+            else
+                ((uint32_t *)buf)[i] = (uint32_t)p->uint64_data[i];
+        }
+    } else { /* int32, the narrower ints and bool live in int32_data */
         have = p->n_int32_data;
         for (size_t i = 0; have == (size_t)numel && i < have; i++) {
-            if (dt == TJ_I32)
-                ((int32_t *)buf)[i] = p->int32_data[i];
-            else
-                ((uint8_t *)buf)[i] = p->int32_data[i] != 0;
+            int32_t v = p->int32_data[i];
+            switch (es) {
+            case 4:
+                ((int32_t *)buf)[i] = v;
+                break;
+            case 2:
+                ((uint16_t *)buf)[i] = (uint16_t)v;
+                break;
+            default:
+                ((uint8_t *)buf)[i] = dt == TJ_BOOL ? v != 0 : (uint8_t)v;
+            }
         }
     }
     int64_t dims[TJ_MAX_RANK];
@@ -144,6 +178,12 @@ tj_status tj_onnx_write_tensor(const char *path, const tj_tensor *t, const char 
         [TJ_I32] = ONNX__TENSOR_PROTO__DATA_TYPE__INT32,
         [TJ_I64] = ONNX__TENSOR_PROTO__DATA_TYPE__INT64,
         [TJ_BOOL] = ONNX__TENSOR_PROTO__DATA_TYPE__BOOL,
+        [TJ_I8] = ONNX__TENSOR_PROTO__DATA_TYPE__INT8,
+        [TJ_U8] = ONNX__TENSOR_PROTO__DATA_TYPE__UINT8,
+        [TJ_I16] = ONNX__TENSOR_PROTO__DATA_TYPE__INT16,
+        [TJ_U16] = ONNX__TENSOR_PROTO__DATA_TYPE__UINT16,
+        [TJ_U32] = ONNX__TENSOR_PROTO__DATA_TYPE__UINT32,
+        [TJ_U64] = ONNX__TENSOR_PROTO__DATA_TYPE__UINT64,
     };
     tj_dtype dt = tj_tensor_dtype(t);
     if ((size_t)dt >= sizeof types / sizeof *types || !types[dt])

@@ -90,6 +90,9 @@ bool jit_cpu_ew_supported(const ir_graph *g, uint32_t id) {
     case IR_OP_LOGICAL_AND:
     case IR_OP_LOGICAL_OR:
         return t == TJ_BOOL && r == TJ_BOOL;
+    case IR_OP_SHIFT_LEFT:
+    case IR_OP_SHIFT_RIGHT:
+        return ir_dtype_is_int(t) && r == t;
     default:
         return false;
     }
@@ -329,6 +332,18 @@ LLVMValueRef jit_cpu_emit_op(em *e, const ir_node *n, int t, LLVMValueRef *a) {
         return LLVMBuildAnd(b, x, y, "");
     case IR_OP_LOGICAL_OR:
         return LLVMBuildOr(b, x, y, "");
+    case IR_OP_SHIFT_LEFT:
+    case IR_OP_SHIFT_RIGHT: { /* counts outside [0, bits) (unsigned compare) as binary.c */
+        unsigned long long bits = 8 * ir_dtype_size(t);
+        LLVMValueRef ok = LLVMBuildICmp(b, LLVMIntULT, y, LLVMConstInt(ty, bits, 0), "");
+        LLVMValueRef c = LLVMBuildAnd(b, y, LLVMConstInt(ty, bits - 1, 0), "");
+        if (n->op == IR_OP_SHIFT_LEFT)
+            return LLVMBuildSelect(b, ok, LLVMBuildShl(b, x, c, ""), zero, "");
+        if (bo)
+            return LLVMBuildSelect(b, ok, LLVMBuildLShr(b, x, c, ""), zero, "");
+        return LLVMBuildAShr(b, x, LLVMBuildSelect(b, ok, c, LLVMConstInt(ty, bits - 1, 0), ""),
+                             "");
+    }
     default:
         return NULL;
     }

@@ -65,6 +65,13 @@ FLOAT_HELPERS(double, f64)
             e >>= 1;                                                                               \
         }                                                                                          \
         return (T)(U)r;                                                                            \
+    }                                                                                              \
+    /* shifts by a count outside [0, bits): 0, or the sign for >> (as shifting one at a time) */   \
+    static inline T ishl_##SFX(T x, T c) {                                                         \
+        return c >= 0 && (uint64_t)c < 8 * sizeof(T) ? (T)(U)((uint64_t)x << c) : 0;               \
+    }                                                                                              \
+    static inline T ishr_##SFX(T x, T c) {                                                         \
+        return c >= 0 && (uint64_t)c < 8 * sizeof(T) ? (T)(x >> c) : (T)(x < 0 ? -1 : 0);          \
     }
 
 INT_HELPERS(int8_t, uint8_t, i8)
@@ -83,6 +90,12 @@ INT_HELPERS(int64_t, uint64_t, i64)
             e >>= 1;                                                                               \
         }                                                                                          \
         return (T)r;                                                                               \
+    }                                                                                              \
+    static inline T ushl_##SFX(T x, T c) {                                                         \
+        return c < 8 * sizeof(T) ? (T)((uint64_t)x << c) : 0;                                      \
+    }                                                                                              \
+    static inline T ushr_##SFX(T x, T c) {                                                         \
+        return c < 8 * sizeof(T) ? (T)(x >> c) : 0;                                                \
     }
 
 UINT_HELPERS(uint8_t, u8)
@@ -189,6 +202,10 @@ FLOAT_BINARY(double, f64)
             BIN_LOOP(T, T, imod_##SFX(x, y));                                                      \
         case IR_OP_POW:                                                                            \
             BIN_LOOP(T, T, ipow_##SFX(x, y));                                                      \
+        case IR_OP_SHIFT_LEFT:                                                                     \
+            BIN_LOOP(T, T, ishl_##SFX(x, y));                                                      \
+        case IR_OP_SHIFT_RIGHT:                                                                    \
+            BIN_LOOP(T, T, ishr_##SFX(x, y));                                                      \
         case IR_OP_MAXIMUM:                                                                        \
             BIN_LOOP(T, T, x > y ? x : y);                                                         \
         case IR_OP_MINIMUM:                                                                        \
@@ -221,6 +238,10 @@ INT_BINARY(int64_t, uint64_t, i64)
             BIN_LOOP(T, T, (T)(x % y));                                                            \
         case IR_OP_POW:                                                                            \
             BIN_LOOP(T, T, upow_##SFX(x, y));                                                      \
+        case IR_OP_SHIFT_LEFT:                                                                     \
+            BIN_LOOP(T, T, ushl_##SFX(x, y));                                                      \
+        case IR_OP_SHIFT_RIGHT:                                                                    \
+            BIN_LOOP(T, T, ushr_##SFX(x, y));                                                      \
         case IR_OP_MAXIMUM:                                                                        \
             BIN_LOOP(T, T, x > y ? x : y);                                                         \
         case IR_OP_MINIMUM:                                                                        \

@@ -118,6 +118,8 @@ tj_status rt_ref_kernel(const ir_node *n, tj_tensor *const *in, tj_tensor *out) 
     case IR_OP_GE:
     case IR_OP_LOGICAL_AND:
     case IR_OP_LOGICAL_OR:
+    case IR_OP_SHIFT_LEFT:
+    case IR_OP_SHIFT_RIGHT:
         return rt_k_binary(n, in, out);
     case IR_OP_WHERE:
         return rt_k_where(n, in, out);

@@ -94,10 +94,13 @@ enum {
     O_ABS,
     O_SIGN,
     O_RELU,
+    O_SHL,
+    O_SHR,
     N_BIN
 };
-static const char *const NAMES[] = {"add", "sub",  "mul", "div", "floordiv", "mod",  "pow", "max",
-                                    "min", "less", "ge",  "neg", "abs",      "sign", "relu"};
+static const char *const NAMES[] = {"add", "sub",  "mul",  "div",        "floordiv",   "mod",
+                                    "pow", "max",  "min",  "less",       "ge",         "neg",
+                                    "abs", "sign", "relu", "left_shift", "right_shift"};
 
 static int64_t oracle(tj_dtype dt, int op, int64_t x, int64_t y) {
     uint64_t ux = (uint64_t)x, uy = (uint64_t)y;
@@ -143,6 +146,15 @@ static int64_t oracle(tj_dtype dt, int op, int64_t x, int64_t y) {
         return !u && x < 0 ? wrapv(dt, 0 - ux) : x;
     case O_SIGN:
         return u ? x != 0 : (x > 0) - (x < 0);
+    case O_SHL:
+    case O_SHR: { /* one bit at a time: a count outside [0, bits) shifts everything out */
+        int64_t v = x;
+        for (int k = 0; k < 64 && (uint64_t)k < (u ? uy : (uint64_t)(y < 0 ? 64 : y)); k++)
+            v = op == O_SHL ? wrapv(dt, (uint64_t)v << 1)
+                : u         ? (int64_t)((uint64_t)v >> 1)
+                            : (v < 0 ? ~((~v) >> 1) : v >> 1);
+        return v;
+    }
     default: /* relu */
         return !u && x < 0 ? 0 : x;
     }
@@ -178,6 +190,10 @@ static tj_tensor *apply(int op, tj_tensor *a, tj_tensor *b, tj_tensor *e) {
         return tj_abs(a);
     case O_SIGN:
         return tj_sign(a);
+    case O_SHL:
+        return tj_left_shift(a, b);
+    case O_SHR:
+        return tj_right_shift(a, b);
     default:
         return tj_relu(a);
     }

@@ -191,6 +191,12 @@ static tj_tensor *instance(int op, tj_tensor *x) {
         return tj_logical_and(tj_greater(x, tj_scalar_f64(0)), tj_less(x, tj_scalar_f64(0.5)));
     case IR_OP_LOGICAL_OR:
         return tj_logical_or(tj_greater(x, tj_scalar_f64(0)), tj_less(x, tj_scalar_f64(-0.5)));
+    case IR_OP_SHIFT_LEFT: /* as float, for the comparison with eager */
+        return tj_cast(tj_left_shift(tj_cast(pos, TJ_I16), tj_cast(pos, TJ_I16)), TJ_F64);
+    case IR_OP_SHIFT_RIGHT:
+        return tj_cast(
+            tj_right_shift(tj_cast(tj_neg(tj_mul(pos, pos)), TJ_I64), tj_cast(pos, TJ_I64)),
+            TJ_F64);
     case IR_OP_WHERE:
         return tj_where(tj_greater(x, tj_scalar_f64(0)), x, pos);
     case IR_OP_MATMUL:
