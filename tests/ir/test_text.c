@@ -150,6 +150,14 @@ static const char *all_ops =
     "  %106 = asin %0 : f32[2,3]\n"
     "  %107 = acos %0 : f32[2,3]\n"
     "  %108 = erf %0 : f32[2,3]\n"
+    "  %109 = const [255, 0, 7] : u8[3]\n"
+    "  %110 = left_shift %109, %109 : u8[3]\n"
+    "  %111 = right_shift %109, %109 : u8[3]\n"
+    "  %112 = const [-128, 127] : i8[2]\n"
+    "  %113 = const [18446744073709551615, 0] : u64[2]\n"
+    "  %114 = const [-32768, 32767] : i16[2]\n"
+    "  %115 = const [65535, 4] : u16[2]\n"
+    "  %116 = const [4294967295, 1] : u32[2]\n"
     "  return %27, %46, %71, %87, %88\n"
     "  effects %67, %68, %69, %76, %85\n"
     "}\n";
@@ -194,7 +202,7 @@ int main(void) {
         count[g->nodes[i].op]++;
     for (int op = 0; op < IR_N_OPS; op++)
         CHECK_MSG(count[op] > 0, "op %s missing from the test graph", ir_ops[op].name);
-    CHECK_EQ_INT(g->n_nodes, 108); /* %90 is %72 (interned) */
+    CHECK_EQ_INT(g->n_nodes, 116); /* %90 is %72 (interned) */
     CHECK_EQ_INT(g->n_params, 3);
     CHECK_EQ_INT(g->n_caps, 2);
     CHECK_EQ_INT(g->n_outputs, 5);
@@ -267,6 +275,10 @@ int main(void) {
     expect_fail("graph @g {\n %0 = const [1, 2] : f32[3]\n}", "2 values for type f32");
     expect_fail("graph @g {\n %0 = const [\"a\"] : f32[1]\n}", "does not fit");
     expect_fail("graph @g {\n %0 = const [300] : bool[1]\n}", "out of range");
+    expect_fail("graph @g {\n %0 = const [256] : u8[1]\n}", "const: 256 out of range for uint8");
+    expect_fail("graph @g {\n %0 = const [-129] : i8[1]\n}", "const: -129 out of range for int8");
+    expect_fail("graph @g {\n %0 = const [-1] : u64[1]\n}", "const: -1 out of range for uint64");
+    expect_fail("graph @g {\n %0 = const [65536] : u16[1]\n}", "out of range for uint16");
     expect_fail("graph @g {\n %0 = const [1e999x] : f32[1]\n}", "invalid number");
     expect_fail("graph @g {\n %0 = const [99999999999999999999] : i64[1]\n}", "invalid integer");
     expect_fail("graph @g {\n %0 = param {bogus=1} : f32[]\n}", "unknown attribute 'bogus'");
