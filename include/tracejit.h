@@ -313,6 +313,11 @@ TJ_API tj_tensor *tj_concat(int n, tj_tensor *const *xs, int axis);
 TJ_API tj_tensor *tj_slice(tj_tensor *x, const int64_t *begin, const int64_t *end,
                            const int64_t *step);
 TJ_API tj_tensor *tj_gather(tj_tensor *params, tj_tensor *indices, int axis);
+/* x with `updates` added at the slices tj_gather(x, indices, axis) reads: repeated indices add
+ * up (JAX's x.at[idx].add(u) along one axis, TF's unsorted segment sum into x). updates must be
+ * shaped like that gather; indices int32/int64, one outside [0, dims[axis]) is a run-time error.
+ * Differentiable in x and updates. */
+TJ_API tj_tensor *tj_scatter_add(tj_tensor *x, tj_tensor *indices, tj_tensor *updates, int axis);
 TJ_API tj_tensor *tj_cast(tj_tensor *x, tj_dtype dt);
 /* neural networks (tf.nn). Images are NHWC, filters HWIO [KH, KW, C_in, C_out], as TensorFlow's
  * defaults. strides/dilations/ksize are {h, w} (NULL: 1); padding as TensorFlow: VALID uses no

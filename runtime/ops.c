@@ -224,6 +224,13 @@ tj_tensor *tj_gather(tj_tensor *params, tj_tensor *indices, int axis) {
     return rt_apply(&p, in, 2);
 }
 
+tj_tensor *tj_scatter_add(tj_tensor *x, tj_tensor *indices, tj_tensor *updates, int axis) {
+    ir_node p = proto_of(IR_OP_SCATTER_ADD);
+    p.a.i[0] = axis;
+    tj_tensor *in[3] = {x, indices, updates};
+    return rt_apply(&p, in, 3);
+}
+
 tj_tensor *tj_cast(tj_tensor *x, tj_dtype dt) {
     if ((int)dt < 0 || dt >= TJ_N_DTYPES)
         return rt_scoped(rt_errorf(TJ_ERR_DTYPE, "cast: bad dtype %d", dt));

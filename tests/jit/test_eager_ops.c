@@ -190,6 +190,22 @@ int main(void) {
     e = tj_gather(xi, tj_scalar_i32(4), 0);
     CHECK(tj_status_of(e) != TJ_OK);
     CHECK_HAS(tj_error_message(e), "gather");
+    /* scatter_add: repeated indices add up; along axis 1 of a matrix; errors */
+    IS(tj_scatter_add(xi, i32(1, D(3), (int32_t[]){3, 0, 3}), i32(1, D(3), (int32_t[]){1, 2, 10}),
+                      0),
+       TJ_I32, 1, D(4), V(-5, -2, 3, 19));
+    IS(tj_scatter_add(m23, tj_scalar_i32(2), f32(1, D(2), (float[]){10, 20}), -1), TJ_F32, 2,
+       D(2, 3), V(1, 2, 13, 4, 5, 26));
+    e = tj_scatter_add(xi, tj_scalar_i32(4), tj_scalar_i32(1), 0);
+    CHECK(tj_status_of(e) == TJ_ERR_RUNTIME);
+    CHECK_HAS(tj_error_message(e), "scatter_add: index 4 out of range [0, 4)");
+    e = tj_scatter_add(xi, tj_scalar_i32(1), f32(1, D(2), (float[]){1, 2}), 0);
+    CHECK(tj_status_of(e) == TJ_ERR_DTYPE);
+    CHECK_HAS(tj_error_message(e),
+              "x and updates must share a numeric dtype, got int32 and float32");
+    e = tj_scatter_add(m23, tj_scalar_i32(1), f32(1, D(3), (float[]){1, 2, 3}), 1);
+    CHECK(tj_status_of(e) == TJ_ERR_SHAPE);
+    CHECK_HAS(tj_error_message(e), "updates [3] do not match x [2,3]");
     IS(tj_cast(xf, TJ_I32), TJ_I32, 1, D(4), V(-1, 0, 2, 4));
     IS(tj_cast(xi, TJ_BOOL), TJ_BOOL, 1, D(4), V(1, 1, 1, 1));
     IS(tj_cast(ba, TJ_F64), TJ_F64, 1, D(4), V(0, 0, 1, 1));
