@@ -64,9 +64,10 @@ const char *ox_type_name(int32_t onnx_type);
 /* A whole file (malloc'd, *size bytes), or NULL with the error set naming it. */
 unsigned char *ox_read_file(const char *path, size_t *size);
 
-/* The op tables (ops.c, ops_shape.c, ops_nn.c, ops_conv.c, ops_resize.c), each ended by a NULL
- * name. */
-extern const ox_op ox_ops_math[], ox_ops_shape[], ox_ops_nn[], ox_ops_conv[], ox_ops_resize[];
+/* The op tables (ops.c, ops_shape.c, ops_nn.c, ops_conv.c, ops_resize.c, ops_index.c), each
+ * ended by a NULL name. */
+extern const ox_op ox_ops_math[], ox_ops_shape[], ox_ops_nn[], ox_ops_conv[], ox_ops_resize[],
+    ox_ops_index[];
 
 /* ---- shared by the converters ---------------------------------------------------------------- */
 #define CONV(name)                                                                                 \
@@ -88,6 +89,21 @@ static inline int axis_of(int64_t a, int rank) {
     if (a < -rank || a >= rank)
         return -1;
     return (int)(a < 0 ? a + rank : a);
+}
+
+/* x with axis `from` moved to position `to` (the others keep their order). */
+static inline tj_tensor *move_axis(tj_tensor *x, int from, int to) {
+    int rank = tj_tensor_rank(x), perm[TJ_MAX_RANK], k = 0;
+    if (tj_status_of(x) || from == to)
+        return x; /* an error flows on */
+    if (from < 0 || to < 0 || from >= rank || to >= rank)
+        return tj_error_new(TJ_ERR_SHAPE, "onnx: axis %d to %d for rank %d", from, to, rank);
+    for (int d = 0; d < rank; d++)
+        if (d != from)
+            perm[k++] = d;
+    memmove(perm + to + 1, perm + to, (size_t)(rank - 1 - to) * sizeof *perm);
+    perm[to] = from;
+    return tj_transpose(x, perm);
 }
 
 /* A malloc'd copy of a[0..n) (room for one more; NULL on OOM). */

@@ -156,8 +156,9 @@ int64_t ox_host_f64(const ox_node *n, const tj_tensor *t, const char *what, doub
 }
 
 const ox_op *ox_find_op(const char *op_type, int opset) {
-    const ox_op *tables[5] = {ox_ops_math, ox_ops_shape, ox_ops_nn, ox_ops_conv, ox_ops_resize};
-    for (int t = 0; t < 5; t++)
+    const ox_op *tables[6] = {ox_ops_math, ox_ops_shape,  ox_ops_nn,
+                              ox_ops_conv, ox_ops_resize, ox_ops_index};
+    for (size_t t = 0; t < sizeof tables / sizeof *tables; t++)
         for (const ox_op *o = tables[t]; o->name; o++)
             if (!strcmp(o->name, op_type))
                 return opset >= o->since ? o : NULL;

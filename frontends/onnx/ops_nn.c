@@ -11,20 +11,6 @@
 #include "internal.h"
 
 /* x with axis `from` moved to position `to`. */
-static tj_tensor *move_axis(tj_tensor *x, int from, int to) {
-    int rank = tj_tensor_rank(x), perm[TJ_MAX_RANK], k = 0;
-    if (tj_status_of(x) || from == to)
-        return x; /* an error flows on */
-    if (from < 0 || to < 0 || from >= rank || to >= rank)
-        return tj_error_new(TJ_ERR_SHAPE, "onnx: axis %d to %d for rank %d", from, to, rank);
-    for (int d = 0; d < rank; d++)
-        if (d != from)
-            perm[k++] = d;
-    memmove(perm + to + 1, perm + to, (size_t)(rank - 1 - to) * sizeof *perm);
-    perm[to] = from;
-    return tj_transpose(x, perm);
-}
-
 /* [n, m] of bool: where cols - rows (op) k holds; op: 0 ==, 1 >=, 2 <=. */
 static tj_tensor *diag_mask(int64_t n, int64_t m, int64_t k, int op) {
     int64_t rd[2] = {n, 1}, cd[2] = {1, m};

@@ -1,0 +1,496 @@
+/* ops_index.c — ONNX ops that address elements by computed positions:
+ *   ScatterElements / Scatter / ScatterND: every update's flat position in data (an invalid
+ *     index becomes -1, which tj_scatter_add reports at run time), then one scatter_add; with
+ *     reduction "none" the rows hit take the updates, with "mul" the updates landing on a row
+ *     are multiplied in through a [updates, rows] match (O(M·P), a composition);
+ *   Compress: the condition's values are read at trace time (they fix the output's shape), so it
+ *     is a gather of the selected positions;
+ *   TopK: each element's rank along the axis from pairwise comparisons (ties: the lower index
+ *     first, as ONNX), then the first k ranks selected: O(n^2) per row, exact for every dtype;
+ *   Einsum: repeated letters become diagonals (a gather), letters no one needs are summed, and
+ *     each pair of operands is one batched matmul after a transpose, as numpy's einsum path. */
+#include <stdio.h>
+
+#include "internal.h"
+
+/* row-major strides of dims[0..r) */
+static void strides_of(int r, const int64_t *dims, int64_t *s) {
+    int64_t acc = 1;
+    for (int d = r - 1; d >= 0; d--)
+        s[d] = acc, acc *= dims[d];
+}
+
+static tj_tensor *error_of(tj_tensor *const *in, int n) {
+    for (int k = 0; k < n; k++)
+        if (in[k] && tj_status_of(in[k]))
+            return in[k];
+    return NULL;
+}
+
+/* ---- scatter --------------------------------------------------------------------------------- */
+/* data [P, rest...] with rows lin[M] (int64; -1: an invalid index) set, added to or multiplied
+ * by upd [M, rest...] as the node's reduction says (opset 16; before it, set). */
+static tj_status scatter_rows(const ox_node *n, tj_tensor *data, tj_tensor *lin, tj_tensor *upd,
+                              tj_tensor **res) {
+    char buf[16];
+    const char *red = n->opset >= 16 ? ox_attr_s(n, "reduction", "none", buf, sizeof buf) : "none";
+    int r = tj_tensor_rank(data);
+    int64_t P = tj_tensor_dims(data)[0], M = tj_tensor_numel(lin);
+    if (!strcmp(red, "add"))
+        return one(res, tj_scatter_add(data, lin, upd, 0));
+    if (strcmp(red, "none") && strcmp(red, "mul"))
+        return ox_fail(n, TJ_ERR_UNSUPPORTED, "reduction '%s' is not supported", red);
+    /* how many updates land on each row (this also checks every index at run time) */
+    tj_tensor *cnt = tj_scatter_add(tj_zeros(TJ_I32, 1, &P), lin, tj_ones(TJ_I32, 1, &M), 0);
+    int64_t cd[TJ_MAX_RANK];
+    cd[0] = P;
+    for (int d = 1; d < r; d++)
+        cd[d] = 1;
+    tj_tensor *hit = tj_reshape(tj_greater(cnt, tj_scalar_i32(0)), r, cd);
+    if (!strcmp(red, "none")) { /* a row hit twice gets their sum (ONNX leaves it undefined) */
+        tj_tensor *zero = tj_zeros(tj_tensor_dtype(data), r, tj_tensor_dims(data));
+        return one(res, tj_where(hit, tj_scatter_add(zero, lin, upd, 0), data));
+    }
+    /* mul: match[M, P, 1...] = lin[m] == p; the product over m of the matching updates */
+    int64_t md[TJ_MAX_RANK + 1], ud[TJ_MAX_RANK + 1];
+    md[0] = M, md[1] = P, ud[0] = M, ud[1] = 1;
+    for (int d = 1; d < r; d++)
+        md[d + 1] = 1, ud[d + 1] = tj_tensor_dims(data)[d];
+    tj_tensor *match =
+        tj_reshape(tj_equal(tj_expand_dims(lin, 1), tj_range(TJ_I64, 0, (double)P, 1)), r + 1, md);
+    tj_tensor *f =
+        tj_prod(tj_where(match, tj_reshape(upd, r + 1, ud), like(data, 1)), 1, (const int[]){0}, 0);
+    tj_tensor *y = tj_mul(data, f);
+    return one(res, tj_where(hit, y, y)); /* depends on cnt, so a bad index is reported */
+}
+
+/* index tensor t (int64) normalized against a dim of size len; out-of-range ones flagged */
+static tj_tensor *norm_index(tj_tensor *t, int64_t len, tj_tensor **valid) {
+    tj_tensor *c = tj_where(tj_less(t, tj_scalar_i64(0)), tj_add(t, tj_scalar_i64(len)), t);
+    tj_tensor *ok =
+        tj_logical_and(tj_greater_equal(c, tj_scalar_i64(0)), tj_less(c, tj_scalar_i64(len)));
+    *valid = *valid ? tj_logical_and(*valid, ok) : ok;
+    return c;
+}
+
+CONV(c_scatter_elements) {
+    (void)n_in, (void)n_out;
+    tj_tensor *e = error_of(in, 3);
+    if (e)
+        return one(out, e);
+    tj_tensor *data = in[0], *idx = tj_cast(in[1], TJ_I64), *upd = in[2];
+    int r = tj_tensor_rank(data), axis = axis_of(ox_attr_i(n, "axis", 0), r);
+    const int64_t *D = tj_tensor_dims(data), *I = tj_tensor_dims(idx);
+    int ok = axis >= 0 && tj_tensor_rank(idx) == r && tj_tensor_rank(upd) == r;
+    for (int d = 0; ok && d < r; d++)
+        ok = I[d] == tj_tensor_dims(upd)[d] && (d == axis || I[d] <= D[d]);
+    if (!ok)
+        return ox_fail(n, TJ_ERR_SHAPE,
+                       "indices and updates must have data's rank %d, one shape, and no dim "
+                       "larger than data's but the axis's (axis %lld)",
+                       r, (long long)ox_attr_i(n, "axis", 0));
+    int64_t S[TJ_MAX_RANK], P = tj_tensor_numel(data), M = tj_tensor_numel(idx);
+    strides_of(r, D, S);
+    tj_tensor *valid = NULL;
+    tj_tensor *lin = tj_mul(norm_index(idx, D[axis], &valid), tj_scalar_i64(S[axis]));
+    for (int d = 0; d < r; d++) { /* + the position along every other axis */
+        if (d == axis || I[d] == 1)
+            continue;
+        int64_t pd[TJ_MAX_RANK];
+        for (int k = 0; k < r; k++)
+            pd[k] = k == d ? I[d] : 1;
+        lin = tj_add(lin,
+                     tj_reshape(tj_range(TJ_I64, 0, (double)(I[d] * S[d]), (double)S[d]), r, pd));
+    }
+    lin = tj_reshape(tj_where(valid, lin, tj_scalar_i64(-1)), 1, &M);
+    tj_tensor *y = NULL;
+    tj_status st = scatter_rows(n, tj_reshape(data, 1, &P), lin, tj_reshape(upd, 1, &M), &y);
+    return st ? st : one(out, tj_reshape(y, r, D));
+}
+
+CONV(c_scatter_nd) {
+    (void)n_in, (void)n_out;
+    tj_tensor *e = error_of(in, 3);
+    if (e)
+        return one(out, e);
+    tj_tensor *data = in[0], *idx = tj_cast(in[1], TJ_I64), *upd = in[2];
+    int r = tj_tensor_rank(data), q = tj_tensor_rank(idx), ru = tj_tensor_rank(upd);
+    const int64_t *D = tj_tensor_dims(data), *I = tj_tensor_dims(idx), *U = tj_tensor_dims(upd);
+    int64_t k = q > 0 ? I[q - 1] : 0;
+    int ok = q >= 1 && k >= 1 && k <= r && ru == q - 1 + r - k;
+    for (int d = 0; ok && d < ru; d++)
+        ok = U[d] == (d < q - 1 ? I[d] : D[k + d - (q - 1)]);
+    if (!ok)
+        return ox_fail(n, TJ_ERR_SHAPE,
+                       "indices of rank %d (last dim %lld) and updates of rank %d do not fit data "
+                       "of rank %d (updates must be indices.shape[:-1] + data.shape[k:])",
+                       q, (long long)k, ru, r);
+    int64_t S[TJ_MAX_RANK], P = 1, M = 1;
+    strides_of((int)k, D, S);
+    for (int64_t j = 0; j < k; j++)
+        P *= D[j];
+    for (int d = 0; d < q - 1; d++)
+        M *= I[d];
+    tj_tensor *valid = NULL, *lin = NULL;
+    for (int64_t j = 0; j < k; j++) {
+        int64_t b[TJ_MAX_RANK] = {0}, en[TJ_MAX_RANK];
+        memcpy(en, I, (size_t)q * sizeof *en);
+        b[q - 1] = j, en[q - 1] = j + 1;
+        tj_tensor *ij = tj_reshape(tj_slice(idx, b, en, NULL), 1, &M);
+        tj_tensor *term = tj_mul(norm_index(ij, D[j], &valid), tj_scalar_i64(S[j]));
+        lin = lin ? tj_add(lin, term) : term;
+    }
+    lin = tj_where(valid, lin, tj_scalar_i64(-1));
+    int64_t dd[TJ_MAX_RANK], ud[TJ_MAX_RANK];
+    dd[0] = P, ud[0] = M;
+    for (int d = (int)k; d < r; d++)
+        dd[d - k + 1] = ud[d - k + 1] = D[d];
+    int rr = r - (int)k + 1;
+    tj_tensor *y = NULL;
+    tj_status st = scatter_rows(n, tj_reshape(data, rr, dd), lin, tj_reshape(upd, rr, ud), &y);
+    return st ? st : one(out, tj_reshape(y, r, D));
+}
+
+/* ---- Compress -------------------------------------------------------------------------------- */
+CONV(c_compress) { /* condition: read as values (its count of true elements is the shape) */
+    (void)n_in, (void)n_out;
+    tj_tensor *x = in[0];
+    if (tj_status_of(x))
+        return one(out, x);
+    int64_t *c = NULL, nc = ox_host_ints(n, in[1], "condition", &c);
+    if (nc < 0)
+        return tj_status_of(in[1]) ? tj_status_of(in[1]) : TJ_ERR_UNSUPPORTED;
+    int axis = 0;
+    if (ox_attr(n, "axis")) {
+        axis = axis_of(ox_attr_i(n, "axis", 0), tj_tensor_rank(x));
+        if (axis < 0) {
+            free(c);
+            return ox_fail(n, TJ_ERR_SHAPE, "axis %lld out of range for rank %d",
+                           (long long)ox_attr_i(n, "axis", 0), tj_tensor_rank(x));
+        }
+    } else { /* no axis: the flattened input */
+        int64_t all = tj_tensor_numel(x);
+        x = tj_reshape(x, 1, &all);
+    }
+    int64_t len = tj_tensor_dims(x)[axis], m = 0;
+    if (nc > len) {
+        free(c);
+        return ox_fail(n, TJ_ERR_SHAPE, "condition has %lld elements, the axis only %lld",
+                       (long long)nc, (long long)len);
+    }
+    for (int64_t j = 0; j < nc; j++)
+        if (c[j])
+            c[m++] = j;
+    tj_tensor *pos = tj_tensor_from_data(TJ_I64, 1, &m, c);
+    free(c);
+    return one(out, tj_gather(x, pos, axis));
+}
+
+/* ---- TopK ------------------------------------------------------------------------------------ */
+CONV(c_top_k) { /* opset 10+: k is input 1 (read as a value); opset 1: attribute k */
+    tj_tensor *x = in[0];
+    if (tj_status_of(x)) {
+        for (int k = 0; k < n_out; k++)
+            out[k] = x;
+        return TJ_OK;
+    }
+    int64_t k = ox_attr_i(n, "k", -1);
+    if (n->opset >= 10) {
+        int64_t *kv = NULL, nk = n_in > 1 ? ox_host_ints(n, in[1], "k", &kv) : -1;
+        if (nk != 1) {
+            free(kv);
+            return nk < 0 ? TJ_ERR_UNSUPPORTED
+                          : ox_fail(n, TJ_ERR_SHAPE, "k has %lld values, not one", (long long)nk);
+        }
+        k = kv[0];
+        free(kv);
+    }
+    int r = tj_tensor_rank(x), axis = axis_of(ox_attr_i(n, "axis", -1), r);
+    if (axis < 0 || k < 0 || k > tj_tensor_dims(x)[axis])
+        return ox_fail(n, TJ_ERR_SHAPE, "k = %lld along axis %lld of a rank-%d input", (long long)k,
+                       (long long)ox_attr_i(n, "axis", -1), r);
+    int largest = ox_attr_i(n, "largest", 1) != 0;
+    int64_t len = tj_tensor_dims(x)[axis];
+    tj_tensor *xl = move_axis(x, axis, r - 1);                     /* [..., n] */
+    tj_tensor *xj = tj_expand_dims(xl, r);                         /* [..., n (j), 1] */
+    tj_tensor *xi = tj_expand_dims(xl, r - 1);                     /* [..., 1, n (i)] */
+    tj_tensor *pos = tj_range(TJ_I64, 0, (double)len, 1);          /* i */
+    tj_tensor *pj = tj_reshape(pos, 2, (const int64_t[]){len, 1}); /* j */
+    /* element i goes before element j: strictly better, or equal with the lower index */
+    tj_tensor *before = tj_logical_or(largest ? tj_greater(xi, xj) : tj_less(xi, xj),
+                                      tj_logical_and(tj_equal(xi, xj), tj_less(pos, pj)));
+    tj_tensor *rank = tj_sum(tj_cast(before, TJ_I64), 1, (const int[]){r}, 0); /* [..., n] */
+    tj_tensor *sel = tj_equal(tj_expand_dims(rank, r), tj_range(TJ_I64, 0, (double)k, 1));
+    tj_tensor *vals = tj_sum(tj_where(sel, xj, like(x, 0)), 1, (const int[]){r - 1}, 0);
+    tj_tensor *idx = tj_sum(tj_where(sel, pj, tj_scalar_i64(0)), 1, (const int[]){r - 1}, 0);
+    out[0] = move_axis(vals, r - 1, axis);
+    if (n_out > 1)
+        out[1] = move_axis(idx, r - 1, axis);
+    return TJ_OK;
+}
+
+/* ---- Einsum ---------------------------------------------------------------------------------- */
+/* Letters are the equation's [a-zA-Z]; an ellipsis becomes the reserved letters '0'.. for its
+ * dims (right-aligned across operands, as broadcasting). */
+typedef struct term {
+    char s[TJ_MAX_RANK + 1];
+    int n;
+} term;
+
+typedef struct es_op {
+    tj_tensor *t;
+    term tm;
+} es_op;
+
+/* Parses one term (spaces removed) with e ellipsis dims of E reserved; -1 on a bad term. */
+static int parse_term(const char *s, size_t len, int e, int E, term *t) {
+    t->n = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == '.') {
+            if (len - i < 3 || s[i + 1] != '.' || s[i + 2] != '.')
+                return -1;
+            for (int k = E - e; k < E; k++) {
+                if (t->n >= TJ_MAX_RANK)
+                    return -1;
+                t->s[t->n++] = (char)('0' + k);
+            }
+            i += 2;
+        } else if ((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z')) {
+            if (t->n >= TJ_MAX_RANK)
+                return -1;
+            t->s[t->n++] = s[i];
+        } else {
+            return -1;
+        }
+    }
+    t->s[t->n] = 0;
+    return 0;
+}
+
+/* the named letters of a term (its ellipsis not counted) */
+static int named(const char *s, size_t len) {
+    int c = 0;
+    for (size_t i = 0; i < len; i++)
+        c += (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z');
+    return c;
+}
+
+/* A letter repeated in one term ("ii") becomes one axis: the diagonal, gathered from the two
+ * axes moved last and flattened. */
+static void es_diagonals(es_op *o) {
+    for (int p = 0; p < o->tm.n; p++)
+        for (int q = p + 1; q < o->tm.n; q++) {
+            if (o->tm.s[p] != o->tm.s[q])
+                continue;
+            int r = o->tm.n, perm[TJ_MAX_RANK], k = 0;
+            char ns[TJ_MAX_RANK + 1];
+            for (int d = 0; d < r; d++)
+                if (d != p && d != q)
+                    ns[k] = o->tm.s[d], perm[k++] = d;
+            perm[k] = p, perm[k + 1] = q;
+            int64_t len = tj_tensor_dims(o->t)[p], dims[TJ_MAX_RANK];
+            for (int d = 0; d < k; d++)
+                dims[d] = tj_tensor_dims(o->t)[perm[d]];
+            dims[k] = len * len;
+            tj_tensor *flat = tj_reshape(tj_transpose(o->t, perm), k + 1, dims);
+            o->t = tj_gather(flat, tj_range(TJ_I64, 0, (double)(len * len), (double)(len + 1)), k);
+            ns[k] = o->tm.s[p];
+            ns[k + 1] = 0;
+            memcpy(o->tm.s, ns, (size_t)k + 2);
+            o->tm.n = k + 1;
+            p = -1; /* start over: positions moved */
+            break;
+        }
+}
+
+/* o summed over its letters not in keep */
+static void es_sum_unneeded(es_op *o, const char *keep) {
+    int axes[TJ_MAX_RANK], na = 0, k = 0;
+    for (int d = 0; d < o->tm.n; d++) {
+        if (strchr(keep, o->tm.s[d]))
+            o->tm.s[k++] = o->tm.s[d];
+        else
+            axes[na++] = d;
+    }
+    if (na) {
+        o->t = tj_sum(o->t, na, axes, 0);
+        o->tm.n = k;
+        o->tm.s[k] = 0;
+    }
+}
+
+/* o transposed to the letters of `order` */
+static void es_transpose(es_op *o, const char *order) {
+    int perm[TJ_MAX_RANK], n = (int)strlen(order), moved = 0;
+    for (int d = 0; d < n; d++) {
+        perm[d] = (int)(strchr(o->tm.s, order[d]) - o->tm.s);
+        moved |= perm[d] != d;
+    }
+    if (moved)
+        o->t = tj_transpose(o->t, perm);
+    memcpy(o->tm.s, order, (size_t)n + 1);
+}
+
+/* a and b contracted into a, keeping the letters in keep. */
+static void es_pair(es_op *a, es_op *b, const char *keep) {
+    char bt[TJ_MAX_RANK + 1] = {0}, la[TJ_MAX_RANK + 1] = {0}, lb[TJ_MAX_RANK + 1] = {0},
+                          co[TJ_MAX_RANK + 1] = {0};
+    int nb = 0, nl = 0, nr = 0, nc = 0;
+    for (int d = 0; d < a->tm.n; d++) {
+        char c = a->tm.s[d];
+        if (!strchr(b->tm.s, c))
+            la[nl++] = c;
+        else if (strchr(keep, c))
+            bt[nb++] = c;
+        else
+            co[nc++] = c;
+    }
+    for (int d = 0; d < b->tm.n; d++)
+        if (!strchr(a->tm.s, b->tm.s[d]))
+            lb[nr++] = b->tm.s[d];
+    /* shared letters broadcast to the larger size (a size-1 ellipsis dim) */
+    int64_t sizes[128] = {0};
+    for (int pass = 0; pass < 2; pass++) {
+        es_op *o = pass ? b : a;
+        for (int d = 0; d < o->tm.n; d++) {
+            int64_t s = tj_tensor_dims(o->t)[d];
+            unsigned char c = (unsigned char)o->tm.s[d];
+            sizes[c] = s > sizes[c] ? s : sizes[c];
+        }
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        es_op *o = pass ? b : a;
+        int64_t want[TJ_MAX_RANK], diff = 0;
+        for (int d = 0; d < o->tm.n; d++) {
+            want[d] = sizes[(unsigned char)o->tm.s[d]];
+            diff |= want[d] != tj_tensor_dims(o->t)[d];
+        }
+        if (diff)
+            o->t = tj_broadcast_to(o->t, o->tm.n, want);
+    }
+    char oa[3 * TJ_MAX_RANK + 1], ob[3 * TJ_MAX_RANK + 1];
+    snprintf(oa, sizeof oa, "%s%s%s", bt, la, co);
+    snprintf(ob, sizeof ob, "%s%s%s", bt, co, lb);
+    es_transpose(a, oa);
+    es_transpose(b, ob);
+    int64_t B = 1, L = 1, C = 1, R = 1, od[TJ_MAX_RANK];
+    int no = 0;
+    for (int d = 0; d < nb; d++)
+        B *= sizes[(unsigned char)bt[d]], od[no++] = sizes[(unsigned char)bt[d]];
+    for (int d = 0; d < nl; d++)
+        L *= sizes[(unsigned char)la[d]], od[no++] = sizes[(unsigned char)la[d]];
+    for (int d = 0; d < nc; d++)
+        C *= sizes[(unsigned char)co[d]];
+    for (int d = 0; d < nr; d++)
+        R *= sizes[(unsigned char)lb[d]], od[no++] = sizes[(unsigned char)lb[d]];
+    tj_tensor *m = tj_matmul(tj_reshape(a->t, 3, (const int64_t[]){B, L, C}),
+                             tj_reshape(b->t, 3, (const int64_t[]){B, C, R}));
+    a->t = tj_reshape(m, no, od);
+    a->tm.n = snprintf(a->tm.s, sizeof a->tm.s, "%s%s%s", bt, la, lb);
+}
+
+CONV(c_einsum) {
+    (void)n_out;
+    tj_tensor *e = error_of(in, n_in);
+    if (e)
+        return one(out, e);
+    char eq[256], clean[256];
+    const char *s = ox_attr_s(n, "equation", "", eq, sizeof eq);
+    size_t len = 0;
+    for (const char *p = s; *p && len + 1 < sizeof clean; p++)
+        if (*p != ' ')
+            clean[len++] = *p;
+    clean[len] = 0;
+    const char *arrow = strstr(clean, "->");
+    size_t lhs_len = arrow ? (size_t)(arrow - clean) : len;
+    es_op ops[16];
+    if (n_in < 1 || n_in > 16)
+        return ox_fail(n, TJ_ERR_UNSUPPORTED, "%d operands (1 to 16 supported)", n_in);
+    /* ellipsis dims per operand, and the most of them */
+    const char *tstart[16];
+    size_t tlen[16];
+    int nt = 0, E = 0, ell[16];
+    for (size_t i = 0, b = 0; i <= lhs_len; i++)
+        if (i == lhs_len || clean[i] == ',') {
+            if (nt < 16)
+                tstart[nt] = clean + b, tlen[nt] = i - b;
+            nt++, b = i + 1;
+        }
+    if (nt != n_in)
+        return ox_fail(n, TJ_ERR_INVALID, "equation '%s' has %d terms for %d inputs", s, nt, n_in);
+    for (int k = 0; k < nt; k++) {
+        int has = memmem(tstart[k], tlen[k], "...", 3) != NULL;
+        ell[k] = has ? tj_tensor_rank(in[k]) - named(tstart[k], tlen[k]) : 0;
+        if (ell[k] < 0 || (!has && named(tstart[k], tlen[k]) != tj_tensor_rank(in[k])))
+            return ox_fail(n, TJ_ERR_SHAPE, "term %d of '%s' does not fit an input of rank %d", k,
+                           s, tj_tensor_rank(in[k]));
+        E = ell[k] > E ? ell[k] : E;
+    }
+    for (int k = 0; k < nt; k++) {
+        ops[k].t = in[k];
+        if (parse_term(tstart[k], tlen[k], ell[k], E, &ops[k].tm))
+            return ox_fail(n, TJ_ERR_INVALID, "equation '%s': bad term %d", s, k);
+    }
+    term o;
+    if (arrow) {
+        if (parse_term(arrow + 2, strlen(arrow + 2), E, E, &o))
+            return ox_fail(n, TJ_ERR_INVALID, "equation '%s': bad output", s);
+    } else { /* implicit: the ellipsis, then the letters used once, sorted */
+        int cnt[128] = {0};
+        for (int k = 0; k < nt; k++)
+            for (int d = 0; d < ops[k].tm.n; d++)
+                cnt[(unsigned char)ops[k].tm.s[d]]++;
+        o.n = 0;
+        for (int k = 0; k < E; k++)
+            o.s[o.n++] = (char)('0' + k);
+        for (int c = 'A'; c <= 'z'; c++)
+            if (cnt[c] == 1 && o.n < TJ_MAX_RANK)
+                o.s[o.n++] = (char)c;
+        o.s[o.n] = 0;
+    }
+    for (int d = 0; d < o.n; d++) {
+        int found = 0;
+        for (int k = 0; k < nt && !found; k++)
+            found = strchr(ops[k].tm.s, o.s[d]) != NULL;
+        if (!found || strchr(o.s + d + 1, o.s[d]))
+            return ox_fail(n, TJ_ERR_INVALID, "equation '%s': output letter '%c' %s", s, o.s[d],
+                           found ? "repeats" : "is in no input");
+    }
+    for (int k = 0; k < nt; k++)
+        es_diagonals(&ops[k]);
+    /* left to right: each step keeps the output's letters and those later operands use */
+    for (int k = 0; k < nt; k++) {
+        char keep[TJ_MAX_RANK * 17 + 1];
+        int kn = snprintf(keep, sizeof keep, "%s", o.s);
+        for (int j = k + 1; j < nt && kn < (int)sizeof keep; j++)
+            kn += snprintf(keep + kn, sizeof keep - (size_t)kn, "%s", ops[j].tm.s);
+        if (k == 0) {
+            /* letters only operand 0 has and no one keeps: summed now */
+            char keep0[sizeof keep + TJ_MAX_RANK + 1];
+            snprintf(keep0, sizeof keep0, "%s", keep);
+            es_sum_unneeded(&ops[0], keep0);
+            continue;
+        }
+        char keepk[sizeof keep + 2 * TJ_MAX_RANK + 2];
+        snprintf(keepk, sizeof keepk, "%s%s", keep, ops[0].tm.s);
+        es_sum_unneeded(&ops[k], keepk);
+        es_pair(&ops[0], &ops[k], keep);
+        if (tj_status_of(ops[0].t))
+            break;
+    }
+    es_sum_unneeded(&ops[0], o.s);
+    if (tj_status_of(ops[0].t))
+        return one(out, ops[0].t);
+    es_transpose(&ops[0], o.s);
+    return one(out, ops[0].t);
+}
+
+const ox_op ox_ops_index[] = {
+    {"Compress", c_compress, 2, 2, 9, 0x2},
+    {"Einsum", c_einsum, 1, 16, 12, 0},
+    {"Scatter", c_scatter_elements, 3, 3, 9, 0},
+    {"ScatterElements", c_scatter_elements, 3, 3, 11, 0},
+    {"ScatterND", c_scatter_nd, 3, 3, 11, 0},
+    {"TopK", c_top_k, 1, 2, 1, 0x2},
+    {NULL, NULL, 0, 0, 0, 0},
+};
