@@ -128,6 +128,10 @@ typedef enum tj_dtype {
     TJ_U16 = 9,
     TJ_U32 = 10,
     TJ_U64 = 11,
+    /* storage types: cast (rounding to nearest even) and the data-movement ops (reshape,
+     * transpose, slice, concat, gather, where...) take them; arithmetic casts to float32 first */
+    TJ_F16 = 12,  /* IEEE binary16 */
+    TJ_BF16 = 13, /* bfloat16: float32's exponent, 7 fraction bits */
     TJ_N_DTYPES
 } tj_dtype;
 

@@ -53,6 +53,13 @@ static void put_const_value(ir_sbuf *b, const ir_graph *g, const ir_node *n) {
     case TJ_BOOL:
         v = *(const uint8_t *)bl->data;
         break;
+    case TJ_F16:
+    case TJ_BF16: {
+        uint16_t h;
+        memcpy(&h, bl->data, 2);
+        v = ir_half_to_f64(n->dtype, h);
+        break;
+    }
     default:
         if (!ir_dtype_is_int(n->dtype))
             return;

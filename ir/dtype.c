@@ -1,17 +1,19 @@
 /* dtype.c — dtype names and sizes, dims formatting, element counts and NumPy broadcasting with
  * unknown (-1) dims. Pure functions over descriptors; used by inference, the printer/parser and
  * every layer above when it formats an error message. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "ir/ir.h"
 
-static const char *const long_names[TJ_N_DTYPES] = {"float32", "float64", "int32",  "int64",
-                                                    "bool",    "string",  "int8",   "uint8",
-                                                    "int16",   "uint16",  "uint32", "uint64"};
-static const char *const short_names[TJ_N_DTYPES] = {"f32", "f64", "i32", "i64", "bool", "str",
-                                                     "i8",  "u8",  "i16", "u16", "u32",  "u64"};
-static const size_t sizes[TJ_N_DTYPES] = {4, 8, 4, 8, 1, sizeof(tj_string), 1, 1, 2, 2, 4, 8};
+static const char *const long_names[TJ_N_DTYPES] = {
+    "float32", "float64", "int32",  "int64",  "bool",   "string",  "int8",
+    "uint8",   "int16",   "uint16", "uint32", "uint64", "float16", "bfloat16"};
+static const char *const short_names[TJ_N_DTYPES] = {"f32", "f64", "i32", "i64", "bool",
+                                                     "str", "i8",  "u8",  "i16", "u16",
+                                                     "u32", "u64", "f16", "bf16"};
+static const size_t sizes[TJ_N_DTYPES] = {4, 8, 4, 8, 1, sizeof(tj_string), 1, 1, 2, 2, 4, 8, 2, 2};
 
 const char *ir_dtype_name(int dt) {
     if (dt >= 0 && dt < TJ_N_DTYPES)
@@ -47,6 +49,46 @@ bool ir_dtype_is_float(int dt) {
 bool ir_dtype_is_int(int dt) {
     return dt == TJ_I32 || dt == TJ_I64 || (dt >= TJ_I8 && dt <= TJ_U64);
 }
+bool ir_dtype_is_half(int dt) {
+    return dt == TJ_F16 || dt == TJ_BF16;
+}
+
+/* binary16 / bfloat16 layouts: fraction bits and exponent bias */
+static void half_layout(int dt, int *mbits, int *bias, int *emax) {
+    *mbits = dt == TJ_F16 ? 10 : 7;
+    *bias = dt == TJ_F16 ? 15 : 127;
+    *emax = dt == TJ_F16 ? 31 : 255;
+}
+
+uint16_t ir_half_from_f64(int dt, double v) {
+    int mbits, bias, emax;
+    half_layout(dt, &mbits, &bias, &emax);
+    uint16_t sign = signbit(v) ? 0x8000 : 0;
+    if (v != v)
+        return (uint16_t)(sign | (emax << mbits) | (1u << (mbits - 1))); /* a quiet NaN */
+    double a = fabs(v);
+    /* halfway between the largest finite value and the next power of two rounds to infinity */
+    if (a >= ldexp(2.0 - ldexp(1, -(mbits + 1)), emax - 1 - bias))
+        return (uint16_t)(sign | (emax << mbits));
+    if (a < ldexp(1, 1 - bias)) /* subnormal: multiples of 2^(1 - bias - mbits), nearest even */
+        return (uint16_t)(sign | (uint16_t)rint(ldexp(a, bias - 1 + mbits)));
+    int ex;
+    frexp(a, &ex); /* a = m 2^ex, m in [0.5, 1): the significand rounded to mbits + 1 bits */
+    uint32_t q = (uint32_t)rint(ldexp(a, mbits + 1 - ex)); /* in [2^mbits, 2^(mbits+1)] */
+    return (uint16_t)(sign + ((uint32_t)(ex - 1 + bias) << mbits) + (q - (1u << mbits)));
+}
+
+double ir_half_to_f64(int dt, uint16_t h) {
+    int mbits, bias, emax;
+    half_layout(dt, &mbits, &bias, &emax);
+    int e = (h >> mbits) & emax;
+    uint32_t m = h & ((1u << mbits) - 1);
+    double v = e == 0      ? ldexp(m, 1 - bias - mbits)
+               : e == emax ? (m ? NAN : INFINITY)
+                           : ldexp((double)(m | (1u << mbits)), e - bias - mbits);
+    return (h & 0x8000) ? -v : v;
+}
+
 bool ir_dtype_is_index(int dt) {
     return dt == TJ_I32 || dt == TJ_I64;
 }

@@ -38,6 +38,11 @@ bool ir_dtype_is_float(int dt);
 bool ir_dtype_is_int(int dt);      /* any signed or unsigned integer width */
 bool ir_dtype_is_unsigned(int dt); /* u8, u16, u32, u64 */
 bool ir_dtype_is_index(int dt);    /* int32 or int64: the dtypes of indices (gather, one_hot...) */
+bool ir_dtype_is_half(int dt);     /* float16, bfloat16: storage types (cast and data movement) */
+/* A double rounded to float16 / bfloat16 bits (nearest even; overflow to inf; NaN kept), and
+ * back (exact). */
+uint16_t ir_half_from_f64(int dt, double v);
+double ir_half_to_f64(int dt, uint16_t h);
 bool ir_dtype_is_numeric(int dt);  /* float or int */
 /* Integer (or bool) elements in memory: read sign- or zero-extended (uint64 as its bit pattern),
  * written wrapped to the width; ir_int_fits: v is a value of dt (always true for int64/uint64). */

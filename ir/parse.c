@@ -217,11 +217,14 @@ static uint32_t const_blob(ir_lexer *p, ir_graph *g, nodeparse *np, size_t at) {
                 break;
             }
             src = str;
-        } else if (dt == TJ_F32 || dt == TJ_F64) {
+        } else if (dt == TJ_F32 || dt == TJ_F64 || ir_dtype_is_half(dt)) {
             double d;
             float f;
             ok = ir_lex_float(p, v.pos, v.len, dt == TJ_F32, &d, &f);
-            dt == TJ_F32 ? memcpy(tmp, &f, 4) : memcpy(tmp, &d, 8);
+            uint16_t h = ir_dtype_is_half(dt) ? ir_half_from_f64(dt, d) : 0;
+            dt == TJ_F32   ? memcpy(tmp, &f, 4)
+            : dt == TJ_F64 ? memcpy(tmp, &d, 8)
+                           : memcpy(tmp, &h, 2);
         } else {
             int64_t x;
             uint64_t ux = 0;

@@ -151,6 +151,13 @@ static void put_const(ir_sbuf *b, const ir_node *n, const ir_blob *bl) {
             case TJ_U64:
                 ir_sbuf_put(b, "%llu", (unsigned long long)ir_int_get(n->dtype, e));
                 break;
+            case TJ_F16:
+            case TJ_BF16: { /* exact in float32, which prints so it parses back */
+                uint16_t h;
+                memcpy(&h, e, 2);
+                put_f32(b, (float)ir_half_to_f64(n->dtype, h));
+                break;
+            }
             default: /* the other integer widths and bool */
                 ir_sbuf_put(b, "%lld", (long long)ir_int_get(n->dtype, e));
                 break;

@@ -80,6 +80,10 @@ static void fmt_elem(sbuf *b, const tj_tensor *t, int64_t i, int quote) {
         sb_printf(b, quote ? "b'%s'" : "%s", s->data ? s->data : "");
         break;
     }
+    case TJ_F16:
+    case TJ_BF16:
+        fmt_float(b, ir_half_to_f64(t->dtype, ((const uint16_t *)t->data)[i]), 1);
+        break;
     default:
         if (ir_dtype_is_unsigned(t->dtype))
             sb_printf(b, "%llu", (unsigned long long)rt_int_load(t, i));

@@ -296,7 +296,7 @@ static tj_tensor *filled(tj_dtype dt, int rank, const int64_t *dims, double v) {
         s = tj_scalar_bool(v != 0);
         break;
     default:
-        s = ir_dtype_is_int(dt)
+        s = ir_dtype_is_int(dt) || ir_dtype_is_half(dt)
                 ? tj_cast(tj_scalar_i64((int64_t)v), dt)
                 : tj_error_new(TJ_ERR_DTYPE, "%s: unsupported dtype %s", op, ir_dtype_name(dt));
     }

@@ -395,6 +395,9 @@ double tj_tensor_get_f64(const tj_tensor *t, int64_t i) {
         return (double)((const int64_t *)t->data)[i];
     case TJ_BOOL:
         return ((const uint8_t *)t->data)[i];
+    case TJ_F16:
+    case TJ_BF16:
+        return ir_half_to_f64(t->dtype, ((const uint16_t *)t->data)[i]);
     default:
         if (t->dtype == TJ_U64)
             return (double)(uint64_t)rt_int_load(t, i);

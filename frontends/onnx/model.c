@@ -155,6 +155,27 @@ int64_t ox_host_f64(const ox_node *n, const tj_tensor *t, const char *what, doub
     return numel;
 }
 
+/* float16 / bfloat16 are storage types in tracejit: a node given them (but Cast and CastLike,
+ * which convert directly) computes in float32, its half inputs cast up in place; returns the
+ * dtype its float32 results are rounded back to (that of its first non-bool input when half),
+ * or 0. */
+static int compute_half(const Onnx__NodeProto *p, tj_tensor **in) {
+    if (!strcmp(p->op_type, "Cast") || !strcmp(p->op_type, "CastLike"))
+        return 0;
+    int back = 0, first = 1;
+    for (size_t k = 0; k < p->n_input; k++) {
+        if (!in[k] || tj_status_of(in[k]))
+            continue;
+        tj_dtype dt = tj_tensor_dtype(in[k]);
+        if ((dt == TJ_F16 || dt == TJ_BF16)) {
+            back = first ? (int)dt : back;
+            in[k] = tj_cast(in[k], TJ_F32);
+        }
+        first &= dt == TJ_BOOL;
+    }
+    return back;
+}
+
 const ox_op *ox_find_op(const char *op_type, int opset) {
     const ox_op *tables[6] = {ox_ops_math, ox_ops_shape,  ox_ops_nn,
                               ox_ops_conv, ox_ops_resize, ox_ops_index};
@@ -284,7 +305,11 @@ static tj_tensor *body(int nargs, tj_tensor *const *args, void *user) {
                 known &= !in[k] || !tj_tensor_is_symbolic(in[k]);
             if (known)
                 tj_init_scope_begin();
+            int half = compute_half(p, in);
             st = m->ops[i]->fn(&n, (int)p->n_input, in, (int)p->n_output, out);
+            for (size_t k = 0; k < p->n_output && half && !st; k++)
+                if (out[k] && tj_tensor_dtype(out[k]) == TJ_F32)
+                    out[k] = tj_cast(out[k], (tj_dtype)half);
             if (known)
                 tj_init_scope_end();
             for (size_t k = 0; k < p->n_output && !st; k++) {
@@ -321,6 +346,17 @@ static tj_tensor *body(int nargs, tj_tensor *const *args, void *user) {
 
 /* ---- loading ----------------------------------------------------------------------------------
  */
+/* "float32[2,?]" */
+static void fmt_type(char *buf, size_t cap, tj_dtype dt, int rank, const int64_t *dims) {
+    size_t o = (size_t)snprintf(buf, cap, "%s[", tj_dtype_name(dt));
+    for (int d = 0; d < rank && o < cap; d++)
+        o += (size_t)(dims[d] < 0
+                          ? snprintf(buf + o, cap - o, "%s?", d ? "," : "")
+                          : snprintf(buf + o, cap - o, "%s%lld", d ? "," : "", (long long)dims[d]));
+    if (o < cap)
+        snprintf(buf + o, cap - o, "]");
+}
+
 static tj_status spec_of(const Onnx__ValueInfoProto *v, tj_spec *s, const char *path) {
     memset(s, 0, sizeof *s);
     const Onnx__TypeProto *t = v->type;
@@ -589,6 +625,22 @@ tj_tensor *tj_onnx_call(tj_onnx_model *m, int nargs, tj_tensor *const *args) {
     if (nargs != m->n_in || (nargs && !args))
         return tj_error_new(TJ_ERR_SIGNATURE, "onnx: call: %s takes %d inputs, %d given", m->path,
                             m->n_in, nargs);
+    for (int k = 0; k < nargs; k++) { /* the graph's declared input types, checked by name */
+        const tj_spec *s = &m->in[k].spec;
+        if (!args[k] || tj_status_of(args[k]))
+            continue;
+        char have[160], want[160];
+        fmt_type(have, sizeof have, tj_tensor_dtype(args[k]), tj_tensor_rank(args[k]),
+                 tj_tensor_dims(args[k]));
+        fmt_type(want, sizeof want, s->dtype, s->rank, s->dims);
+        int ok = tj_tensor_dtype(args[k]) == s->dtype && tj_tensor_rank(args[k]) == s->rank;
+        for (int d = 0; ok && d < s->rank; d++)
+            ok = s->dims[d] < 0 || s->dims[d] == tj_tensor_dims(args[k])[d];
+        if (!ok)
+            return tj_error_new(tj_tensor_dtype(args[k]) != s->dtype ? TJ_ERR_DTYPE : TJ_ERR_SHAPE,
+                                "onnx: call: input %d '%s' is %s, the model declares %s", k,
+                                m->in[k].name, have, want);
+    }
     if (!m->n_values)
         return tj_call(m->fn, nargs, args);
     uint64_t key = 0xcbf29ce484222325ull;

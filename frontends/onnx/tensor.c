@@ -35,13 +35,18 @@ int ox_dtype(int32_t t) {
         return TJ_U32;
     case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64:
         return TJ_U64;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16:
+        return TJ_F16;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16:
+        return TJ_BF16;
     default:
         return -1;
     }
 }
 
 /* The typed field ONNX keeps a dtype's elements in when raw_data is absent (onnx.proto): int64
- * in int64_data, uint32/uint64 in uint64_data, the narrower ints and bool in int32_data. */
+ * in int64_data, uint32/uint64 in uint64_data, the narrower ints, bool and the bits of float16 /
+ * bfloat16 in int32_data. */
 static bool in_uint64_data(int dt) {
     return dt == TJ_U32 || dt == TJ_U64;
 }
@@ -184,6 +189,8 @@ tj_status tj_onnx_write_tensor(const char *path, const tj_tensor *t, const char 
         [TJ_U16] = ONNX__TENSOR_PROTO__DATA_TYPE__UINT16,
         [TJ_U32] = ONNX__TENSOR_PROTO__DATA_TYPE__UINT32,
         [TJ_U64] = ONNX__TENSOR_PROTO__DATA_TYPE__UINT64,
+        [TJ_F16] = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16,
+        [TJ_BF16] = ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16,
     };
     tj_dtype dt = tj_tensor_dtype(t);
     if ((size_t)dt >= sizeof types / sizeof *types || !types[dt])

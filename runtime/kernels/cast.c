@@ -18,6 +18,9 @@ static inline double get_f(const tj_tensor *t, int64_t i) {
         return (double)((const int64_t *)t->data)[i];
     case TJ_BOOL:
         return ((const uint8_t *)t->data)[i] != 0;
+    case TJ_F16:
+    case TJ_BF16:
+        return ir_half_to_f64(t->dtype, ((const uint16_t *)t->data)[i]);
     default:
         return rt_k_int2f(t->dtype, rt_int_load(t, i));
     }
@@ -33,6 +36,9 @@ static inline int64_t get_i(const tj_tensor *t, int64_t i) {
         return ((const int32_t *)t->data)[i];
     case TJ_BOOL:
         return ((const uint8_t *)t->data)[i] != 0;
+    case TJ_F16:
+    case TJ_BF16:
+        return rt_k_f2i64(get_f(t, i));
     default:
         return rt_int_load(t, i);
     }
@@ -55,7 +61,7 @@ tj_status rt_k_cast(const ir_node *n, const tj_tensor *x, tj_tensor *out) {
         return TJ_OK;
     }
     int64_t len = x->numel;
-    bool from_f = ir_dtype_is_float(from);
+    bool from_f = ir_dtype_is_float(from) || ir_dtype_is_half(from);
     switch (to) {
     case TJ_F32:
         for (int64_t i = 0; i < len; i++) /* 64-bit ints directly: no double rounding via f64 */
@@ -79,6 +85,11 @@ tj_status rt_k_cast(const ir_node *n, const tj_tensor *x, tj_tensor *out) {
     case TJ_BOOL:
         for (int64_t i = 0; i < len; i++)
             ((uint8_t *)out->data)[i] = from_f ? get_f(x, i) != 0 : get_i(x, i) != 0;
+        break;
+    case TJ_F16:
+    case TJ_BF16: /* one rounding from the exact double (64-bit ints: two) */
+        for (int64_t i = 0; i < len; i++)
+            ((uint16_t *)out->data)[i] = ir_half_from_f64(to, get_f(x, i));
         break;
     default:
         if (!ir_dtype_is_int(to))

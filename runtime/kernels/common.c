@@ -142,6 +142,10 @@ void rt_k_store_f64(tj_tensor *t, int64_t i, double v) {
     case TJ_BOOL:
         ((uint8_t *)t->data)[i] = v != 0;
         break;
+    case TJ_F16:
+    case TJ_BF16:
+        ((uint16_t *)t->data)[i] = ir_half_from_f64(t->dtype, v);
+        break;
     default:
         if (ir_dtype_is_int(t->dtype))
             rt_int_store(t, i, rt_k_f2int(t->dtype, v));
