@@ -133,10 +133,12 @@ typedef struct pass_rebuild {
     uint32_t *scratch;  /* input-id buffer for pass_copy */
     uint8_t *flags;     /* per src id, set by pass_map: PASS_M_SAME, PASS_M_CONST */
     uint32_t cap_scratch;
-    uint64_t merged;   /* pass_add calls that returned an existing node (interning) */
-    bool dry;          /* simplify's scan: dst == src, identity map, nothing is added */
-    bool keep_effects; /* pass_rebuild_end keeps dst's effects (node order) instead of remapping
-                          src's: a pass that replaces an effect by others (inline_cond.c) */
+    uint64_t merged;     /* pass_add calls that returned an existing node (interning) */
+    bool dry;            /* simplify's scan: dst == src, identity map, nothing is added */
+    const uint8_t *uses; /* simplify: per src id, its users and graph outputs (2: two or more);
+                            NULL: unknown (no rewrite that needs a single user) */
+    bool keep_effects;   /* pass_rebuild_end keeps dst's effects (node order) instead of remapping
+                            src's: a pass that replaces an effect by others (inline_cond.c) */
 } pass_rebuild;
 
 /* What pass_map learns of map[id] while both nodes are in cache, so later reads need neither:

@@ -7,6 +7,7 @@
  * ever replaces a node by one of the same dtype and dims: where the constant operand broadcast x
  * to a larger shape, x is wrapped in broadcast_to. Inputs are read in the graph being built, so
  * chains collapse in one sweep. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "passes/passes.h"
@@ -210,8 +211,8 @@ static uint32_t simplify_binary(pass_rebuild *rb, const ir_node *n, const uint32
 }
 
 /* The dst id n simplifies to, or IR_NONE (no rewrite, or an error: check the error code). */
-static uint32_t simplify_node(pass_rebuild *rb, const ir_node *n, const uint32_t *m,
-                              unsigned cmask) {
+static uint32_t simplify_rules(pass_rebuild *rb, const ir_node *n, const uint32_t *m,
+                               unsigned cmask) {
     const ir_graph *d = rb->dst;
     switch (n->op) {
     case IR_OP_NEG:
@@ -255,6 +256,125 @@ static uint32_t simplify_node(pass_rebuild *rb, const ir_node *n, const uint32_t
     }
 }
 
+/* ---- transposes sink below elementwise ops ----------------------------------------------------
+ * u(T_p(x)) = T_p(u(x)) and b(T_p(x), y) = T_p(b(x, y')) with y' = T_p^-1(y) for y a CONST (the
+ * fold pass folds its transpose), y of one element (no transpose needed) or y = T_p(z) (y' = z),
+ * as ONNX Runtime's transpose optimizer and XLA's layout normalization do: a transpose moved
+ * down meets the next one and the two compose (simplify_transpose), so the NCHW <-> NHWC pairs
+ * around an imported model's convolutions cancel across its bias adds and activations. Only
+ * when each moved transpose has no other user (src use counts) and the op does not broadcast
+ * the transposed operand to a larger shape, so no transpose is duplicated or grows. */
+static bool full_perm(const ir_node *t) {
+    return t->op == IR_OP_TRANSPOSE && (int)t->a.n_list == t->rank;
+}
+
+static bool same_perm(const ir_node *a, const ir_node *b) {
+    return a->rank == b->rank && !memcmp(a->a.list, b->a.list, sizeof(int64_t) * a->rank);
+}
+
+/* y (dst id) for the untransposed layout: z when y = T_p(z) is the moved kind, y itself when it
+ * has one element, T_p^-1(y) for a CONST (of rank <= r, aligned on the right); IR_NONE if none. */
+static uint32_t sink_operand(pass_rebuild *rb, const ir_node *t, uint32_t y, bool y_single,
+                             bool y_const) {
+    const ir_node *yn = ir_node_get(rb->dst, y);
+    int r = t->rank;
+    if (full_perm(yn) && same_perm(yn, t) && y_single)
+        return ir_inputs(rb->dst, yn)[0];
+    if (ir_numel(yn->rank, yn->dims) == 1 && yn->rank <= r)
+        return y; /* broadcasts the same in any layout */
+    if (!y_const || yn->rank > r || !shape_known(yn))
+        return IR_NONE;
+    if (rb->dry)
+        return 0;
+    ir_node p;
+    memset(&p, 0, sizeof p);
+    uint32_t v = y;
+    if (yn->rank < r) { /* leading 1s, then the inverse permutation */
+        p.op = IR_OP_RESHAPE;
+        p.dtype = yn->dtype;
+        p.rank = (uint8_t)r;
+        for (int i = 0; i < r; i++)
+            p.dims[i] = i < r - yn->rank ? 1 : yn->dims[i - (r - yn->rank)];
+        if ((v = pass_add(rb, &p, &v, 1)) == IR_NONE)
+            return IR_NONE;
+    }
+    const ir_node *vn = ir_node_get(rb->dst, v);
+    memset(&p, 0, sizeof p);
+    p.op = IR_OP_TRANSPOSE;
+    p.dtype = vn->dtype;
+    p.rank = (uint8_t)r;
+    p.a.n_list = (uint32_t)r;
+    for (int i = 0; i < r; i++) { /* q = p^-1: out[j] = in[q[j]], q[p[i]] = i */
+        p.a.list[t->a.list[i]] = i;
+        p.dims[t->a.list[i]] = vn->dims[i];
+    }
+    return pass_add(rb, &p, &v, 1);
+}
+
+static uint32_t sink_transpose(pass_rebuild *rb, const ir_node *n, const uint32_t *m,
+                               unsigned cmask) {
+    if (!rb->uses || !(ir_ops[n->op].flags & IR_F_EW) || n->n_in < 1 || n->n_in > 2 ||
+        n->op == IR_OP_WHERE)
+        return IR_NONE;
+    const uint32_t *src_in = ir_inputs(rb->src, n);
+    const ir_graph *d = rb->dst;
+    /* the transposed operand: the first input that is a full transpose with one user */
+    int k = -1;
+    for (int s = 0; s < (int)n->n_in && k < 0; s++) {
+        const ir_node *xn = ir_node_get(d, m[s]);
+        if (full_perm(xn) && rb->uses[src_in[s]] == 1 && pass_same_shape(xn, n) && shape_known(xn))
+            k = s;
+    }
+    if (k < 0)
+        return IR_NONE;
+    const ir_node *t = ir_node_get(d, m[k]);
+    uint32_t ins[2];
+    ins[k] = ir_inputs(d, t)[0];
+    if (n->n_in == 2) {
+        int o = 1 - k;
+        ins[o] = sink_operand(rb, t, m[o], rb->uses[src_in[o]] == 1, (cmask >> o) & 1);
+        if (ins[o] == IR_NONE)
+            return IR_NONE;
+    }
+    if (rb->dry)
+        return 0;
+    ir_node p = *n; /* the op in the untransposed layout: dims[perm[i]] = n's dims[i] */
+    p.n_in = 0;
+    p.in_off = 0;
+    for (int i = 0; i < n->rank; i++)
+        p.dims[t->a.list[i]] = n->dims[i];
+    uint32_t u = pass_add(rb, &p, ins, n->n_in);
+    if (u == IR_NONE)
+        return IR_NONE;
+    return make_unary(rb, IR_OP_TRANSPOSE, n, u, t->a.list);
+}
+
+static uint32_t simplify_node(pass_rebuild *rb, const ir_node *n, const uint32_t *m,
+                              unsigned cmask) {
+    uint32_t r = simplify_rules(rb, n, m, cmask);
+    if (r == IR_NONE && (rb->dry || ir_last_code() == TJ_OK))
+        r = sink_transpose(rb, n, m, cmask);
+    return r;
+}
+
+/* Users of each node of g (and its outputs), saturating at 2; NULL on OOM (no sinking). */
+static uint8_t *count_uses(const ir_graph *g) {
+    uint8_t *u = calloc(g->n_nodes ? g->n_nodes : 1, 1);
+    if (!u)
+        return NULL;
+    for (uint32_t id = 0; id < g->n_nodes; id++) {
+        const ir_node *n = ir_node_get(g, id);
+        const uint32_t *in = ir_inputs(g, n);
+        for (uint32_t k = 0; k < n->n_in; k++)
+            if (in[k] < g->n_nodes && u[in[k]] < 2)
+                u[in[k]]++;
+    }
+    for (uint32_t k = 0; k < g->n_outputs; k++)
+        if (g->outputs[k] < g->n_nodes)
+            u[g->outputs[k]] = 2;
+    return u;
+}
+
 #define ALL_MAY_BE_CONST 7u /* the scan keeps no flags: every input may be a CONST */
 
 /* Would any node of g simplify? Rules read only the node and its inputs, so with nothing
@@ -265,15 +385,18 @@ static bool any_rewrite(const ir_graph *g) {
     rb.src = g;
     rb.dst = (ir_graph *)g; /* read only: dry mode adds nothing */
     rb.dry = true;
-    for (uint32_t id = 0; id < g->n_nodes; id++) {
+    uint8_t *uses = count_uses(g);
+    rb.uses = uses;
+    bool any = false;
+    for (uint32_t id = 0; id < g->n_nodes && !any; id++) {
         const ir_node *n = ir_node_get(g, id);
         unsigned f = ir_ops[n->op].flags;
-        if (n->n_in >= 1 && n->n_in <= 3 && !(f & (IR_F_SIDE | IR_F_RAND)) &&
-            n->dtype < TJ_N_DTYPES &&
-            simplify_node(&rb, n, ir_inputs(g, n), ALL_MAY_BE_CONST) != IR_NONE)
-            return true;
+        any = n->n_in >= 1 && n->n_in <= 3 && !(f & (IR_F_SIDE | IR_F_RAND)) &&
+              n->dtype < TJ_N_DTYPES &&
+              simplify_node(&rb, n, ir_inputs(g, n), ALL_MAY_BE_CONST) != IR_NONE;
     }
-    return false;
+    free(uses);
+    return any;
 }
 
 static ir_graph *simplify_nodes(const ir_graph *g, pass_stat *st);
@@ -301,14 +424,16 @@ ir_graph *pass_simplify_run(const ir_graph *g, const pass_options *opts, pass_st
 
 static ir_graph *simplify_nodes(const ir_graph *g, pass_stat *st) {
     pass_rebuild rb;
-    /* a rebuild never makes more nodes or edges than its source */
+    /* sized for src (sinking a transpose adds a node or two; the graph grows) */
     if (pass_rebuild_begin(&rb, g, g->n_nodes, g->n_edges) != TJ_OK)
         return NULL;
+    uint8_t *uses = count_uses(g);
+    rb.uses = uses;
     uint64_t simplified = 0;
-    uint32_t m[3];
+    uint32_t m[3], d = 0;
     for (uint32_t id = 0; id < g->n_nodes; id++) {
         const ir_node *n = ir_node_get(g, id);
-        uint32_t d = IR_NONE;
+        d = IR_NONE;
         unsigned f = ir_ops[n->op].flags;
         if (n->n_in >= 1 && n->n_in <= 3 && !(f & (IR_F_SIDE | IR_F_RAND)) &&
             n->dtype < TJ_N_DTYPES) {
@@ -321,16 +446,19 @@ static ir_graph *simplify_nodes(const ir_graph *g, pass_stat *st) {
             ir_clear_error();
             d = simplify_node(&rb, n, m, cmask);
             if (d == IR_NONE && ir_last_code() != TJ_OK)
-                return pass_rebuild_abort(&rb);
+                break;
             if (d != IR_NONE)
                 simplified++;
         }
         if (d == IR_NONE)
             d = pass_copy(&rb, id);
         if (d == IR_NONE)
-            return pass_rebuild_abort(&rb);
+            break;
         pass_map(&rb, id, d);
     }
+    free(uses);
+    if (d == IR_NONE)
+        return pass_rebuild_abort(&rb);
     ir_graph *out = pass_rebuild_end(&rb, st);
     if (out && st)
         st->simplified += simplified;

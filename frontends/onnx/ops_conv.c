@@ -300,13 +300,30 @@ static tj_status weight_rank(const ox_node *n, tj_tensor *x, tj_tensor *f) {
     return TJ_OK;
 }
 
+/* Whether the pads are those TensorFlow's SAME gives x's spatial dims (ceil(in / s) outputs, the
+ * odd pad after): then the convolution pads itself instead of a concat of zeros per side. */
+static int pads_are_same(const window *w, tj_tensor *x) {
+    int any = 0;
+    for (int i = 0; i < w->spatial; i++) {
+        int64_t in = tj_tensor_dims(x)[2 + i], s = w->s[i], span = (w->k[i] - 1) * w->d[i] + 1;
+        int64_t total = ((in + s - 1) / s - 1) * s + span - in;
+        total = total > 0 ? total : 0;
+        if (w->pad[i] != total / 2 || w->pad[MAX_SP + i] != total - total / 2)
+            return 0;
+        any |= total > 0;
+    }
+    return any;
+}
+
 static tj_status conv_one(const ox_node *n, int n_in, tj_tensor *const *in, tj_tensor **out) {
     tj_tensor *x = in[0], *f = in[1];
     window w;
     tj_status st = weight_rank(n, x, f);
     if (st || (st = window_of(n, x, tj_tensor_dims(f) + 2, &w, 0)))
         return st;
-    tj_tensor *xh = to_cl_padded(x, &w, like(x, 0)), *fh = filter_hwio(f, &w), *y = NULL;
+    int same = w.spatial <= 2 && pads_are_same(&w, x);
+    tj_tensor *xh = same ? to_cl(x, &w) : to_cl_padded(x, &w, like(x, 0)), *fh = filter_hwio(f, &w),
+              *y = NULL;
     int strides[2], dil[2];
     hw2(&w, w.s, strides);
     hw2(&w, w.d, dil);
@@ -334,7 +351,7 @@ static tj_status conv_one(const ox_node *n, int n_in, tj_tensor *const *in, tj_t
             y = tj_reshape(y, 5, r);
         }
     } else {
-        y = tj_conv2d(xh, fh, strides, TJ_PAD_VALID, dil);
+        y = tj_conv2d(xh, fh, strides, same ? TJ_PAD_SAME : TJ_PAD_VALID, dil);
     }
     if (n_in > 2 && in[2])
         y = tj_bias_add(y, in[2]);
