@@ -135,6 +135,17 @@ static void attr_i(builder *b, const char *name, int64_t v) {
     p->attribute = &pattrs[k];
 }
 
+/* A string attribute (instead of attr_i's int) on the last node added. */
+static void attr_s(builder *b, const char *name, const char *v) {
+    attr_i(b, name, 0);
+    Onnx__AttributeProto *a = &attrs[b->g.n_node - 1];
+    a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+    a->has_i = 0;
+    a->has_s = 1;
+    a->s.data = (uint8_t *)v;
+    a->s.len = strlen(v);
+}
+
 static uint8_t *pack(builder *b, size_t *n) {
     *n = onnx__model_proto__get_packed_size(&b->m);
     uint8_t *p = malloc(*n);
@@ -456,6 +467,78 @@ static void converter_errors(void) {
     tj_onnx_free(m);
 }
 
+/* One node on x (float32 [2,3], an input) and, when iv is given, an int64 initializer "i" of ni
+ * values (rank 1) as its second input; an int attribute (sattr NULL) or a string one. The error
+ * of the call must contain want. */
+static void index_error(const char *op, int opset, int64_t *iv, size_t ni, const char *attr,
+                        int64_t av, const char *sattr, const char *want) {
+    builder b;
+    init(&b, opset);
+    static char *in[2] = {"x", "i"}, *out[2] = {"y", "z"};
+    static int64_t id[1];
+    int64_t xd[2] = {2, 3}, yd[2] = {-1, -1};
+    id[0] = (int64_t)ni;
+    b.ins[b.g.n_input++] = value(&b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, xd);
+    b.outs[b.g.n_output++] = value(&b, "y", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, yd);
+    if (iv)
+        init_i64(&b, "i", 1, id, iv, ni);
+    node(&b, op, iv ? 2 : 1, in, !strcmp(op, "TopK") ? 2 : 1, out);
+    if (sattr)
+        attr_s(&b, attr, sattr);
+    else if (attr)
+        attr_i(&b, attr, av);
+    tj_onnx_model *m = load_built(&b, op);
+    CHECK_MSG(m != NULL, "%s: %s", op, tj_last_error());
+    if (!m)
+        return;
+    tj_tensor *x = tj_zeros(TJ_F32, 2, xd);
+    tj_tensor *y = tj_onnx_call(m, 1, &x);
+    CHECK_MSG(tj_status_of(y) != TJ_OK, "%s: no error", op);
+    CHECK_HAS(tj_error_message(y), want);
+    tj_release(y);
+    tj_release(x);
+    tj_onnx_free(m);
+}
+
+/* Scatter, Compress, TopK, Einsum and BitShift refuse what does not fit, naming the node. */
+static void index_op_errors(void) {
+    static int64_t k5[1] = {5}, c4[4] = {1, 0, 1, 1}, one[1] = {1};
+    index_error("TopK", 11, k5, 1, "axis", 1, NULL, "(TopK, opset 11): k = 5 along axis 1");
+    index_error("Compress", 11, c4, 4, "axis", 1, NULL,
+                "(Compress, opset 11): condition has 4 elements, the axis only 3");
+    index_error("Einsum", 12, NULL, 0, "equation", 0, "ij,jk->ik",
+                "(Einsum, opset 12): equation 'ij,jk->ik' has 2 terms for 1 inputs");
+    index_error("Einsum", 12, NULL, 0, "equation", 0, "ij->k", "output letter 'k' is in no input");
+    index_error("Einsum", 12, NULL, 0, "equation", 0, "ij2->i", "bad term 0");
+    index_error("Einsum", 12, NULL, 0, "equation", 0, "ijk->i", "term 0 of 'ijk->i' does not fit");
+    index_error("BitShift", 11, one, 1, "direction", 0, "UP",
+                "direction is 'UP', not LEFT or RIGHT");
+    /* ScatterElements with an index past the axis: an error when the model runs */
+    builder b;
+    init(&b, 16);
+    static char *in[3] = {"x", "i", "u"}, *out[1] = {"y"};
+    static int64_t iv[1] = {7}, id[2] = {1, 1};
+    static float uv[1] = {1};
+    int64_t xd[2] = {2, 3};
+    b.ins[b.g.n_input++] = value(&b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, xd);
+    b.outs[b.g.n_output++] = value(&b, "y", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, xd);
+    init_i64(&b, "i", 2, id, iv, 1);
+    init_f32(&b, "u", 2, id, uv, 1);
+    node(&b, "ScatterElements", 3, in, 1, out);
+    attr_i(&b, "axis", 1);
+    tj_onnx_model *m = load_built(&b, "scatter");
+    CHECK_MSG(m != NULL, "%s", tj_last_error());
+    if (!m)
+        return;
+    tj_tensor *x = tj_zeros(TJ_F32, 2, xd);
+    tj_tensor *y = tj_onnx_call(m, 1, &x);
+    CHECK_EQ_INT(tj_status_of(y), TJ_ERR_RUNTIME);
+    CHECK_HAS(tj_error_message(y), "scatter_add: index -1 out of range [0, 6)");
+    tj_release(y);
+    tj_release(x);
+    tj_onnx_free(m);
+}
+
 /* tj_onnx_write_tensor: what it writes reads back the same (each dtype it takes); what it cannot
  * write is an error naming the file or the reason. */
 static void write_tensors(void) {
@@ -496,6 +579,7 @@ static void write_tensors(void) {
 int main(void) {
     tj_scope_begin();
     converter_errors();
+    index_op_errors();
     write_tensors();
     values_through_nodes();
     resize_values();
