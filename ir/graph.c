@@ -5,6 +5,7 @@
  * side-effect and random nodes bypass it and side-effect nodes are appended to the effect list in
  * program order. Nodes never change once added, so ids stay topological. ir_add_inferred is
  * ir_add without re-inference, for the copies a pass rebuild makes. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -62,11 +63,25 @@ ir_graph *ir_graph_new(const char *name) {
     return g;
 }
 
+/* Blob payloads are immutable once added, so graphs share them: a rebuild, a pass or a clone
+ * takes a reference (ir_add_blob_shared) instead of copying and rehashing a model's megabytes of
+ * weights. The count lives in a 16-byte header before the data (which stays 16-byte aligned). */
+typedef struct blob_hdr {
+    atomic_size_t refs;
+    size_t pad;
+} blob_hdr;
+
+static void payload_unref(void *data) {
+    blob_hdr *h = data ? (blob_hdr *)data - 1 : NULL;
+    if (h && atomic_fetch_sub_explicit(&h->refs, 1, memory_order_acq_rel) == 1)
+        free(h);
+}
+
 void ir_graph_free(ir_graph *g) {
     if (!g)
         return;
     for (uint32_t i = 0; i < g->n_blobs; i++)
-        free(g->blobs[i].data);
+        payload_unref(g->blobs[i].data);
     for (uint32_t i = 0; i < g->n_subs; i++)
         ir_graph_free(g->subs[i]);
     free(g->name);
@@ -120,14 +135,11 @@ ir_graph *ir_graph_clone(const ir_graph *g) {
         if (!c->blobs)
             goto fail;
         c->cap_blobs = g->n_blobs;
-        for (uint32_t i = 0; i < g->n_blobs; i++) {
+        for (uint32_t i = 0; i < g->n_blobs; i++) { /* shared, not copied */
             c->blobs[i] = g->blobs[i];
-            c->blobs[i].data = malloc(g->blobs[i].size ? g->blobs[i].size : 1);
-            if (!c->blobs[i].data)
-                goto fail;
+            atomic_fetch_add_explicit(&((blob_hdr *)g->blobs[i].data - 1)->refs, 1,
+                                      memory_order_relaxed);
             c->n_blobs = i + 1;
-            if (g->blobs[i].size)
-                memcpy(c->blobs[i].data, g->blobs[i].data, g->blobs[i].size);
         }
     }
     if (g->n_subs) {
@@ -154,14 +166,27 @@ uint32_t ir_add_blob(ir_graph *g, const void *data, size_t size) {
         ir_errorf(g ? TJ_ERR_OOM : TJ_ERR_INVALID, "ir_add_blob: cannot add a blob");
         return 0;
     }
-    void *p = malloc(size ? size : 1);
-    if (!p) {
+    blob_hdr *h = size <= SIZE_MAX - sizeof *h - 1 ? malloc(sizeof *h + (size ? size : 1)) : NULL;
+    if (!h) {
         ir_errorf(TJ_ERR_OOM, "ir_add_blob: out of memory (%zu bytes)", size);
         return 0;
     }
+    atomic_init(&h->refs, 1);
+    void *p = h + 1;
     if (size)
         memcpy(p, data, size);
     g->blobs[g->n_blobs] = (ir_blob){size, p, ir_hash_bytes(p, size, 0x5eedb10b)};
+    return ++g->n_blobs;
+}
+
+uint32_t ir_add_blob_shared(ir_graph *g, const ir_blob *b) {
+    ir_blob c = b ? *b : (ir_blob){0}; /* b may point into g->blobs, which GROW moves */
+    if (!g || !c.data || !GROW(g->blobs, g->n_blobs, g->cap_blobs, 1)) {
+        ir_errorf(g && b ? TJ_ERR_OOM : TJ_ERR_INVALID, "ir_add_blob_shared: cannot add a blob");
+        return 0;
+    }
+    atomic_fetch_add_explicit(&((blob_hdr *)c.data - 1)->refs, 1, memory_order_relaxed);
+    g->blobs[g->n_blobs] = c;
     return ++g->n_blobs;
 }
 
@@ -385,7 +410,7 @@ tj_status ir_graph_reset(ir_graph *g, const char *name) {
     free(g->name);
     g->name = nm;
     for (uint32_t i = 0; i < g->n_blobs; i++)
-        free(g->blobs[i].data);
+        payload_unref(g->blobs[i].data);
     for (uint32_t i = 0; i < g->n_subs; i++)
         ir_graph_free(g->subs[i]);
     g->n_nodes = g->n_edges = g->n_blobs = g->n_outputs = g->n_effects = 0;

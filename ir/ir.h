@@ -43,7 +43,7 @@ bool ir_dtype_is_half(int dt);     /* float16, bfloat16: storage types (cast and
  * back (exact). */
 uint16_t ir_half_from_f64(int dt, double v);
 double ir_half_to_f64(int dt, uint16_t h);
-bool ir_dtype_is_numeric(int dt);  /* float or int */
+bool ir_dtype_is_numeric(int dt); /* float or int */
 /* Integer (or bool) elements in memory: read sign- or zero-extended (uint64 as its bit pattern),
  * written wrapped to the width; ir_int_fits: v is a value of dt (always true for int64/uint64). */
 int64_t ir_int_get(int dt, const void *e);
@@ -164,6 +164,9 @@ tj_status ir_graph_reserve(ir_graph *g, uint32_t n_nodes, uint32_t n_edges);
 tj_status ir_graph_reset(ir_graph *g, const char *name);
 /* Copies `size` bytes into a new blob; returns the value for ir_attrs.blob (1 + index). */
 uint32_t ir_add_blob(ir_graph *g, const void *data, size_t size);
+/* Adds blob b of another graph (or of g) to g without copying: payloads are immutable and
+ * reference counted, so graphs share them. Handle (>= 1), or 0 with the error set. */
+uint32_t ir_add_blob_shared(ir_graph *g, const ir_blob *b);
 tj_status ir_add_output(ir_graph *g, uint32_t id);
 tj_status ir_add_effect(ir_graph *g, uint32_t id); /* ir_add does this for IR_F_SIDE ops */
 uint32_t ir_add_sub(ir_graph *g, ir_graph *sub);   /* takes ownership; returns 1 + index */

@@ -75,7 +75,7 @@ static uint32_t add_translated(pass_rebuild *rb, const ir_node *proto, const uin
                 return IR_NONE;
             }
             if (!rb->blob_map[b]) {
-                rb->blob_map[b] = ir_add_blob(rb->dst, src->blobs[b].data, src->blobs[b].size);
+                rb->blob_map[b] = ir_add_blob_shared(rb->dst, &src->blobs[b]);
                 if (!rb->blob_map[b])
                     return IR_NONE;
             }

@@ -44,7 +44,7 @@ static uint32_t inline_region(ir_graph *dst, const ir_graph *r, const uint32_t *
         }
         ir_node p = *rn;
         const ir_blob *b = ir_blob_get(r, rn->a.blob);
-        if (b && !(p.a.blob = ir_add_blob(dst, b->data, b->size)))
+        if (b && !(p.a.blob = ir_add_blob_shared(dst, b)))
             ok = 0;
         for (int k = 0; k < 2 && ok; k++) {
             const ir_graph *sub = rn->a.sub[k] ? ir_region(r, rn, k) : NULL;

@@ -114,7 +114,7 @@ static ir_graph *edit_region(const ir_graph *r, const region_edit *e) {
             continue;
         ir_node p = *n;
         const ir_blob *b = n->a.blob ? ir_blob_get(r, n->a.blob) : NULL;
-        if (b && !(p.a.blob = ir_add_blob(g, b->data, b->size))) {
+        if (b && !(p.a.blob = ir_add_blob_shared(g, b))) {
             st = ir_last_code();
             break;
         }
@@ -386,7 +386,7 @@ static uint32_t move_out(pass_rebuild *rb, const ir_node *loop, const uint32_t *
         }
         ir_node p = *n;
         const ir_blob *b = n->a.blob ? ir_blob_get(r, n->a.blob) : NULL;
-        if (b && !(p.a.blob = ir_add_blob(rb->dst, b->data, b->size)))
+        if (b && !(p.a.blob = ir_add_blob_shared(rb->dst, b)))
             break;
         if (n->n_in > sizeof in / sizeof in[0] && !(ins = malloc(n->n_in * sizeof *ins))) {
             ir_errorf(TJ_ERR_OOM, "loops: out of memory");

@@ -195,10 +195,10 @@ int main(void) {
     CHECK_EQ_INT(g->n_outputs, 1);
     CHECK_EQ_INT(ir_verify(g), TJ_OK);
 
-    /* clone is deep and equal */
+    /* clone is deep and equal; blob payloads (immutable) are shared, counted */
     ir_graph *c = ir_graph_clone(g);
     CHECK(c && c->n_nodes == g->n_nodes && c->n_blobs == g->n_blobs);
-    CHECK(c->blobs[0].data != g->blobs[0].data);
+    CHECK(c->blobs[0].data == g->blobs[0].data && c->blobs[0].h == g->blobs[0].h);
     CHECK(memcmp(c->nodes, g->nodes, sizeof(ir_node) * g->n_nodes) == 0);
     ir_hash128 hg = ir_graph_hash(g), hc = ir_graph_hash(c);
     CHECK(hg.lo == hc.lo && hg.hi == hc.hi);
@@ -209,8 +209,16 @@ int main(void) {
     CHECK(cc && cc->n_subs == 1 && cc->subs[0] != c->subs[0]);
     CHECK_STR(cc->subs[0]->name, "body");
     ir_graph_free(cc);
+    ir_graph_free(g); /* the clone's blobs outlive the original (ASan checks the reads) */
+    const ir_blob *abl = NULL; /* "abcd", added above */
+    for (uint32_t i = 0; i < c->n_blobs; i++)
+        if (c->blobs[i].size == 4 && !memcmp(c->blobs[i].data, "abcd", 4))
+            abl = &c->blobs[i];
+    CHECK(abl != NULL);
+    uint32_t shb = ir_add_blob_shared(c, abl); /* from itself, while the array grows */
+    CHECK(shb == c->n_blobs && memcmp(ir_blob_get(c, shb)->data, "abcd", 4) == 0);
+    CHECK_EQ_INT(ir_add_blob_shared(c, NULL), 0);
     ir_graph_free(c);
-    ir_graph_free(g);
     ir_graph_free(NULL);
 
     /* a 100k-node chain: every node distinct, built quickly */
