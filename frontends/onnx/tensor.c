@@ -133,8 +133,11 @@ tj_tensor *ox_tensor(const Onnx__TensorProto *p, const char *what) {
     int64_t dims[TJ_MAX_RANK];
     for (size_t d = 0; d < p->n_dims; d++)
         dims[d] = p->dims[d];
-    tj_tensor *t = tj_tensor_from_data((tj_dtype)dt, (int)p->n_dims, dims, buf);
-    free(buf);
+    /* the tensor takes buf (malloc's alignment fits every dtype): a model's weights are not
+     * copied once more */
+    tj_tensor *t = tj_tensor_borrow((tj_dtype)dt, (int)p->n_dims, dims, buf, free, buf);
+    if (tj_status_of(t))
+        free(buf); /* not taken */
     return t;
 }
 
