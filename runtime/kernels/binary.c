@@ -358,12 +358,7 @@ tj_status rt_k_binary(const ir_node *n, tj_tensor *const *in, tj_tensor *out) {
     case DT:                                                                                       \
         st = binary_##SFX(n->op, a, b, out, p);                                                    \
         break;
-        CASE(TJ_I8, i8)
-        CASE(TJ_I16, i16)
-        CASE(TJ_U8, u8)
-        CASE(TJ_U16, u16)
-        CASE(TJ_U32, u32)
-        CASE(TJ_U64, u64)
+        RT_K_NARROW_INTS(CASE)
 #undef CASE
     case TJ_BOOL:
         st = binary_bool(n->op, a, b, out, p);

@@ -135,6 +135,11 @@ static inline int32_t rt_k_f2i32(double v) {
 /* Stores a double into element i of a numeric or bool tensor (saturating for ints). */
 void rt_k_store_f64(tj_tensor *t, int64_t i, double v);
 
+/* The integer widths beside int32/int64 as X(dtype, suffix): kernels written per C type
+ * generate a function per suffix and dispatch with this list. */
+#define RT_K_NARROW_INTS(X)                                                                        \
+    X(TJ_I8, i8) X(TJ_I16, i16) X(TJ_U8, u8) X(TJ_U16, u16) X(TJ_U32, u32) X(TJ_U64, u64)
+
 /* ---- integers of every width: rt_int_load/wrap/store (runtime.h) ----------------------------
  * The kernels written per C type cover int32/int64; the other widths go through those helpers:
  * an element widened to 64 bits, computed on, and wrapped back. */

@@ -173,12 +173,7 @@ tj_status rt_k_unary(const ir_node *n, const tj_tensor *x, tj_tensor *out) {
     case DT:                                                                                       \
         st = unary_##SFX(n->op, x->data, out->data, len);                                          \
         break;
-        CASE(TJ_I8, i8)
-        CASE(TJ_I16, i16)
-        CASE(TJ_U8, u8)
-        CASE(TJ_U16, u16)
-        CASE(TJ_U32, u32)
-        CASE(TJ_U64, u64)
+        RT_K_NARROW_INTS(CASE)
 #undef CASE
     case TJ_BOOL:
         if (n->op == IR_OP_LOGICAL_NOT) {
