@@ -485,9 +485,168 @@ CONV(c_einsum) {
     return one(out, ops[0].t);
 }
 
+/* ---- GridSample ------------------------------------------------------------------------------
+ * X [N, C, H, W] sampled at grid [N, Ho, Wo, 2] (x, y in [-1, 1]), computed in float64 and cast
+ * back: coordinates denormalized, rounded (nearest), moved inside by clamping or reflection when
+ * out of bounds, then 1, 4 or 16 taps each read by one gather over the flattened X (a tap
+ * outside reads 0 with zeros padding) and weighted, as ONNX's reference formulas. */
+typedef struct gs {
+    tj_tensor *xflat;      /* X as [N*C*H*W], float64 */
+    int64_t n, c, h, w, p; /* p = Ho * Wo */
+    int pad;               /* 0 zeros, 1 border, 2 reflection */
+    double lo[2], hi[2];   /* the bounds, x then y: [-0.5, d - 0.5], or [0, d - 1] aligned */
+} gs;
+
+static tj_tensor *f64c(double v) {
+    return tj_scalar_f64(v);
+}
+
+/* x reflected into [lo, hi] (ONNX's _gs_reflect), elementwise */
+static tj_tensor *gs_reflect(tj_tensor *x, double lo, double hi) {
+    double rng = hi - lo;
+    tj_tensor *below = tj_less(x, f64c(lo)), *above = tj_greater(x, f64c(hi));
+    tj_tensor *dx = tj_where(below, tj_sub(f64c(lo), x), tj_sub(x, f64c(hi)));
+    tj_tensor *k = tj_floor(tj_div(dx, f64c(rng > 0 ? rng : 1)));
+    tj_tensor *r = tj_sub(dx, tj_mul(k, f64c(rng)));
+    tj_tensor *even = tj_equal(tj_mod(k, f64c(2)), f64c(0));
+    tj_tensor *from_lo = tj_add(f64c(lo), r), *from_hi = tj_sub(f64c(hi), r);
+    return tj_where(below, tj_where(even, from_lo, from_hi),
+                    tj_where(above, tj_where(even, from_hi, from_lo), x));
+}
+
+static tj_tensor *clampf(tj_tensor *x, double lo, double hi) {
+    return tj_minimum(tj_maximum(x, f64c(lo)), f64c(hi));
+}
+
+/* X at integral rows r and columns c ([N, P] float64) as [N, C, P] */
+static tj_tensor *gs_tap(const gs *g, tj_tensor *r, tj_tensor *c) {
+    tj_tensor *valid = NULL;
+    if (g->pad == 0)
+        valid = tj_logical_and(
+            tj_logical_and(tj_greater_equal(c, f64c(0)), tj_less(c, f64c((double)g->w))),
+            tj_logical_and(tj_greater_equal(r, f64c(0)), tj_less(r, f64c((double)g->h))));
+    else if (g->pad == 2) { /* pixel_at_grid reflects over the bounds, then truncates */
+        c = tj_cast(tj_cast(gs_reflect(c, g->lo[0], g->hi[0]), TJ_I64), TJ_F64);
+        r = tj_cast(tj_cast(gs_reflect(r, g->lo[1], g->hi[1]), TJ_I64), TJ_F64);
+    }
+    c = clampf(c, 0, (double)(g->w - 1));
+    r = clampf(r, 0, (double)(g->h - 1));
+    tj_tensor *pos = tj_cast(tj_add(tj_mul(r, f64c((double)g->w)), c), TJ_I64); /* [N, P] */
+    int64_t hw = g->h * g->w;
+    tj_tensor *base =
+        tj_add(tj_reshape(tj_range(TJ_I64, 0, (double)(g->n * g->c * hw), (double)(g->c * hw)), 3,
+                          (const int64_t[]){g->n, 1, 1}),
+               tj_reshape(tj_range(TJ_I64, 0, (double)(g->c * hw), (double)hw), 3,
+                          (const int64_t[]){1, g->c, 1}));
+    tj_tensor *idx = tj_add(base, tj_expand_dims(pos, 1));
+    tj_tensor *v = tj_gather(g->xflat, idx, 0);
+    return valid ? tj_where(tj_expand_dims(valid, 1), v, f64c(0)) : v;
+}
+
+/* Keys' cubic convolution weights (alpha -0.75) of the 4 taps around t in [0, 1) */
+static void cubic_w(tj_tensor *t, tj_tensor **w) {
+    const double a = -0.75;
+    tj_tensor *x[4] = {tj_add(t, f64c(1)), t, tj_sub(f64c(1), t), tj_sub(f64c(2), t)};
+    for (int k = 0; k < 4; k++) {
+        tj_tensor *v = x[k];
+        if (k == 0 || k == 3) /* ((a v - 5a) v + 8a) v - 4a */
+            w[k] = tj_sub(
+                tj_mul(tj_add(tj_mul(tj_sub(tj_mul(v, f64c(a)), f64c(5 * a)), v), f64c(8 * a)), v),
+                f64c(4 * a));
+        else /* ((a + 2) v - (a + 3)) v v + 1 */
+            w[k] =
+                tj_add(tj_mul(tj_mul(tj_sub(tj_mul(v, f64c(a + 2)), f64c(a + 3)), v), v), f64c(1));
+    }
+}
+
+CONV(c_grid_sample) {
+    (void)n_in, (void)n_out;
+    tj_tensor *e = error_of(in, 2);
+    if (e)
+        return one(out, e);
+    tj_tensor *x = in[0], *grid = in[1];
+    const int64_t *xd = tj_tensor_dims(x), *gd = tj_tensor_dims(grid);
+    if (tj_tensor_rank(x) != 4 || tj_tensor_rank(grid) != 4 || gd[0] != xd[0] || gd[3] != 2)
+        return ox_fail(n, TJ_ERR_SHAPE,
+                       "X of rank %d and grid of rank %d: 2-D sampling needs [N, C, H, W] and "
+                       "[N, Ho, Wo, 2]",
+                       tj_tensor_rank(x), tj_tensor_rank(grid));
+    char b1[16], b2[16];
+    const char *mode = ox_attr_s(n, "mode", "bilinear", b1, sizeof b1);
+    const char *pm = ox_attr_s(n, "padding_mode", "zeros", b2, sizeof b2);
+    int m = !strcmp(mode, "nearest")                               ? 0
+            : !strcmp(mode, "bilinear") || !strcmp(mode, "linear") ? 1
+            : !strcmp(mode, "bicubic") || !strcmp(mode, "cubic")   ? 2
+                                                                   : -1;
+    int pad = !strcmp(pm, "zeros")        ? 0
+              : !strcmp(pm, "border")     ? 1
+              : !strcmp(pm, "reflection") ? 2
+                                          : -1;
+    if (m < 0 || pad < 0)
+        return ox_fail(n, TJ_ERR_UNSUPPORTED, "mode '%s' with padding_mode '%s'", mode, pm);
+    int align = ox_attr_i(n, "align_corners", 0) != 0;
+    gs g = {.n = xd[0], .c = xd[1], .h = xd[2], .w = xd[3], .p = gd[1] * gd[2], .pad = pad};
+    int64_t all = tj_tensor_numel(x);
+    g.xflat = tj_reshape(tj_cast(x, TJ_F64), 1, &all);
+    double dim[2] = {(double)g.w, (double)g.h};
+    tj_tensor *co[2]; /* x, y as [N, P] */
+    for (int k = 0; k < 2; k++) {
+        g.lo[k] = align ? 0 : -0.5;
+        g.hi[k] = align ? dim[k] - 1 : dim[k] - 0.5;
+        tj_tensor *v = tj_reshape(tj_slice(tj_cast(grid, TJ_F64), (const int64_t[]){0, 0, 0, k},
+                                           (const int64_t[]){gd[0], gd[1], gd[2], k + 1}, NULL),
+                                  2, (const int64_t[]){g.n, g.p});
+        co[k] = align ? tj_mul(tj_add(v, f64c(1)), f64c((dim[k] - 1) / 2))
+                      : tj_div(tj_sub(tj_mul(tj_add(v, f64c(1)), f64c(dim[k])), f64c(1)), f64c(2));
+        if (m == 0)
+            co[k] = tj_round(co[k]);
+    }
+    if (pad) { /* out of bounds on either axis: both coordinates moved inside */
+        tj_tensor *oob = NULL;
+        for (int k = 0; k < 2; k++) {
+            tj_tensor *o =
+                tj_logical_or(tj_less(co[k], f64c(g.lo[k])), tj_greater(co[k], f64c(g.hi[k])));
+            oob = oob ? tj_logical_or(oob, o) : o;
+        }
+        for (int k = 0; k < 2; k++)
+            co[k] = tj_where(
+                oob, pad == 1 ? clampf(co[k], 0, dim[k] - 1) : gs_reflect(co[k], g.lo[k], g.hi[k]),
+                co[k]);
+    }
+    tj_tensor *y = NULL;
+    if (m == 0) {
+        y = gs_tap(&g, co[1], co[0]);
+    } else {
+        int taps = m == 1 ? 2 : 4;
+        tj_tensor *fx = tj_floor(co[0]), *fy = tj_floor(co[1]), *wx[4], *wy[4];
+        tj_tensor *x0 = m == 1 ? fx : tj_sub(fx, f64c(1)), *y0 = m == 1 ? fy : tj_sub(fy, f64c(1));
+        if (m == 1) { /* linear: 1 - t and t */
+            tj_tensor *tx = tj_sub(co[0], fx), *ty = tj_sub(co[1], fy);
+            wx[0] = tj_sub(f64c(1), tx), wx[1] = tx;
+            wy[0] = tj_sub(f64c(1), ty), wy[1] = ty;
+        } else {
+            cubic_w(tj_sub(co[0], fx), wx);
+            cubic_w(tj_sub(co[1], fy), wy);
+        }
+        for (int i = 0; i < taps; i++) {
+            tj_tensor *row = NULL;
+            for (int j = 0; j < taps; j++) {
+                tj_tensor *v = gs_tap(&g, tj_add(y0, f64c(i)), tj_add(x0, f64c(j)));
+                v = tj_mul(v, tj_expand_dims(wx[j], 1));
+                row = row ? tj_add(row, v) : v;
+            }
+            row = tj_mul(row, tj_expand_dims(wy[i], 1));
+            y = y ? tj_add(y, row) : row;
+        }
+    }
+    y = tj_reshape(y, 4, (const int64_t[]){g.n, g.c, gd[1], gd[2]});
+    return one(out, tj_cast(y, tj_tensor_dtype(x)));
+}
+
 const ox_op ox_ops_index[] = {
     {"Compress", c_compress, 2, 2, 9, 0x2},
     {"Einsum", c_einsum, 1, 16, 12, 0},
+    {"GridSample", c_grid_sample, 2, 2, 16, 0},
     {"Scatter", c_scatter_elements, 3, 3, 9, 0},
     {"ScatterElements", c_scatter_elements, 3, 3, 11, 0},
     {"ScatterND", c_scatter_nd, 3, 3, 11, 0},

@@ -513,6 +513,8 @@ static void index_op_errors(void) {
     index_error("Einsum", 12, NULL, 0, "equation", 0, "ijk->i", "term 0 of 'ijk->i' does not fit");
     index_error("BitShift", 11, one, 1, "direction", 0, "UP",
                 "direction is 'UP', not LEFT or RIGHT");
+    index_error("GridSample", 16, one, 1, NULL, 0, NULL,
+                "(GridSample, opset 16): X of rank 2 and grid of rank 1");
     /* ScatterElements with an index past the axis: an error when the model runs */
     builder b;
     init(&b, 16);
