@@ -485,6 +485,72 @@ CONV(c_einsum) {
     return one(out, ops[0].t);
 }
 
+static tj_tensor *f64c(double v) {
+    return tj_scalar_f64(v);
+}
+
+/* ---- MaxUnpool --------------------------------------------------------------------------------
+ * x's values written at the flat positions MaxPool's Indices give into zeros of the unpooled
+ * shape (output_shape's values, or (in - 1) * stride + kernel - pads per spatial dim): one
+ * tj_scatter_add in float64 (a position written twice, by overlapping windows, holds one
+ * element's value twice: divided by its count, exactly). */
+CONV(c_max_unpool) { /* output_shape: read as values */
+    (void)n_out;
+    tj_tensor *e = error_of(in, 2);
+    if (e)
+        return one(out, e);
+    tj_tensor *x = in[0], *idx = tj_cast(in[1], TJ_I64);
+    int r = tj_tensor_rank(x), sp = r - 2;
+    const int64_t *xd = tj_tensor_dims(x);
+    if (r < 3 || tj_tensor_rank(idx) != r || memcmp(tj_tensor_dims(idx), xd, sizeof *xd * r))
+        return ox_fail(n, TJ_ERR_SHAPE, "X of rank %d and indices of another shape", r);
+    /* the indices address the default unpooled shape; output_shape may only grow it, with
+     * zeros after the data (as ONNX's reference) */
+    int64_t od[TJ_MAX_RANK], want[TJ_MAX_RANK];
+    const int64_t *k, *s, *pd;
+    size_t nk = ox_attr_ints(n, "kernel_shape", &k), ns = ox_attr_ints(n, "strides", &s),
+           np = ox_attr_ints(n, "pads", &pd);
+    if ((int)nk != sp || (ns && (int)ns != sp) || (np && (int)np != 2 * sp))
+        return ox_fail(n, TJ_ERR_SHAPE, "kernel_shape/strides/pads do not fit %d spatial dims", sp);
+    od[0] = xd[0], od[1] = xd[1];
+    for (int i = 0; i < sp; i++)
+        od[2 + i] = (xd[2 + i] - 1) * (ns ? s[i] : 1) + k[i] - (np ? pd[i] + pd[sp + i] : 0);
+    memcpy(want, od, sizeof od);
+    if (n_in > 2 && in[2]) {
+        int64_t *v = NULL, nv = ox_host_ints(n, in[2], "output_shape", &v);
+        if (nv < 0)
+            return TJ_ERR_UNSUPPORTED;
+        int ok = nv == r;
+        for (int d = 0; ok && d < r; d++)
+            ok = (want[d] = v[d]) >= od[d] && (d >= 2 || v[d] == od[d]);
+        free(v);
+        if (!ok)
+            return ox_fail(n, TJ_ERR_SHAPE,
+                           "output_shape has %lld values, changes N or C, or is smaller than the "
+                           "unpooled shape",
+                           (long long)nv);
+    }
+    int64_t total = 1, m = tj_tensor_numel(x);
+    for (int d = 0; d < r; d++)
+        total *= od[d];
+    tj_tensor *lin = tj_reshape(idx, 1, &m);
+    tj_tensor *cnt = tj_scatter_add(tj_zeros(TJ_F64, 1, &total), lin, tj_ones(TJ_F64, 1, &m), 0);
+    tj_tensor *sum =
+        tj_scatter_add(tj_zeros(TJ_F64, 1, &total), lin, tj_reshape(tj_cast(x, TJ_F64), 1, &m), 0);
+    tj_tensor *y =
+        tj_where(tj_greater(cnt, f64c(0)), tj_div(sum, tj_maximum(cnt, f64c(1))), f64c(0));
+    y = tj_reshape(y, r, od);
+    for (int d = 2; d < r; d++) { /* grown to output_shape: zeros appended */
+        if (want[d] == od[d])
+            continue;
+        int64_t zd[TJ_MAX_RANK];
+        memcpy(zd, tj_tensor_dims(y), sizeof *zd * r);
+        zd[d] = want[d] - od[d];
+        y = tj_concat(2, (tj_tensor *[]){y, tj_zeros(TJ_F64, r, zd)}, d);
+    }
+    return one(out, tj_cast(y, tj_tensor_dtype(x)));
+}
+
 /* ---- GridSample ------------------------------------------------------------------------------
  * X [N, C, H, W] sampled at grid [N, Ho, Wo, 2] (x, y in [-1, 1]), computed in float64 and cast
  * back: coordinates denormalized, rounded (nearest), moved inside by clamping or reflection when
@@ -496,10 +562,6 @@ typedef struct gs {
     int pad;               /* 0 zeros, 1 border, 2 reflection */
     double lo[2], hi[2];   /* the bounds, x then y: [-0.5, d - 0.5], or [0, d - 1] aligned */
 } gs;
-
-static tj_tensor *f64c(double v) {
-    return tj_scalar_f64(v);
-}
 
 /* x reflected into [lo, hi] (ONNX's _gs_reflect), elementwise */
 static tj_tensor *gs_reflect(tj_tensor *x, double lo, double hi) {
@@ -647,6 +709,7 @@ const ox_op ox_ops_index[] = {
     {"Compress", c_compress, 2, 2, 9, 0x2},
     {"Einsum", c_einsum, 1, 16, 12, 0},
     {"GridSample", c_grid_sample, 2, 2, 16, 0},
+    {"MaxUnpool", c_max_unpool, 2, 3, 9, 0x4},
     {"Scatter", c_scatter_elements, 3, 3, 9, 0},
     {"ScatterElements", c_scatter_elements, 3, 3, 11, 0},
     {"ScatterND", c_scatter_nd, 3, 3, 11, 0},
