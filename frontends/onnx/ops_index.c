@@ -705,11 +705,112 @@ CONV(c_grid_sample) {
     return one(out, tj_cast(y, tj_tensor_dtype(x)));
 }
 
+/* ---- RoiAlign ---------------------------------------------------------------------------------
+ * Each region of interest [R, 4] (x1, y1, x2, y2) of image batch_indices[r] is cut into
+ * output_height x output_width bins with sampling_ratio^2 points each; a point is the bilinear
+ * mix of its 4 neighbours (ONNX's reference rules at the borders: outside [-1, size] it is 0,
+ * below 0 it is clamped, past the last pixel it is that pixel), read by one gather per neighbour;
+ * a bin is the mean (avg) or the max of its points. Computed in float64 and cast back.
+ * sampling_ratio 0 (adaptive: the grid depends on the rois' values) is refused. */
+CONV(c_roi_align) {
+    (void)n_in, (void)n_out;
+    tj_tensor *e = error_of(in, 3);
+    if (e)
+        return one(out, e);
+    tj_tensor *x = in[0], *rois = tj_cast(in[1], TJ_F64), *bidx = tj_cast(in[2], TJ_I64);
+    const int64_t *xd = tj_tensor_dims(x), *rd = tj_tensor_dims(rois);
+    if (tj_tensor_rank(x) != 4 || tj_tensor_rank(rois) != 2 || rd[1] != 4 ||
+        tj_tensor_rank(bidx) != 1 || tj_tensor_dims(bidx)[0] != rd[0])
+        return ox_fail(n, TJ_ERR_SHAPE,
+                       "X of rank %d, rois of rank %d and batch_indices of rank %d: needs "
+                       "[N, C, H, W], [R, 4] and [R]",
+                       tj_tensor_rank(x), tj_tensor_rank(rois), tj_tensor_rank(bidx));
+    int64_t oh = ox_attr_i(n, "output_height", 1), ow = ox_attr_i(n, "output_width", 1);
+    int64_t sr = ox_attr_i(n, "sampling_ratio", 0);
+    double scale = ox_attr_f(n, "spatial_scale", 1.0f);
+    char b1[24], b2[8];
+    int half = n->opset >= 16 &&
+               !strcmp(ox_attr_s(n, "coordinate_transformation_mode", "half_pixel", b1, sizeof b1),
+                       "half_pixel");
+    const char *mode = ox_attr_s(n, "mode", "avg", b2, sizeof b2);
+    if (sr <= 0 || oh < 1 || ow < 1 || (strcmp(mode, "avg") && strcmp(mode, "max")))
+        return ox_fail(n, TJ_ERR_UNSUPPORTED,
+                       "sampling_ratio %lld, output %lldx%lld, mode '%s' (an adaptive "
+                       "sampling_ratio of 0 depends on the rois' values)",
+                       (long long)sr, (long long)oh, (long long)ow, mode);
+    int64_t R = rd[0], C = xd[1], H = xd[2], W = xd[3], A = oh * sr, B = ow * sr;
+    tj_tensor *col[4];
+    for (int k = 0; k < 4; k++)
+        col[k] = tj_sub(tj_mul(tj_reshape(tj_slice(rois, (const int64_t[]){0, k},
+                                                   (const int64_t[]){R, k + 1}, NULL),
+                                          1, &R),
+                               f64c(scale)),
+                        f64c(half ? 0.5 : 0));
+    tj_tensor *rw = tj_sub(col[2], col[0]), *rh = tj_sub(col[3], col[1]);
+    if (!half) { /* malformed rois forced to 1x1 */
+        rw = tj_maximum(rw, f64c(1));
+        rh = tj_maximum(rh, f64c(1));
+    }
+    /* sample offsets in bins: ph + (iy + 0.5) / sr for each of the A rows, likewise columns */
+    double *cy = malloc(sizeof *cy * (size_t)(A + B));
+    if (!cy)
+        return ox_fail(n, TJ_ERR_OOM, "out of memory");
+    for (int64_t a = 0; a < A; a++)
+        cy[a] = (double)(a / sr) + ((double)(a % sr) + 0.5) / (double)sr;
+    for (int64_t b = 0; b < B; b++)
+        cy[A + b] = (double)(b / sr) + ((double)(b % sr) + 0.5) / (double)sr;
+    tj_tensor *ty = tj_tensor_from_data(TJ_F64, 1, &A, cy),
+              *tx = tj_tensor_from_data(TJ_F64, 1, &B, cy + A);
+    free(cy);
+    tj_tensor *y = tj_add(tj_expand_dims(col[1], 1),
+                          tj_mul(tj_expand_dims(tj_div(rh, f64c((double)oh)), 1), ty)); /* [R, A] */
+    tj_tensor *xx =
+        tj_add(tj_expand_dims(col[0], 1),
+               tj_mul(tj_expand_dims(tj_div(rw, f64c((double)ow)), 1), tx)); /* [R, B] */
+    y = tj_expand_dims(y, 2), xx = tj_expand_dims(xx, 1); /* [R, A, 1], [R, 1, B] */
+    tj_tensor *inside = tj_logical_not(
+        tj_logical_or(tj_logical_or(tj_less(y, f64c(-1)), tj_greater(y, f64c((double)H))),
+                      tj_logical_or(tj_less(xx, f64c(-1)), tj_greater(xx, f64c((double)W)))));
+    tj_tensor *lo[2], *hi[2], *l[2]; /* y then x: low/high neighbours and the fraction */
+    tj_tensor *v[2] = {tj_maximum(y, f64c(0)), tj_maximum(xx, f64c(0))};
+    double lim[2] = {(double)(H - 1), (double)(W - 1)};
+    for (int k = 0; k < 2; k++) {
+        tj_tensor *f = tj_floor(v[k]), *last = tj_greater_equal(f, f64c(lim[k]));
+        lo[k] = tj_where(last, f64c(lim[k]), f);
+        hi[k] = tj_where(last, f64c(lim[k]), tj_add(f, f64c(1)));
+        l[k] = tj_sub(tj_where(last, lo[k], v[k]), lo[k]);
+    }
+    tj_tensor *wy[2] = {tj_sub(f64c(1), l[0]), l[0]}, *wx[2] = {tj_sub(f64c(1), l[1]), l[1]};
+    tj_tensor *base =
+        tj_add(tj_reshape(tj_mul(bidx, tj_scalar_i64(C * H * W)), 4, (const int64_t[]){R, 1, 1, 1}),
+               tj_reshape(tj_range(TJ_I64, 0, (double)(C * H * W), (double)(H * W)), 4,
+                          (const int64_t[]){1, C, 1, 1}));
+    int64_t all = tj_tensor_numel(x);
+    tj_tensor *xf = tj_reshape(tj_cast(x, TJ_F64), 1, &all), *acc = NULL;
+    int is_max = !strcmp(mode, "max");
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++) {
+            tj_tensor *pos =
+                tj_cast(tj_add(tj_mul(i ? hi[0] : lo[0], f64c((double)W)), j ? hi[1] : lo[1]),
+                        TJ_I64); /* [R, A, B] */
+            tj_tensor *w = tj_where(inside, tj_mul(wy[i], wx[j]), f64c(0));
+            tj_tensor *val = tj_mul(tj_gather(xf, tj_add(base, tj_expand_dims(pos, 1)), 0),
+                                    tj_expand_dims(w, 1)); /* [R, C, A, B] */
+            acc = !acc ? val : is_max ? tj_maximum(acc, val) : tj_add(acc, val);
+        }
+    tj_tensor *bins = tj_reshape(acc, 6, (const int64_t[]){R, C, oh, sr, ow, sr});
+    tj_tensor *r = is_max
+                       ? tj_max(bins, 2, (const int[]){3, 5}, 0)
+                       : tj_div(tj_sum(bins, 2, (const int[]){3, 5}, 0), f64c((double)(sr * sr)));
+    return one(out, tj_cast(r, tj_tensor_dtype(x)));
+}
+
 const ox_op ox_ops_index[] = {
     {"Compress", c_compress, 2, 2, 9, 0x2},
     {"Einsum", c_einsum, 1, 16, 12, 0},
     {"GridSample", c_grid_sample, 2, 2, 16, 0},
     {"MaxUnpool", c_max_unpool, 2, 3, 9, 0x4},
+    {"RoiAlign", c_roi_align, 3, 3, 10, 0},
     {"Scatter", c_scatter_elements, 3, 3, 9, 0},
     {"ScatterElements", c_scatter_elements, 3, 3, 11, 0},
     {"ScatterND", c_scatter_nd, 3, 3, 11, 0},
