@@ -515,6 +515,8 @@ static void index_op_errors(void) {
                 "direction is 'UP', not LEFT or RIGHT");
     index_error("GridSample", 16, one, 1, NULL, 0, NULL,
                 "(GridSample, opset 16): X of rank 2 and grid of rank 1");
+    index_error("MaxUnpool", 11, one, 1, NULL, 0, NULL,
+                "(MaxUnpool, opset 11): X of rank 2 and indices of another shape");
     /* ScatterElements with an index past the axis: an error when the model runs */
     builder b;
     init(&b, 16);
