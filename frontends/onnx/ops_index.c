@@ -805,8 +805,81 @@ CONV(c_roi_align) {
     return one(out, tj_cast(r, tj_tensor_dtype(x)));
 }
 
+/* ---- Det ------------------------------------------------------------------------------------
+ * The determinant of [..., n, n] by Gaussian elimination with partial pivoting, unrolled over
+ * the n columns (n is static; limited to 32): per column the largest remaining |pivot| is
+ * swapped up (one-hot row algebra, batched), the sign flips on a swap, the pivot multiplies
+ * the determinant and the rows below are eliminated. A zero pivot column gives 0. */
+CONV(c_det) {
+    (void)n_in, (void)n_out;
+    tj_tensor *a = in[0];
+    if (tj_status_of(a))
+        return one(out, a);
+    int r = tj_tensor_rank(a);
+    const int64_t *d = tj_tensor_dims(a);
+    tj_dtype dt = tj_tensor_dtype(a);
+    if (r < 2 || d[r - 1] != d[r - 2] || (dt != TJ_F32 && dt != TJ_F64))
+        return ox_fail(n, TJ_ERR_SHAPE, "needs float [..., n, n], got a %s of rank %d",
+                       tj_dtype_name(dt), r);
+    int64_t nn = d[r - 1];
+    if (nn > 32)
+        return ox_fail(n, TJ_ERR_UNSUPPORTED,
+                       "%lldx%lld matrices (the unrolled elimination stops at 32)", (long long)nn,
+                       (long long)nn);
+    a = tj_cast(a, TJ_F64);
+    tj_tensor *rows = tj_range(TJ_I64, 0, (double)nn, 1); /* [n] */
+    tj_tensor *det = NULL;
+    int64_t bd[TJ_MAX_RANK], pd[TJ_MAX_RANK]; /* the batch dims; and then 1, 1 */
+    memcpy(bd, d, sizeof *bd * (size_t)(r - 2));
+    memcpy(pd, bd, sizeof *pd * (size_t)(r - 2));
+    pd[r - 2] = pd[r - 1] = 1;
+    for (int64_t k = 0; k < nn; k++) {
+        int64_t b[TJ_MAX_RANK] = {0}, e[TJ_MAX_RANK];
+        memcpy(e, d, sizeof *e * (size_t)r);
+        b[r - 1] = k, e[r - 1] = k + 1;
+        tj_tensor *colk =
+            tj_squeeze(tj_slice(a, b, e, NULL), 1, (const int[]){r - 1}); /* [..., n] */
+        /* the pivot row p: the largest |a[i, k]| among rows i >= k (the first on ties) */
+        tj_tensor *cand = tj_where(tj_less(rows, tj_scalar_i64(k)), f64c(-1), tj_abs(colk));
+        tj_tensor *p = tj_argmax(cand, r - 2);                     /* [...] */
+        tj_tensor *hit = tj_equal(tj_expand_dims(p, r - 2), rows); /* [..., n] */
+        tj_tensor *row_p = tj_sum(tj_where(tj_expand_dims(hit, r - 1), a, f64c(0)), 1,
+                                  (const int[]){r - 2}, 0); /* [..., n] */
+        memset(b, 0, sizeof b);
+        memcpy(e, d, sizeof *e * (size_t)r);
+        b[r - 2] = k, e[r - 2] = k + 1;
+        tj_tensor *row_k = tj_squeeze(tj_slice(a, b, e, NULL), 1, (const int[]){r - 2});
+        /* swap rows k and p (nothing moves when p == k) */
+        tj_tensor *ek = tj_reshape(tj_cast(tj_equal(rows, tj_scalar_i64(k)), TJ_F64), 2,
+                                   (const int64_t[]){nn, 1});
+        tj_tensor *diff = tj_expand_dims(tj_sub(row_p, row_k), r - 2); /* [..., 1, n] */
+        a = tj_add(
+            a, tj_sub(tj_mul(ek, diff), tj_mul(tj_expand_dims(tj_cast(hit, TJ_F64), r - 1), diff)));
+        /* the determinant takes the pivot row_p[k], negated on a swap */
+        int64_t sb[TJ_MAX_RANK] = {0}, se[TJ_MAX_RANK];
+        memcpy(se, d, sizeof *se * (size_t)(r - 1));
+        sb[r - 2] = k, se[r - 2] = k + 1;
+        tj_tensor *pivot = tj_reshape(tj_slice(row_p, sb, se, NULL), r - 2, bd); /* [...] */
+        tj_tensor *term = tj_mul(tj_where(tj_equal(p, tj_scalar_i64(k)), f64c(1), f64c(-1)), pivot);
+        det = det ? tj_mul(det, term) : term;
+        /* eliminate below row k (which is row_p now): a[i] -= a[i, k] / pivot * a[k], i > k */
+        memset(b, 0, sizeof b);
+        memcpy(e, d, sizeof *e * (size_t)r);
+        b[r - 1] = k, e[r - 1] = k + 1;
+        tj_tensor *ck = tj_slice(a, b, e, NULL); /* [..., n, 1] */
+        tj_tensor *pv = tj_reshape(pivot, r, pd);
+        tj_tensor *below =
+            tj_reshape(tj_greater(rows, tj_scalar_i64(k)), 2, (const int64_t[]){nn, 1});
+        tj_tensor *f = tj_where(tj_logical_and(below, tj_not_equal(pv, f64c(0))), tj_div(ck, pv),
+                                f64c(0)); /* [..., n, 1] */
+        a = tj_sub(a, tj_mul(f, tj_expand_dims(row_p, r - 2)));
+    }
+    return one(out, det ? tj_cast(det, dt) : tj_ones(dt, r - 2, bd)); /* 0x0: 1 */
+}
+
 const ox_op ox_ops_index[] = {
     {"Compress", c_compress, 2, 2, 9, 0x2},
+    {"Det", c_det, 1, 1, 11, 0},
     {"Einsum", c_einsum, 1, 16, 12, 0},
     {"GridSample", c_grid_sample, 2, 2, 16, 0},
     {"MaxUnpool", c_max_unpool, 2, 3, 9, 0x4},

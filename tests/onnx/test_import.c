@@ -500,6 +500,33 @@ static void index_error(const char *op, int opset, int64_t *iv, size_t ni, const
     tj_onnx_free(m);
 }
 
+/* Det: row swaps flip the sign, a singular matrix gives 0, batches stay apart. */
+static void det_values(void) {
+    builder b;
+    init(&b, 13);
+    static char *in[1] = {"x"}, *out[1] = {"y"};
+    int64_t xd[3] = {3, 3, 3}, yd[1] = {3};
+    b.ins[b.g.n_input++] = value(&b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 3, xd);
+    b.outs[b.g.n_output++] = value(&b, "y", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, yd);
+    node(&b, "Det", 1, in, 1, out);
+    tj_onnx_model *m = load_built(&b, "det");
+    CHECK_MSG(m != NULL, "%s", tj_last_error());
+    if (!m)
+        return;
+    const float v[27] = {0, 2, 1, 1, 1, 0, 3, 0, 1,  /* a zero first pivot: -5 */
+                         1, 2, 3, 2, 4, 6, 1, 0, 1,  /* rows 1 and 2 proportional: 0 */
+                         2, 0, 0, 0, 0, 3, 0, 4, 0}; /* one swap: 2 * -(3 * 4) = -24 */
+    tj_tensor *x = tj_tensor_from_data(TJ_F32, 3, xd, v);
+    tj_tensor *y = tj_onnx_call(m, 1, &x);
+    CHECK_MSG(tj_status_of(y) == TJ_OK, "%s", tj_error_message(y));
+    const double want[3] = {-5, 0, -24};
+    for (int i = 0; i < 3 && !tj_status_of(y); i++)
+        CHECK_NEAR(tj_tensor_get_f64(y, i), want[i], 1e-5);
+    tj_release(y);
+    tj_release(x);
+    tj_onnx_free(m);
+}
+
 /* Scatter, Compress, TopK, Einsum and BitShift refuse what does not fit, naming the node. */
 static void index_op_errors(void) {
     static int64_t k5[1] = {5}, c4[4] = {1, 0, 1, 1}, one[1] = {1};
@@ -584,6 +611,7 @@ int main(void) {
     tj_scope_begin();
     converter_errors();
     index_op_errors();
+    det_values();
     write_tensors();
     values_through_nodes();
     resize_values();
