@@ -1,6 +1,7 @@
 /* matmul.c — MATMUL [..., m, k] x [..., k, n] with NumPy-broadcast batch dims (a rank-1 operand
- * is a row / column vector, as NumPy; ir_infer decides whether that is allowed). Loop order
- * i-k-j so the innermost loop streams rows of b and out. Floats accumulate in their own dtype
+ * is a row / column vector, as NumPy; ir_infer decides whether that is allowed). Large float
+ * products call OpenBLAS (blas_matmul). Otherwise loop order i-k-j so the innermost loop streams
+ * rows of b and out. Floats accumulate in their own dtype
  * (as NumPy and TensorFlow), one multiply and one add per step in k order (no FMA): the contract
  * the generated kernels keep bit for bit under exact math. Integers wrap (unsigned arithmetic). */
 #include <stdlib.h>
@@ -64,6 +65,36 @@ static tj_status mm_plan(const ir_node *n, const tj_tensor *a, const tj_tensor *
         }                                                                                          \
     } while (0)
 
+/* Large float products (any dim above 64, the compiled plan's rule: jit_cpu_mm_small) go to
+ * OpenBLAS as the compiled code does, unless exact math asks for this file's summation order;
+ * so eager, interpreted and folded products cost what compiled ones do. 1 when done. */
+enum { MM_ROW_MAJOR = 101, MM_NO_TRANS = 111 };
+static int blas_matmul(const tj_tensor *a, const tj_tensor *b, tj_tensor *out, const mm_shape *s) {
+    int dt = a->dtype;
+    if ((dt != TJ_F32 && dt != TJ_F64) || (s->m <= 64 && s->k <= 64 && s->n <= 64) ||
+        rt_config_get()->exact_math || s->m > INT32_MAX || s->n > INT32_MAX || s->k > INT32_MAX)
+        return 0;
+    const rt_blas *bl = rt_blas_get();
+    if (!bl)
+        return 0;
+    int m = (int)s->m, n = (int)s->n, k = (int)s->k;
+    const int64_t *strides[2] = {s->sa, s->sb};
+    rt_k_iter it;
+    rt_k_iter_init(&it, s->rank, s->dims, 2, strides, NULL);
+    for (int64_t bi = 0; bi < s->batches; bi++, rt_k_iter_next(&it)) {
+        int64_t oa = it.off[0] * s->m * s->k, ob = it.off[1] * s->k * s->n, oo = bi * s->m * s->n;
+        if (dt == TJ_F32)
+            bl->sgemm(MM_ROW_MAJOR, MM_NO_TRANS, MM_NO_TRANS, m, n, k, 1.0f,
+                      (const float *)a->data + oa, k, (const float *)b->data + ob, n, 0.0f,
+                      (float *)out->data + oo, n);
+        else
+            bl->dgemm(MM_ROW_MAJOR, MM_NO_TRANS, MM_NO_TRANS, m, n, k, 1.0,
+                      (const double *)a->data + oa, k, (const double *)b->data + ob, n, 0.0,
+                      (double *)out->data + oo, n);
+    }
+    return 1;
+}
+
 #define FMA_F(acc, x, y) ((acc) + (x) * (y))
 #define FMA_U(acc, x, y) ((acc) + (x) * (uint64_t)(int64_t)(y))
 #define STORE_F32(v) ((float)(v))
@@ -84,6 +115,8 @@ tj_status rt_k_matmul(const ir_node *n, tj_tensor *const *in, tj_tensor *out) {
     if (out->numel == 0)
         return TJ_OK;
     int64_t m = s.m, k = s.k, nn = s.n;
+    if (blas_matmul(a, b, out, &s))
+        return TJ_OK;
     void *scratch = malloc((size_t)(nn ? nn : 1) * 8);
     if (!scratch)
         return ir_errorf(TJ_ERR_OOM, "matmul: out of memory");
