@@ -559,6 +559,10 @@ typedef struct tj_function_options {
     const char *name; /* tj_jit_compile: the name used in messages and signatures (default: the
                          C function's symbol name where the dynamic linker knows it, else
                          "fn_<address>"); tj_function_new takes its name as an argument */
+    int tiered; /* 1 (or TJ_TIERED=1): a new signature's first calls run on the interpreter (the
+                   optimized graph, reference kernels) while LLVM compiles in a background
+                   thread; later calls take the native code once it is ready. Results may
+                   differ in the last bits between the tiers unless TJ_EXACT_MATH=1. */
 } tj_function_options;
 
 /* `fn` is a C function taking `nargs` tj_tensor* (borrowed) and returning a tj_tensor* (a new
@@ -632,6 +636,13 @@ typedef enum tj_graph_stage {
  * their own way. Caller frees. NULL on error (tj_last_error): a NULL function, a bad stage. */
 TJ_API char *tj_concrete_graph_dot(const tj_concrete *c, tj_graph_stage stage);
 TJ_API int tj_concrete_node_count(const tj_concrete *c);
+/* The program a call of c runs now: "cpu" (native code), "interp" (the interpreter), or "" for
+ * NULL. A tiered function's concrete functions say "interp" until their compile is done. */
+TJ_API const char *tj_concrete_backend(const tj_concrete *c);
+/* Waits until f's concrete functions run native code: starts the background compiles of those
+ * not called yet, then waits for every compile running (f's and any other tiered function's).
+ * TJ_OK, or TJ_ERR_INVALID for a NULL or freed f. */
+TJ_API tj_status tj_function_wait_compiled(tj_function *f);
 
 /* ---- modules (S27) --------------------------------------------------------------------------- */
 /* tf.Module + tf.saved_model: named variables and named functions with fixed input signatures,

@@ -43,10 +43,8 @@ static double now_ms(void) {
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-rt_program *jit_compile_graph(const ir_graph *traced, const char *fn_name, uint64_t sig_hash,
-                              ir_graph **opt) {
+ir_graph *jit_optimize_graph(const ir_graph *traced, const char *fn_name, uint64_t sig_hash) {
     const rt_config *cfg = rt_config_get();
-    double t0 = now_ms();
     pass_options po;
     memset(&po, 0, sizeof po);
     po.passes = cfg->passes;
@@ -65,15 +63,21 @@ rt_program *jit_compile_graph(const ir_graph *traced, const char *fn_name, uint6
     if (p0)
         rt_profile_event("passes", fn_name, p0, "\"nodes_in\":%u,\"nodes_out\":%u", traced->n_nodes,
                          g->n_nodes);
-    double c0 = RT_PROFILING() ? rt_profile_now() : 0;
     if (rt_log_enabled(RT_LOG_PASSES)) {
         char line[1024];
         pass_stats_format(&stats, line, sizeof line);
         rt_log(RT_LOG_PASSES, "%s: %s", fn_name, line);
     }
+    return g;
+}
+
+rt_program *jit_backend_program(const ir_graph *g, const char *fn_name, int native) {
+    const rt_config *cfg = rt_config_get();
+    double t0 = now_ms();
+    double c0 = RT_PROFILING() ? rt_profile_now() : 0;
     rt_program *p = NULL;
     const char *backend = cfg->backend ? cfg->backend : "cpu";
-    if (strcmp(backend, "interp") != 0) {
+    if (native && strcmp(backend, "interp") != 0) {
         /* TJ_EXACT_MATH=1: results bit-identical to the reference kernels (libm transcendentals,
          * no FMA contraction); the default trades that for vectorized approximations and FMA */
         jit_cpu_opts co = {.exact_math = cfg->exact_math != 0, .no_contract = cfg->exact_math != 0};
@@ -87,14 +91,23 @@ rt_program *jit_compile_graph(const ir_graph *traced, const char *fn_name, uint6
     }
     if (!p)
         p = rt_interp_new(g);
-    if (!p) {
-        ir_graph_free(g);
+    if (!p)
         return NULL;
-    }
     rt_log(RT_LOG_COMPILE, "%s: compiled %u nodes for backend %s in %.3f ms", fn_name, g->n_nodes,
            p->vt->name, now_ms() - t0);
     if (c0)
         rt_profile_event("compile", fn_name, c0, "\"backend\":\"%s\"", p->vt->name);
+    return p;
+}
+
+rt_program *jit_compile_graph(const ir_graph *traced, const char *fn_name, uint64_t sig_hash,
+                              ir_graph **opt) {
+    ir_graph *g = jit_optimize_graph(traced, fn_name, sig_hash);
+    rt_program *p = g ? jit_backend_program(g, fn_name, 1) : NULL;
+    if (!p) {
+        ir_graph_free(g);
+        return NULL;
+    }
     *opt = g;
     return p;
 }

@@ -105,6 +105,10 @@ int tj_concrete_node_count(const tj_concrete *c) {
     return c ? (int)c->graph->n_nodes : -1;
 }
 
+const char *tj_concrete_backend(const tj_concrete *c) {
+    return c ? jit_concrete_program(c)->vt->name : "";
+}
+
 char *tj_concrete_graph_dot(const tj_concrete *c, tj_graph_stage stage) {
     if (!c)
         return (void)ir_errorf(TJ_ERR_INVALID, "concrete_graph_dot: the concrete function is NULL"),
@@ -117,13 +121,15 @@ char *tj_concrete_graph_dot(const tj_concrete *c, tj_graph_stage stage) {
                NULL;
     if (stage == TJ_GRAPH_TRACED)
         return ir_dot(c->traced, NULL);
-    if (stage == TJ_GRAPH_OPTIMIZED || !c->prog->vt->kernels)
+    jit_tier_join((tj_concrete *)c); /* the kernels of the final program */
+    rt_program *prog = jit_concrete_program(c);
+    if (stage == TJ_GRAPH_OPTIMIZED || !prog->vt->kernels)
         return ir_dot(c->graph, NULL); /* the interpreter: every node is its own step */
     int32_t *of = malloc((c->graph->n_nodes + 1) * sizeof *of);
     if (!of)
         return (void)ir_errorf(TJ_ERR_OOM, "concrete_graph_dot: out of memory"), NULL;
     ir_dot_kernels k = {of, 0, NULL};
-    k.n_kernels = c->prog->vt->kernels(c->prog, of, &k.names);
+    k.n_kernels = prog->vt->kernels(prog, of, &k.names);
     char *s = ir_dot(c->graph, &k);
     free(of);
     return s;

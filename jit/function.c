@@ -49,6 +49,7 @@ tj_function *tj_function_new(const char *name, void *fn, int nargs,
     f->nargs = nargs;
     f->cache_bound = opts && opts->cache_bound > 0 ? opts->cache_bound : 64;
     f->eager = opts && opts->eager;
+    f->tiered = opts && opts->tiered;
     pthread_mutex_init(&f->mu, NULL);
     f->arg_types = calloc((size_t)nargs + 1, sizeof *f->arg_types);
     f->arg_names = calloc((size_t)nargs + 1, sizeof *f->arg_names);
@@ -119,6 +120,10 @@ oom:
 void jit_concrete_free(tj_concrete *c) {
     if (!c)
         return;
+    jit_tier_join(c); /* the background compile reads c->graph */
+    rt_program *t1 = atomic_load(&c->tier1);
+    if (t1)
+        t1->vt->free(t1);
     if (c->prog)
         c->prog->vt->free(c->prog);
     ir_graph_free(c->graph);
@@ -275,6 +280,19 @@ const char *tj_function_name(const tj_function *f) {
 int tj_function_trace_count(const tj_function *f) {
     return jit_fn_alive(f) ? atomic_load(&f->n_traces) : -1;
 }
+tj_status tj_function_wait_compiled(tj_function *f) {
+    if (!jit_fn_alive(f))
+        return tj_set_error(TJ_ERR_INVALID, "function_wait_compiled: %s function",
+                            f ? "a freed or foreign" : "a NULL");
+    int slot = reader_enter(f); /* f's concrete functions not run yet: their compiles start */
+    snapshot *s = atomic_load(&f->cache);
+    for (uint32_t i = 0; s && i < s->n; i++)
+        jit_tier_go(s->items[i], 1);
+    reader_leave(f, slot);
+    jit_tier_wait_all();
+    return TJ_OK;
+}
+
 int tj_function_n_concrete(const tj_function *f) {
     if (!jit_fn_alive(f))
         return -1;
@@ -314,9 +332,11 @@ tj_tensor *jit_run_concrete(tj_concrete *c, tj_tensor *const *args) {
         return rt_errorf(TJ_ERR_OOM, "%s: out of memory", c->name);
     for (uint32_t i = 0; i < c->n_locks; i++)
         rt_variable_lock(c->locks[i]);
-    tj_status st = c->prog->vt->run(c->prog, args, c->nargs, c->caps, outs);
+    rt_program *prog = jit_concrete_program(c);
+    tj_status st = prog->vt->run(prog, args, c->nargs, c->caps, outs);
     for (uint32_t i = c->n_locks; i-- > 0;)
         rt_variable_unlock(c->locks[i]);
+    jit_tier_go(c, 1);
     tj_tensor *res;
     if (st && strncmp(ir_last_error(), "check_numerics:", 15) == 0) {
         char sig[512] = "", a[160]; /* the signature as tj_function_signatures writes it */
@@ -575,9 +595,11 @@ tj_status tj_call_into(tj_function *f, int nargs, tj_tensor *const *args, int n_
         o[k] = outs[k];
     for (uint32_t i = 0; i < c->n_locks; i++)
         rt_variable_lock(c->locks[i]);
-    st = c->prog->vt->run(c->prog, args, c->nargs, c->caps, o);
+    rt_program *prog = jit_concrete_program(c);
+    st = prog->vt->run(prog, args, c->nargs, c->caps, o);
     for (uint32_t i = c->n_locks; i-- > 0;)
         rt_variable_unlock(c->locks[i]);
+    jit_tier_go(c, 1);
     reader_leave(f, slot);
     if (o != stack_outs)
         free(o);

@@ -35,7 +35,11 @@ struct tj_concrete {
     uint32_t n_caps;
     tj_variable **locks; /* variables the graph assigns, by id: held during a run */
     uint32_t n_locks;
-    rt_program *prog;
+    rt_program *prog;            /* the first program (tiered: the interpreter's) */
+    _Atomic(rt_program *) tier1; /* tiered: the native program once compiled, else NULL */
+    pthread_t compiler;          /* tiered: the background compile (joined on free) */
+    atomic_int compiling;        /* 1 while `compiler` has not been joined */
+    atomic_int tier_go;          /* set after the first call: the compile may start */
     int result_kind;
     atomic_uint_fast64_t last_used;
     int has_unknown; /* some signature dims are -1 */
@@ -73,6 +77,7 @@ struct tj_function {
     int n_input_sig;
     int cache_bound;
     int eager;
+    int tiered; /* tj_function_options.tiered */
     pthread_mutex_t mu;
     _Atomic(snapshot *) cache;
     atomic_uint epoch;                 /* parity: the reader counter new calls join */
@@ -141,6 +146,26 @@ tj_concrete *jit_concrete_from_graph(const char *name, const ir_graph *g, const 
  * optimized graph in *opt) then picks a backend. NULL with the error set. */
 rt_program *jit_compile_graph(const ir_graph *traced, const char *fn_name, uint64_t sig_hash,
                               ir_graph **opt);
+/* The two halves of jit_compile_graph: the pass pipeline (a new optimized graph, caller frees;
+ * NULL with the error set), and a backend program for an optimized graph (native code unless
+ * TJ_BACKEND=interp or the CPU backend declines, then the interpreter). The program reads g,
+ * which must outlive it. */
+ir_graph *jit_optimize_graph(const ir_graph *traced, const char *fn_name, uint64_t sig_hash);
+rt_program *jit_backend_program(const ir_graph *g, const char *fn_name, int native);
+
+/* Tiered concrete functions (tracing.c): starts c's background compile thread (c->prog is the
+ * interpreter's program; it compiles once released); cancels or joins it (c->tier1 is final
+ * after); the program a call runs. */
+tj_status jit_tier_up_start(tj_concrete *c);
+void jit_tier_join(tj_concrete *c);
+/* Releases c's compile: how 1 starts it (after c's first call, or when native code is waited
+ * for), 2 cancels one not started. Only the first release counts. */
+void jit_tier_go(tj_concrete *c, int how);
+void jit_tier_wait_all(void); /* until every released compile has finished */
+static inline rt_program *jit_concrete_program(const tj_concrete *c) {
+    rt_program *t = atomic_load_explicit(&((tj_concrete *)c)->tier1, memory_order_acquire);
+    return t ? t : c->prog;
+}
 
 /* The constant-folding evaluator handed to the pass pipeline: runs the reference kernel. */
 tj_status jit_fold_eval(void *user, ir_graph *g, const ir_node *node, const uint32_t *in,

@@ -277,9 +277,11 @@ tj_status tj_module_save(tj_module *m, const char *dir) {
             const ir_node *o = ir_node_get(c->graph, c->graph->outputs[k]);
             put_type(man, "out", o->dtype, o->rank, o->dims);
         }
-        if (!st && jit_cpu_is_program(c->prog)) { /* the native code, for this CPU's kind */
+        jit_tier_join((tj_concrete *)c); /* a tiered function's native code, once compiled */
+        rt_program *prog = jit_concrete_program(c);
+        if (!st && jit_cpu_is_program(prog)) { /* the native code, for this CPU's kind */
             size_t size = 0;
-            unsigned char *img = jit_cpu_program_image(c->prog, &size);
+            unsigned char *img = jit_cpu_program_image(prog, &size);
             snprintf(file, sizeof file, "%s.x86_64.tjx", fn->name);
             snprintf(path, sizeof path, "%s/%s", dir, file);
             st = img ? write_file(what, path, img, size) : ir_last_code();

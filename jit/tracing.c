@@ -216,6 +216,88 @@ static tj_status collect_locks(tj_concrete *c) {
     return TJ_OK;
 }
 
+/* ---- tiered compilation ------------------------------------------------------------------------
+ * A tiered function's new signature runs on the interpreter at once (the optimized graph, the
+ * reference kernels, OpenBLAS for large products); one background thread per concrete function
+ * compiles the native program once the first call has run (jit_tier_go: that call has the cores
+ * to itself; a compile beside it preempted its OpenBLAS threads or held a lock it needed, up to
+ * 70 ms), on that thread alone, leaving the other core to the calls. Calls switch to the native
+ * program when it is published (an atomic pointer: a call takes whichever program it reads; both
+ * stay alive until the concrete function is freed, which cancels or joins the thread first).
+ * tier_running counts the compiles released and not finished; process exit waits for them, so
+ * LLVM is never torn down under one. */
+static pthread_mutex_t tier_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t tier_cv = PTHREAD_COND_INITIALIZER;
+static int tier_running;
+static pthread_once_t tier_once = PTHREAD_ONCE_INIT;
+
+void jit_tier_wait_all(void) {
+    pthread_mutex_lock(&tier_mu);
+    while (tier_running)
+        pthread_cond_wait(&tier_cv, &tier_mu);
+    pthread_mutex_unlock(&tier_mu);
+}
+static void tier_register_exit(void) {
+    atexit(jit_tier_wait_all);
+}
+
+static void *tier_up(void *arg) {
+    tj_concrete *c = arg;
+    pthread_mutex_lock(&tier_mu);
+    while (!atomic_load(&c->tier_go))
+        pthread_cond_wait(&tier_cv, &tier_mu);
+    pthread_mutex_unlock(&tier_mu);
+    if (atomic_load(&c->tier_go) != 1)
+        return NULL; /* cancelled before it started: freed unrun */
+    rt_compile_one_thread = 1;
+    rt_program *p = jit_backend_program(c->graph, c->name, 1);
+    if (p && p->vt != c->prog->vt) {
+        p->g = c->graph;
+        atomic_store_explicit(&c->tier1, p, memory_order_release);
+    } else { /* declined (the interpreter again) or failed: the first tier stays */
+        if (!p)
+            rt_log(RT_LOG_COMPILE, "%s: background compile failed (%s); staying on the interpreter",
+                   c->name, ir_last_error());
+        if (p)
+            p->vt->free(p);
+        ir_clear_error();
+    }
+    pthread_mutex_lock(&tier_mu);
+    tier_running--;
+    pthread_cond_broadcast(&tier_cv);
+    pthread_mutex_unlock(&tier_mu);
+    return NULL;
+}
+
+tj_status jit_tier_up_start(tj_concrete *c) {
+    pthread_once(&tier_once, tier_register_exit);
+    if (pthread_create(&c->compiler, NULL, tier_up, c) != 0)
+        return ir_errorf(TJ_ERR_RUNTIME, "%s: cannot start the background compile", c->name);
+    atomic_store(&c->compiling, 1);
+    return TJ_OK;
+}
+
+void jit_tier_go(tj_concrete *c, int how) {
+    if (!c || atomic_load_explicit(&c->tier_go, memory_order_relaxed) ||
+        !atomic_load(&c->compiling))
+        return;
+    pthread_mutex_lock(&tier_mu);
+    if (!atomic_load(&c->tier_go)) {
+        atomic_store(&c->tier_go, how);
+        tier_running += how == 1;
+        pthread_cond_broadcast(&tier_cv);
+    }
+    pthread_mutex_unlock(&tier_mu);
+}
+
+void jit_tier_join(tj_concrete *c) {
+    if (c && atomic_load(&c->compiling)) {
+        jit_tier_go(c, 2); /* never released: cancelled */
+        if (atomic_exchange(&c->compiling, 0))
+            pthread_join(c->compiler, NULL);
+    }
+}
+
 /* Traces, compiles and publishes a concrete function for sig. Called with f->mu held. */
 tj_concrete *jit_build_concrete(tj_function *f, const jit_argsig *sig, uint64_t h,
                                 tj_tensor *const *args, uint64_t call_idx) {
@@ -257,7 +339,13 @@ tj_concrete *jit_build_concrete(tj_function *f, const jit_argsig *sig, uint64_t 
         for (int d = 0; d < sig[i].rank && !sig[i].is_static; d++)
             if (sig[i].dims[d] < 0)
                 c->has_unknown = 1;
-    c->prog = jit_compile_graph(tr.g, f->name, h, &c->graph);
+    int tiered = (f->tiered || rt_config_get()->tiered) && !c->has_unknown;
+    if (tiered) { /* the interpreter now, native code from a background thread */
+        c->graph = jit_optimize_graph(tr.g, f->name, h);
+        c->prog = c->graph ? jit_backend_program(c->graph, f->name, 0) : NULL;
+    } else {
+        c->prog = jit_compile_graph(tr.g, f->name, h, &c->graph);
+    }
     c->traced = tr.g; /* kept for pictures (tj_concrete_graph_dot) */
     tr.g = NULL;
     trace_result_free(&tr);
@@ -267,7 +355,7 @@ tj_concrete *jit_build_concrete(tj_function *f, const jit_argsig *sig, uint64_t 
     }
     c->prog->g = c->graph;
     jit_dump_dot(c);
-    if (collect_locks(c) != TJ_OK) {
+    if (collect_locks(c) != TJ_OK || (tiered && jit_tier_up_start(c) != TJ_OK)) {
         jit_concrete_free(c);
         return NULL;
     }

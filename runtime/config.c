@@ -48,6 +48,8 @@ static size_t parse_bytes(const char *s, size_t def) {
     return v >= 1 && v < 1e18 ? (size_t)v : def;
 }
 
+_Thread_local int rt_compile_one_thread;
+
 static void cfg_init(void) {
     const char *e = getenv("TJ_EAGER");
     cfg.eager = e && *e && strcmp(e, "0") != 0;
@@ -56,6 +58,8 @@ static void cfg_init(void) {
     cfg.passes = getenv("TJ_PASSES");
     cfg.cache_dir = getenv("TJ_CACHE_DIR");
     cfg.backend = getenv("TJ_BACKEND");
+    const char *ti = getenv("TJ_TIERED");
+    cfg.tiered = ti && *ti && strcmp(ti, "0") != 0;
     const char *x = getenv("TJ_EXACT_MATH");
     cfg.exact_math = x && *x && strcmp(x, "0") != 0;
     const char *dc = getenv("TJ_DIRECT_CONV");

@@ -385,6 +385,8 @@ typedef struct rt_config {
     size_t cache_max_bytes; /* TJ_CACHE_MAX_BYTES: the disk cache's bound (default 1 GiB) */
     int num_threads;
     const char *backend; /* TJ_BACKEND: "cpu" (default) or "interp" */
+    int tiered;          /* TJ_TIERED=1: every function runs its first calls on the interpreter
+                            while LLVM compiles in the background (tj_function_options.tiered) */
     int exact_math;      /* TJ_EXACT_MATH=1: compiled transcendentals call libm (bit-exact) */
     int no_direct_conv;  /* TJ_DIRECT_CONV=0: f32 convolutions always use im2col + OpenBLAS */
     int compile_threads; /* TJ_COMPILE_THREADS: 1 compiles each module on one thread (default 2) */
@@ -398,6 +400,9 @@ enum {
     RT_LOG_ALL = 31
 };
 const rt_config *rt_config_get(void);
+/* Set by a thread that compiles in the background (a tiered function's tier-up): its LLVM
+ * compiles run on that thread alone, leaving the other cores to the calls. */
+extern _Thread_local int rt_compile_one_thread;
 void rt_log(unsigned topic, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int rt_log_enabled(unsigned topic);
 

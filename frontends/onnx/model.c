@@ -512,7 +512,8 @@ static tj_status load(tj_onnx_model *m, const void *data, size_t size) {
     if (!st) {
         const char *name = g->name && *g->name ? g->name : "onnx_model";
         m->generic.m = m;
-        if (!(m->fn = tj_function_new_body(name, body, m->n_in, &m->generic, NULL)))
+        tj_function_options fo = {.tiered = !m->opts.compile_first};
+        if (!(m->fn = tj_function_new_body(name, body, m->n_in, &m->generic, &fo)))
             st = tj_set_error(TJ_ERR_INVALID, "onnx: %s: %s", m->path, tj_last_error());
     }
     return st;
@@ -565,6 +566,15 @@ static void spec_free(spec *s, int n_in) {
         tj_release(s->b.fixed[k]);
     free(s->b.fixed);
     free(s);
+}
+
+tj_status tj_onnx_wait_compiled(tj_onnx_model *m) {
+    if (!m || m->magic != OX_MAGIC)
+        return tj_set_error(TJ_ERR_INVALID, "onnx: wait_compiled: not a live model");
+    tj_status st = m->fn ? tj_function_wait_compiled(m->fn) : TJ_OK;
+    for (spec *s = m->specs; s && !st; s = s->next)
+        st = tj_function_wait_compiled(s->fn);
+    return st;
 }
 
 void tj_onnx_free(tj_onnx_model *m) {
@@ -677,7 +687,8 @@ tj_tensor *tj_onnx_call(tj_onnx_model *m, int nargs, tj_tensor *const *args) {
             if (m->is_value[k])
                 s->b.fixed[k] = tj_retain(args[k]); /* unscoped: ours */
         const char *name = m->g->name && *m->g->name ? m->g->name : "onnx_model";
-        if (!(s->fn = tj_function_new_body(name, body, m->n_in, &s->b, NULL))) {
+        tj_function_options fo = {.tiered = !m->opts.compile_first};
+        if (!(s->fn = tj_function_new_body(name, body, m->n_in, &s->b, &fo))) {
             tj_tensor *err = tj_error_new(TJ_ERR_INVALID, "onnx: %s", tj_last_error());
             spec_free(s, m->n_in);
             return err;

@@ -23,6 +23,10 @@ typedef struct tj_onnx_model tj_onnx_model;
 typedef struct tj_onnx_options {
     int initializers_as_variables; /* 1: initializers become tj_variables (trainable, named by
                                       the initializer); 0 (default): constants of the graph */
+    int compile_first; /* 1: a new input signature's first call waits for the native code;
+                          0 (default): tiered, the first calls run on the interpreter while LLVM
+                          compiles in the background (tj_function_options.tiered), as a runtime
+                          session starts */
 } tj_onnx_options;
 
 /* Reads and checks the model at path (or the bytes data[0..size)): the protobuf, the opsets
@@ -33,6 +37,10 @@ TJ_API tj_onnx_model *tj_onnx_load(const char *path, const tj_onnx_options *opts
 TJ_API tj_onnx_model *tj_onnx_load_bytes(const void *data, size_t size, const char *name,
                                          const tj_onnx_options *opts);
 TJ_API void tj_onnx_free(tj_onnx_model *m);
+/* Waits until the native code of every input signature called so far is in place (calls made
+ * meanwhile run on the interpreter; see tj_onnx_options.compile_first). TJ_OK, or
+ * TJ_ERR_INVALID for a NULL or freed model. */
+TJ_API tj_status tj_onnx_wait_compiled(tj_onnx_model *m);
 
 /* The imported function (borrowed): its arguments are the graph's inputs that are not
  * initializers, in order; its result is the one output, or a tuple of the outputs. Inputs that

@@ -298,7 +298,8 @@ jit_cpu_code *jit_cpu_code_compile(LLVMModuleRef m, LLVMContextRef ctx, const ch
         LLVMPrintModuleToFile(m, path, NULL);
     }
     owner = calloc(n_syms ? n_syms : 1, 1);
-    if (owner && cfg->compile_threads > 1 && plan_split(m, syms, n_syms, owner)) {
+    if (owner && cfg->compile_threads > 1 && !rt_compile_one_thread &&
+        plan_split(m, syms, n_syms, owner)) {
         /* the second half: the module's bitcode read into its own context */
         LLVMMemoryBufferRef bc = LLVMWriteBitcodeToMemoryBuffer(m);
         LLVMContextRef c2 = bc ? LLVMContextCreate() : NULL;

@@ -1,0 +1,149 @@
+/* test_tiered.c — tiered functions (tj_function_options.tiered): a new signature's first calls
+ * run on the interpreter while LLVM compiles in a background thread, then calls switch to the
+ * native program. Checked: the first tier is the interpreter and the second native code
+ * (tj_concrete_backend), results agree across the switch and with eager execution, calls from
+ * several threads during the compile (TSan runs this file), one background compile per
+ * signature, freeing a function while its compile runs (joined, nothing leaks), concrete
+ * functions handed out unrun (waiting starts their compile, freeing cancels it), and the errors
+ * of tj_function_wait_compiled. */
+#include <pthread.h>
+#include <tracejit.h>
+
+#include "check.h"
+#include "jit/jit.h"
+
+static tj_tensor *dense(tj_tensor *x, tj_tensor *w) {
+    return tj_relu(tj_add(tj_matmul(x, w), tj_scalar_f32(0.25f)));
+}
+
+static tj_tensor *input(int64_t rows, int64_t cols, float scale) {
+    const int64_t d[2] = {rows, cols};
+    tj_tensor *t = tj_reshape(tj_range(TJ_F32, 0, (double)(rows * cols), 1), 2, d);
+    return tj_sub(tj_mul(tj_sin(t), tj_scalar_f32(scale)), tj_scalar_f32(0.1f));
+}
+
+static int close_to(tj_tensor *a, tj_tensor *b) {
+    if (tj_status_of(a) || tj_status_of(b) || tj_tensor_numel(a) != tj_tensor_numel(b))
+        return 0;
+    for (int64_t i = 0; i < tj_tensor_numel(a); i++)
+        if (fabs(tj_tensor_get_f64(a, i) - tj_tensor_get_f64(b, i)) > 1e-4)
+            return 0;
+    return 1;
+}
+
+typedef struct caller {
+    tj_function *f;
+    tj_tensor *x, *w, *want;
+    int bad;
+} caller;
+
+static void *call_loop(void *arg) {
+    caller *c = arg;
+    for (int i = 0; i < 200; i++) {
+        tj_tensor *args[2] = {c->x, c->w};
+        tj_tensor *y = tj_call(c->f, 2, args);
+        c->bad += !close_to(y, c->want);
+        tj_release(y);
+    }
+    return NULL;
+}
+
+static void tiers(void) {
+    tj_function *f =
+        tj_function_new("dense", (void *)dense, 2, &(tj_function_options){.tiered = 1});
+    CHECK(f != NULL);
+    tj_scope_begin();
+    tj_tensor *x = input(8, 96, 1.0f), *w = input(96, 80, 0.5f);
+    tj_tensor *want = dense(x, w); /* eager */
+    tj_tensor *args[2] = {x, w};
+    tj_tensor *y = tj_call(f, 2, args);
+    CHECK(close_to(y, want));
+    tj_spec specs[2] = {{.dtype = TJ_F32, .rank = 2, .dims = {8, 96}},
+                        {.dtype = TJ_F32, .rank = 2, .dims = {96, 80}}};
+    tj_concrete *c = tj_function_get_concrete(f, 2, specs);
+    CHECK(c != NULL);
+    if (!c) {
+        tj_scope_end();
+        tj_function_free(f);
+        return;
+    }
+    CHECK_STR(c->prog->vt->name, "interp"); /* the first tier, whatever the compile's progress */
+    /* calls from two threads while the compile may still run */
+    caller cs[2] = {{f, x, w, want, 0}, {f, x, w, want, 0}};
+    pthread_t th[2];
+    for (int k = 0; k < 2; k++)
+        pthread_create(&th[k], NULL, call_loop, &cs[k]);
+    for (int k = 0; k < 2; k++)
+        pthread_join(th[k], NULL);
+    CHECK_EQ_INT(cs[0].bad + cs[1].bad, 0);
+    CHECK_EQ_INT(tj_function_wait_compiled(f), TJ_OK);
+    CHECK_STR(tj_concrete_backend(c), "cpu"); /* the second tier: native code */
+    CHECK(close_to(tj_call(f, 2, args), want));
+    CHECK_EQ_INT(tj_function_trace_count(f), 1);
+    /* a new signature: its own first tier and compile */
+    tj_tensor *x2 = input(3, 96, 2.0f);
+    tj_tensor *args2[2] = {x2, w};
+    CHECK(close_to(tj_call(f, 2, args2), dense(x2, w)));
+    CHECK_EQ_INT(tj_function_wait_compiled(f), TJ_OK);
+    CHECK_EQ_INT(tj_function_n_concrete(f), 2);
+    tj_scope_end();
+    tj_release(y);
+    tj_function_free(f);
+}
+
+/* Freed while compiling: the free joins the thread (ASan/LSan: nothing leaks or is used after). */
+static void free_while_compiling(void) {
+    for (int i = 0; i < 3; i++) {
+        tj_function *f =
+            tj_function_new("dense", (void *)dense, 2, &(tj_function_options){.tiered = 1});
+        tj_scope_begin();
+        tj_tensor *x = input(4, 64 + i, 1.0f), *w = input(64 + i, 70, 1.0f);
+        tj_tensor *args[2] = {x, w};
+        CHECK(close_to(tj_call(f, 2, args), dense(x, w)));
+        tj_scope_end();
+        tj_function_free(f);
+    }
+}
+
+/* Concrete functions handed out unrun: waiting starts their compile; freeing one cancels it. */
+static void unrun(void) {
+    tj_spec specs[2] = {{.dtype = TJ_F32, .rank = 2, .dims = {5, 70}},
+                        {.dtype = TJ_F32, .rank = 2, .dims = {70, 9}}};
+    tj_function *f =
+        tj_function_new("dense", (void *)dense, 2, &(tj_function_options){.tiered = 1});
+    tj_concrete *c = tj_function_get_concrete(f, 2, specs);
+    CHECK_STR(tj_concrete_backend(c), "interp");
+    CHECK_EQ_INT(tj_function_wait_compiled(f), TJ_OK);
+    CHECK_STR(tj_concrete_backend(c), "cpu");
+    tj_function_free(f);
+    f = tj_function_new("dense", (void *)dense, 2, &(tj_function_options){.tiered = 1});
+    CHECK(tj_function_get_concrete(f, 2, specs) != NULL);
+    tj_function_free(f); /* its compile never started: cancelled, joined */
+}
+
+static void errors(void) {
+    CHECK_EQ_INT(tj_function_wait_compiled(NULL), TJ_ERR_INVALID);
+    CHECK_HAS(tj_last_error(), "function_wait_compiled: a NULL function");
+    CHECK_STR(tj_concrete_backend(NULL), "");
+    /* an untiered function: native code from the first call */
+    tj_function *f = tj_function_new("dense", (void *)dense, 2, NULL);
+    tj_scope_begin();
+    tj_tensor *x = input(2, 8, 1.0f), *w = input(8, 3, 1.0f);
+    tj_tensor *args[2] = {x, w};
+    tj_release(tj_call(f, 2, args));
+    tj_spec specs[2] = {{.dtype = TJ_F32, .rank = 2, .dims = {2, 8}},
+                        {.dtype = TJ_F32, .rank = 2, .dims = {8, 3}}};
+    CHECK_STR(tj_concrete_backend(tj_function_get_concrete(f, 2, specs)), "cpu");
+    tj_scope_end();
+    tj_function_free(f);
+}
+
+int main(void) {
+    if (getenv("TJ_BACKEND")) /* the tiers are the interpreter and the CPU backend */
+        return 77;
+    tiers();
+    free_while_compiling();
+    unrun();
+    errors();
+    return check_done();
+}
