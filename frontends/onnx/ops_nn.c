@@ -385,6 +385,99 @@ CONV(c_softmax_ce_loss) {
 CONV(c_cast_like) {
     return one(out, tj_cast(in[0], tj_tensor_dtype(in[1])));
 }
+/* ---- quantization (QDQ models) -----------------------------------------------------------------
+ * scale / zero point, a scalar or (opset 13) a vector along `axis`, reshaped to broadcast */
+static tj_tensor *along(tj_tensor *v, int rank, int axis) {
+    if (!v || tj_tensor_rank(v) != 1 || rank < 1)
+        return v;
+    int64_t d[TJ_MAX_RANK];
+    for (int k = 0; k < rank; k++)
+        d[k] = k == axis ? tj_tensor_dims(v)[0] : 1;
+    return tj_reshape(v, rank, d);
+}
+
+/* round half to even, then + zero point, saturated by the cast to the zero point's dtype */
+static tj_tensor *quantize(tj_tensor *x, tj_tensor *scale, tj_tensor *zp, tj_dtype dt) {
+    tj_tensor *q = tj_round(tj_div(tj_cast(x, TJ_F32), tj_cast(scale, TJ_F32)));
+    if (zp)
+        q = tj_add(q, tj_cast(zp, TJ_F32));
+    return tj_cast(q, dt); /* float -> int saturates at the type's range */
+}
+
+CONV(c_quantize_linear) {
+    (void)n_out;
+    tj_tensor *x = in[0];
+    int r = tj_tensor_rank(x), axis = axis_of(ox_attr_i(n, "axis", 1), r > 0 ? r : 1);
+    tj_tensor *zp = n_in > 2 ? in[2] : NULL;
+    tj_dtype dt = zp ? tj_tensor_dtype(zp) : TJ_U8;
+    if (dt != TJ_U8 && dt != TJ_I8)
+        return ox_fail(n, TJ_ERR_UNSUPPORTED, "zero point of dtype %s (uint8 or int8)",
+                       tj_dtype_name(dt));
+    return one(out, quantize(x, along(in[1], r, axis), along(zp, r, axis), dt));
+}
+
+CONV(c_dequantize_linear) {
+    (void)n_out;
+    tj_tensor *x = in[0];
+    int r = tj_tensor_rank(x), axis = axis_of(ox_attr_i(n, "axis", 1), r > 0 ? r : 1);
+    tj_tensor *v = tj_cast(x, TJ_F32);
+    if (n_in > 2 && in[2])
+        v = tj_sub(v, tj_cast(along(in[2], r, axis), TJ_F32));
+    return one(out, tj_mul(v, tj_cast(along(in[1], r, axis), TJ_F32)));
+}
+
+/* y_scale from the range of x and 0, y_zero_point where 0 lands, y in uint8 */
+CONV(c_dynamic_quantize_linear) {
+    (void)n_in;
+    tj_tensor *x = tj_cast(in[0], TJ_F32);
+    tj_tensor *lo = tj_minimum(tj_min(x, 0, NULL, 0), tj_scalar_f32(0)),
+              *hi = tj_maximum(tj_max(x, 0, NULL, 0), tj_scalar_f32(0));
+    tj_tensor *scale = tj_div(tj_sub(hi, lo), tj_scalar_f32(255));
+    tj_tensor *zp = tj_cast(tj_round(tj_sub(tj_scalar_f32(0), tj_div(lo, scale))), TJ_U8);
+    out[0] = quantize(x, scale, zp, TJ_U8);
+    if (n_out > 1)
+        out[1] = scale;
+    if (n_out > 2)
+        out[2] = zp;
+    return TJ_OK;
+}
+
+/* ---- window functions (opset 17): sums of cosines of 2 pi k / N over k < size ------------------
+ */
+static tj_status window(const ox_node *n, tj_tensor *size, tj_tensor **out, double a0, double a1,
+                        double a2) {
+    int64_t *v = NULL, nv = ox_host_ints(n, size, "size", &v);
+    if (nv != 1) {
+        free(v);
+        return nv < 0 ? TJ_ERR_UNSUPPORTED
+                      : ox_fail(n, TJ_ERR_SHAPE, "size has %lld values, not one", (long long)nv);
+    }
+    int64_t len = v[0];
+    free(v);
+    int dt = ox_dtype((int32_t)ox_attr_i(n, "output_datatype", 1));
+    if (len < 0 || dt < 0 || !(dt == TJ_F32 || dt == TJ_F64 || dt == TJ_F16))
+        return ox_fail(n, TJ_ERR_INVALID, "size %lld, output_datatype %lld", (long long)len,
+                       (long long)ox_attr_i(n, "output_datatype", 1));
+    double den = ox_attr_i(n, "periodic", 1) ? (double)len : (double)(len - 1);
+    tj_tensor *w = tj_mul(tj_range(TJ_F64, 0, (double)len, 1), tj_scalar_f64(2 * M_PI / den));
+    tj_tensor *y = tj_add(tj_scalar_f64(a0), tj_mul(tj_scalar_f64(a1), tj_cos(w)));
+    if (a2 != 0)
+        y = tj_add(y, tj_mul(tj_scalar_f64(a2), tj_cos(tj_mul(w, tj_scalar_f64(2)))));
+    return one(out, tj_cast(y, (tj_dtype)dt));
+}
+CONV(c_hann_window) {
+    (void)n_in, (void)n_out;
+    return window(n, in[0], out, 0.5, -0.5, 0);
+}
+CONV(c_hamming_window) {
+    (void)n_in, (void)n_out;
+    return window(n, in[0], out, 25.0 / 46, -(1 - 25.0 / 46), 0);
+}
+CONV(c_blackman_window) {
+    (void)n_in, (void)n_out;
+    return window(n, in[0], out, 0.42, -0.5, 0.08);
+}
+
 CONV(c_shrink) {
     tj_tensor *x = in[0];
     float l = ox_attr_f(n, "lambd", 0.5f), b = ox_attr_f(n, "bias", 0.0f);
@@ -411,13 +504,18 @@ const ox_op ox_ops_nn[] = {
     {"Asinh", c_asinh, 1, 1, 9, 0},
     {"Atanh", c_atanh, 1, 1, 9, 0},
     {"BatchNormalization", c_batch_norm, 5, 5, 1, 0},
+    {"BlackmanWindow", c_blackman_window, 1, 1, 17, 0x1},
     {"CastLike", c_cast_like, 2, 2, 15, 0},
     {"CumSum", c_cumsum, 2, 2, 11, 0x2},
     {"DepthToSpace", c_depth_to_space, 1, 1, 1, 0},
+    {"DequantizeLinear", c_dequantize_linear, 2, 3, 10, 0},
+    {"DynamicQuantizeLinear", c_dynamic_quantize_linear, 1, 1, 11, 0},
     {"EyeLike", c_eye_like, 1, 1, 9, 0},
     {"GatherElements", c_gather_elements, 2, 2, 11, 0},
     {"GlobalAveragePool", c_global_average_pool, 1, 1, 1, 0},
     {"GlobalMaxPool", c_global_max_pool, 1, 1, 1, 0},
+    {"HammingWindow", c_hamming_window, 1, 1, 17, 0x1},
+    {"HannWindow", c_hann_window, 1, 1, 17, 0x1},
     {"Hardmax", c_hardmax, 1, 1, 1, 0},
     {"InstanceNormalization", c_instance_norm, 3, 3, 1, 0},
     {"LayerNormalization", c_layer_norm, 2, 3, 17, 0},
@@ -425,6 +523,7 @@ const ox_op ox_ops_nn[] = {
     {"MeanVarianceNormalization", c_mvn, 1, 1, 9, 0},
     {"NegativeLogLikelihoodLoss", c_nll_loss, 2, 3, 12, 0},
     {"OneHot", c_one_hot, 3, 3, 9, 0x6},
+    {"QuantizeLinear", c_quantize_linear, 2, 3, 10, 0},
     {"Shrink", c_shrink, 1, 1, 9, 0},
     {"SoftmaxCrossEntropyLoss", c_softmax_ce_loss, 2, 3, 12, 0},
     {"SpaceToDepth", c_space_to_depth, 1, 1, 1, 0},
