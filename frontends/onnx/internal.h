@@ -12,11 +12,18 @@
 #include "onnx.pb-c.h"
 #include "tj_onnx.h"
 
-/* The node being converted, for messages. */
+/* Where a node is converted: the model and the names in scope (model.c's env chain). */
+typedef struct ox_scope {
+    const struct tj_onnx_model *m;
+    const struct env *e;
+} ox_scope;
+
+/* The node being converted, for messages; scope: for converters that run subgraphs. */
 typedef struct ox_node {
     const Onnx__NodeProto *p;
     int index;
     int opset;
+    const ox_scope *scope;
 } ox_node;
 
 /* A converter: in[0..n_in) are the node's inputs (NULL for an omitted optional one); writes
@@ -32,6 +39,12 @@ typedef struct ox_op {
     int since;          /* the first opset this converter implements */
     uint32_t values;    /* bit k: input k is read as values (a shape, axes), not computed on */
 } ox_op;
+
+/* Runs subgraph g (an If branch, a Loop or Scan body) in n's scope: its inputs bound to
+ * in[0..n_in), its nodes converted (names of the enclosing graphs visible), its outputs in
+ * out[0..n_out) (tensors of the current scope). TJ_OK or the error set. */
+tj_status ox_subgraph(const ox_node *n, const Onnx__GraphProto *g, int n_in, tj_tensor *const *in,
+                      int n_out, tj_tensor **out);
 
 /* The converter of op_type at opset, or NULL. */
 const ox_op *ox_find_op(const char *op_type, int opset);
@@ -64,10 +77,10 @@ const char *ox_type_name(int32_t onnx_type);
 /* A whole file (malloc'd, *size bytes), or NULL with the error set naming it. */
 unsigned char *ox_read_file(const char *path, size_t *size);
 
-/* The op tables (ops.c, ops_shape.c, ops_nn.c, ops_conv.c, ops_resize.c, ops_index.c), each
- * ended by a NULL name. */
+/* The op tables (ops.c, ops_shape.c, ops_nn.c, ops_conv.c, ops_resize.c, ops_index.c,
+ * ops_control.c), each ended by a NULL name. */
 extern const ox_op ox_ops_math[], ox_ops_shape[], ox_ops_nn[], ox_ops_conv[], ox_ops_resize[],
-    ox_ops_index[];
+    ox_ops_index[], ox_ops_control[];
 
 /* ---- shared by the converters ---------------------------------------------------------------- */
 #define CONV(name)                                                                                 \

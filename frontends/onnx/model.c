@@ -177,8 +177,8 @@ static int compute_half(const Onnx__NodeProto *p, tj_tensor **in) {
 }
 
 const ox_op *ox_find_op(const char *op_type, int opset) {
-    const ox_op *tables[6] = {ox_ops_math, ox_ops_shape,  ox_ops_nn,
-                              ox_ops_conv, ox_ops_resize, ox_ops_index};
+    const ox_op *tables[7] = {ox_ops_math,   ox_ops_shape, ox_ops_nn,     ox_ops_conv,
+                              ox_ops_resize, ox_ops_index, ox_ops_control};
     for (size_t t = 0; t < sizeof tables / sizeof *tables; t++)
         for (const ox_op *o = tables[t]; o->name; o++)
             if (!strcmp(o->name, op_type))
@@ -240,12 +240,14 @@ typedef struct env {
     const char **names;
     tj_tensor **vals;
     uint32_t n, cap;
+    const struct env *parent; /* a subgraph's: the enclosing graph's names (outer scope) */
 } env;
 
 static tj_tensor *env_get(const env *e, const char *name) {
-    for (uint32_t i = e->n; i-- > 0;) /* the latest binding of a name */
-        if (!strcmp(e->names[i], name))
-            return e->vals[i];
+    for (; e; e = e->parent)
+        for (uint32_t i = e->n; i-- > 0;) /* the latest binding of a name */
+            if (!strcmp(e->names[i], name))
+                return e->vals[i];
     return NULL;
 }
 
@@ -266,6 +268,95 @@ static int env_put(env *e, const char *name, tj_tensor *v) {
     return 0;
 }
 
+/* Converts g's nodes in order into tracejit ops on the names of e (ops[i]: node i's converter,
+ * or NULL to look each up: a subgraph's). */
+static tj_status run_nodes(const tj_onnx_model *m, const Onnx__GraphProto *g,
+                           const ox_op *const *ops, env *e) {
+    tj_status st = TJ_OK;
+    ox_scope sc = {m, e};
+    tj_tensor *stack_in[16], *stack_out[16];
+    for (size_t i = 0; i < g->n_node && !st; i++) {
+        const Onnx__NodeProto *p = g->node[i];
+        ox_node n = {p, (int)i, m->opset, &sc};
+        const ox_op *op = ops ? ops[i] : ox_find_op(p->op_type, m->opset);
+        /* converters may look at optional inputs past the ones given: those read NULL */
+        tj_tensor **in = p->n_input <= 8 ? stack_in : calloc(p->n_input + 8, sizeof *in);
+        if (in == stack_in)
+            memset(stack_in, 0, sizeof stack_in);
+        tj_tensor **out = p->n_output <= 16 ? stack_out : calloc(p->n_output, sizeof *out);
+        if (!in || !out) {
+            st = tj_set_error(TJ_ERR_OOM, "onnx: out of memory");
+        } else if (!op) {
+            st = ox_fail(&n, TJ_ERR_UNSUPPORTED, "op %s is not supported by tracejit", p->op_type);
+        } else {
+            for (size_t k = 0; k < p->n_input; k++)
+                in[k] = p->input[k][0] ? env_get(e, p->input[k]) : NULL;
+            for (size_t k = 0; k < p->n_output; k++)
+                out[k] = NULL;
+            /* inputs all known (initializers, constants, shapes): computed now, eagerly, so that
+             * what needs values (a Reshape's target) can read them */
+            int known = 1;
+            for (size_t k = 0; k < p->n_input; k++)
+                known &= !in[k] || !tj_tensor_is_symbolic(in[k]);
+            if (known)
+                tj_init_scope_begin();
+            int half = compute_half(p, in);
+            st = op->fn(&n, (int)p->n_input, in, (int)p->n_output, out);
+            for (size_t k = 0; k < p->n_output && half && !st; k++)
+                if (out[k] && tj_tensor_dtype(out[k]) == TJ_F32)
+                    out[k] = tj_cast(out[k], (tj_dtype)half);
+            if (known)
+                tj_init_scope_end();
+            for (size_t k = 0; k < p->n_output && !st; k++) {
+                if (!out[k] && p->output[k][0])
+                    st = ox_fail(&n, TJ_ERR_UNSUPPORTED, "output %zu ('%s') is not produced", k,
+                                 p->output[k]);
+                else if (out[k] && tj_status_of(out[k]))
+                    st = ox_fail(&n, tj_status_of(out[k]), "%s", tj_error_message(out[k]));
+                else if (out[k] && env_put(e, p->output[k], out[k]))
+                    st = tj_set_error(TJ_ERR_OOM, "onnx: out of memory");
+            }
+        }
+        if (in != stack_in)
+            free(in);
+        if (out != stack_out)
+            free(out);
+    }
+    return st;
+}
+
+tj_status ox_subgraph(const ox_node *n, const Onnx__GraphProto *g, int n_in, tj_tensor *const *in,
+                      int n_out, tj_tensor **out) {
+    if (!n->scope || !g)
+        return ox_fail(n, TJ_ERR_INVALID, "a subgraph outside a model's trace");
+    if ((int)g->n_input != n_in || (int)g->n_output != n_out)
+        return ox_fail(n, TJ_ERR_SHAPE,
+                       "the body '%s' takes %zu inputs and gives %zu outputs, "
+                       "%d and %d expected",
+                       g->name ? g->name : "", g->n_input, g->n_output, n_in, n_out);
+    env e = {.parent = n->scope->e};
+    tj_status st = TJ_OK;
+    for (int k = 0; k < n_in && !st; k++)
+        if (env_put(&e, g->input[k]->name, in[k]))
+            st = tj_set_error(TJ_ERR_OOM, "onnx: out of memory");
+    for (size_t k = 0; k < g->n_initializer && !st; k++) {
+        tj_tensor *v = ox_tensor(g->initializer[k], g->initializer[k]->name);
+        if (tj_status_of(v))
+            st = ox_fail(n, tj_status_of(v), "%s", tj_error_message(v));
+        else if (env_put(&e, g->initializer[k]->name, v))
+            st = tj_set_error(TJ_ERR_OOM, "onnx: out of memory");
+    }
+    if (!st)
+        st = run_nodes(n->scope->m, g, NULL, &e);
+    for (int k = 0; k < n_out && !st; k++)
+        if (!(out[k] = env_get(&e, g->output[k]->name)))
+            st = ox_fail(n, TJ_ERR_INVALID, "the body's output '%s' is not produced",
+                         g->output[k]->name);
+    free(e.names);
+    free(e.vals);
+    return st;
+}
+
 /* The traced body: args are the graph's non-initializer inputs. Tensors made here belong to
  * the trace's scope. */
 static tj_tensor *body(int nargs, tj_tensor *const *args, void *user) {
@@ -282,51 +373,8 @@ static tj_tensor *body(int nargs, tj_tensor *const *args, void *user) {
         if (env_put(&e, g->initializer[k]->name, v))
             st = tj_set_error(TJ_ERR_OOM, "onnx: out of memory");
     }
-    tj_tensor *stack_in[16], *stack_out[16];
-    for (size_t i = 0; i < g->n_node && !st; i++) {
-        const Onnx__NodeProto *p = g->node[i];
-        ox_node n = {p, (int)i, m->opset};
-        /* converters may look at optional inputs past the ones given: those read NULL */
-        tj_tensor **in = p->n_input <= 8 ? stack_in : calloc(p->n_input + 8, sizeof *in);
-        if (in == stack_in)
-            memset(stack_in, 0, sizeof stack_in);
-        tj_tensor **out = p->n_output <= 16 ? stack_out : calloc(p->n_output, sizeof *out);
-        if (!in || !out) {
-            st = tj_set_error(TJ_ERR_OOM, "onnx: out of memory");
-        } else {
-            for (size_t k = 0; k < p->n_input; k++)
-                in[k] = p->input[k][0] ? env_get(&e, p->input[k]) : NULL;
-            for (size_t k = 0; k < p->n_output; k++)
-                out[k] = NULL;
-            /* inputs all known (initializers, constants, shapes): computed now, eagerly, so that
-             * what needs values (a Reshape's target) can read them */
-            int known = 1;
-            for (size_t k = 0; k < p->n_input; k++)
-                known &= !in[k] || !tj_tensor_is_symbolic(in[k]);
-            if (known)
-                tj_init_scope_begin();
-            int half = compute_half(p, in);
-            st = m->ops[i]->fn(&n, (int)p->n_input, in, (int)p->n_output, out);
-            for (size_t k = 0; k < p->n_output && half && !st; k++)
-                if (out[k] && tj_tensor_dtype(out[k]) == TJ_F32)
-                    out[k] = tj_cast(out[k], (tj_dtype)half);
-            if (known)
-                tj_init_scope_end();
-            for (size_t k = 0; k < p->n_output && !st; k++) {
-                if (!out[k] && p->output[k][0])
-                    st = ox_fail(&n, TJ_ERR_UNSUPPORTED, "output %zu ('%s') is not produced", k,
-                                 p->output[k]);
-                else if (out[k] && tj_status_of(out[k]))
-                    st = ox_fail(&n, tj_status_of(out[k]), "%s", tj_error_message(out[k]));
-                else if (out[k] && env_put(&e, p->output[k], out[k]))
-                    st = tj_set_error(TJ_ERR_OOM, "onnx: out of memory");
-            }
-        }
-        if (in != stack_in)
-            free(in);
-        if (out != stack_out)
-            free(out);
-    }
+    if (!st)
+        st = run_nodes(m, g, m->ops, &e);
     tj_tensor *r = NULL;
     if (st) {
         r = tj_error_new(st, "%s", tj_last_error());
@@ -399,7 +447,7 @@ static tj_status check_graph(tj_onnx_model *m) {
     const Onnx__GraphProto *g = m->g;
     for (size_t i = 0; i < g->n_node; i++) {
         const Onnx__NodeProto *p = g->node[i];
-        ox_node n = {p, (int)i, m->opset};
+        ox_node n = {p, (int)i, m->opset, NULL};
         if (!p->op_type)
             return tj_set_error(TJ_ERR_CORRUPT, "onnx: %s: node %zu has no op type", m->path, i);
         if (p->domain && *p->domain && strcmp(p->domain, "ai.onnx"))

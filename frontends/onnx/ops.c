@@ -40,7 +40,7 @@ UNARY(c_round, tj_round(x))
 UNARY(c_sign, tj_sign(x))
 UNARY(c_not, tj_logical_not(x))
 UNARY(c_isnan, tj_isnan(x))
-UNARY(c_identity, tj_add(x, like(x, 0)))
+UNARY(c_identity, tj_reshape(x, tj_tensor_rank(x), tj_tensor_dims(x))) /* any dtype; -0 stays -0 */
 UNARY(c_reciprocal, tj_div(like(x, 1), x))
 UNARY(c_softplus, tj_log(tj_add(tj_exp(x), like(x, 1))))
 UNARY(c_softsign, tj_div(x, tj_add(tj_abs(x), like(x, 1))))
