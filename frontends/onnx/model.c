@@ -289,19 +289,24 @@ static tj_status run_nodes(const tj_onnx_model *m, const Onnx__GraphProto *g,
         } else if (!op) {
             st = ox_fail(&n, TJ_ERR_UNSUPPORTED, "op %s is not supported by tracejit", p->op_type);
         } else {
-            for (size_t k = 0; k < p->n_input; k++)
+            for (size_t k = 0; k < p->n_input && !st; k++) {
                 in[k] = p->input[k][0] ? env_get(e, p->input[k]) : NULL;
+                if (!in[k] && p->input[k][0]) /* a subgraph's names are checked here */
+                    st = ox_fail(&n, TJ_ERR_INVALID, "input %zu '%s' is not produced", k,
+                                 p->input[k]);
+            }
             for (size_t k = 0; k < p->n_output; k++)
                 out[k] = NULL;
             /* inputs all known (initializers, constants, shapes): computed now, eagerly, so that
              * what needs values (a Reshape's target) can read them */
-            int known = 1;
+            int known = !st;
             for (size_t k = 0; k < p->n_input; k++)
                 known &= !in[k] || !tj_tensor_is_symbolic(in[k]);
             if (known)
                 tj_init_scope_begin();
-            int half = compute_half(p, in);
-            st = op->fn(&n, (int)p->n_input, in, (int)p->n_output, out);
+            int half = st ? 0 : compute_half(p, in);
+            if (!st)
+                st = op->fn(&n, (int)p->n_input, in, (int)p->n_output, out);
             for (size_t k = 0; k < p->n_output && half && !st; k++)
                 if (out[k] && tj_tensor_dtype(out[k]) == TJ_F32)
                     out[k] = tj_cast(out[k], (tj_dtype)half);

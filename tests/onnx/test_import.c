@@ -527,6 +527,69 @@ static void det_values(void) {
     tj_onnx_free(m);
 }
 
+/* If: each branch a one-node subgraph reading the enclosing graph's x (captured by the cond);
+ * a branch reading a name no graph defines is an error naming it. */
+static void if_branches(const char *else_input, const char *want_error) {
+    builder b;
+    init(&b, 13);
+    static char *in[1] = {"c"}, *out[1] = {"y"}, *t_in[1] = {"x"}, *t_out[1] = {"t"},
+                *e_out[1] = {"e"};
+    static char *e_in[1];
+    e_in[0] = (char *)else_input;
+    int64_t xd[1] = {3};
+    b.ins[b.g.n_input++] = value(&b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, xd);
+    b.ins[b.g.n_input++] = value(&b, "c", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, 0, NULL);
+    b.outs[b.g.n_output++] = value(&b, "y", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, xd);
+    node(&b, "If", 1, in, 1, out);
+    /* the branches: then = Neg(x), else = Abs(else_input) */
+    static Onnx__GraphProto br[2];
+    static Onnx__NodeProto bn[2], *pbn[2][1];
+    static Onnx__ValueInfoProto *bout[2][1];
+    static Onnx__AttributeProto ba[2], *pba[2];
+    const char *names[2] = {"then_branch", "else_branch"}, *ops[2] = {"Neg", "Abs"};
+    char **bins[2] = {t_in, e_in}, **bouts[2] = {t_out, e_out};
+    for (int k = 0; k < 2; k++) {
+        onnx__graph_proto__init(&br[k]);
+        onnx__node_proto__init(&bn[k]);
+        bn[k].op_type = (char *)ops[k];
+        bn[k].n_input = 1, bn[k].input = bins[k];
+        bn[k].n_output = 1, bn[k].output = bouts[k];
+        pbn[k][0] = &bn[k];
+        br[k].n_node = 1, br[k].node = pbn[k];
+        bout[k][0] = value(&b, bouts[k][0], ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, xd);
+        br[k].n_output = 1, br[k].output = bout[k];
+        onnx__attribute_proto__init(&ba[k]);
+        ba[k].name = (char *)names[k];
+        ba[k].has_type = 1, ba[k].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH;
+        ba[k].g = &br[k];
+        pba[k] = &ba[k];
+    }
+    b.pnodes[0]->n_attribute = 2;
+    b.pnodes[0]->attribute = pba;
+    tj_onnx_model *m = load_built(&b, "if");
+    CHECK_MSG(m != NULL, "%s", tj_last_error());
+    if (!m)
+        return;
+    const float xv[3] = {1, -2, 3};
+    tj_tensor *x = tj_tensor_from_data(TJ_F32, 1, xd, xv);
+    for (int c = 0; c < 2; c++) {
+        tj_tensor *args[2] = {x, tj_scalar_bool(c == 1)};
+        tj_tensor *y = tj_onnx_call(m, 2, args);
+        if (want_error) {
+            CHECK(tj_status_of(y) != TJ_OK);
+            CHECK_HAS(tj_error_message(y), want_error);
+        } else {
+            CHECK_MSG(tj_status_of(y) == TJ_OK, "%s", tj_error_message(y));
+            for (int i = 0; i < 3 && !tj_status_of(y); i++)
+                CHECK_NEAR(tj_tensor_get_f64(y, i), c ? -xv[i] : fabs(xv[i]), 0);
+        }
+        tj_release(y);
+        tj_release(args[1]);
+    }
+    tj_release(x);
+    tj_onnx_free(m);
+}
+
 /* Scatter, Compress, TopK, Einsum and BitShift refuse what does not fit, naming the node. */
 static void index_op_errors(void) {
     static int64_t k5[1] = {5}, c4[4] = {1, 0, 1, 1}, one[1] = {1};
@@ -612,6 +675,8 @@ int main(void) {
     converter_errors();
     index_op_errors();
     det_values();
+    if_branches("x", NULL);
+    if_branches("nowhere", "(Abs, opset 13): input 0 'nowhere' is not produced");
     write_tensors();
     values_through_nodes();
     resize_values();
