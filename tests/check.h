@@ -90,6 +90,18 @@ static inline void check_rm_dir(const char *dir) {
     rmdir(dir);
 }
 
+#ifdef TRACEJIT_H
+/* Whether t's values print as `want` (tj_tensor_values_str); says what they print otherwise. */
+static inline int check_values_str(tj_tensor *t, const char *want) {
+    char *s = tj_tensor_values_str(t);
+    int ok = s && strcmp(s, want) == 0;
+    if (!ok)
+        fprintf(stderr, "  \"%s\" != \"%s\"\n", s ? s : "(null)", want);
+    free(s);
+    return ok;
+}
+#endif
+
 static inline int check_done(void) {
     printf("%d checks, %d failed\n", check_count_, check_failures_);
     return check_failures_ ? 1 : 0;

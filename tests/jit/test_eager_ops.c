@@ -53,15 +53,6 @@ static void count_release(void *user) {
     (void)user;
 }
 
-static int str_is(tj_tensor *t, const char *want) {
-    char *s = tj_tensor_values_str(t);
-    int ok = s && strcmp(s, want) == 0;
-    if (!ok)
-        fprintf(stderr, "  \"%s\" != \"%s\"\n", s ? s : "(null)", want);
-    free(s);
-    return ok;
-}
-
 int main(void) {
     tj_scope_begin();
     tj_set_eager(0);
@@ -243,15 +234,15 @@ int main(void) {
     /* strings */
     const char *words[2] = {"ab", "c"};
     tj_tensor *s = tj_tensor_from_data(TJ_STRING, 1, D(2), words);
-    CHECK(str_is(tj_str_concat(s, tj_scalar_str("!")), "[ab! c!]"));
-    CHECK(str_is(tj_add(tj_scalar_str("x"), s), "[xab xc]"));
-    CHECK(str_is(tj_add(tj_scalar_str("tj"), tj_static_str("it")), "tjit"));
+    CHECK(check_values_str(tj_str_concat(s, tj_scalar_str("!")), "[ab! c!]"));
+    CHECK(check_values_str(tj_add(tj_scalar_str("x"), s), "[xab xc]"));
+    CHECK(check_values_str(tj_add(tj_scalar_str("tj"), tj_static_str("it")), "tjit"));
     IS(tj_equal(s, tj_scalar_str("c")), TJ_BOOL, 1, D(2), V(0, 1));
     CHECK(tj_status_of(tj_mul(s, s)) != TJ_OK);
 
     /* text forms */
-    CHECK(str_is(xi, "[-7 -2 3 8]"));
-    CHECK(str_is(tj_scalar_f32(2.2f), "2.2"));
+    CHECK(check_values_str(xi, "[-7 -2 3 8]"));
+    CHECK(check_values_str(tj_scalar_f32(2.2f), "2.2"));
     char *txt = tj_tensor_str(tj_scalar_i32(2));
     CHECK_STR(txt, "tj.Tensor(2, shape=(), dtype=int32)");
     free(txt);

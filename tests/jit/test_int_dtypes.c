@@ -407,22 +407,13 @@ static void compiled_casts(void) {
     tj_jit_free(fn);
 }
 
-static int str_is(tj_tensor *t, const char *want) {
-    char *s = tj_tensor_values_str(t);
-    int ok = s && strcmp(s, want) == 0;
-    if (!ok)
-        fprintf(stderr, "  \"%s\" != \"%s\"\n", s ? s : "(null)", want);
-    free(s);
-    return ok;
-}
-
 static void printing_and_scalars(void) {
     tj_scope_begin();
     const int64_t d2[1] = {2};
     uint64_t u[2] = {UINT64_MAX, 3};
     int8_t s[2] = {-128, 5};
-    CHECK(str_is(tj_tensor_from_data(TJ_U64, 1, d2, u), "[18446744073709551615 3]"));
-    CHECK(str_is(tj_tensor_from_data(TJ_I8, 1, d2, s), "[-128 5]"));
+    CHECK(check_values_str(tj_tensor_from_data(TJ_U64, 1, d2, u), "[18446744073709551615 3]"));
+    CHECK(check_values_str(tj_tensor_from_data(TJ_I8, 1, d2, s), "[-128 5]"));
     CHECK(!strcmp(tj_dtype_name(TJ_U16), "uint16") && tj_dtype_size(TJ_U16) == 2);
     /* a host scalar takes the tensor's dtype when its value fits */
     uint8_t b[2] = {250, 1};
