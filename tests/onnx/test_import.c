@@ -500,6 +500,53 @@ static void index_error(const char *op, int opset, int64_t *iv, size_t ni, const
     tj_onnx_free(m);
 }
 
+/* QuantizeLinear: values round half to even and saturate at the zero point's dtype; a zero point
+ * of another integer dtype is refused by name. */
+static void quantize(int zp_int64) {
+    builder b;
+    init(&b, 13);
+    static char *in[3] = {"x", "s", "z"}, *out[1] = {"y"};
+    static float sv[1] = {0.5f};
+    static int32_t zv[1] = {250};
+    static int64_t zv64[1] = {3};
+    int64_t xd[1] = {5};
+    b.ins[b.g.n_input++] = value(&b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, xd);
+    b.outs[b.g.n_output++] = value(&b, "y", ONNX__TENSOR_PROTO__DATA_TYPE__UINT8, 1, xd);
+    init_f32(&b, "s", 0, NULL, sv, 1);
+    if (zp_int64) {
+        init_i64(&b, "z", 0, NULL, zv64, 1);
+    } else { /* a uint8 scalar in int32_data, as onnx.proto stores it */
+        Onnx__TensorProto *t = &b.inits[b.g.n_initializer];
+        onnx__tensor_proto__init(t);
+        t->name = "z";
+        t->has_data_type = 1;
+        t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__UINT8;
+        t->n_int32_data = 1;
+        t->int32_data = zv;
+        b.pinits[b.g.n_initializer++] = t;
+    }
+    node(&b, "QuantizeLinear", 3, in, 1, out);
+    tj_onnx_model *m = load_built(&b, "quantize");
+    CHECK_MSG(m != NULL, "%s", tj_last_error());
+    if (!m)
+        return;
+    const float xv[5] = {0.25f, 0.75f, -200.0f, 1.0f, 100.0f};
+    tj_tensor *x = tj_tensor_from_data(TJ_F32, 1, xd, xv);
+    tj_tensor *y = tj_onnx_call(m, 1, &x);
+    if (zp_int64) {
+        CHECK_EQ_INT(tj_status_of(y), TJ_ERR_UNSUPPORTED);
+        CHECK_HAS(tj_error_message(y), "(QuantizeLinear, opset 13): zero point of dtype int64");
+    } else { /* x / 0.5 rounded half to even, + 250, saturated to [0, 255] */
+        const double want[5] = {250, 252, 0, 252, 255};
+        CHECK_EQ_INT(tj_tensor_dtype(y), TJ_U8);
+        for (int i = 0; i < 5 && !tj_status_of(y); i++)
+            CHECK_NEAR(tj_tensor_get_f64(y, i), want[i], 0);
+    }
+    tj_release(y);
+    tj_release(x);
+    tj_onnx_free(m);
+}
+
 /* Det: row swaps flip the sign, a singular matrix gives 0, batches stay apart. */
 static void det_values(void) {
     builder b;
@@ -675,6 +722,8 @@ int main(void) {
     converter_errors();
     index_op_errors();
     det_values();
+    quantize(0);
+    quantize(1);
     if_branches("x", NULL);
     if_branches("nowhere", "(Abs, opset 13): input 0 'nowhere' is not produced");
     write_tensors();
