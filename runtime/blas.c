@@ -23,6 +23,21 @@ static pthread_mutex_t env_mu = PTHREAD_MUTEX_INITIALIZER;
 static rt_blas lib;
 static bool have;
 static char info[256] = "openblas: not loaded";
+static rt_sgemm_fn real_sgemm;
+static rt_dgemm_fn real_dgemm;
+
+/* OpenBLAS's threads take the cores: the pool's spinning workers sleep first (pool.c) */
+static void quiet_sgemm(int order, int ta, int tb, int m, int n, int k, float alpha, const float *a,
+                        int lda, const float *b, int ldb, float beta, float *c, int ldc) {
+    rt_pool_quiet();
+    real_sgemm(order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+static void quiet_dgemm(int order, int ta, int tb, int m, int n, int k, double alpha,
+                        const double *a, int lda, const double *b, int ldb, double beta, double *c,
+                        int ldc) {
+    rt_pool_quiet();
+    real_dgemm(order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
 
 static void load(void) {
     pthread_mutex_lock(&env_mu);
@@ -47,11 +62,13 @@ static void load(void) {
         free(saved);
         return;
     }
-    lib.sgemm = (rt_sgemm_fn)dlsym(h, "cblas_sgemm");
-    lib.dgemm = (rt_dgemm_fn)dlsym(h, "cblas_dgemm");
+    real_sgemm = (rt_sgemm_fn)dlsym(h, "cblas_sgemm");
+    real_dgemm = (rt_dgemm_fn)dlsym(h, "cblas_dgemm");
+    lib.sgemm = quiet_sgemm;
+    lib.dgemm = quiet_dgemm;
     void (*set_threads)(int) = (void (*)(int))dlsym(h, "openblas_set_num_threads");
     char *(*corename)(void) = (char *(*)(void))dlsym(h, "openblas_get_corename");
-    if (!lib.sgemm || !lib.dgemm) {
+    if (!real_sgemm || !real_dgemm) {
         snprintf(info, sizeof info, "openblas: cblas_sgemm/cblas_dgemm missing");
         free(saved);
         return;

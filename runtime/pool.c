@@ -1,11 +1,24 @@
 /* pool.c — the process-wide thread pool behind rt_parallel_for. Workers are started lazily on
  * the first parallel loop; one loop runs at a time (others, and nested loops, run inline on their
  * caller, so a task may itself call rt_parallel_for without deadlock). Tasks are handed out by an
- * atomic counter; the caller takes part and returns only once every worker has left the loop. */
+ * atomic counter; the caller takes part and returns only once every worker has left the loop.
+ *
+ * A worker that finished a loop spins for up to SPIN_NS watching for the next one before it
+ * sleeps on the condition variable, and the caller spins the same way for the workers to finish:
+ * a futex wake-up costs 5-50 us on a VM, as much as a small layer's whole product, and loops come
+ * back to back inside a call. rt_pool_quiet() sends spinning workers to sleep at once: called
+ * before OpenBLAS runs, whose own threads would otherwise compete with ours for the cores. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define CPU_RELAX() _mm_pause()
+#else
+#define CPU_RELAX() ((void)0)
+#endif
 
 #include "runtime/rt_pool.h"
 #include "runtime/runtime.h"
@@ -16,8 +29,8 @@ typedef struct pool {
     pthread_t *threads;
     int n_workers;
     int stop;
-    uint64_t gen;   /* bumped for every loop */
-    int n_finished; /* workers done with the current generation */
+    atomic_uint_fast64_t gen; /* bumped for every loop (release: fn, ctx, n_tasks are set) */
+    atomic_int n_finished;    /* workers done with the current generation */
     rt_task_fn fn;
     void *ctx;
     int64_t n_tasks;
@@ -28,6 +41,45 @@ static pthread_mutex_t g_submit = PTHREAD_MUTEX_INITIALIZER; /* held while a loo
 static pthread_mutex_t g_init = PTHREAD_MUTEX_INITIALIZER;
 static pool *g_pool;
 static int g_size;
+static atomic_uint g_quiet; /* bumped by rt_pool_quiet: spinning workers sleep */
+
+enum { SPIN_NS = 50000 };
+
+static int64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Spins until done(arg) holds (1), SPIN_NS pass or rt_pool_quiet is called (0). */
+static int spin_until(int (*done)(const pool *, uint64_t), const pool *p, uint64_t v) {
+    unsigned quiet = atomic_load_explicit(&g_quiet, memory_order_relaxed);
+    int64_t t0 = 0;
+    for (uint32_t i = 0;; i++) {
+        if (done(p, v))
+            return 1;
+        if ((i & 63) == 63) {
+            int64_t t = now_ns();
+            if (!t0)
+                t0 = t;
+            else if (t - t0 > SPIN_NS ||
+                     atomic_load_explicit(&g_quiet, memory_order_relaxed) != quiet)
+                return 0;
+        }
+        CPU_RELAX();
+    }
+}
+
+static int new_gen(const pool *p, uint64_t seen) {
+    return atomic_load_explicit(&p->gen, memory_order_acquire) != seen;
+}
+static int all_done(const pool *p, uint64_t n) {
+    return (uint64_t)atomic_load_explicit(&p->n_finished, memory_order_acquire) >= n;
+}
+
+void rt_pool_quiet(void) {
+    atomic_fetch_add_explicit(&g_quiet, 1, memory_order_relaxed);
+}
 
 int rt_pool_size(void) {
     pthread_mutex_lock(&g_init);
@@ -53,23 +105,27 @@ static void run_tasks(pool *p, rt_task_fn fn, void *ctx, int64_t n) {
 static void *worker(void *arg) {
     pool *p = arg;
     uint64_t seen = 0;
-    pthread_mutex_lock(&p->mu);
     for (;;) {
-        while (!p->stop && p->gen == seen)
-            pthread_cond_wait(&p->cv_work, &p->mu);
-        if (p->stop)
+        if (!spin_until(new_gen, p, seen)) {
+            pthread_mutex_lock(&p->mu);
+            while (!p->stop && atomic_load(&p->gen) == seen)
+                pthread_cond_wait(&p->cv_work, &p->mu);
+            int stop = p->stop;
+            pthread_mutex_unlock(&p->mu);
+            if (stop)
+                break;
+        }
+        seen = atomic_load_explicit(&p->gen, memory_order_acquire);
+        if (seen == UINT64_MAX) /* rt_pool_shutdown's generation */
             break;
-        seen = p->gen;
-        rt_task_fn fn = p->fn;
-        void *ctx = p->ctx;
-        int64_t n = p->n_tasks;
-        pthread_mutex_unlock(&p->mu);
-        run_tasks(p, fn, ctx, n);
-        pthread_mutex_lock(&p->mu);
-        if (++p->n_finished == p->n_workers)
+        run_tasks(p, p->fn, p->ctx, p->n_tasks);
+        if (atomic_fetch_add_explicit(&p->n_finished, 1, memory_order_acq_rel) + 1 ==
+            p->n_workers) { /* the caller may be asleep: wake it under the mutex */
+            pthread_mutex_lock(&p->mu);
             pthread_cond_signal(&p->cv_done);
+            pthread_mutex_unlock(&p->mu);
+        }
     }
-    pthread_mutex_unlock(&p->mu);
     return NULL;
 }
 
@@ -127,18 +183,20 @@ void rt_parallel_for(int64_t n_tasks, rt_task_fn fn, void *ctx) {
     p->fn = fn;
     p->ctx = ctx;
     p->n_tasks = n_tasks;
-    p->n_finished = 0;
+    atomic_store(&p->n_finished, 0);
     atomic_store(&p->next, 0);
-    p->gen++;
+    atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
     pthread_cond_broadcast(&p->cv_work);
     pthread_mutex_unlock(&p->mu);
 
     run_tasks(p, fn, ctx, n_tasks);
 
-    pthread_mutex_lock(&p->mu);
-    while (p->n_finished < p->n_workers)
-        pthread_cond_wait(&p->cv_done, &p->mu);
-    pthread_mutex_unlock(&p->mu);
+    if (!spin_until(all_done, p, (uint64_t)p->n_workers)) {
+        pthread_mutex_lock(&p->mu);
+        while (atomic_load(&p->n_finished) < p->n_workers)
+            pthread_cond_wait(&p->cv_done, &p->mu);
+        pthread_mutex_unlock(&p->mu);
+    }
     pthread_mutex_unlock(&g_submit);
 }
 
@@ -149,6 +207,7 @@ void rt_pool_shutdown(void) {
     if (p) {
         pthread_mutex_lock(&p->mu);
         p->stop = 1;
+        atomic_store_explicit(&p->gen, UINT64_MAX, memory_order_release); /* wakes spinners */
         pthread_cond_broadcast(&p->cv_work);
         pthread_mutex_unlock(&p->mu);
         for (int i = 0; i < p->n_workers; i++)
