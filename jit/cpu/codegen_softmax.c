@@ -1,6 +1,7 @@
 /* codegen_softmax.c — generated row softmax / log-softmax over the last axis of f32/f64. By
- * default, rows of one vector or more (up to 8192 f32) take the pipelined kernel below; shorter
- * and longer rows, and exact math, take three passes per row (max; exp and its sum; normalise),
+ * default, rows of 2 to 8192 f32 take the pipelined kernel below (a row shorter than a vector is
+ * one masked vector: a [256, 10] softmax went from 16 to 2.2 us); single elements, longer rows and
+ * exact math take three passes per row (max; exp and its sum; normalise),
  * in the input type with approx.c's exp by default, in double with libm and sequential sums (the
  * reference kernel's arithmetic, bit-identical) with exact_math. */
 #include <math.h>
@@ -149,14 +150,17 @@ static void sm_step(smv *s, const sm_row *r, LLVMValueRef off, LLVMValueRef mask
 /* Row max of x + row*len into a scalar (vector loop, then the masked tail). */
 static LLVMValueRef sm_rowmax(smv *s, LLVMValueRef xrow) {
     em *e = s->e;
-    LLVMBasicBlockRef bb = LLVMGetInsertBlock(e->b);
-    loop l = loop_begin(e, s->fn, c64(e, 0));
-    LLVMValueRef ninf = sm_const(s, -INFINITY), acc = LLVMBuildPhi(e->b, s->vt, "");
-    LLVMAddIncoming(acc, &ninf, &bb, 1);
-    LLVMValueRef off = LLVMBuildNSWMul(e->b, l.i, c64(e, s->W), "");
-    LLVMValueRef nacc = sm_max(s, acc, sm_load(s, sm_at(s, xrow, off), s->esz, NULL, 0));
-    bb = loop_end(e, s->fn, &l, c64(e, s->nvec));
-    LLVMAddIncoming(acc, &nacc, &bb, 1);
+    LLVMValueRef ninf = sm_const(s, -INFINITY), nacc = ninf;
+    if (s->nvec > 0) { /* loops run at least once: none for a row shorter than a vector */
+        LLVMBasicBlockRef bb = LLVMGetInsertBlock(e->b);
+        loop l = loop_begin(e, s->fn, c64(e, 0));
+        LLVMValueRef acc = LLVMBuildPhi(e->b, s->vt, "");
+        LLVMAddIncoming(acc, &ninf, &bb, 1);
+        LLVMValueRef off = LLVMBuildNSWMul(e->b, l.i, c64(e, s->W), "");
+        nacc = sm_max(s, acc, sm_load(s, sm_at(s, xrow, off), s->esz, NULL, 0));
+        bb = loop_end(e, s->fn, &l, c64(e, s->nvec));
+        LLVMAddIncoming(acc, &nacc, &bb, 1);
+    }
     if (s->tmask)
         nacc =
             sm_max(s, nacc,
@@ -197,17 +201,20 @@ static void sm_rows(smv *s, LLVMValueRef x, LLVMValueRef y, LLVMValueRef scr, bo
         .cp = sm_splat(s, cp),
     };
 #undef ROW
-    bb = LLVMGetInsertBlock(b);
-    loop l = loop_begin(e, s->fn, c64(e, 0));
-    LLVMValueRef vmax = LLVMBuildPhi(b, s->vt, ""), vsum = LLVMBuildPhi(b, s->vt, "");
     LLVMValueRef ninf = sm_const(s, -INFINITY), vzero = sm_const(s, 0);
-    LLVMAddIncoming(vmax, &ninf, &bb, 1);
-    LLVMAddIncoming(vsum, &vzero, &bb, 1);
-    LLVMValueRef nmax = vmax, nsum = vsum;
-    sm_step(s, &r, LLVMBuildNSWMul(b, l.i, c64(e, s->W), ""), NULL, nt, &nmax, &nsum);
-    bb = loop_end(e, s->fn, &l, c64(e, s->nvec));
-    LLVMAddIncoming(vmax, &nmax, &bb, 1);
-    LLVMAddIncoming(vsum, &nsum, &bb, 1);
+    LLVMValueRef nmax = ninf, nsum = vzero;
+    if (s->nvec > 0) {
+        bb = LLVMGetInsertBlock(b);
+        loop l = loop_begin(e, s->fn, c64(e, 0));
+        LLVMValueRef vmax = LLVMBuildPhi(b, s->vt, ""), vsum = LLVMBuildPhi(b, s->vt, "");
+        LLVMAddIncoming(vmax, &ninf, &bb, 1);
+        LLVMAddIncoming(vsum, &vzero, &bb, 1);
+        nmax = vmax, nsum = vsum;
+        sm_step(s, &r, LLVMBuildNSWMul(b, l.i, c64(e, s->W), ""), NULL, nt, &nmax, &nsum);
+        bb = loop_end(e, s->fn, &l, c64(e, s->nvec));
+        LLVMAddIncoming(vmax, &nmax, &bb, 1);
+        LLVMAddIncoming(vsum, &nsum, &bb, 1);
+    }
     if (s->tmask)
         sm_step(s, &r, c64(e, s->nvec * s->W), s->tmask, false, &nmax, &nsum);
     LLVMValueRef red[2] = {LLVMConstReal(s->t, -0.0), nsum};
@@ -274,7 +281,7 @@ tj_status jit_cpu_softmax_emit(LLVMModuleRef m, const ir_graph *g, uint32_t id, 
     plan->unit_len = len ? len : 1;
     bool is_log = n->op == IR_OP_LOG_SOFTMAX, exact = o->exact_math;
     int64_t esz = (int64_t)ir_dtype_size(n->dtype), w = 64 / esz;
-    if (!exact && len >= w && 2 * ((len + w - 1) / w * w) * esz <= SM_SCRATCH) {
+    if (!exact && len >= 2 && 2 * ((len + w - 1) / w * w) * esz <= SM_SCRATCH) {
         em E;
         jit_cpu_em_init(&E, m, !o->no_contract, false);
         LLVMValueRef p[2];
