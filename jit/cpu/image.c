@@ -18,7 +18,7 @@
 #include "runtime/objload.h"
 #include "tj_codegen_id.h"
 
-enum { IMG_VERSION = 1, MAX_IMG_DEPTH = 16 };
+enum { IMG_VERSION = 2, MAX_IMG_DEPTH = 16 };
 
 /* ---- writing --------------------------------------------------------------------------------- */
 typedef struct wbuf {
@@ -134,6 +134,7 @@ static tj_status write_image(wbuf *w, const rt_program *p, int depth) {
         put(w, sp->src, sizeof sp->src);
         put(w, sp->trans, sizeof sp->trans);
         put_ids(w, sp->chain_nodes, sp->chain_nodes ? sp->n_chain_nodes : 0);
+        put_u32(w, sp->pool);
     }
     put_i64(w, (int64_t)obj_size);
     put(w, obj, obj_size);
@@ -284,18 +285,21 @@ static tj_status check_flow(const cpu_prog *cp) {
                 if (!have[ir_inputs(g, n)[k]])
                     st = ir_errorf(TJ_ERR_CORRUPT, "cpu image: node %%%u runs before its inputs",
                                    sp->id);
-        if (sp->kind == STEP_BLAS && (!have[sp->src[0]] || !have[sp->src[1]]))
+        bool fused = sp->kind == STEP_BLAS || sp->kind == STEP_CONV;
+        if (fused && (!have[sp->src[0]] || !have[sp->src[1]]))
             st = ir_errorf(TJ_ERR_CORRUPT, "cpu image: product %%%u runs before its operands",
                            sp->id);
-        for (uint32_t k = 0; sp->kind == STEP_BLAS && sp->epi && k < sp->epi->n_inputs && !st; k++)
+        for (uint32_t k = 0; fused && sp->epi && k < sp->epi->n_inputs && !st; k++)
             if (sp->epi->inputs[k] != sp->id && !have[sp->epi->inputs[k]])
                 st =
                     ir_errorf(TJ_ERR_CORRUPT, "cpu image: an epilogue reads %%%u before it is made",
                               sp->epi->inputs[k]);
         if (!st && sp->kind != STEP_GEN)
             st = made(have, sp->id, s);
-        for (uint32_t k = 0; !st && sp->kind == STEP_BLAS && sp->epi && k < sp->epi->n_outputs; k++)
+        for (uint32_t k = 0; !st && fused && !sp->pool && sp->epi && k < sp->epi->n_outputs; k++)
             st = made(have, sp->epi->outputs[k], s);
+        if (!st && sp->kind == STEP_CONV && sp->pool) /* what it pools stays inside the step */
+            st = made(have, sp->pool - 1, s);
         for (uint32_t k = 0; !st && sp->kind == STEP_GEN && k < sp->n_out; k++)
             st = made(have, sp->out[k], s);
     }
@@ -323,6 +327,29 @@ static bool blas_matches(const ir_graph *g, step *sp) {
             return false;
     }
     return true;
+}
+
+/* A convolution step as the plan makes it: a conv2d reading the step's operands, its epilogue
+ * a group reading the convolution, its pool reading the epilogue's one output (or the
+ * convolution), and a geometry the direct kernels take on this CPU. */
+static bool conv_matches(const ir_graph *g, const step *sp, const pass_group *epi) {
+    const ir_node *n = ir_node_get(g, sp->id);
+    if (n->op != IR_OP_CONV2D || n->n_in != 2 || sp->src[0] != ir_inputs(g, n)[0] ||
+        sp->src[1] != ir_inputs(g, n)[1])
+        return false;
+    bool reads = !epi;
+    for (uint32_t k = 0; epi && k < epi->n_inputs; k++)
+        reads = reads || epi->inputs[k] == sp->id;
+    if (!reads)
+        return false;
+    uint32_t pool = sp->pool ? sp->pool - 1 : IR_NONE;
+    if (pool != IR_NONE) {
+        const ir_node *p = ir_node_get(g, pool);
+        if (p->op != IR_OP_MAX_POOL2D || p->n_in != 1 ||
+            ir_inputs(g, p)[0] != (epi ? epi->outputs[0] : sp->id))
+            return false;
+    }
+    return jit_cpu_conv_fusable(g, sp->id, epi, pool);
 }
 
 /* Groups and steps of the image into cp, every index checked against g. */
@@ -382,26 +409,32 @@ static tj_status read_plan(cpu_prog *cp, rbuf *r) {
         uint32_t n_chain = 0;
         sp->chain_nodes = get_ids(r, nn, &n_chain);
         sp->n_chain_nodes = n_chain;
+        sp->pool = get_u32(r);
         if (r->bad || !mm || !src || !tr)
             break;
         memcpy(&sp->mm, mm, sizeof sp->mm);
         memcpy(sp->src, src, sizeof sp->src);
         memcpy(sp->trans, tr, sizeof sp->trans);
         bool gen_group = sp->kind == STEP_GEN && (sp->sub == SUB_EW || sp->sub == SUB_RED);
-        bool want_name = sp->kind == STEP_GEN || sp->kind == STEP_CF ||
-                         (sp->kind == STEP_BLAS && epi != IR_NONE);
+        bool fused = sp->kind == STEP_BLAS || sp->kind == STEP_CONV;
+        bool want_name = sp->kind == STEP_GEN || sp->kind == STEP_CF || (fused && epi != IR_NONE);
         bool ok =
-            sp->kind <= STEP_CF && sp->sub <= SUB_CHAIN &&
+            sp->kind <= STEP_CONV && sp->sub <= SUB_CHAIN &&
             sp->id < (gen_group ? part->n_groups : nn) && sp->plan.n_units >= 0 &&
             sp->plan.unit_len >= 0 && sp->alias <= s && (sp->name[0] != 0) == want_name &&
-            (epi == IR_NONE || (sp->kind == STEP_BLAS && epi < part->n_groups)) &&
+            (epi == IR_NONE || (fused && epi < part->n_groups)) &&
+            (sp->pool == 0 || (sp->kind == STEP_CONV && sp->pool <= nn)) &&
             (!sp->alias || (cp->steps[sp->alias - 1].name[0] && !cp->steps[sp->alias - 1].alias));
         if (sp->kind == STEP_BLAS)
             ok = ok && blas_matches(g, sp);
         if (sp->kind == STEP_CF)
             ok = ok && (ir_ops[ir_node_get(g, sp->id)->op].flags & IR_F_CF);
+        if (sp->kind == STEP_CONV && ok)
+            ok = conv_matches(g, sp, epi == IR_NONE ? NULL : &part->groups[epi]);
         if (!ok)
             return ir_errorf(TJ_ERR_CORRUPT, "cpu image: step %u is damaged", s);
+        if (sp->kind == STEP_CONV)
+            sp->epi = epi == IR_NONE ? NULL : &part->groups[epi];
         if (sp->kind == STEP_BLAS) {
             sp->epi = epi == IR_NONE ? NULL : &part->groups[epi];
             if (!blas && !(blas = rt_blas_get()))

@@ -203,12 +203,104 @@ static tj_status merge_epilogues(cpu_prog *cp, const uint8_t *is_out) {
     return TJ_OK;
 }
 
+/* The one step after s that reads node id; UINT32_MAX when none or several do. */
+static uint32_t sole_reader(const cpu_prog *cp, uint32_t s, uint32_t id) {
+    uint32_t reader = UINT32_MAX, n = 0;
+    for (uint32_t t = s + 1; t < cp->n_steps; t++)
+        for (uint32_t k = 0; k < cp->steps[t].n_in; k++)
+            if (cp->steps[t].in[k] == id) {
+                reader = t;
+                n++;
+            }
+    return n == 1 ? reader : UINT32_MAX;
+}
+
+static void drop_step(cpu_prog *cp, uint32_t s) {
+    free(cp->steps[s].in);
+    free(cp->steps[s].out);
+    memmove(&cp->steps[s], &cp->steps[s + 1], (cp->n_steps - s - 1) * sizeof cp->steps[s]);
+    cp->n_steps--;
+}
+
+/* An f32 convolution on the direct kernels read only by an elementwise group of its shape (bias,
+ * activation) and/or a max pool whose windows tile its rows becomes one STEP_CONV at the last
+ * of their positions (their other inputs are made by then): the convolution runs by bands of
+ * rows, each band's epilogue and pooled row computed while the band is in cache. */
+static tj_status merge_convs(cpu_prog *cp, const uint8_t *is_out) {
+    const ir_graph *g = cp->base.g;
+    for (uint32_t s = 0; s < cp->n_steps; s++) {
+        step *sp = &cp->steps[s];
+        const ir_node *n = ir_node_get(g, sp->id);
+        if (sp->kind != STEP_NODE || n->op != IR_OP_CONV2D || is_out[sp->id])
+            continue;
+        uint32_t t = sole_reader(cp, s, sp->id), ep = UINT32_MAX, pool = UINT32_MAX;
+        const pass_group *epi = NULL;
+        uint32_t last = UINT32_MAX; /* the value the pool would read */
+        if (t != UINT32_MAX && cp->steps[t].kind == STEP_GEN && cp->steps[t].sub == SUB_EW) {
+            ep = t;
+            epi = &cp->part->groups[cp->steps[t].id];
+            if (epi->n_outputs == 1 && !is_out[epi->outputs[0]]) {
+                last = epi->outputs[0];
+                t = sole_reader(cp, ep, last);
+            } else {
+                t = UINT32_MAX;
+            }
+        } else {
+            last = sp->id;
+        }
+        if (t != UINT32_MAX && cp->steps[t].kind == STEP_NODE &&
+            ir_node_get(g, cp->steps[t].id)->op == IR_OP_MAX_POOL2D && cp->steps[t].n_in == 1 &&
+            cp->steps[t].in[0] == last && jit_cpu_conv_fusable(g, sp->id, epi, cp->steps[t].id))
+            pool = t;
+        if (pool == UINT32_MAX && (!epi || !jit_cpu_conv_fusable(g, sp->id, epi, IR_NONE)))
+            continue;
+        /* the step reads x, w and the epilogue's other inputs */
+        const uint32_t *xin = ir_inputs(g, n);
+        uint32_t *in = malloc(((epi ? epi->n_inputs : 0) + 3) * sizeof *in), n_in = 0;
+        uint32_t *out = malloc(((epi ? epi->n_outputs : 0) + 2) * sizeof *out), n_out = 0;
+        if (!in || !out) {
+            free(in);
+            free(out);
+            return ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
+        }
+        in[n_in++] = xin[0];
+        if (xin[1] != xin[0])
+            in[n_in++] = xin[1];
+        for (uint32_t k = 0; epi && k < epi->n_inputs; k++)
+            if (epi->inputs[k] != sp->id && epi->inputs[k] != xin[0] && epi->inputs[k] != xin[1])
+                in[n_in++] = epi->inputs[k];
+        if (pool != UINT32_MAX)
+            out[n_out++] = cp->steps[pool].id;
+        else
+            for (uint32_t k = 0; k < epi->n_outputs; k++)
+                out[n_out++] = epi->outputs[k];
+        step merged = {.kind = STEP_CONV,
+                       .id = sp->id,
+                       .n_in = n_in,
+                       .n_out = n_out,
+                       .in = in,
+                       .out = out,
+                       .epi = epi,
+                       .src = {xin[0], xin[1]},
+                       .pool = pool != UINT32_MAX ? cp->steps[pool].id + 1 : 0};
+        uint32_t at = pool != UINT32_MAX ? pool : ep;
+        free(cp->steps[at].in);
+        free(cp->steps[at].out);
+        cp->steps[at] = merged;
+        if (pool != UINT32_MAX && ep != UINT32_MAX)
+            drop_step(cp, ep);
+        drop_step(cp, s);
+        s--;
+    }
+    return TJ_OK;
+}
+
 static tj_status emit_step(LLVMModuleRef m, cpu_prog *cp, step *sp, const jit_cpu_opts *o) {
     const ir_graph *g = cp->base.g;
     bool contract = !o->no_contract;
     if (sp->kind == STEP_CF)
         return jit_cpu_cf_emit(m, g, sp->id, sp->name, o);
-    if (sp->kind == STEP_BLAS)
+    if (sp->kind == STEP_BLAS || sp->kind == STEP_CONV)
         return sp->epi
                    ? jit_cpu_ew_emit(m, g, sp->epi, sp->name, contract, o->exact_math, &sp->plan)
                    : TJ_OK;
@@ -440,6 +532,8 @@ tj_status jit_cpu_plan(cpu_prog *cp, const jit_cpu_opts *o) {
         fold_transposes(cp, is_out);
         st = merge_epilogues(cp, is_out);
     }
+    if (!st && !o->exact_math)
+        st = merge_convs(cp, is_out);
 
     /* the key names everything that changes the code; symbols derive from it */
     char base[1536], key[1700], prefix[40];
@@ -447,7 +541,7 @@ tj_status jit_cpu_plan(cpu_prog *cp, const jit_cpu_opts *o) {
     int n_blas = 0;
     for (uint32_t s = 0; s < cp->n_steps; s++)
         n_blas += cp->steps[s].kind == STEP_BLAS;
-    snprintf(key, sizeof key, "%s;plan=4;blas=%d;exact=%d;par=%lld", base, n_blas > 0,
+    snprintf(key, sizeof key, "%s;plan=5;blas=%d;exact=%d;par=%lld", base, n_blas > 0,
              o->exact_math, (long long)cp->par_min);
     snprintf(prefix, sizeof prefix, "tj_%016llx_",
              (unsigned long long)ir_hash_bytes(key, strlen(key), 11));
@@ -458,7 +552,7 @@ tj_status jit_cpu_plan(cpu_prog *cp, const jit_cpu_opts *o) {
     /* emitting fills each step's plan (work units), which a cached object does not carry */
     for (uint32_t s = 0; s < cp->n_steps && !st; s++) {
         step *sp = &cp->steps[s];
-        if (sp->kind == STEP_NODE || (sp->kind == STEP_BLAS && !sp->epi))
+        if (sp->kind == STEP_NODE || ((sp->kind == STEP_BLAS || sp->kind == STEP_CONV) && !sp->epi))
             continue;
         snprintf(sp->name, sizeof sp->name, "%.40sk%u", prefix, s);
         st = emit_step(m, cp, sp, o);

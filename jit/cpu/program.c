@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "jit/cpu/program.h"
+#include "runtime/kernels/conv.h"
+#include "runtime/kernels/gemm.h"
 #include "runtime/rt_pool.h"
 
 rt_program *jit_cpu_compile(const ir_graph *g) {
@@ -115,9 +117,46 @@ static int64_t blas_block_rows(const step *s) {
     return rows;
 }
 
+/* The constant right operand of product s packed, at its first run (f32, one batch, A not
+ * transposed, M small enough that not packing A costs little); NULL: OpenBLAS runs it. */
+static bool packable(const cpu_prog *cp, const step *s) {
+    const jit_cpu_mm *mm = &s->mm;
+    return s->kind == STEP_BLAS && mm->dt == TJ_F32 && mm->batches == 1 && !s->trans[0] &&
+           mm->k >= 1 && mm->m <= 4096 && ir_node_get(cp->base.g, s->src[1])->op == IR_OP_CONST &&
+           rt_gemm_packed_usable();
+}
+
+static const rt_packed_b *packed_b(cpu_prog *cp, const step *s, const char *B) {
+    const jit_cpu_mm *mm = &s->mm;
+    if (!s->packs)
+        return NULL;
+    step *w = &cp->steps[s - cp->steps]; /* the program's own step: its cache is mutable */
+    rt_packed_b *pb = __atomic_load_n(&w->packed, __ATOMIC_ACQUIRE), *none = NULL;
+    if (pb || __atomic_load_n(&w->no_pack, __ATOMIC_RELAXED))
+        return pb;
+    if (!(pb = rt_gemm_pack((const float *)B, mm->k, mm->n, s->trans[1] ? mm->k : mm->n,
+                            s->trans[1]))) {
+        __atomic_store_n(&w->no_pack, 1, __ATOMIC_RELAXED);
+        return NULL;
+    }
+    if (!__atomic_compare_exchange_n(&w->packed, &none, pb, false, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE)) { /* another call packed it first */
+        rt_gemm_packed_free(pb);
+        pb = none;
+    }
+    return pb;
+}
+
 void jit_cpu_blas_run(cpu_prog *cp, const step *s, const char *A, const char *B, char *C,
                       void *const *bufs) {
     const jit_cpu_mm *mm = &s->mm;
+    const rt_packed_b *pb = packed_b(cp, s, B);
+    if (pb) { /* the product on the pool, then the epilogue on the pool */
+        rt_gemm_packed(pb, mm->m, (const float *)A, mm->k, (float *)C, mm->n);
+        if (s->epi)
+            jit_cpu_run_units(cp, s->fn, &s->plan, bufs);
+        return;
+    }
     size_t es = ir_dtype_size(mm->dt), bytes = (size_t)(mm->batches * mm->m * mm->n) * es;
     int64_t rb = blas_block_rows(s), m = mm->m, n = mm->n, k = mm->k;
     int64_t ul = s->plan.unit_len ? s->plan.unit_len : 1;
@@ -187,6 +226,149 @@ static tj_status run_blas(cpu_prog *cp, const step *s, tj_tensor **vals, void **
 
 size_t jit_cpu_blas_bytes(const step *s) {
     return (size_t)(s->mm.batches * s->mm.m * s->mm.n) * ir_dtype_size(s->mm.dt);
+}
+
+/* ---- STEP_CONV ------------------------------------------------------------------------------ */
+enum { CONV_MAX_BUFS = 16 }; /* the epilogue's buffers, copied per band */
+
+/* the convolution's geometry (conv.c's geom_of) and, when pool_id is a node, the pool's */
+static void conv_geoms(const ir_graph *g, uint32_t id, uint32_t pool_id, rt_conv_geom *cg,
+                       rt_conv_geom *pg) {
+    const ir_node *n = ir_node_get(g, id);
+    const int64_t *x = ir_node_get(g, ir_inputs(g, n)[0])->dims;
+    const int64_t *w = ir_node_get(g, ir_inputs(g, n)[1])->dims, *y = n->dims;
+    *cg = (rt_conv_geom){x[0],      x[1],      x[2],      x[3],         w[0],
+                         w[1],      w[3],      y[1],      y[2],         n->a.i[0],
+                         n->a.i[1], n->a.i[2], n->a.i[3], n->a.list[0], n->a.list[2]};
+    if (pool_id == IR_NONE)
+        return;
+    const ir_node *p = ir_node_get(g, pool_id);
+    *pg = (rt_conv_geom){y[0],      y[1], y[2],       y[3],         p->a.i[2],
+                         p->a.i[3], y[3], p->dims[1], p->dims[2],   p->a.i[0],
+                         p->a.i[1], 1,    1,          p->a.list[0], p->a.list[2]};
+}
+
+bool jit_cpu_conv_fusable(const ir_graph *g, uint32_t id, const pass_group *epi, uint32_t pool_id) {
+    const ir_node *n = ir_node_get(g, id);
+    if (n->op != IR_OP_CONV2D || n->dtype != TJ_F32 || n->rank != 4 ||
+        ir_node_get(g, ir_inputs(g, n)[0])->dtype != TJ_F32 ||
+        ir_node_get(g, ir_inputs(g, n)[1])->dtype != TJ_F32 || (!epi && pool_id == IR_NONE))
+        return false;
+    rt_conv_geom cg, pg;
+    conv_geoms(g, id, pool_id, &cg, &pg);
+    if (!rt_conv_direct_usable(&cg) || cg.ow * cg.o > RT_CONV_BAND_FLOATS || cg.n * cg.oh == 0)
+        return false;
+    if (epi && (epi->n_inputs + epi->n_outputs > CONV_MAX_BUFS || epi->rank != 4 ||
+                memcmp(epi->dims, n->dims, sizeof n->dims[0] * 4) != 0))
+        return false;
+    if (pool_id == IR_NONE)
+        return true;
+    const ir_node *p = ir_node_get(g, pool_id);
+    /* a band of kh rows is exactly one pooled row: windows that tile the rows from the top */
+    return p->op == IR_OP_MAX_POOL2D && p->dtype == TJ_F32 && (!epi || epi->n_outputs == 1) &&
+           pg.kh == pg.sh && pg.pt == 0 && pg.oh >= 1 && pg.ow >= 1 &&
+           pg.kh * cg.ow * cg.o <= RT_CONV_BAND_FLOATS;
+}
+
+typedef struct conv_ctx {
+    const step *s;
+    void *const *bufs;
+    uint32_t n_bufs, ci, eo; /* the convolution's index in bufs; the pooled output's (or n_bufs) */
+    int64_t oh, row, ul;     /* output rows per image, elements per row, per epilogue unit */
+    rt_conv_geom pg;
+    float *pool_out;
+} conv_ctx;
+
+static void conv_band(void *ctx, int64_t b, int64_t r0, int64_t nr, float *buf) {
+    const conv_ctx *c = ctx;
+    int64_t t0 = b * c->oh + r0;
+    if (c->s->epi) { /* the kernel indexes whole tensors: the band's rows sit at their offset */
+        void *lb[CONV_MAX_BUFS];
+        memcpy(lb, c->bufs, c->n_bufs * sizeof *lb);
+        void *at = (void *)((uintptr_t)buf - (uintptr_t)(t0 * c->row) * sizeof(float));
+        lb[c->ci] = at;
+        if (c->eo < c->n_bufs)
+            lb[c->eo] = at; /* elementwise, in place */
+        c->s->fn(lb, t0 * c->row / c->ul, (t0 + nr) * c->row / c->ul);
+    }
+    if (c->pool_out)
+        rt_max_pool_band(&c->pg, buf, nr,
+                         c->pool_out + (b * c->pg.oh + r0 / c->pg.sh) * c->pg.ow * c->pg.c);
+}
+
+/* Without the direct kernels (exact math, TJ_NO_DIRECT_CONV, no memory) or with epilogue units
+ * across rows: the reference kernels and the whole epilogue, one after the other. */
+static tj_status conv_unfused(cpu_prog *cp, const step *s, const void *x, const void *w,
+                              void **bufs, const conv_ctx *c) {
+    const ir_graph *g = cp->base.g;
+    const ir_node *n = ir_node_get(g, s->id);
+    size_t bytes = (size_t)ir_numel(n->rank, n->dims) * sizeof(float);
+    void *tmp = rt_alloc(bytes);
+    if (!tmp)
+        return ir_errorf(TJ_ERR_OOM, "cpu program: out of memory for conv2d %%%u", s->id);
+    tj_tensor h[3], *hp[2] = {&h[0], &h[1]};
+    jit_cpu_header(&h[0], ir_node_get(g, s->src[0]), (void *)x);
+    jit_cpu_header(&h[1], ir_node_get(g, s->src[1]), (void *)w);
+    jit_cpu_header(&h[2], n, tmp);
+    tj_status st = rt_ref_kernel(n, hp, &h[2]);
+    if (!st && s->epi) {
+        bufs[c->ci] = tmp;
+        if (c->eo < c->n_bufs)
+            bufs[c->eo] = tmp;
+        jit_cpu_run_units(cp, s->fn, &s->plan, bufs);
+    }
+    if (!st && s->pool) {
+        const ir_node *pn = ir_node_get(g, s->pool - 1);
+        jit_cpu_header(&h[0], ir_node_get(g, ir_inputs(g, pn)[0]), tmp);
+        jit_cpu_header(&h[1], pn, c->pool_out);
+        st = rt_ref_kernel(pn, hp, &h[1]);
+    }
+    rt_free(tmp, bytes);
+    return st;
+}
+
+tj_status jit_cpu_conv_run(cpu_prog *cp, const step *s, const void *x, const void *w, void **bufs,
+                           void *pool_out) {
+    const ir_graph *g = cp->base.g;
+    rt_conv_geom cg;
+    conv_ctx c = {s, bufs, 0, 0, 0, 0, 0, 1, {0}, pool_out};
+    conv_geoms(g, s->id, s->pool ? s->pool - 1 : IR_NONE, &cg, &c.pg);
+    c.oh = cg.oh, c.row = cg.ow * cg.o, c.ul = s->plan.unit_len > 0 ? s->plan.unit_len : 1;
+    if (s->epi) {
+        const pass_group *gr = s->epi;
+        c.n_bufs = c.eo = gr->n_inputs + gr->n_outputs;
+        for (uint32_t k = 0; k < gr->n_inputs; k++)
+            if (gr->inputs[k] == s->id)
+                c.ci = k;
+        if (s->pool)
+            c.eo = gr->n_inputs; /* its one output, which the pool reads */
+    }
+    const rt_config *cfg = rt_config_get();
+    int64_t band = s->pool ? c.pg.kh : RT_CONV_BAND_FLOATS / c.row;
+    int64_t used = s->pool ? (c.pg.oh * c.pg.kh < cg.oh ? c.pg.oh * c.pg.kh : cg.oh) : cg.oh;
+    if (!cfg->exact_math && !cfg->no_direct_conv && c.row % c.ul == 0 &&
+        rt_conv_direct_fwd_bands(&cg, x, w, band, used, conv_band, &c) == 0)
+        return TJ_OK;
+    return conv_unfused(cp, s, x, w, bufs, &c);
+}
+
+static tj_status run_conv(cpu_prog *cp, const step *s, tj_tensor **vals, void **bufs) {
+    const ir_graph *g = cp->base.g;
+    tj_tensor *pooled = NULL;
+    if (s->pool && !(vals[s->pool - 1] = pooled = out_tensor(ir_node_get(g, s->pool - 1))))
+        return TJ_ERR_OOM;
+    const pass_group *gr = s->epi;
+    for (uint32_t k = 0; gr && k < gr->n_inputs; k++)
+        bufs[k] = gr->inputs[k] == s->id ? NULL : vals[gr->inputs[k]]->data;
+    for (uint32_t k = 0; gr && !s->pool && k < gr->n_outputs; k++) {
+        tj_tensor *t = out_tensor(ir_node_get(g, gr->outputs[k]));
+        if (!t)
+            return TJ_ERR_OOM;
+        vals[gr->outputs[k]] = t;
+        bufs[gr->n_inputs + k] = t->data;
+    }
+    return jit_cpu_conv_run(cp, s, vals[s->src[0]]->data, vals[s->src[1]]->data, bufs,
+                            pooled ? pooled->data : NULL);
 }
 
 /* A natively lowered branch or loop: operands in, one-element results out, packed as the node's
@@ -318,6 +500,8 @@ static tj_status cpu_run(rt_program *p, tj_tensor *const *args, uint32_t n_args,
             st = run_blas(cp, sp, vals, scratch);
         else if (sp->kind == STEP_CF)
             st = run_cf(cp, sp, vals, scratch, &env);
+        else if (sp->kind == STEP_CONV)
+            st = run_conv(cp, sp, vals, scratch);
         else
             st = rt_exec_node(g, sp->id, &env, vals, (tj_tensor **)scratch);
         if (t0)
@@ -363,6 +547,7 @@ void jit_cpu_prog_free(rt_program *p) {
         free(cp->steps[s].out);
         free(cp->steps[s].raw_res);
         free(cp->steps[s].chain_nodes);
+        rt_gemm_packed_free(cp->steps[s].packed);
         if (cp->labels)
             free(cp->labels[s]);
     }
@@ -433,9 +618,11 @@ uint32_t jit_cpu_step_nodes(const cpu_prog *cp, const step *sp, uint32_t *out) {
     if (sp->kind == STEP_GEN && (sp->sub == SUB_EW || sp->sub == SUB_RED))
         gr = &cp->part->groups[sp->id];
     else
-        out[n++] = sp->id, gr = sp->kind == STEP_BLAS ? sp->epi : NULL;
+        out[n++] = sp->id, gr = sp->kind == STEP_BLAS || sp->kind == STEP_CONV ? sp->epi : NULL;
     for (uint32_t k = 0; gr && k < gr->n_nodes; k++)
         out[n++] = gr->nodes[k];
+    if (sp->kind == STEP_CONV && sp->pool)
+        out[n++] = sp->pool - 1;
     return n;
 }
 
@@ -453,8 +640,9 @@ static tj_status label_steps(cpu_prog *cp) {
         const step *sp = &cp->steps[s];
         char buf[256];
         int len = 0;
-        const char *what = sp->kind == STEP_BLAS ? "openblas"
-                           : sp->kind == STEP_CF ? "native"
+        const char *what = sp->kind == STEP_BLAS   ? (sp->packs ? "packed" : "openblas")
+                           : sp->kind == STEP_CF   ? "native"
+                           : sp->kind == STEP_CONV ? "conv"
                            : sp->kind == STEP_NODE
                                ? "reference"
                                : (const char *[]){"fused",   "reduce", "matmul",
@@ -482,6 +670,8 @@ static tj_status label_steps(cpu_prog *cp) {
 tj_status jit_cpu_prog_finish(cpu_prog *cp, rt_program *(*region)(const ir_graph *, void *),
                               void *ctx) {
     const ir_graph *g = cp->base.g;
+    for (uint32_t s = 0; s < cp->n_steps; s++)
+        cp->steps[s].packs = packable(cp, &cp->steps[s]);
     tj_status st = label_steps(cp);
     if (st)
         return st;

@@ -14,8 +14,12 @@
  * consumer group (the epilogue) block by block while the product is in cache; STEP_NODE: the
  * reference kernel (or a source / side effect, as the interpreter runs it); STEP_CF: a scalar
  * branch or loop lowered natively whole (codegen_cf.c; fn is a jit_cpu_cf_fn), which hands back
- * to the executor (the node's region programs) when it meets an error. */
-enum { STEP_NODE, STEP_GEN, STEP_BLAS, STEP_CF };
+ * to the executor (the node's region programs) when it meets an error. STEP_CONV: an f32
+ * convolution on the direct kernels (runtime/kernels/conv_direct.c) by bands of output rows, each
+ * band's fused consumer group (the epilogue: bias, activation) and then a max pool consuming it
+ * run while the band is in cache, so neither the convolution's output nor the activation's is
+ * ever written to memory. */
+enum { STEP_NODE, STEP_GEN, STEP_BLAS, STEP_CF, STEP_CONV };
 enum { SUB_EW, SUB_RED, SUB_MM, SUB_SOFTMAX, SUB_VIEW, SUB_CHAIN };
 
 typedef struct step {
@@ -31,9 +35,15 @@ typedef struct step {
     /* STEP_BLAS */
     jit_cpu_mm mm;
     const rt_blas *blas;
-    const pass_group *epi; /* the fused consumer of the product; NULL: none */
-    uint32_t src[2];       /* the nodes the product reads: its operands, or what a 2-D
-                              transpose of one read (folded into the call's trans flag) */
+    const pass_group *epi;      /* the fused consumer of the product; NULL: none (also STEP_CONV) */
+    uint32_t src[2];            /* the nodes the product reads: its operands, or what a 2-D
+                                   transpose of one read (folded into the call's trans flag);
+                                   STEP_CONV: the input and the filter */
+    uint32_t pool;              /* STEP_CONV: 1 + the max pool fused behind it; 0: none */
+    struct rt_packed_b *packed; /* STEP_BLAS with a constant f32 B: B packed at the first run
+                                   (runtime/kernels/gemm.h; atomic, owned by the step) */
+    int packs;   /* STEP_BLAS: B is a constant the packed kernels take (set by prog_finish) */
+    int no_pack; /* packing was tried and failed (atomic): OpenBLAS it is */
     uint8_t trans[2];
     /* STEP_CF in the raw form: the scratch offsets of its results */
     int64_t *raw_res;
@@ -74,6 +84,15 @@ void jit_cpu_run_units(cpu_prog *cp, jit_cpu_kernel_fn fn, const jit_cpu_ew_plan
 void jit_cpu_blas_run(cpu_prog *cp, const step *s, const char *A, const char *B, char *C,
                       void *const *bufs);
 size_t jit_cpu_blas_bytes(const step *s);
+/* Whether conv node id with its epilogue epi (NULL: none) and max pool pool_id (IR_NONE: none)
+ * can run as one STEP_CONV. */
+bool jit_cpu_conv_fusable(const ir_graph *g, uint32_t id, const pass_group *epi, uint32_t pool_id);
+/* STEP_CONV s: x (*) w, then its epilogue on bufs (the group's buffers; the convolution's entry
+ * and, under a pool, the epilogue's output are set here), then its pool into pool_out. */
+tj_status jit_cpu_conv_run(cpu_prog *cp, const step *s, const void *x, const void *w, void **bufs,
+                           void *pool_out);
+/* A concrete tensor header of node n's type over data (nothing to release). */
+void jit_cpu_header(tj_tensor *h, const ir_node *n, void *data);
 /* Plans cp's raw form when every step allows it (sets raw_bytes, or leaves it 0). */
 tj_status jit_cpu_raw_plan(cpu_prog *cp);
 size_t jit_cpu_raw_bytes(const rt_program *p);

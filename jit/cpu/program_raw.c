@@ -185,8 +185,7 @@ size_t jit_cpu_raw_bytes(const rt_program *p) {
     return ((const cpu_prog *)p)->raw_bytes;
 }
 
-/* A concrete tensor header over raw data (no buffer: nothing to release). */
-static void header(tj_tensor *h, const ir_node *n, void *data) {
+void jit_cpu_header(tj_tensor *h, const ir_node *n, void *data) {
     memset(h, 0, sizeof *h);
     atomic_init(&h->rc, 1);
     h->kind = RT_CONCRETE;
@@ -251,6 +250,17 @@ tj_status jit_cpu_run_raw(rt_program *p, void *const *in, void *const *out, void
             jit_cpu_blas_run(cp, sp, ptr[sp->src[0]], ptr[sp->src[1]], C, bufs);
             break;
         }
+        case STEP_CONV: {
+            const pass_group *gr = sp->epi;
+            for (uint32_t k = 0; gr && k < gr->n_inputs; k++)
+                bufs[k] = ptr[gr->inputs[k]];
+            for (uint32_t k = 0; gr && !sp->pool && k < gr->n_outputs; k++)
+                bufs[gr->n_inputs + k] = ptr[gr->outputs[k]];
+            if (jit_cpu_conv_run(cp, sp, ptr[sp->src[0]], ptr[sp->src[1]], bufs,
+                                 sp->pool ? ptr[sp->pool - 1] : NULL) != TJ_OK)
+                return RT_RAW_REDO; /* no memory: the usual path reports it */
+            break;
+        }
         case STEP_CF: {
             const ir_node *n = ir_node_get(g, sp->id);
             uint32_t nr = ir_cf_n_results(g, n);
@@ -275,10 +285,10 @@ tj_status jit_cpu_run_raw(rt_program *p, void *const *in, void *const *out, void
             tj_tensor *h = (tj_tensor *)(base + cp->raw_hdr), **hp = (tj_tensor **)bufs;
             const uint32_t *nin = ir_inputs(g, n);
             for (uint32_t k = 0; k < n->n_in; k++) {
-                header(&h[k], ir_node_get(g, nin[k]), ptr[nin[k]]);
+                jit_cpu_header(&h[k], ir_node_get(g, nin[k]), ptr[nin[k]]);
                 hp[k] = &h[k];
             }
-            header(&h[n->n_in], n, ptr[sp->id]);
+            jit_cpu_header(&h[n->n_in], n, ptr[sp->id]);
             if (rt_ref_kernel(n, hp, &h[n->n_in]) != TJ_OK)
                 return RT_RAW_REDO; /* an error to report: the usual path finds it again */
             break;

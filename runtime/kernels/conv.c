@@ -354,20 +354,27 @@ enum { POOL_CH = 256 }; /* channels per pass of the max gradient's argmax */
 #define XI(p, b, iy, ix) ((((b) * (p)->h + (iy)) * (p)->w + (ix)) * (p)->c)
 
 #define POOLS(T)                                                                                   \
+    /* the running maximum of POOL_CH channels stays in a local array (registers), not in y,       \
+     * which the compiler must assume x may alias */                                               \
     static void max_pool_##T(const geom *p, const T *x, T *y, int64_t b) {                         \
+        T acc[POOL_CH];                                                                            \
         for (int64_t oy = 0; oy < p->oh; oy++)                                                     \
             for (int64_t ox = 0; ox < p->ow; ox++) {                                               \
                 WINDOW(p, oy, ox);                                                                 \
                 T *yo = y + ((b * p->oh + oy) * p->ow + ox) * p->c;                                \
-                memcpy(yo, x + XI(p, b, y0, x0), (size_t)p->c * sizeof(T));                        \
-                for (int64_t iy = y0; iy < y1; iy++)                                               \
-                    for (int64_t ix = x0; ix < x1; ix++) {                                         \
-                        const T *xi = x + XI(p, b, iy, ix);                                        \
-                        for (int64_t c = 0; c < p->c; c++) {                                       \
-                            T v = xi[c], m = yo[c]; /* branch-free: it vectorizes */               \
-                            yo[c] = ((v > m) | ((v != v) & (m == m))) ? v : m;                     \
+                for (int64_t c0 = 0; c0 < p->c; c0 += POOL_CH) {                                   \
+                    int64_t nc = p->c - c0 < POOL_CH ? p->c - c0 : POOL_CH;                        \
+                    memcpy(acc, x + XI(p, b, y0, x0) + c0, (size_t)nc * sizeof(T));                \
+                    for (int64_t iy = y0; iy < y1; iy++)                                           \
+                        for (int64_t ix = x0; ix < x1; ix++) {                                     \
+                            const T *xi = x + XI(p, b, iy, ix) + c0;                               \
+                            for (int64_t c = 0; c < nc; c++) {                                     \
+                                T v = xi[c], m = acc[c]; /* branch-free: it vectorizes */          \
+                                acc[c] = ((v > m) | ((v != v) & (m == m))) ? v : m;                \
+                            }                                                                      \
                         }                                                                          \
-                    }                                                                              \
+                    memcpy(yo + c0, acc, (size_t)nc * sizeof(T));                                  \
+                }                                                                                  \
             }                                                                                      \
     }                                                                                              \
     /* The argmax of each window and channel as the window position k (int32 lanes, branch-free:   \
@@ -466,7 +473,10 @@ static void pool_sample(void *ctx, int64_t b) {
                (size_t)t->zero * (t->f32 ? 4 : 8));
     switch (t->n->op) {
     case IR_OP_MAX_POOL2D:
-        t->f32 ? max_pool_float(p, t->a, t->out, b) : max_pool_double(p, t->a, t->out, b);
+        if (t->f32 && (rt_config_get()->exact_math || rt_max_pool_direct(p, t->a, t->out, b)))
+            max_pool_float(p, t->a, t->out, b);
+        else if (!t->f32)
+            max_pool_double(p, t->a, t->out, b);
         break;
     case IR_OP_AVG_POOL2D:
         t->f32 ? avg_pool_float(p, t->a, t->out, b) : avg_pool_double(p, t->a, t->out, b);

@@ -21,5 +21,23 @@ int rt_conv_direct_usable(const rt_conv_geom *g);
 int rt_conv_direct_fwd(const rt_conv_geom *g, const float *x, const float *w, float *y);
 int rt_conv_direct_filter_grad(const rt_conv_geom *g, const float *x, const float *dy, float *dw);
 int rt_conv_direct_input_grad(const rt_conv_geom *g, const float *dy, const float *w, float *dx);
+/* Max pooling of sample b (window kh x kw, strides sh, sw, pads pt, pl; no dilation), the
+ * channels as vector lanes: 0 when it wrote sample b's outputs, 1 when it did not run (no
+ * AVX-512). NaN wins, as in conv.c's loops. */
+int rt_max_pool_direct(const rt_conv_geom *p, const float *x, float *y, int64_t b);
+
+/* The forward convolution by bands of output rows, for a consumer fused behind it (the CPU
+ * program's conv step: its epilogue and max pool): band i of image b is rows
+ * [i·band, min((i+1)·band, oh_used)), computed into a buffer of at most RT_CONV_BAND_FLOATS
+ * floats ([rows][OW][O]) on a pool thread's stack and handed to fn(ctx, b, r0, rows, buf) on
+ * that thread; rows past oh_used are never computed. 0 when every band ran; 1 when none did
+ * (geometry the direct kernels do not take, a band too large, no memory for the padded input). */
+enum { RT_CONV_BAND_FLOATS = 8192 };
+typedef void (*rt_conv_band_fn)(void *ctx, int64_t b, int64_t r0, int64_t rows, float *buf);
+int rt_conv_direct_fwd_bands(const rt_conv_geom *g, const float *x, const float *w, int64_t band,
+                             int64_t oh_used, rt_conv_band_fn fn, void *ctx);
+/* One output row of a max pool (p: pt 0, no dilation) from the nr input rows of its window
+ * (rows: [nr][p->w][p->c]) into y ([p->ow][p->c]); AVX-512 only (rt_max_pool_direct's test). */
+void rt_max_pool_band(const rt_conv_geom *p, const float *rows, int64_t nr, float *y);
 
 #endif

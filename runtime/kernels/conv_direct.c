@@ -63,10 +63,11 @@ typedef struct dconv {
     UNROLL for (int v_ = 0; v_ < NV - 1; v_++) dst[v_] = _mm512_loadu_ps((src) + 16 * v_);         \
     dst[NV - 1] = _mm512_maskz_loadu_ps(last, (src) + 16 * (NV - 1))
 
-/* Forward: PB output pixels (ox0 ...) of row (b, oy), channels [og, og + 16·NV). */
+/* Forward: PB output pixels (ox0 ...) of row (b, oy), channels [og, og + 16·NV), into the row
+ * at yrow ([OW][O]). */
 #define FWD(NV, PB)                                                                                \
     TGT static void fwd_##NV##_##PB(const dconv *d, int64_t b, int64_t oy, int64_t ox0,            \
-                                    int64_t og, __mmask16 last) {                                  \
+                                    int64_t og, __mmask16 last, float *yrow) {                     \
         __m512 acc[PB][NV];                                                                        \
         UNROLL for (int p = 0; p < PB; p++) UNROLL for (int v = 0; v < NV; v++) acc[p][v] =        \
             _mm512_setzero_ps();                                                                   \
@@ -84,7 +85,7 @@ typedef struct dconv {
                 }                                                                                  \
             }                                                                                      \
         }                                                                                          \
-        float *yr = d->y + ((b * d->OH + oy) * d->OW + ox0) * d->O + og;                           \
+        float *yr = yrow + ox0 * d->O + og;                                                        \
         UNROLL for (int p = 0; p < PB; p++) {                                                      \
             UNROLL for (int v = 0; v < NV - 1; v++)                                                \
                 _mm512_storeu_ps(yr + p * d->O + 16 * v, acc[p][v]);                               \
@@ -133,13 +134,14 @@ TILE(1, 3)
 TILE(1, 4)
 TILE(1, 5)
 TILE(1, 6)
-TILE(1, 7) TILE(1, 8) TILE(1, 9) TILE(1, 10) TILE(1, 11) TILE(1, 12) TILE(2, 1) TILE(2, 2)
-    TILE(2, 3) TILE(2, 4) TILE(2, 5) TILE(2, 6) TILE(2, 7) TILE(2, 8) TILE(2, 9) TILE(2, 10)
-        TILE(2, 11) TILE(2, 12) TILE(3, 1) TILE(3, 2) TILE(3, 3) TILE(3, 4) TILE(3, 5) TILE(3, 6)
-            TILE(3, 7) TILE(3, 8) TILE(4, 1) TILE(4, 2) TILE(4, 3) TILE(4, 4) TILE(4, 5) TILE(4, 6)
+TILE(1, 7)
+TILE(1, 8) TILE(1, 9) TILE(1, 10) TILE(1, 11) TILE(1, 12) TILE(2, 1) TILE(2, 2) TILE(2, 3)
+    TILE(2, 4) TILE(2, 5) TILE(2, 6) TILE(2, 7) TILE(2, 8) TILE(2, 9) TILE(2, 10) TILE(2, 11)
+        TILE(2, 12) TILE(3, 1) TILE(3, 2) TILE(3, 3) TILE(3, 4) TILE(3, 5) TILE(3, 6) TILE(3, 7)
+            TILE(3, 8) TILE(4, 1) TILE(4, 2) TILE(4, 3) TILE(4, 4) TILE(4, 5) TILE(4, 6)
 
-                typedef void (*fwd_fn)(const dconv *, int64_t, int64_t, int64_t, int64_t,
-                                       __mmask16);
+                typedef void (*fwd_fn)(const dconv *, int64_t, int64_t, int64_t, int64_t, __mmask16,
+                                       float *);
 typedef void (*dw_fn)(const dconv *, int64_t, int64_t, int64_t, __mmask16);
 enum { BIG = 12 };
 static const fwd_fn fwd_tile[4][BIG + 1] = {
@@ -180,9 +182,8 @@ static int group_nv(int64_t O, int64_t g, __mmask16 *last) {
     return nv;
 }
 
-static void fwd_row(void *ctx, int64_t t) {
-    const dconv *d = ctx;
-    int64_t b = t / d->OH, oy = t % d->OH;
+/* output row (b, oy) into yrow ([OW][O]) */
+static void fwd_row_into(const dconv *d, int64_t b, int64_t oy, float *yrow) {
     for (int64_t g = 0; g * 64 < d->O; g++) {
         __mmask16 last;
         int nv = group_nv(d->O, g, &last);
@@ -190,9 +191,14 @@ static void fwd_row(void *ctx, int64_t t) {
         for (int64_t i = 0; i < nb; i++) {
             int64_t ox, len;
             block_of(d->OW, nb, i, &ox, &len);
-            fwd_tile[nv - 1][len](d, b, oy, ox, 64 * g, last);
+            fwd_tile[nv - 1][len](d, b, oy, ox, 64 * g, last, yrow);
         }
     }
+}
+
+static void fwd_row(void *ctx, int64_t t) {
+    const dconv *d = ctx;
+    fwd_row_into(d, t / d->OH, t % d->OH, d->y + t * d->OW * d->O);
 }
 
 /* filter-gradient tasks: (ky, channel group, block of taps) */
@@ -275,6 +281,41 @@ int rt_conv_direct_fwd(const rt_conv_geom *g, const float *x, const float *w, fl
     return 0;
 }
 
+/* Bands: task t is band (t % per_img) of image t / per_img, computed into a buffer on this
+ * thread's stack and handed to the caller's function while it is in cache. */
+typedef struct bands {
+    dconv d;
+    int64_t band, per_img, oh_used;
+    rt_conv_band_fn fn;
+    void *ctx;
+} bands;
+
+static void band_task(void *ctx, int64_t t) {
+    const bands *bd = ctx;
+    float buf[RT_CONV_BAND_FLOATS] __attribute__((aligned(64)));
+    int64_t b = t / bd->per_img, r0 = (t % bd->per_img) * bd->band;
+    int64_t nr = bd->oh_used - r0 < bd->band ? bd->oh_used - r0 : bd->band,
+            row = bd->d.OW * bd->d.O;
+    for (int64_t r = 0; r < nr; r++)
+        fwd_row_into(&bd->d, b, r0 + r, buf + r * row);
+    bd->fn(bd->ctx, b, r0, nr, buf);
+}
+
+int rt_conv_direct_fwd_bands(const rt_conv_geom *g, const float *x, const float *w, int64_t band,
+                             int64_t oh_used, rt_conv_band_fn fn, void *ctx) {
+    if (band < 1 || oh_used < 1 || oh_used > g->oh || band * g->ow * g->o > RT_CONV_BAND_FLOATS)
+        return 1;
+    bands bd = {.d = {.w = w}, .band = band, .oh_used = oh_used, .fn = fn, .ctx = ctx};
+    float *pad;
+    size_t bytes;
+    if (begin(g, x, &bd.d, &pad, &bytes))
+        return 1;
+    bd.per_img = (oh_used + band - 1) / band;
+    rt_parallel_for(g->n * bd.per_img, band_task, &bd);
+    rt_free(pad, bytes);
+    return 0;
+}
+
 int rt_conv_direct_filter_grad(const rt_conv_geom *g, const float *x, const float *dy, float *dw) {
     dconv d = {.dy = dy, .y = dw};
     float *pad;
@@ -329,7 +370,94 @@ int rt_conv_direct_input_grad(const rt_conv_geom *g, const float *dy, const floa
     rt_free(wf, wbytes);
     return r;
 }
+
+/* A window's maximum per lane as conv.c's loops take it: the first of equal values (+0 before
+ * -0), the first NaN winning. max_ps(v, m) is `v > m ? v : m`, so the running maximum is a
+ * chain of one 2-cycle op per element; the first NaN of each lane is tracked beside it (a chain
+ * of compares and blends on m, ~7 cycles per element, made pooling latency-bound). */
+typedef struct maxw {
+    __m512 m, nanv;
+    __mmask16 nan;
+} maxw;
+
+TGT static inline void maxw_first(maxw *w, __m512 v) {
+    w->m = w->nanv = v;
+    w->nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+}
+TGT static inline void maxw_add(maxw *w, __m512 v) {
+    __mmask16 k = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q) & (__mmask16)~w->nan;
+    w->m = _mm512_max_ps(v, w->m);
+    w->nanv = _mm512_mask_mov_ps(w->nanv, k, v);
+    w->nan |= k;
+}
+TGT static inline __m512 maxw_get(const maxw *w) {
+    return _mm512_mask_blend_ps(w->nan, w->m, w->nanv);
+}
+
+TGT static void max_pool_sample(const rt_conv_geom *p, const float *x, float *y, int64_t b) {
+    int64_t C = p->c;
+    for (int64_t oy = 0; oy < p->oh; oy++) {
+        int64_t y0 = oy * p->sh - p->pt, y1 = y0 + p->kh;
+        y0 = y0 < 0 ? 0 : y0;
+        y1 = y1 > p->h ? p->h : y1;
+        for (int64_t ox = 0; ox < p->ow; ox++) {
+            int64_t x0 = ox * p->sw - p->pl, x1 = x0 + p->kw;
+            x0 = x0 < 0 ? 0 : x0;
+            x1 = x1 > p->w ? p->w : x1;
+            float *yo = y + ((b * p->oh + oy) * p->ow + ox) * C;
+            const float *xw = x + ((b * p->h + y0) * p->w + x0) * C;
+            for (int64_t c = 0; c < C; c += 16) {
+                __mmask16 k = C - c >= 16 ? 0xffff : (__mmask16)((1u << (C - c)) - 1);
+                maxw m;
+                maxw_first(&m, _mm512_maskz_loadu_ps(k, xw + c));
+                for (int64_t iy = y0; iy < y1; iy++) {
+                    const float *xr = x + ((b * p->h + iy) * p->w) * C + c;
+                    for (int64_t ix = iy == y0 ? x0 + 1 : x0; ix < x1; ix++)
+                        maxw_add(&m, _mm512_maskz_loadu_ps(k, xr + ix * C));
+                }
+                _mm512_mask_storeu_ps(yo + c, k, maxw_get(&m));
+            }
+        }
+    }
+}
+
+int rt_max_pool_direct(const rt_conv_geom *p, const float *x, float *y, int64_t b) {
+    if (!__builtin_cpu_supports("avx512f") || p->dh != 1 || p->dw != 1)
+        return 1;
+    max_pool_sample(p, x, y, b);
+    return 0;
+}
+
+TGT static void max_pool_band(const rt_conv_geom *p, const float *rows, int64_t nr, float *y) {
+    int64_t C = p->c, rs = p->w * C;
+    for (int64_t ox = 0; ox < p->ow; ox++) {
+        int64_t x0 = ox * p->sw - p->pl, x1 = x0 + p->kw;
+        x0 = x0 < 0 ? 0 : x0;
+        x1 = x1 > p->w ? p->w : x1;
+        for (int64_t c = 0; c < C; c += 16) {
+            __mmask16 k = C - c >= 16 ? 0xffff : (__mmask16)((1u << (C - c)) - 1);
+            maxw m;
+            maxw_first(&m, _mm512_maskz_loadu_ps(k, rows + x0 * C + c));
+            for (int64_t r = 0; r < nr; r++)
+                for (int64_t ix = r == 0 ? x0 + 1 : x0; ix < x1; ix++)
+                    maxw_add(&m, _mm512_maskz_loadu_ps(k, rows + r * rs + ix * C + c));
+            _mm512_mask_storeu_ps(y + ox * C + c, k, maxw_get(&m));
+        }
+    }
+}
+
+void rt_max_pool_band(const rt_conv_geom *p, const float *rows, int64_t nr, float *y) {
+    max_pool_band(p, rows, nr, y);
+}
 #else
+int rt_max_pool_direct(const rt_conv_geom *p, const float *x, float *y, int64_t b) {
+    return 1;
+}
+int rt_conv_direct_fwd_bands(const rt_conv_geom *g, const float *x, const float *w, int64_t band,
+                             int64_t oh_used, rt_conv_band_fn fn, void *ctx) {
+    return 1;
+}
+void rt_max_pool_band(const rt_conv_geom *p, const float *rows, int64_t nr, float *y) {}
 int rt_conv_direct_fwd(const rt_conv_geom *g, const float *x, const float *w, float *y) {
     return 1;
 }

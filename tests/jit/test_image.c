@@ -1,6 +1,7 @@
 /* Program images (jit/cpu/image.c) and tracejit's object loader (runtime/objload.c). A compiled
  * program written as an image and made again from it, without compiling, gives bit-identical
- * results (the same code runs): products with epilogues, softmaxes, reductions, views, chains,
+ * results (the same code runs): products with epilogues, fused convolution steps (epilogue and
+ * max pool), softmaxes, reductions, views, chains,
  * reference-kernel steps, a loop whose regions are compiled. Every truncation of an image, an
  * image of another graph, of another build and of a CPU with features this one lacks is refused
  * with an error, never loaded; so are damaged objects: not ELF, headers and sections past the
@@ -35,6 +36,25 @@ static tj_tensor *looped(tj_tensor *x, tj_tensor *w) {
     tj_tensor *init[2] = {x, w};
     tj_tensor *r = tj_while_loop_max(cond_fn, body_fn, 2, init, 20, NULL);
     return tj_mul(tj_tuple_get(r, 0), tj_scalar_f32(0.5f));
+}
+
+/* x [n, n] as 2 images of [n/2, n, 1]; filters and bias are slices of w: conv + bias + relu +
+ * max pool (one fused conv step), then conv + tanh (a conv step with an epilogue only) */
+static tj_tensor *part(tj_tensor *w, int64_t r0, int64_t r1, int64_t cols, int rank,
+                       const int64_t *dims) {
+    int64_t b[2] = {r0, 0}, e[2] = {r1, cols};
+    return tj_reshape(tj_slice(w, b, e, NULL), rank, dims);
+}
+static tj_tensor *convnet(tj_tensor *x, tj_tensor *w) {
+    int64_t n = tj_tensor_dims(x)[0];
+    int st[2] = {1, 1}, dil[2] = {1, 1}, pk[2] = {2, 2};
+    tj_tensor *img = tj_reshape(x, 4, (int64_t[]){2, n / 2, n, 1});
+    tj_tensor *f1 = part(w, 0, 9, 16, 4, (int64_t[]){3, 3, 1, 16});
+    tj_tensor *b1 = part(w, 9, 10, 16, 1, (int64_t[]){16});
+    tj_tensor *h = tj_relu(tj_bias_add(tj_conv2d(img, f1, st, TJ_PAD_SAME, dil), b1));
+    h = tj_max_pool2d(h, pk, pk, TJ_PAD_VALID);
+    tj_tensor *f2 = part(w, 10, 22, n, 4, (int64_t[]){3, 3, 16, n * 12 / 144});
+    return tj_tanh(tj_conv2d(h, f2, st, TJ_PAD_VALID, dil));
 }
 
 static tj_tensor *rand2(int64_t r, int64_t c, uint64_t seed) {
@@ -241,6 +261,7 @@ int main(void) {
     round_trip("dense", (void *)dense, 96, 1);
     round_trip("dense_big", (void *)dense, 384, 0);
     round_trip("looped", (void *)looped, 48, 1);
+    round_trip("convnet", (void *)convnet, 96, 1);
     other_graph();
     bad_objects();
     return check_done();

@@ -1,0 +1,32 @@
+/* gemm.h — f32 products with a packed constant right operand (gemm_packed.c), used by the CPU
+ * program's matrix-product steps when B is a constant of the graph. */
+#ifndef TJ_RT_GEMM_H
+#define TJ_RT_GEMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct rt_packed_b {
+    float *p; /* [ceil(n/64)][k][64], zero past n */
+    int64_t k, n;
+    size_t bytes;
+} rt_packed_b;
+
+/* 1 when this CPU runs the packed kernels (AVX-512). */
+int rt_gemm_packed_usable(void);
+/* B [K,N] row-major with leading dimension ldb (trans: B is stored [N,K], ldb its row length)
+ * packed into panels. New, owned by the caller (rt_gemm_packed_free); NULL when the CPU lacks
+ * AVX-512 or memory is short. */
+rt_packed_b *rt_gemm_pack(const float *B, int64_t K, int64_t N, int64_t ldb, int trans);
+void rt_gemm_packed_free(rt_packed_b *pb); /* NULL-safe */
+/* C [M, pb->n] (row length ldc) = A [M, pb->k] (row length lda) · B, on the runtime's pool. */
+void rt_gemm_packed(const rt_packed_b *pb, int64_t M, const float *A, int64_t lda, float *C,
+                    int64_t ldc);
+/* C [M, N] = A [M, K] · B [K, N] (row lengths lda, ldb, ldc) with the same kernels on B as it
+ * lies: no packed copy to allocate and touch (the interpreter's products, so a tiered function's
+ * first call does not wait for OpenBLAS to start). 0 when done; 1 when this CPU lacks AVX-512 or
+ * a size is 0 (nothing written). */
+int rt_gemm_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
+                int64_t ldb, float *C, int64_t ldc);
+
+#endif

@@ -1,0 +1,234 @@
+/* The CPU program's fused convolution steps and packed-weight products, against eager execution
+ * (the reference kernels):
+ * - a conv2d read only by its epilogue (bias, activation) and/or a max pool whose windows tile its
+ *   rows runs as one step by bands of rows (STEP_CONV, jit/cpu/plan.c): geometries with padding,
+ *   strides, channel counts that leave masked vector tails, pooled windows clipped at the edge,
+ *   a pool straight behind the convolution, an epilogue without a pool, NaN and -0 in the input;
+ *   the pictures name the fused step; where the fusion must not happen (the activation is also a
+ *   result, the pool's windows overlap) the values still match;
+ * - a product whose right operand is a constant (weights captured by the trace) runs on B packed
+ *   once (runtime/kernels/gemm_packed.c): row counts, depths and widths around the tile, panel
+ *   and chunk sizes, with and without an epilogue, and a transposed constant, called repeatedly.
+ * Run also with TJ_DIRECT_CONV=0 (ctest: jit_test_fused_kernels_unfused): the conv step then runs
+ * its unfused path (reference convolution, whole epilogue, reference pool). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <tracejit.h>
+
+#include "check.h"
+
+static tj_tensor *rnd(int rank, const int64_t *d, uint64_t seed) {
+    return tj_random_uniform(TJ_F32, rank, d, -1, 1, seed);
+}
+
+/* |compiled - eager| <= tol (1 + |eager|) everywhere, NaN where eager has NaN; same bits of zero
+ * signs where exact_zero_sign */
+static void compare(tj_tensor *c, tj_tensor *e, double tol, const char *what) {
+    CHECK_MSG(tj_status_of(c) == TJ_OK, "%s: %s", what, tj_error_message(c));
+    CHECK_MSG(tj_status_of(e) == TJ_OK, "%s (eager): %s", what, tj_error_message(e));
+    if (tj_status_of(c) || tj_status_of(e))
+        return;
+    CHECK_EQ_INT(tj_tensor_numel(c), tj_tensor_numel(e));
+    double worst = 0;
+    int64_t bad_nan = 0;
+    for (int64_t i = 0; i < tj_tensor_numel(e) && i < tj_tensor_numel(c); i++) {
+        double a = tj_tensor_get_f64(c, i), b = tj_tensor_get_f64(e, i);
+        if (isnan(a) || isnan(b)) {
+            bad_nan += isnan(a) != isnan(b);
+            continue;
+        }
+        worst = fmax(worst, fabs(a - b) / (1 + fabs(b)));
+    }
+    CHECK_MSG(worst <= tol && bad_nan == 0,
+              "%s: compiled and eager differ by %g (%lld NaN mismatches)", what, worst,
+              (long long)bad_nan);
+}
+
+/* ---- convolution steps ------------------------------------------------------------------------
+ */
+typedef struct conv_case {
+    const char *name;
+    int64_t n, h, w, c, kh, kw, o;
+    int stride;
+    tj_padding pad;
+    int pk, ps; /* pool window and stride; 0: no pool */
+    tj_padding ppad;
+    int act;      /* 0 relu, 1 tanh, 2 none (a pool straight behind the conv) */
+    int also_out; /* the activation is a result too: no fusion with the pool */
+} conv_case;
+
+static const conv_case *g_case;
+
+static tj_tensor *convnet(tj_tensor *x, tj_tensor *w, tj_tensor *b) {
+    const conv_case *k = g_case;
+    int st[2] = {k->stride, k->stride}, dil[2] = {1, 1};
+    tj_tensor *y = tj_conv2d(x, w, st, k->pad, dil);
+    if (k->act != 2)
+        y = tj_bias_add(y, b);
+    y = k->act == 0 ? tj_relu(y) : k->act == 1 ? tj_tanh(y) : y;
+    if (!k->pk)
+        return y;
+    int pk[2] = {k->pk, k->pk}, ps[2] = {k->ps, k->ps};
+    tj_tensor *p = tj_max_pool2d(y, pk, ps, k->ppad);
+    return k->also_out ? tj_tuple(2, (tj_tensor *[]){p, y}) : p;
+}
+
+/* Whether the kernels picture of f's concrete function for args names a fused conv step. */
+static int has_conv_step(tj_function *f, tj_tensor *const *args) {
+    tj_spec s[3];
+    for (int i = 0; i < 3; i++) {
+        s[i] = (tj_spec){TJ_F32, tj_tensor_rank(args[i]), {0}, NULL};
+        memcpy(s[i].dims, tj_tensor_dims(args[i]), sizeof(int64_t) * (size_t)s[i].rank);
+    }
+    tj_concrete *c = tj_function_get_concrete(f, 3, s);
+    char *dot = c ? tj_concrete_graph_dot(c, TJ_GRAPH_KERNELS) : NULL;
+    int r = dot && strstr(dot, "conv: conv2d") != NULL;
+    free(dot);
+    return r;
+}
+
+/* Each case in its own scope: what it makes is released at its end. */
+static void conv_step(const conv_case *k, int nan_input) {
+    tj_scope_begin();
+    g_case = k;
+    int64_t xd[4] = {k->n, k->h, k->w, k->c}, wd[4] = {k->kh, k->kw, k->c, k->o}, bd[1] = {k->o};
+    tj_tensor *x = rnd(4, xd, 11), *w = rnd(4, wd, 12), *b = rnd(1, bd, 13);
+    if (nan_input) { /* a NaN, a -0 and a window of equal values */
+        float *p = (float *)tj_tensor_data(x);
+        p[5] = NAN;
+        p[k->c * 3] = -0.0f;
+        for (int64_t i = 0; i < k->c * 2; i++)
+            p[k->w * k->c + i] = 0.5f;
+    }
+    tj_tensor *args[3] = {x, w, b};
+    tj_function *f = tj_function_new(k->name, (void *)convnet, 3, NULL);
+    for (int rep = 0; rep < 2; rep++) { /* the second call runs the cached program */
+        tj_tensor *c = tj_call(f, 3, args), *e = tj_call_eager(f, 3, args);
+        if (tj_tuple_size(e) > 0)
+            for (int i = 0; i < tj_tuple_size(e); i++)
+                compare(tj_tuple_get(c, i), tj_tuple_get(e, i), 1e-5, k->name);
+        else
+            compare(c, e, 1e-5, k->name);
+    }
+    int overlapping = k->pk && k->ps < k->pk;
+    int want = !k->also_out && !overlapping && !(k->act == 2 && !k->pk);
+    if (want && getenv("TJ_EXACT_MATH") == NULL)
+        CHECK_MSG(has_conv_step(f, args), "%s: no fused conv step", k->name);
+    if (!want)
+        CHECK_MSG(!has_conv_step(f, args) || overlapping || k->also_out,
+                  "%s: fused where it must not be", k->name);
+    tj_function_free(f);
+    tj_scope_end();
+}
+
+static void conv_steps(void) {
+    static const conv_case cases[] = {
+        /* the seed CNN's first layer, smaller batch */
+        {"cnn1", 3, 28, 28, 1, 5, 5, 32, 1, TJ_PAD_SAME, 2, 2, TJ_PAD_VALID, 0, 0},
+        /* odd sizes: 20 channels (a masked tail), pooled rows and columns clipped (SAME) */
+        {"odd", 2, 11, 13, 3, 3, 3, 20, 1, TJ_PAD_SAME, 2, 2, TJ_PAD_SAME, 0, 0},
+        /* a strided convolution, 3x3 pool; VALID drops the last conv row */
+        {"strided", 2, 17, 15, 4, 3, 3, 70, 2, TJ_PAD_VALID, 3, 3, TJ_PAD_VALID, 1, 0},
+        /* the pool straight behind the convolution */
+        {"conv_pool", 2, 12, 12, 8, 3, 3, 16, 1, TJ_PAD_SAME, 2, 2, TJ_PAD_VALID, 2, 0},
+        /* an epilogue, no pool: bands of many rows */
+        {"epilogue", 2, 30, 9, 5, 5, 3, 33, 1, TJ_PAD_SAME, 0, 0, TJ_PAD_VALID, 1, 0},
+        /* not fused with the pool: the activation is a result too */
+        {"also_out", 2, 8, 8, 3, 3, 3, 16, 1, TJ_PAD_SAME, 2, 2, TJ_PAD_VALID, 0, 1},
+        /* not fused with the pool: overlapping windows */
+        {"overlap", 2, 9, 9, 3, 3, 3, 16, 1, TJ_PAD_SAME, 3, 2, TJ_PAD_VALID, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        conv_step(&cases[i], 0);
+    conv_step(&cases[0], 1);
+    conv_step(&cases[1], 1);
+}
+
+/* A conv step inside a loop: the loop's body program runs in its raw form (pointers into one
+ * scratch block per iteration). */
+static tj_tensor *loop_body(int n, tj_tensor *const *a, void *u) {
+    int st[2] = {1, 1}, dil[2] = {1, 1};
+    tj_tensor *y = tj_conv2d(a[1], a[2], st, TJ_PAD_SAME, dil);
+    /* scaled to a contraction: rounding differences must not grow over the iterations */
+    y = tj_tanh(tj_bias_add(tj_mul(y, tj_scalar_f32(0.05f)), a[3]));
+    return tj_tuple(3, (tj_tensor *[]){y, a[2], a[3]});
+}
+static tj_tensor *looped(tj_tensor *x, tj_tensor *w, tj_tensor *b) {
+    tj_tensor *init[3] = {x, w, b};
+    return tj_tuple_get(tj_for_range(tj_scalar_i32(0), tj_scalar_i32(40), tj_scalar_i32(1),
+                                     loop_body, 3, init, NULL),
+                        0);
+}
+
+static void conv_in_loop(void) {
+    tj_scope_begin();
+    int64_t xd[4] = {2, 9, 10, 12}, wd[4] = {3, 3, 12, 12}, bd[1] = {12};
+    tj_tensor *args[3] = {rnd(4, xd, 41), rnd(4, wd, 42), rnd(1, bd, 43)};
+    tj_function *f = tj_function_new("looped", (void *)looped, 3, NULL);
+    for (int rep = 0; rep < 2; rep++)
+        compare(tj_call(f, 3, args), tj_call_eager(f, 3, args), 1e-5, "conv in a loop");
+    tj_function_free(f);
+    tj_scope_end();
+}
+
+/* ---- packed constant weights --------------------------------------------------------------- */
+static tj_tensor *g_w, *g_bias;
+static int g_trans, g_relu;
+
+static tj_tensor *dense(tj_tensor *x) {
+    tj_tensor *w = g_trans ? tj_transpose(g_w, NULL) : g_w; /* g_w: concrete, a constant */
+    tj_tensor *y = tj_matmul(x, w);
+    if (g_bias)
+        y = tj_add(y, g_bias);
+    return g_relu ? tj_relu(y) : y;
+}
+
+static void dense_case(int64_t m, int64_t k, int64_t n, int trans, int epilogue) {
+    tj_scope_begin();
+    int64_t xd[2] = {m, k}, wd[2] = {trans ? n : k, trans ? k : n}, bd[1] = {n};
+    g_w = rnd(2, wd, 21 + (uint64_t)n);
+    g_bias = epilogue ? rnd(1, bd, 22) : NULL;
+    g_trans = trans, g_relu = epilogue;
+    char name[96];
+    snprintf(name, sizeof name, "dense %lldx%lldx%lld%s%s", (long long)m, (long long)k,
+             (long long)n, trans ? " transposed" : "", epilogue ? " +bias relu" : "");
+    tj_function *f = tj_function_new("dense", (void *)dense, 1, NULL);
+    for (int rep = 0; rep < 3; rep++) { /* packed at the first call, reused after */
+        tj_tensor *x = rnd(2, xd, 30 + (uint64_t)rep);
+        tj_tensor *c = tj_call(f, 1, &x), *e = tj_call_eager(f, 1, &x);
+        compare(c, e, 2e-5 * (1 + (double)k / 64), name);
+    }
+    /* a product the CPU program hands to a library runs on the packed weights */
+    tj_spec s = {TJ_F32, 2, {m, k}, NULL};
+    char *dot = tj_concrete_graph_dot(tj_function_get_concrete(f, 1, &s), TJ_GRAPH_KERNELS);
+    int large = m > 64 || k > 64 || n > 64, blas = getenv("TJ_NO_BLAS") == NULL;
+    if (large && epilogue && blas && getenv("TJ_EXACT_MATH") == NULL &&
+        __builtin_cpu_supports("avx512f")) /* a kernel of one node is drawn without its label */
+        CHECK_MSG(dot && strstr(dot, "packed: matmul"), "%s: not on packed weights", name);
+    free(dot);
+    tj_function_free(f);
+    g_w = g_bias = NULL;
+    tj_scope_end();
+}
+
+static void dense_cases(void) {
+    static const int64_t ms[] = {1, 7, 50, 300}, ks[] = {1, 5, 130, 300},
+                         ns[] = {1, 10, 17, 64, 130};
+    for (size_t a = 0; a < 4; a++)
+        for (size_t b = 0; b < 4; b++)
+            for (size_t c = 0; c < 5; c++)
+                dense_case(ms[a], ks[b], ns[c], 0, (a + b + c) % 2);
+    /* a transposed constant over 1 MiB stays a transpose (not folded): read transposed */
+    dense_case(64, 600, 500, 1, 1);
+    dense_case(50, 3136, 100, 0, 1); /* deep: many chunks of K */
+}
+
+int main(void) {
+    tj_scope_begin();
+    conv_steps();
+    conv_in_loop();
+    dense_cases();
+    tj_scope_end();
+    return check_done();
+}
