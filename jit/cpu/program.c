@@ -31,14 +31,14 @@ const pass_partition *jit_cpu_program_partition(const rt_program *p) {
 typedef struct par_ctx {
     jit_cpu_kernel_fn fn;
     void *const *bufs;
-    int64_t n_units, chunk;
+    int64_t u0, n_units, chunk;
 } par_ctx;
 
 static void par_task(void *ctx, int64_t i) {
     par_ctx *c = ctx;
     int64_t b = i * c->chunk, e = b + c->chunk < c->n_units ? b + c->chunk : c->n_units;
     if (b < e)
-        c->fn(c->bufs, b, e);
+        c->fn(c->bufs, c->u0 + b, c->u0 + e);
 }
 
 /* An output tensor on the caching allocator, uninitialised: the kernel writes every element. */
@@ -46,23 +46,27 @@ static tj_tensor *out_tensor(const ir_node *n) {
     return rt_tensor_alloc_uninit(n->dtype, n->rank, n->dims); /* NULL: the error is set */
 }
 
-/* Runs fn over [0, units), split across the pool when the work is large. */
-void jit_cpu_run_units(cpu_prog *cp, jit_cpu_kernel_fn fn, const jit_cpu_ew_plan *plan,
-                       void *const *bufs) {
-    int64_t units = plan->n_units;
-    if (units == 0)
+/* Runs fn over units [u0, u0 + units), split across the pool when the work is large. */
+static void run_unit_range(cpu_prog *cp, jit_cpu_kernel_fn fn, const jit_cpu_ew_plan *plan,
+                           void *const *bufs, int64_t u0, int64_t units) {
+    if (units <= 0)
         return;
     int threads = units * plan->unit_len >= cp->par_min ? rt_pool_size() : 1;
     if (threads <= 1 || units < 2) {
-        fn(bufs, 0, units);
+        fn(bufs, u0, u0 + units);
         return;
     }
     int64_t n_tasks = (int64_t)threads * 4 < units ? (int64_t)threads * 4 : units;
     int64_t chunk = (units + n_tasks - 1) / n_tasks;
     if (plan->unit_len == 1)
         chunk = (chunk + 63) & ~(int64_t)63; /* whole cache lines */
-    par_ctx c = {fn, bufs, units, chunk};
+    par_ctx c = {fn, bufs, u0, units, chunk};
     rt_parallel_for((units + chunk - 1) / chunk, par_task, &c);
+}
+
+void jit_cpu_run_units(cpu_prog *cp, jit_cpu_kernel_fn fn, const jit_cpu_ew_plan *plan,
+                       void *const *bufs) {
+    run_unit_range(cp, fn, plan, bufs, 0, plan->n_units);
 }
 
 /* A caller tensor (tj_call_into) that can take node id's values directly: same dtype and dims,
@@ -117,6 +121,12 @@ static int64_t blas_block_rows(const step *s) {
     return rows;
 }
 
+/* f32 without transposed operands: gemm_packed.c's kernels on B as it lies, not OpenBLAS */
+static bool own_gemm(const step *s) {
+    return s->kind == STEP_BLAS && s->mm.dt == TJ_F32 && !s->trans[0] && !s->trans[1] &&
+           rt_gemm_f32_takes(s->mm.m, s->mm.n, s->mm.k);
+}
+
 /* The constant right operand of product s packed, at its first run (f32, one batch, A not
  * transposed, M small enough that not packing A costs little); NULL: OpenBLAS runs it. */
 static bool packable(const cpu_prog *cp, const step *s) {
@@ -160,6 +170,8 @@ void jit_cpu_blas_run(cpu_prog *cp, const step *s, const char *A, const char *B,
     size_t es = ir_dtype_size(mm->dt), bytes = (size_t)(mm->batches * mm->m * mm->n) * es;
     int64_t rb = blas_block_rows(s), m = mm->m, n = mm->n, k = mm->k;
     int64_t ul = s->plan.unit_len ? s->plan.unit_len : 1;
+    /* f32 without transposed operands: gemm_packed.c's kernels on B as it lies */
+    int own = own_gemm(s);
     if (k == 0)
         memset(C, 0, bytes);
     for (int64_t bi = 0; bi < mm->batches && m * n > 0; bi++) {
@@ -174,6 +186,13 @@ void jit_cpu_blas_run(cpu_prog *cp, const step *s, const char *A, const char *B,
             const char *a = A + ao + (size_t)(s->trans[0] ? r0 : r0 * k) * es, *b = B + bo;
             int lda = (int)(s->trans[0] ? m : k), ldb = (int)(s->trans[1] ? k : n);
             int ta = s->trans[0] ? 112 : 111, tb = s->trans[1] ? 112 : 111;
+            if (own) { /* the AVX-512 kernels, then the epilogue of the block on the pool */
+                rt_gemm_f32(r1 - r0, n, k, (const float *)a, k, (const float *)b, n, (float *)c, n);
+                if (s->epi && rb > 0)
+                    run_unit_range(cp, s->fn, &s->plan, bufs, (bi * m + r0) * n / ul,
+                                   (r1 - r0) * n / ul);
+                continue;
+            }
             if (k > 0 && mm->dt == TJ_F32)
                 s->blas->sgemm(101, ta, tb, (int)(r1 - r0), (int)n, (int)k, 1.0f, (const float *)a,
                                lda, (const float *)b, ldb, 0.0f, (float *)c, (int)n);
@@ -640,7 +659,9 @@ static tj_status label_steps(cpu_prog *cp) {
         const step *sp = &cp->steps[s];
         char buf[256];
         int len = 0;
-        const char *what = sp->kind == STEP_BLAS   ? (sp->packs ? "packed" : "openblas")
+        const char *what = sp->kind == STEP_BLAS   ? (sp->packs      ? "packed"
+                                                      : own_gemm(sp) ? "gemm"
+                                                                     : "openblas")
                            : sp->kind == STEP_CF   ? "native"
                            : sp->kind == STEP_CONV ? "conv"
                            : sp->kind == STEP_NODE

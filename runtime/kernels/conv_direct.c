@@ -135,10 +135,11 @@ TILE(1, 4)
 TILE(1, 5)
 TILE(1, 6)
 TILE(1, 7)
-TILE(1, 8) TILE(1, 9) TILE(1, 10) TILE(1, 11) TILE(1, 12) TILE(2, 1) TILE(2, 2) TILE(2, 3)
-    TILE(2, 4) TILE(2, 5) TILE(2, 6) TILE(2, 7) TILE(2, 8) TILE(2, 9) TILE(2, 10) TILE(2, 11)
-        TILE(2, 12) TILE(3, 1) TILE(3, 2) TILE(3, 3) TILE(3, 4) TILE(3, 5) TILE(3, 6) TILE(3, 7)
-            TILE(3, 8) TILE(4, 1) TILE(4, 2) TILE(4, 3) TILE(4, 4) TILE(4, 5) TILE(4, 6)
+TILE(1, 8)
+TILE(1, 9) TILE(1, 10) TILE(1, 11) TILE(1, 12) TILE(2, 1) TILE(2, 2) TILE(2, 3) TILE(2, 4)
+    TILE(2, 5) TILE(2, 6) TILE(2, 7) TILE(2, 8) TILE(2, 9) TILE(2, 10) TILE(2, 11) TILE(2, 12)
+        TILE(3, 1) TILE(3, 2) TILE(3, 3) TILE(3, 4) TILE(3, 5) TILE(3, 6) TILE(3, 7) TILE(3, 8)
+            TILE(4, 1) TILE(4, 2) TILE(4, 3) TILE(4, 4) TILE(4, 5) TILE(4, 6)
 
                 typedef void (*fwd_fn)(const dconv *, int64_t, int64_t, int64_t, int64_t, __mmask16,
                                        float *);

@@ -14,6 +14,10 @@ typedef struct rt_packed_b {
 
 /* 1 when this CPU runs the packed kernels (AVX-512). */
 int rt_gemm_packed_usable(void);
+/* 1 when an f32 product of this size should run on these kernels (rt_gemm_f32) rather than
+ * OpenBLAS: up to 2^30 multiply-adds they match or beat it here (bench/RESULTS.md); beyond,
+ * OpenBLAS's packing of A keeps it ahead (2048^3: 36 vs 42 ms). */
+int rt_gemm_f32_takes(int64_t m, int64_t n, int64_t k);
 /* B [K,N] row-major with leading dimension ldb (trans: B is stored [N,K], ldb its row length)
  * packed into panels. New, owned by the caller (rt_gemm_packed_free); NULL when the CPU lacks
  * AVX-512 or memory is short. */

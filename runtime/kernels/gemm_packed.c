@@ -39,6 +39,10 @@ int rt_gemm_packed_usable(void) {
 #endif
 }
 
+int rt_gemm_f32_takes(int64_t m, int64_t n, int64_t k) {
+    return rt_gemm_packed_usable() && m >= 1 && n >= 1 && k >= 1 && m <= (1 << 30) / n / k;
+}
+
 rt_packed_b *rt_gemm_pack(const float *B, int64_t K, int64_t N, int64_t ldb, int trans) {
     if (!rt_gemm_packed_usable() || K < 1 || N < 1)
         return NULL;
@@ -122,8 +126,9 @@ TILES(3)
 TILES(4)
 TILE(1, 7)
 TILE(1, 8)
-TILE(1, 9) TILE(1, 10) TILE(1, 11) TILE(1, 12) TILE(2, 7) TILE(2, 8) TILE(2, 9) TILE(2, 10)
-    TILE(2, 11) TILE(2, 12) TILE(3, 7) TILE(3, 8)
+TILE(1, 9)
+TILE(1, 10) TILE(1, 11) TILE(1, 12) TILE(2, 7) TILE(2, 8) TILE(2, 9) TILE(2, 10) TILE(2, 11)
+    TILE(2, 12) TILE(3, 7) TILE(3, 8)
 
         typedef void (*tile_fn)(const gemm_task *, const float *, int64_t, int64_t, int64_t,
                                 float *, __mmask16);

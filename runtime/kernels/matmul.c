@@ -6,6 +6,7 @@
  * the generated kernels keep bit for bit under exact math. Integers wrap (unsigned arithmetic). */
 #include <stdlib.h>
 
+#include "runtime/kernels/gemm.h"
 #include "runtime/kernels/kernels.h"
 
 typedef struct mm_shape {
@@ -65,20 +66,32 @@ static tj_status mm_plan(const ir_node *n, const tj_tensor *a, const tj_tensor *
         }                                                                                          \
     } while (0)
 
-/* Large float products (any dim above 64, the compiled plan's rule: jit_cpu_mm_small) go to
- * OpenBLAS as the compiled code does, unless exact math asks for this file's summation order;
- * so eager, interpreted and folded products cost what compiled ones do. 1 when done. */
+/* Large float products (any dim above 64, the compiled plan's rule: jit_cpu_mm_small) go where
+ * the compiled code sends them, unless exact math asks for this file's summation order: f32 to
+ * the AVX-512 kernels of gemm_packed.c (on B as it lies; no OpenBLAS to start on an interpreted
+ * first call), f64 and CPUs without AVX-512 to OpenBLAS; so eager, interpreted and folded products
+ * cost what compiled ones do. 1 when done. */
 enum { MM_ROW_MAJOR = 101, MM_NO_TRANS = 111 };
 static int blas_matmul(const tj_tensor *a, const tj_tensor *b, tj_tensor *out, const mm_shape *s) {
     int dt = a->dtype;
     if ((dt != TJ_F32 && dt != TJ_F64) || (s->m <= 64 && s->k <= 64 && s->n <= 64) ||
         rt_config_get()->exact_math || s->m > INT32_MAX || s->n > INT32_MAX || s->k > INT32_MAX)
         return 0;
-    const rt_blas *bl = rt_blas_get();
-    if (!bl)
+    int own = dt == TJ_F32 && rt_gemm_f32_takes(s->m, s->n, s->k);
+    const rt_blas *bl = own ? NULL : rt_blas_get();
+    if (!own && !bl)
         return 0;
     int m = (int)s->m, n = (int)s->n, k = (int)s->k;
     const int64_t *strides[2] = {s->sa, s->sb};
+    if (own) {
+        rt_k_iter it;
+        rt_k_iter_init(&it, s->rank, s->dims, 2, strides, NULL);
+        for (int64_t bi = 0; bi < s->batches; bi++, rt_k_iter_next(&it))
+            rt_gemm_f32(s->m, s->n, s->k, (const float *)a->data + it.off[0] * s->m * s->k, s->k,
+                        (const float *)b->data + it.off[1] * s->k * s->n, s->n,
+                        (float *)out->data + bi * s->m * s->n, s->n);
+        return 1;
+    }
     rt_k_iter it;
     rt_k_iter_init(&it, s->rank, s->dims, 2, strides, NULL);
     for (int64_t bi = 0; bi < s->batches; bi++, rt_k_iter_next(&it)) {

@@ -184,6 +184,23 @@ static tj_tensor *dense(tj_tensor *x) {
     return g_relu ? tj_relu(y) : y;
 }
 
+/* relu?(x · w + bias) in double from the tensors' data: an oracle independent of every kernel */
+static void dense_oracle(tj_tensor *c, tj_tensor *x, int64_t m, int64_t k, int64_t n,
+                         const char *what) {
+    const float *xp = tj_tensor_data(x), *wp = tj_tensor_data(g_w);
+    const float *bp = g_bias ? tj_tensor_data(g_bias) : NULL;
+    double worst = 0;
+    for (int64_t i = 0; i < m && tj_status_of(c) == TJ_OK; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double s = bp ? bp[j] : 0;
+            for (int64_t q = 0; q < k; q++)
+                s += (double)xp[i * k + q] * (g_trans ? wp[j * k + q] : wp[q * n + j]);
+            s = g_relu && s < 0 ? 0 : s;
+            worst = fmax(worst, fabs(tj_tensor_get_f64(c, i * n + j) - s) / (1 + fabs(s)));
+        }
+    CHECK_MSG(worst <= 1e-6 * (1 + (double)k), "%s: off the oracle by %g", what, worst);
+}
+
 static void dense_case(int64_t m, int64_t k, int64_t n, int trans, int epilogue) {
     tj_scope_begin();
     int64_t xd[2] = {m, k}, wd[2] = {trans ? n : k, trans ? k : n}, bd[1] = {n};
@@ -198,6 +215,8 @@ static void dense_case(int64_t m, int64_t k, int64_t n, int trans, int epilogue)
         tj_tensor *x = rnd(2, xd, 30 + (uint64_t)rep);
         tj_tensor *c = tj_call(f, 1, &x), *e = tj_call_eager(f, 1, &x);
         compare(c, e, 2e-5 * (1 + (double)k / 64), name);
+        dense_oracle(c, x, m, k, n, name);
+        dense_oracle(e, x, m, k, n, name);
     }
     /* a product the CPU program hands to a library runs on the packed weights */
     tj_spec s = {TJ_F32, 2, {m, k}, NULL};
