@@ -68,7 +68,7 @@ ir_graph *ir_graph_new(const char *name) {
  * weights. The count lives in a 16-byte header before the data (which stays 16-byte aligned). */
 typedef struct blob_hdr {
     atomic_size_t refs;
-    size_t pad;
+    char pad[56]; /* the data after it 64-byte aligned, as tensor buffers are */
 } blob_hdr;
 
 static void payload_unref(void *data) {
@@ -166,7 +166,9 @@ uint32_t ir_add_blob(ir_graph *g, const void *data, size_t size) {
         ir_errorf(g ? TJ_ERR_OOM : TJ_ERR_INVALID, "ir_add_blob: cannot add a blob");
         return 0;
     }
-    blob_hdr *h = size <= SIZE_MAX - sizeof *h - 1 ? malloc(sizeof *h + (size ? size : 1)) : NULL;
+    blob_hdr *h = size <= SIZE_MAX - sizeof *h - 64
+                      ? aligned_alloc(64, (sizeof *h + (size ? size : 1) + 63) & ~(size_t)63)
+                      : NULL;
     if (!h) {
         ir_errorf(TJ_ERR_OOM, "ir_add_blob: out of memory (%zu bytes)", size);
         return 0;
@@ -177,6 +179,17 @@ uint32_t ir_add_blob(ir_graph *g, const void *data, size_t size) {
         memcpy(p, data, size);
     g->blobs[g->n_blobs] = (ir_blob){size, p, ir_hash_bytes(p, size, 0x5eedb10b)};
     return ++g->n_blobs;
+}
+
+void *ir_blob_ref(const ir_blob *b) {
+    if (!b || !b->data)
+        return NULL;
+    atomic_fetch_add_explicit(&((blob_hdr *)b->data - 1)->refs, 1, memory_order_relaxed);
+    return b->data;
+}
+
+void ir_blob_unref(void *data) {
+    payload_unref(data);
 }
 
 uint32_t ir_add_blob_shared(ir_graph *g, const ir_blob *b) {

@@ -167,6 +167,11 @@ uint32_t ir_add_blob(ir_graph *g, const void *data, size_t size);
 /* Adds blob b of another graph (or of g) to g without copying: payloads are immutable and
  * reference counted, so graphs share them. Handle (>= 1), or 0 with the error set. */
 uint32_t ir_add_blob_shared(ir_graph *g, const ir_blob *b);
+/* One more reference to blob b's payload (64-byte aligned, immutable), which outlives every
+ * graph holding it until ir_blob_unref(data): a constant's tensor borrows it (runtime/trace.c).
+ * NULL for an empty blob. */
+void *ir_blob_ref(const ir_blob *b);
+void ir_blob_unref(void *data); /* NULL-safe */
 tj_status ir_add_output(ir_graph *g, uint32_t id);
 tj_status ir_add_effect(ir_graph *g, uint32_t id); /* ir_add does this for IR_F_SIDE ops */
 uint32_t ir_add_sub(ir_graph *g, ir_graph *sub);   /* takes ownership; returns 1 + index */

@@ -55,6 +55,10 @@ tj_tensor *rt_tensor_alloc(int dtype, int rank, const int64_t *dims);
 /* The same with the data left uninitialised (for kernels that write every element; not for
  * strings, which are always zeroed). */
 tj_tensor *rt_tensor_alloc_uninit(int dtype, int rank, const int64_t *dims);
+/* A concrete tensor over data it does not own (not scoped): release(data) runs when its last
+ * reference goes. NULL on OOM (error set). */
+tj_tensor *rt_tensor_wrap(int dtype, int rank, const int64_t *dims, void *data,
+                          void (*release)(void *data));
 /* Drops one reference to a buffer, freeing it (and its strings) with the last. */
 void rt_buffer_release(rt_buffer *b);
 /* An error tensor from the thread's current error (ir_last_error). Unscoped. */

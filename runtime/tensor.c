@@ -248,6 +248,27 @@ static void borrow_noop(void *user) {
     (void)user;
 }
 
+/* A tensor over memory it does not own: release(user) when its last reference goes. */
+static tj_tensor *wrap(int dt, int rank, const int64_t *dims, void *data,
+                       void (*release)(void *user), void *user) {
+    tj_tensor *t = header_new(RT_CONCRETE);
+    rt_buffer *b = calloc(1, sizeof *b);
+    if (!t || !b) {
+        free(t);
+        free(b);
+        return NULL;
+    }
+    set_shape(t, dt, rank, dims);
+    atomic_init(&b->rc, 1);
+    b->data = data;
+    b->size = (size_t)t->numel * ir_dtype_size(dt);
+    b->release = release; /* never free memory we do not own */
+    b->user = user;
+    t->buf = b;
+    t->data = data;
+    return t;
+}
+
 tj_tensor *tj_tensor_borrow(tj_dtype dt, int rank, const int64_t *dims, void *data,
                             void (*release)(void *user), void *user) {
     if (check_shape("tensor_borrow", dt, rank, dims))
@@ -259,22 +280,16 @@ tj_tensor *tj_tensor_borrow(tj_dtype dt, int rank, const int64_t *dims, void *da
         return rt_scoped(rt_errorf(TJ_ERR_INVALID,
                                    "tensor_borrow: data %p is not aligned to %zu bytes for %s",
                                    data, align, ir_dtype_name(dt)));
-    tj_tensor *t = header_new(RT_CONCRETE);
-    rt_buffer *b = calloc(1, sizeof *b);
-    if (!t || !b) {
-        free(t);
-        free(b);
-        return rt_scoped(rt_errorf(TJ_ERR_OOM, "tensor_borrow: out of memory"));
-    }
-    set_shape(t, dt, rank, dims);
-    atomic_init(&b->rc, 1);
-    b->data = data;
-    b->size = (size_t)t->numel * ir_dtype_size(dt);
-    b->release = release ? release : borrow_noop; /* never free memory we do not own */
-    b->user = user;
-    t->buf = b;
-    t->data = data;
-    return rt_scoped(t);
+    tj_tensor *t = wrap(dt, rank, dims, data, release ? release : borrow_noop, user);
+    return rt_scoped(t ? t : rt_errorf(TJ_ERR_OOM, "tensor_borrow: out of memory"));
+}
+
+tj_tensor *rt_tensor_wrap(int dtype, int rank, const int64_t *dims, void *data,
+                          void (*release)(void *data)) {
+    tj_tensor *t = wrap(dtype, rank, dims, data, release, data);
+    if (!t)
+        ir_errorf(TJ_ERR_OOM, "tensor: out of memory");
+    return t;
 }
 
 static tj_tensor *scalar(tj_dtype dt, const void *v, int is_static) {

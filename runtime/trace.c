@@ -94,8 +94,19 @@ uint32_t rt_const_blob(ir_graph *g, const tj_tensor *t) {
 }
 
 tj_tensor *rt_const_tensor(const ir_graph *g, const ir_node *n) {
-    tj_tensor *t = rt_tensor_alloc(n->dtype, n->rank, n->dims);
     const ir_blob *b = ir_blob_get(g, n->a.blob);
+    /* numbers borrow the blob's payload (immutable, reference counted): no copy of a model's
+     * weights per program, no first touch of fresh pages on a first call */
+    if (b && n->dtype != TJ_STRING && b->size &&
+        b->size == (size_t)ir_numel(n->rank, n->dims) * ir_dtype_size(n->dtype)) {
+        void *data = ir_blob_ref(b);
+        tj_tensor *t =
+            data ? rt_tensor_wrap(n->dtype, n->rank, n->dims, data, ir_blob_unref) : NULL;
+        if (!t)
+            ir_blob_unref(data);
+        return t;
+    }
+    tj_tensor *t = rt_tensor_alloc(n->dtype, n->rank, n->dims);
     if (!t)
         return NULL;
     if (!b)
