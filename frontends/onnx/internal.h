@@ -75,6 +75,7 @@ tj_tensor *ox_tensor(const Onnx__TensorProto *p, const char *what);
 int ox_dtype(int32_t onnx_type);
 const char *ox_type_name(int32_t onnx_type);
 /* A whole file (malloc'd, *size bytes), or NULL with the error set naming it. */
+enum { OX_MAX_FILE = 1 << 30 }; /* the largest model or tensor file read (1 GiB) */
 unsigned char *ox_read_file(const char *path, size_t *size);
 
 /* The op tables (ops.c, ops_shape.c, ops_nn.c, ops_conv.c, ops_resize.c, ops_index.c,

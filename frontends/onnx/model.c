@@ -6,10 +6,14 @@
  * converters (ops.c) on a table of named values: the function's arguments, the initializers
  * (constants of the graph, or variables), and every node's outputs. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -604,7 +608,23 @@ tj_onnx_model *tj_onnx_load(const char *path, const tj_onnx_options *opts) {
         tj_set_error(TJ_ERR_INVALID, "onnx: the path is NULL");
         return NULL;
     }
-    size_t size = 0;
+    /* mapped, not read: the page cache's pages are unpacked in place, no copy of the file into
+     * fresh memory (13 MB for the seed CNN: ~3200 first-touch page faults) */
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+        (uint64_t)st.st_size <= OX_MAX_FILE) {
+        void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+        close(fd);
+        if (p != MAP_FAILED) {
+            tj_onnx_model *m = tj_onnx_load_bytes(p, (size_t)st.st_size, path, opts);
+            munmap(p, (size_t)st.st_size);
+            return m;
+        }
+    } else if (fd >= 0) {
+        close(fd);
+    }
+    size_t size = 0; /* not a regular file, empty, or not mappable: read it (errors name it) */
     unsigned char *p = ox_read_file(path, &size);
     if (!p)
         return NULL;

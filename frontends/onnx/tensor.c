@@ -7,8 +7,6 @@
 
 #include "internal.h"
 
-enum { MAX_FILE = 1 << 30 };
-
 /* ---- tensors ----------------------------------------------------------------------------------
  */
 int ox_dtype(int32_t t) {
@@ -149,7 +147,7 @@ unsigned char *ox_read_file(const char *path, size_t *size) {
     }
     unsigned char *p = NULL;
     long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    if (n < 0 || n > MAX_FILE || fseek(f, 0, SEEK_SET) != 0)
+    if (n < 0 || n > OX_MAX_FILE || fseek(f, 0, SEEK_SET) != 0)
         tj_set_error(TJ_ERR_IO, "onnx: cannot read %s (size %ld)", path, n);
     else if (!(p = malloc((size_t)n + 1)))
         tj_set_error(TJ_ERR_OOM, "onnx: out of memory reading %s", path);
