@@ -223,6 +223,7 @@ def main():
         reps = 20 if quick else 100
         try:
             o, oo = time_ort(model, inputs, reps)
+            time.sleep(0.5)  # ORT's session and its spinning threads gone before tracejit runs
             t, to = time_tracejit(model, inputs, reps)
             rows.append(dict(model=name, ort=o, tracejit=t, agree=agree(to, oo)))
         except Exception as e:  # reported, not fatal: the other models still run
