@@ -21,15 +21,8 @@
 #include <string.h>
 
 #include "runtime/kernels/conv.h"
+#include "runtime/kernels/tiles.h"
 #include "runtime/rt_pool.h"
-
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-#define HAVE_X86 1
-#define TGT __attribute__((target("avx512f")))
-#else
-#define HAVE_X86 0
-#endif
 
 int rt_conv_direct_usable(const rt_conv_geom *g) {
 #if HAVE_X86
@@ -124,56 +117,13 @@ typedef struct dconv {
         }                                                                                          \
     }
 
-/* register tiles: NV accumulators per pixel (or tap) times the block, at most 24 of 32; every
- * block size is compiled so that a row splits into near-equal blocks (14 = 5 + 5 + 4, not
- * 6 + 6 + 1 + 1: a one-pixel block has too few accumulators to hide the FMA latency) */
 #define TILE(NV, B) FWD(NV, B) DW(NV, B)
-TILE(1, 1)
-TILE(1, 2)
-TILE(1, 3)
-TILE(1, 4)
-TILE(1, 5)
-TILE(1, 6)
-TILE(1, 7)
-TILE(1, 8)
-TILE(1, 9)
-TILE(1, 10) TILE(1, 11) TILE(1, 12) TILE(2, 1) TILE(2, 2) TILE(2, 3) TILE(2, 4) TILE(2, 5)
-    TILE(2, 6) TILE(2, 7) TILE(2, 8) TILE(2, 9) TILE(2, 10) TILE(2, 11) TILE(2, 12) TILE(3, 1)
-        TILE(3, 2) TILE(3, 3) TILE(3, 4) TILE(3, 5) TILE(3, 6) TILE(3, 7) TILE(3, 8) TILE(4, 1)
-            TILE(4, 2) TILE(4, 3) TILE(4, 4) TILE(4, 5) TILE(4, 6)
+RT_TILES(TILE)
 
-                typedef void (*fwd_fn)(const dconv *, int64_t, int64_t, int64_t, int64_t, __mmask16,
-                                       float *);
+typedef void (*fwd_fn)(const dconv *, int64_t, int64_t, int64_t, int64_t, __mmask16, float *);
 typedef void (*dw_fn)(const dconv *, int64_t, int64_t, int64_t, __mmask16);
-enum { BIG = 12 };
-static const fwd_fn fwd_tile[4][BIG + 1] = {
-    {NULL, fwd_1_1, fwd_1_2, fwd_1_3, fwd_1_4, fwd_1_5, fwd_1_6, fwd_1_7, fwd_1_8, fwd_1_9,
-     fwd_1_10, fwd_1_11, fwd_1_12},
-    {NULL, fwd_2_1, fwd_2_2, fwd_2_3, fwd_2_4, fwd_2_5, fwd_2_6, fwd_2_7, fwd_2_8, fwd_2_9,
-     fwd_2_10, fwd_2_11, fwd_2_12},
-    {NULL, fwd_3_1, fwd_3_2, fwd_3_3, fwd_3_4, fwd_3_5, fwd_3_6, fwd_3_7, fwd_3_8},
-    {NULL, fwd_4_1, fwd_4_2, fwd_4_3, fwd_4_4, fwd_4_5, fwd_4_6},
-};
-static const dw_fn dw_tile[4][BIG + 1] = {
-    {NULL, dw_1_1, dw_1_2, dw_1_3, dw_1_4, dw_1_5, dw_1_6, dw_1_7, dw_1_8, dw_1_9, dw_1_10, dw_1_11,
-     dw_1_12},
-    {NULL, dw_2_1, dw_2_2, dw_2_3, dw_2_4, dw_2_5, dw_2_6, dw_2_7, dw_2_8, dw_2_9, dw_2_10, dw_2_11,
-     dw_2_12},
-    {NULL, dw_3_1, dw_3_2, dw_3_3, dw_3_4, dw_3_5, dw_3_6, dw_3_7, dw_3_8},
-    {NULL, dw_4_1, dw_4_2, dw_4_3, dw_4_4, dw_4_5, dw_4_6},
-};
-static const int big_of[4] = {12, 12, 8, 6};
-
-/* Splits n into blocks of at most big, as equal as possible: block i of the returned count
- * starts at *start and has *len elements. */
-static int64_t n_blocks(int64_t n, int64_t big) {
-    return (n + big - 1) / big;
-}
-static void block_of(int64_t n, int64_t nb, int64_t i, int64_t *start, int64_t *len) {
-    int64_t q = n / nb, r = n % nb; /* the first r blocks get q + 1 */
-    *start = i * q + (i < r ? i : r);
-    *len = q + (i < r);
-}
+RT_TILE_TABLE(fwd_fn, fwd_tile, fwd);
+RT_TILE_TABLE(dw_fn, dw_tile, dw);
 
 /* channel group g: [64·g, min(O, 64·g + 64)): NV vectors, the last one's lane mask */
 static int group_nv(int64_t O, int64_t g, __mmask16 *last) {
@@ -189,10 +139,10 @@ static void fwd_row_into(const dconv *d, int64_t b, int64_t oy, float *yrow) {
     for (int64_t g = 0; g * 64 < d->O; g++) {
         __mmask16 last;
         int nv = group_nv(d->O, g, &last);
-        int64_t nb = n_blocks(d->OW, big_of[nv - 1]);
+        int64_t nb = rt_tile_blocks(d->OW, rt_tile_big[nv - 1]);
         for (int64_t i = 0; i < nb; i++) {
             int64_t ox, len;
-            block_of(d->OW, nb, i, &ox, &len);
+            rt_tile_block(d->OW, nb, i, &ox, &len);
             fwd_tile[nv - 1][len](d, b, oy, ox, 64 * g, last, yrow);
         }
     }
@@ -217,10 +167,10 @@ static void dw_task(void *ctx, int64_t t) {
     __mmask16 last;
     int nv = group_nv(d->O, g, &last);
     int64_t j0 = blk * pl->span, e = j0 + pl->span < d->KWC ? j0 + pl->span : d->KWC;
-    int64_t nb = n_blocks(e - j0, big_of[nv - 1]);
+    int64_t nb = rt_tile_blocks(e - j0, rt_tile_big[nv - 1]);
     for (int64_t i = 0; i < nb; i++) {
         int64_t j, len;
-        block_of(e - j0, nb, i, &j, &len);
+        rt_tile_block(e - j0, nb, i, &j, &len);
         dw_tile[nv - 1][len](d, ky, j0 + j, 64 * g, last);
     }
 }
@@ -346,7 +296,7 @@ int rt_conv_direct_filter_grad(const rt_conv_geom *g, const float *x, const floa
     /* enough tasks to balance the pool: blocks of taps a multiple of the tile */
     int64_t n_groups = (g->o + 63) / 64;
     __mmask16 last;
-    int64_t big = big_of[group_nv(g->o, 0, &last) - 1];
+    int64_t big = rt_tile_big[group_nv(g->o, 0, &last) - 1];
     int64_t want = 8 * (int64_t)rt_pool_size(),
             per_row = (want + g->kh * n_groups - 1) / (g->kh * n_groups);
     int64_t span = (d.KWC + per_row - 1) / per_row;

@@ -15,15 +15,8 @@
 #include <string.h>
 
 #include "runtime/kernels/gemm.h"
+#include "runtime/kernels/tiles.h"
 #include "runtime/rt_pool.h"
-
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-#define HAVE_X86 1
-#define TGT __attribute__((target("avx512f")))
-#else
-#define HAVE_X86 0
-#endif
 
 enum { PANEL = 64, KC = 128 };
 
@@ -118,30 +111,11 @@ typedef struct gemm_task {
         }                                                                                          \
     }
 
-/* the row tiles: NV vectors per row times MR rows, at most 24 accumulators */
-#define TILES(NV) TILE(NV, 1) TILE(NV, 2) TILE(NV, 3) TILE(NV, 4) TILE(NV, 5) TILE(NV, 6)
-TILES(1)
-TILES(2)
-TILES(3)
-TILES(4)
-TILE(1, 7)
-TILE(1, 8)
-TILE(1, 9)
-TILE(1, 10) TILE(1, 11) TILE(1, 12) TILE(2, 7) TILE(2, 8) TILE(2, 9) TILE(2, 10) TILE(2, 11)
-    TILE(2, 12) TILE(3, 7) TILE(3, 8)
+RT_TILES(TILE)
 
-        typedef void (*tile_fn)(const gemm_task *, const float *, int64_t, int64_t, int64_t,
-                                float *, __mmask16);
-enum { BIG = 12 };
-static const tile_fn tiles[4][BIG + 1] = {
-    {NULL, tile_1_1, tile_1_2, tile_1_3, tile_1_4, tile_1_5, tile_1_6, tile_1_7, tile_1_8, tile_1_9,
-     tile_1_10, tile_1_11, tile_1_12},
-    {NULL, tile_2_1, tile_2_2, tile_2_3, tile_2_4, tile_2_5, tile_2_6, tile_2_7, tile_2_8, tile_2_9,
-     tile_2_10, tile_2_11, tile_2_12},
-    {NULL, tile_3_1, tile_3_2, tile_3_3, tile_3_4, tile_3_5, tile_3_6, tile_3_7, tile_3_8},
-    {NULL, tile_4_1, tile_4_2, tile_4_3, tile_4_4, tile_4_5, tile_4_6},
-};
-static const int big_of[4] = {12, 12, 8, 6};
+typedef void (*tile_fn)(const gemm_task *, const float *, int64_t, int64_t, int64_t, float *,
+                        __mmask16);
+RT_TILE_TABLE(tile_fn, tiles, tile);
 
 /* Task i: rows [m0, m1) x panels [q0, q1). Per chunk of K the rows' chunk of A stays in L2
  * while each panel's chunk (32 KiB, in L1) is read by every block of rows. */
@@ -160,13 +134,13 @@ static void gemm_piece(void *ctx, int64_t i) {
             int64_t n0 = q * PANEL, w = t->N - n0 < PANEL ? t->N - n0 : PANEL;
             int nv = (int)((w + 15) / 16), tail = (int)(w - 16 * (nv - 1));
             __mmask16 last = (__mmask16)(tail == 16 ? 0xffff : (1u << tail) - 1);
-            int64_t big = big_of[nv - 1], rows = m1 - m0, nb = (rows + big - 1) / big;
+            int64_t rows = m1 - m0, nb = rt_tile_blocks(rows, rt_tile_big[nv - 1]);
             const float *bp = t->packed ? t->B + q * t->K * PANEL : t->B + n0;
             /* row blocks as equal as possible (50 = 5 blocks of 6 + 4 of 5, not 8 x 6 + 2) */
-            for (int64_t b = 0, r = m0; b < nb; b++) {
-                int64_t len = rows / nb + (b < rows % nb);
-                tiles[nv - 1][len](t, bp, r, k0, k1, t->C + n0, last);
-                r += len;
+            for (int64_t b = 0; b < nb; b++) {
+                int64_t r, len;
+                rt_tile_block(rows, nb, b, &r, &len);
+                tiles[nv - 1][len](t, bp, m0 + r, k0, k1, t->C + n0, last);
             }
         }
     }
