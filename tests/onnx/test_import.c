@@ -500,6 +500,41 @@ static void index_error(const char *op, int opset, int64_t *iv, size_t ni, const
     tj_onnx_free(m);
 }
 
+/* A node of x [1,1,4,4] and float initializers that the converter refuses by an attribute: the
+ * error names the node, the op and the value (GridSample's mode, RoiAlign's adaptive sampling). */
+static void sampling_error(const char *op, int opset, const char *sattr, const char *sval,
+                           const char *want) {
+    builder b;
+    init(&b, opset);
+    static char *in[3] = {"x", "a", "b"}, *out[1] = {"y"};
+    static int64_t gd[4] = {1, 2, 2, 2}, rd[2] = {1, 4}, bd[1] = {1}, bi[1] = {0};
+    static float gv[8] = {0}, rv[4] = {0, 0, 2, 2};
+    int64_t xd[4] = {1, 1, 4, 4}, yd[4] = {-1, -1, -1, -1};
+    int grid = !strcmp(op, "GridSample");
+    b.ins[b.g.n_input++] = value(&b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 4, xd);
+    b.outs[b.g.n_output++] = value(&b, "y", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 4, yd);
+    if (grid) {
+        init_f32(&b, "a", 4, gd, gv, 8);
+    } else {
+        init_f32(&b, "a", 2, rd, rv, 4);
+        init_i64(&b, "b", 1, bd, bi, 1);
+    }
+    node(&b, op, grid ? 2 : 3, in, 1, out);
+    if (sattr)
+        attr_s(&b, sattr, sval);
+    tj_onnx_model *m = load_built(&b, op);
+    CHECK_MSG(m != NULL, "%s: %s", op, tj_last_error());
+    if (!m)
+        return;
+    tj_tensor *x = tj_zeros(TJ_F32, 4, xd);
+    tj_tensor *y = tj_onnx_call(m, 1, &x);
+    CHECK_MSG(tj_status_of(y) == TJ_ERR_UNSUPPORTED, "%s: no refusal", op);
+    CHECK_HAS(tj_error_message(y), want);
+    tj_release(y);
+    tj_release(x);
+    tj_onnx_free(m);
+}
+
 /* QuantizeLinear: values round half to even and saturate at the zero point's dtype; a zero point
  * of another integer dtype is refused by name. */
 static void quantize(int zp_int64) {
@@ -721,6 +756,13 @@ int main(void) {
     tj_scope_begin();
     converter_errors();
     index_op_errors();
+    sampling_error("GridSample", 16, "mode", "area",
+                   "(GridSample, opset 16): mode 'area' with padding_mode 'zeros'");
+    sampling_error("GridSample", 16, "padding_mode", "wrap",
+                   "mode 'bilinear' with padding_mode 'wrap'");
+    sampling_error("RoiAlign", 16, NULL, NULL,
+                   "(RoiAlign, opset 16): sampling_ratio 0, output 1x1, mode 'avg' (an adaptive");
+    sampling_error("RoiAlign", 16, "mode", "median", "mode 'median'");
     det_values();
     quantize(0);
     quantize(1);
