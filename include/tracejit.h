@@ -343,6 +343,12 @@ TJ_API tj_tensor *tj_max_pool2d(tj_tensor *x, const int *ksize, const int *strid
                                 tj_padding padding);
 TJ_API tj_tensor *tj_avg_pool2d(tj_tensor *x, const int *ksize, const int *strides,
                                 tj_padding padding);
+/* Max pooling with a dilated window (lax.reduce_window's window_dilation, ONNX MaxPool's
+ * dilations): the taps of a window are dilations[k] apart along H and W, so a window spans
+ * dilations[k] * (ksize[k] - 1) + 1 elements (SAME pads for that span). dilations NULL or {1, 1}
+ * is tj_max_pool2d. Differentiable (the first maximum of each window takes the gradient). */
+TJ_API tj_tensor *tj_max_pool2d_dilated(tj_tensor *x, const int *ksize, const int *strides,
+                                        tj_padding padding, const int *dilations);
 /* x + bias along the last axis (tf.nn.bias_add): bias must be rank 1 of x's last dim. */
 TJ_API tj_tensor *tj_bias_add(tj_tensor *x, tj_tensor *bias);
 /* [..., depth] of `dt`: on at each index, off elsewhere (an index outside [0, depth): all off). */

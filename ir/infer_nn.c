@@ -13,11 +13,24 @@ static int64_t out_len(int64_t in, int64_t k, int64_t s, int64_t d, int64_t p0, 
     return padded < span ? -1 : (padded - span) / s + 1;
 }
 
-/* Strides, dilations (or windows) >= 1 and pads >= 0. */
+/* A max pool's window dilation along axis k (0: H, 1: W): list[4 + k] when the list has the
+ * two dilations after the pads, else 1. */
+static int64_t pool_dilation(const ir_node *p, int k) {
+    return p->a.n_list == 6 ? p->a.list[4 + k] : 1;
+}
+
+/* Strides, dilations (or windows) >= 1 and pads >= 0; a max pool's list may add its window's
+ * two dilations after the pads. */
 static tj_status check_geometry(const char *op, const ir_node *p, int dil) {
-    if (p->a.n_list != 4)
-        return ir_errorf(TJ_ERR_INVALID, "%s: expected 4 pads [top, bottom, left, right], got %u",
-                         op, p->a.n_list);
+    int max_pool = p->op == IR_OP_MAX_POOL2D || p->op == IR_OP_MAX_POOL2D_GRAD;
+    if (p->a.n_list != 4 && !(max_pool && p->a.n_list == 6))
+        return ir_errorf(TJ_ERR_INVALID,
+                         "%s: expected 4 pads [top, bottom, left, right]%s, got %u values", op,
+                         max_pool ? " (and 2 dilations)" : "", p->a.n_list);
+    for (int k = 0; k < 2 && p->a.n_list == 6; k++)
+        if (p->a.list[4 + k] < 1 || p->a.list[4 + k] > INT32_MAX)
+            return ir_errorf(TJ_ERR_INVALID, "%s: dilation %lld must be >= 1", op,
+                             (long long)p->a.list[4 + k]);
     for (int k = 0; k < 4; k++) {
         if (k < 2 && (p->a.i[k] < 1 || p->a.i[k] > INT32_MAX))
             return ir_errorf(TJ_ERR_INVALID, "%s: stride %lld must be >= 1", op,
@@ -131,15 +144,17 @@ static tj_status pool_out(const char *op, const ir_node *p, const int64_t *x, in
             y[1 + k] = -1;
             continue;
         }
+        int64_t d = pool_dilation(p, k), span = d * (p->a.i[2 + k] - 1) + 1;
         y[1 + k] =
-            out_len(x[1 + k], p->a.i[2 + k], p->a.i[k], 1, p->a.list[2 * k], p->a.list[2 * k + 1]);
+            out_len(x[1 + k], p->a.i[2 + k], p->a.i[k], d, p->a.list[2 * k], p->a.list[2 * k + 1]);
         if (y[1 + k] < 0)
             return ir_errorf(TJ_ERR_SHAPE,
-                             "%s: the window %lldx%lld is larger than the padded input %s on "
+                             "%s: the window %lldx%lld%s is larger than the padded input %s on "
                              "axis %s",
                              op, (long long)p->a.i[2], (long long)p->a.i[3],
-                             ir_fmt_dims(sx, DB, 4, x), k ? "W" : "H");
-        if (p->a.list[2 * k] >= p->a.i[2 + k] || p->a.list[2 * k + 1] >= p->a.i[2 + k])
+                             p->a.n_list == 6 ? " (dilated)" : "", ir_fmt_dims(sx, DB, 4, x),
+                             k ? "W" : "H");
+        if (p->a.list[2 * k] >= span || p->a.list[2 * k + 1] >= span)
             return ir_errorf(TJ_ERR_INVALID, "%s: pads must be smaller than the window", op);
     }
     return TJ_OK;

@@ -466,6 +466,27 @@ static tj_tensor *pool(int op, tj_tensor *x, const int *ksize, const int *stride
 tj_tensor *tj_max_pool2d(tj_tensor *x, const int *ksize, const int *strides, tj_padding padding) {
     return pool(IR_OP_MAX_POOL2D, x, ksize, strides, padding);
 }
+
+tj_tensor *tj_max_pool2d_dilated(tj_tensor *x, const int *ksize, const int *strides,
+                                 tj_padding padding, const int *dilations) {
+    if (!ksize)
+        return rt_scoped(rt_errorf(TJ_ERR_INVALID, "max_pool2d: ksize is NULL"));
+    int d[2] = {pair(dilations, 0), pair(dilations, 1)};
+    if (d[0] == 1 && d[1] == 1)
+        return pool(IR_OP_MAX_POOL2D, x, ksize, strides, padding);
+    if (d[0] < 1 || d[1] < 1)
+        return rt_scoped(rt_errorf(TJ_ERR_INVALID, "max_pool2d: dilations must be >= 1, got %d, %d",
+                                   d[0], d[1]));
+    ir_node p = proto_of(IR_OP_MAX_POOL2D);
+    int64_t span[2] = {(int64_t)d[0] * (ksize[0] - 1) + 1, (int64_t)d[1] * (ksize[1] - 1) + 1};
+    tj_tensor *err = window_attrs("max_pool2d", &p, dims4(x), strides, padding, span, ksize);
+    if (err)
+        return err;
+    p.a.n_list = 6; /* the pads, then the window's dilations */
+    p.a.list[4] = d[0];
+    p.a.list[5] = d[1];
+    return rt_apply(&p, &x, 1);
+}
 tj_tensor *tj_avg_pool2d(tj_tensor *x, const int *ksize, const int *strides, tj_padding padding) {
     return pool(IR_OP_AVG_POOL2D, x, ksize, strides, padding);
 }

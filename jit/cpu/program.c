@@ -284,9 +284,9 @@ bool jit_cpu_conv_fusable(const ir_graph *g, uint32_t id, const pass_group *epi,
         return true;
     const ir_node *p = ir_node_get(g, pool_id);
     /* a band of kh rows is exactly one pooled row: windows that tile the rows from the top */
-    return p->op == IR_OP_MAX_POOL2D && p->dtype == TJ_F32 && (!epi || epi->n_outputs == 1) &&
-           pg.kh == pg.sh && pg.pt == 0 && pg.oh >= 1 && pg.ow >= 1 &&
-           pg.kh * cg.ow * cg.o <= RT_CONV_BAND_FLOATS;
+    return p->op == IR_OP_MAX_POOL2D && p->a.n_list == 4 /* not dilated */ && p->dtype == TJ_F32 &&
+           (!epi || epi->n_outputs == 1) && pg.kh == pg.sh && pg.pt == 0 && pg.oh >= 1 &&
+           pg.ow >= 1 && pg.kh * cg.ow * cg.o <= RT_CONV_BAND_FLOATS;
 }
 
 typedef struct conv_ctx {

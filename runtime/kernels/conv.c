@@ -455,6 +455,116 @@ enum { POOL_CH = 256 }; /* channels per pass of the max gradient's argmax */
 POOLS(float)
 POOLS(double)
 
+/* A dilated max window (dh, dw > 1 in p): its taps are dh, dw apart, those inside the input
+ * taken in (ky, kx) order with the same rules (NaN wins, the first maximum takes the gradient).
+ * Forward writes every output; the gradient adds into zeros. */
+#define DILATED_TAPS(p, oy, ox, ...)                                                               \
+    for (int64_t ky = 0; ky < (p)->kh; ky++) {                                                     \
+        int64_t iy = (oy) * (p)->sh - (p)->pt + ky * (p)->dh;                                      \
+        if (iy < 0 || iy >= (p)->h)                                                                \
+            continue;                                                                              \
+        for (int64_t kx = 0; kx < (p)->kw; kx++) {                                                 \
+            int64_t ix = (ox) * (p)->sw - (p)->pl + kx * (p)->dw;                                  \
+            if (ix < 0 || ix >= (p)->w)                                                            \
+                continue;                                                                          \
+            __VA_ARGS__                                                                            \
+        }                                                                                          \
+    }
+#define DILATED(T)                                                                                 \
+    /* one output's window, tap by tap (when the row maxima below find no memory) */               \
+    static void max_pool_dil_taps_##T(const geom *p, const T *x, T *yo, int64_t b, int64_t oy,     \
+                                      int64_t ox) {                                                \
+        int first = 1;                                                                             \
+        DILATED_TAPS(p, oy, ox, {                                                                  \
+            const T *xi = x + XI(p, b, iy, ix);                                                    \
+            if (first)                                                                             \
+                memcpy(yo, xi, (size_t)p->c * sizeof(T));                                          \
+            for (int64_t c = 0; !first && c < p->c; c++) {                                         \
+                T v = xi[c], m = yo[c];                                                            \
+                yo[c] = (v > m) || ((v != v) & (m == m)) ? v : m;                                  \
+            }                                                                                      \
+            first = 0;                                                                             \
+        })                                                                                         \
+        for (int64_t c = 0; first && c < p->c; c++) /* no tap inside: never here */                \
+            yo[c] = (T)-INFINITY;                                                                  \
+    }                                                                                              \
+    /* Separable: the maximum over a window's columns is computed once per input row and output    \
+     * column (windows of neighbouring output rows share their rows: the 60x80 window of ONNX's    \
+     * dilated pooling model, stride 10, reads each row for ~6 output rows), then over its rows.   \
+     * The first maximum in (ky, kx) order and NaN winning hold through both stages. */            \
+    static void max_pool_dil_##T(const geom *p, const T *x, T *y, int64_t b) {                     \
+        int64_t C = p->c, row = p->ow * C;                                                         \
+        T *rm = malloc((size_t)(p->h * row + 1) * sizeof(T));                                      \
+        unsigned char *have = calloc((size_t)p->h + 1, 1);                                         \
+        for (int64_t oy = 0; oy < p->oh; oy++)                                                     \
+            for (int64_t ox = 0; ox < p->ow; ox++) {                                               \
+                T *yo = y + ((b * p->oh + oy) * p->ow + ox) * C;                                   \
+                if (!rm || !have) {                                                                \
+                    max_pool_dil_taps_##T(p, x, yo, b, oy, ox);                                    \
+                    continue;                                                                      \
+                }                                                                                  \
+                int first = 1;                                                                     \
+                for (int64_t ky = 0; ky < p->kh; ky++) {                                           \
+                    int64_t iy = oy * p->sh - p->pt + ky * p->dh;                                  \
+                    if (iy < 0 || iy >= p->h)                                                      \
+                        continue;                                                                  \
+                    if (!have[iy]) { /* row iy's maximum over each output column's taps */         \
+                        for (int64_t o2 = 0; o2 < p->ow; o2++) {                                   \
+                            T *r = rm + iy * row + o2 * C;                                         \
+                            int none = 1;                                                          \
+                            for (int64_t kx = 0; kx < p->kw; kx++) {                               \
+                                int64_t ix = o2 * p->sw - p->pl + kx * p->dw;                      \
+                                if (ix < 0 || ix >= p->w)                                          \
+                                    continue;                                                      \
+                                const T *xi = x + XI(p, b, iy, ix);                                \
+                                if (none)                                                          \
+                                    memcpy(r, xi, (size_t)C * sizeof(T));                          \
+                                for (int64_t c = 0; !none && c < C; c++) {                         \
+                                    T v = xi[c], m = r[c];                                         \
+                                    r[c] = (v > m) || ((v != v) & (m == m)) ? v : m;               \
+                                }                                                                  \
+                                none = 0;                                                          \
+                            }                                                                      \
+                            for (int64_t c = 0; none && c < C; c++)                                \
+                                r[c] = (T)-INFINITY;                                               \
+                        }                                                                          \
+                        have[iy] = 1;                                                              \
+                    }                                                                              \
+                    const T *r = rm + iy * row + ox * C;                                           \
+                    if (first)                                                                     \
+                        memcpy(yo, r, (size_t)C * sizeof(T));                                      \
+                    for (int64_t c = 0; !first && c < C; c++) {                                    \
+                        T v = r[c], m = yo[c];                                                     \
+                        yo[c] = (v > m) || ((v != v) & (m == m)) ? v : m;                          \
+                    }                                                                              \
+                    first = 0;                                                                     \
+                }                                                                                  \
+                for (int64_t c = 0; first && c < C; c++) /* no row inside: never here */           \
+                    yo[c] = (T)-INFINITY;                                                          \
+            }                                                                                      \
+        free(rm);                                                                                  \
+        free(have);                                                                                \
+    }                                                                                              \
+    static void max_pool_grad_dil_##T(const geom *p, const T *x, const T *dy, T *dx, int64_t b) {  \
+        for (int64_t oy = 0; oy < p->oh; oy++)                                                     \
+            for (int64_t ox = 0; ox < p->ow; ox++) {                                               \
+                const T *g = dy + ((b * p->oh + oy) * p->ow + ox) * p->c;                          \
+                for (int64_t c = 0; c < p->c; c++) {                                               \
+                    int64_t at = -1;                                                               \
+                    T m = 0;                                                                       \
+                    DILATED_TAPS(p, oy, ox, {                                                      \
+                        T v = x[XI(p, b, iy, ix) + c];                                             \
+                        if (at < 0 || (v > m) || ((v != v) & (m == m)))                            \
+                            m = v, at = XI(p, b, iy, ix) + c;                                      \
+                    })                                                                             \
+                    if (at >= 0)                                                                   \
+                        dx[at] += g[c];                                                            \
+                }                                                                                  \
+            }                                                                                      \
+    }
+DILATED(float)
+DILATED(double)
+
 typedef struct pool_task {
     const ir_node *n;
     const geom *p;
@@ -471,6 +581,15 @@ static void pool_sample(void *ctx, int64_t b) {
     if (t->zero)
         memset((char *)t->out + (size_t)(b * t->zero) * (t->f32 ? 4 : 8), 0,
                (size_t)t->zero * (t->f32 ? 4 : 8));
+    if (p->dh != 1 || p->dw != 1) { /* only max pooling is dilated (infer_nn.c) */
+        if (t->n->op == IR_OP_MAX_POOL2D)
+            t->f32 ? max_pool_dil_float(p, t->a, t->out, b)
+                   : max_pool_dil_double(p, t->a, t->out, b);
+        else
+            t->f32 ? max_pool_grad_dil_float(p, t->a, t->b, t->out, b)
+                   : max_pool_grad_dil_double(p, t->a, t->b, t->out, b);
+        return;
+    }
     switch (t->n->op) {
     case IR_OP_MAX_POOL2D:
         if (t->f32 && (rt_config_get()->exact_math || rt_max_pool_direct(p, t->a, t->out, b)))
@@ -501,13 +620,27 @@ tj_status rt_k_pool2d(const ir_node *n, tj_tensor *const *in, tj_tensor *out) {
     const int64_t *yd = n->op == IR_OP_MAX_POOL2D || n->op == IR_OP_AVG_POOL2D ? out->dims
                         : n->op == IR_OP_MAX_POOL2D_GRAD                       ? in[1]->dims
                                                                                : in[0]->dims;
-    geom p = {xd[0], xd[1],     xd[2],     xd[3], n->a.i[2], n->a.i[3],    xd[3],       yd[1],
-              yd[2], n->a.i[0], n->a.i[1], 1,     1,         n->a.list[0], n->a.list[2]};
+    int dil = n->a.n_list == 6; /* a dilated max pool: the dilations after the pads */
+    geom p = {xd[0],
+              xd[1],
+              xd[2],
+              xd[3],
+              n->a.i[2],
+              n->a.i[3],
+              xd[3],
+              yd[1],
+              yd[2],
+              n->a.i[0],
+              n->a.i[1],
+              dil ? n->a.list[4] : 1,
+              dil ? n->a.list[5] : 1,
+              n->a.list[0],
+              n->a.list[2]};
     if (out->numel == 0)
         return TJ_OK;
     /* max pooling writes every output; with windows that never overlap and together cover the
      * input, so does its gradient; the rest accumulate into zeros */
-    int tiles = p.sh >= p.kh && p.sw >= p.kw;
+    int tiles = p.sh >= p.kh && p.sw >= p.kw && p.dh == 1 && p.dw == 1;
     int covers = tiles && p.sh == p.kh && p.sw == p.kw && p.oh * p.kh - p.pt >= p.h &&
                  p.ow * p.kw - p.pl >= p.w;
     int whole = n->op == IR_OP_MAX_POOL2D || (n->op == IR_OP_MAX_POOL2D_GRAD && covers);

@@ -238,6 +238,103 @@ static void pool_cases(void) {
     tj_scope_end();
 }
 
+/* Dilated max pooling against loops written from the definition: window taps dilations apart,
+ * pads from the dilated span, NaN wins, the first maximum in (ky, kx) order takes the gradient;
+ * eager, compiled behind a relu (not fused into a conv step), and its errors. */
+static int g_pk[2], g_ps[2], g_pd[2];
+static tj_padding g_pp;
+static tj_tensor *dil_pool_fn(tj_tensor *x) {
+    return tj_max_pool2d_dilated(tj_relu(x), g_pk, g_ps, g_pp, g_pd);
+}
+
+static void dilated_pool_case(int kh, int kw, int sh, int sw, int dh, int dw, tj_padding pad) {
+    tj_scope_begin();
+    int64_t N = 2, H = 9, W = 11, C = 3, d[4] = {N, H, W, C};
+    tj_tensor *x = rand_f32(N, H, W, C);
+    float *xv = (float *)tj_tensor_data(x);
+    xv[7] = NAN;
+    for (int i = 20; i < 26; i++) /* ties */
+        xv[i] = 0.25f;
+    int k[2] = {kh, kw}, s[2] = {sh, sw}, dl[2] = {dh, dw};
+    int64_t span[2] = {(int64_t)dh * (kh - 1) + 1, (int64_t)dw * (kw - 1) + 1}, o[2], p0[2];
+    int64_t in[2] = {H, W}, st[2] = {sh, sw}, di[2] = {dh, dw};
+    for (int a = 0; a < 2; a++) {
+        o[a] = pad == TJ_PAD_SAME ? (in[a] + st[a] - 1) / st[a] : (in[a] - span[a]) / st[a] + 1;
+        int64_t total = (o[a] - 1) * st[a] + span[a] - in[a];
+        p0[a] = pad == TJ_PAD_SAME && total > 0 ? total / 2 : 0;
+    }
+    tj_tape *tape = tj_tape_new(0);
+    tj_tape_watch(tape, x);
+    tj_tensor *y = tj_max_pool2d_dilated(x, k, s, pad, dl), *g = NULL;
+    CHECK_MSG(tj_status_of(y) == TJ_OK, "dilated pool: %s", tj_error_message(y));
+    CHECK_EQ_INT(tj_tape_gradient(tape, tj_sum(y, 0, NULL, 0), NULL, 1, &x, &g), TJ_OK);
+    tj_tape_free(tape);
+    double *want_g = calloc((size_t)(N * H * W * C), sizeof *want_g);
+    int bad = 0, bad_g = 0;
+    for (int64_t b = 0; b < N; b++)
+        for (int64_t oy = 0; oy < o[0]; oy++)
+            for (int64_t ox = 0; ox < o[1]; ox++)
+                for (int64_t c = 0; c < C; c++) {
+                    double m = 0;
+                    int64_t at = -1;
+                    for (int64_t ky = 0; ky < kh; ky++)
+                        for (int64_t kx = 0; kx < kw; kx++) {
+                            int64_t iy = oy * sh - p0[0] + ky * di[0];
+                            int64_t ix = ox * sw - p0[1] + kx * di[1];
+                            if (iy < 0 || iy >= H || ix < 0 || ix >= W)
+                                continue;
+                            int64_t q = ((b * H + iy) * W + ix) * C + c;
+                            double v = xv[q];
+                            if (at < 0 || v > m || (isnan(v) && !isnan(m)))
+                                m = v, at = q;
+                        }
+                    double got = tj_tensor_get_f64(y, ((b * o[0] + oy) * o[1] + ox) * C + c);
+                    bad += !(got == m || (isnan(got) && isnan(m)));
+                    if (at >= 0)
+                        want_g[at] += 1;
+                }
+    for (int64_t q = 0; g && q < N * H * W * C; q++)
+        bad_g += tj_tensor_get_f64(g, q) != want_g[q];
+    free(want_g);
+    CHECK_EQ_INT(tj_tensor_numel(y), N * o[0] * o[1] * C);
+    CHECK_MSG(bad == 0 && bad_g == 0, "dilated %dx%d /%d,%d *%d,%d: %d values, %d gradients off",
+              kh, kw, sh, sw, dh, dw, bad, bad_g);
+    /* compiled behind a relu: the same values as eager */
+    memcpy(g_pk, k, sizeof k), memcpy(g_ps, s, sizeof s), memcpy(g_pd, dl, sizeof dl), g_pp = pad;
+    tj_function *f = tj_function_new("dil_pool", (void *)dil_pool_fn, 1, NULL);
+    tj_tensor *c1 = tj_call(f, 1, &x), *e1 = tj_call_eager(f, 1, &x);
+    int diff = tj_tensor_numel(c1) != tj_tensor_numel(e1);
+    for (int64_t q = 0; !diff && q < tj_tensor_numel(e1); q++) {
+        double a = tj_tensor_get_f64(c1, q), e = tj_tensor_get_f64(e1, q);
+        diff += !(a == e || (isnan(a) && isnan(e)));
+    }
+    CHECK_MSG(!diff, "dilated pool compiled differs from eager: %s", tj_error_message(c1));
+    tj_function_free(f);
+    (void)d;
+    tj_scope_end();
+}
+
+static void dilated_pools(void) {
+    dilated_pool_case(2, 2, 1, 1, 2, 2, TJ_PAD_VALID);
+    dilated_pool_case(3, 2, 2, 3, 2, 3, TJ_PAD_SAME);
+    dilated_pool_case(3, 4, 3, 2, 3, 2, TJ_PAD_SAME);
+    dilated_pool_case(2, 2, 2, 2, 1, 1, TJ_PAD_VALID); /* dilations 1: tj_max_pool2d itself */
+    tj_scope_begin();
+    int64_t d[4] = {1, 5, 5, 2};
+    tj_tensor *x = tj_zeros(TJ_F32, 4, d);
+    int k[2] = {3, 3}, s[2] = {1, 1}, two[2] = {2, 2}, three[2] = {3, 3}, zero[2] = {0, 1};
+    tj_tensor *e = tj_max_pool2d_dilated(x, k, s, TJ_PAD_VALID, zero);
+    CHECK_EQ_INT(tj_status_of(e), TJ_ERR_INVALID);
+    CHECK_HAS(tj_error_message(e), "max_pool2d: dilations must be >= 1, got 0, 1");
+    CHECK_EQ_INT(tj_status_of(tj_max_pool2d_dilated(x, k, s, TJ_PAD_VALID, two)), TJ_OK);
+    e = tj_max_pool2d_dilated(x, k, s, TJ_PAD_VALID, three); /* spans 7 > 5 */
+    CHECK_EQ_INT(tj_status_of(e), TJ_ERR_SHAPE);
+    CHECK_HAS(tj_error_message(e), "the window 3x3 (dilated) is larger than the padded input");
+    CHECK_EQ_INT(tj_status_of(tj_max_pool2d_dilated(x, NULL, s, TJ_PAD_VALID, two)),
+                 TJ_ERR_INVALID);
+    tj_scope_end();
+}
+
 static tj_tensor *xent_fn(tj_tensor *labels, tj_tensor *logits) {
     return tj_sparse_softmax_cross_entropy(labels, logits);
 }
@@ -441,6 +538,7 @@ int main(void) {
     conv_cases();
     conv_grads();
     pool_cases();
+    dilated_pools();
     xent_cases();
     conv_errors();
     conv_transpose_cases();
