@@ -157,13 +157,55 @@ static const rt_packed_b *packed_b(cpu_prog *cp, const step *s, const char *B) {
     return pb;
 }
 
+/* Whether product s's epilogue is `+ bias[col]` and/or relu writing one output, which the
+ * gemm tiles apply in registers (rt_gemm_epi): *bias_in is the bias's index among the group's
+ * buffers (-1: none). The product is [M, N], the bias f32 of N elements along the last axis. */
+static bool simple_epilogue(const cpu_prog *cp, const step *s, int32_t *bias_in, int *relu) {
+    const ir_graph *g = cp->base.g;
+    const pass_group *gr = s->epi;
+    if (!gr || gr->n_outputs != 1 || gr->n_nodes < 1 || gr->n_nodes > 2 || s->mm.dt != TJ_F32 ||
+        s->mm.batches != 1 || gr->outputs[0] != gr->nodes[gr->n_nodes - 1])
+        return false;
+    *bias_in = -1, *relu = 0;
+    uint32_t cur = s->id; /* the value the next node must read */
+    for (uint32_t k = 0; k < gr->n_nodes; k++) {
+        const ir_node *n = ir_node_get(g, gr->nodes[k]);
+        const uint32_t *in = ir_inputs(g, n);
+        if (n->dtype != TJ_F32)
+            return false;
+        if (n->op == IR_OP_RELU && n->n_in == 1 && in[0] == cur && !*relu) {
+            *relu = 1;
+        } else if (n->op == IR_OP_ADD && n->n_in == 2 && k == 0 && (in[0] == cur || in[1] == cur) &&
+                   in[0] != in[1]) {
+            const ir_node *b = ir_node_get(g, in[0] == cur ? in[1] : in[0]);
+            if (b->dtype != TJ_F32 || b->rank < 1 || ir_numel(b->rank, b->dims) != s->mm.n ||
+                b->dims[b->rank - 1] != s->mm.n)
+                return false;
+            for (uint32_t j = 0; j < gr->n_inputs; j++)
+                if (gr->inputs[j] == (in[0] == cur ? in[1] : in[0]))
+                    *bias_in = (int32_t)j;
+            if (*bias_in < 0)
+                return false;
+        } else {
+            return false;
+        }
+        cur = gr->nodes[k];
+    }
+    return true;
+}
+
 void jit_cpu_blas_run(cpu_prog *cp, const step *s, const char *A, const char *B, char *C,
                       void *const *bufs) {
     const jit_cpu_mm *mm = &s->mm;
     const rt_packed_b *pb = packed_b(cp, s, B);
-    if (pb) { /* the product on the pool, then the epilogue on the pool */
-        rt_gemm_packed(pb, mm->m, (const float *)A, mm->k, (float *)C, mm->n);
-        if (s->epi)
+    /* a bias/relu epilogue applied by the tiles: the product goes to the group's output */
+    rt_gemm_epi ge = {s->epi_bias >= 0 ? (const float *)bufs[s->epi_bias] : NULL, s->epi_relu};
+    const rt_gemm_epi *gep = s->epi_simple && (pb || own_gemm(s)) ? &ge : NULL;
+    if (gep)
+        C = (char *)bufs[s->epi->n_inputs];
+    if (pb) { /* the product on the pool, then (unless the tiles did) the epilogue on the pool */
+        rt_gemm_packed(pb, mm->m, (const float *)A, mm->k, (float *)C, mm->n, gep);
+        if (s->epi && !gep)
             jit_cpu_run_units(cp, s->fn, &s->plan, bufs);
         return;
     }
@@ -187,8 +229,9 @@ void jit_cpu_blas_run(cpu_prog *cp, const step *s, const char *A, const char *B,
             int lda = (int)(s->trans[0] ? m : k), ldb = (int)(s->trans[1] ? k : n);
             int ta = s->trans[0] ? 112 : 111, tb = s->trans[1] ? 112 : 111;
             if (own) { /* the AVX-512 kernels, then the epilogue of the block on the pool */
-                rt_gemm_f32(r1 - r0, n, k, (const float *)a, k, (const float *)b, n, (float *)c, n);
-                if (s->epi && rb > 0)
+                rt_gemm_f32(r1 - r0, n, k, (const float *)a, k, (const float *)b, n, (float *)c, n,
+                            gep);
+                if (s->epi && rb > 0 && !gep)
                     run_unit_range(cp, s->fn, &s->plan, bufs, (bi * m + r0) * n / ul,
                                    (r1 - r0) * n / ul);
                 continue;
@@ -205,7 +248,7 @@ void jit_cpu_blas_run(cpu_prog *cp, const step *s, const char *A, const char *B,
                 s->fn(bufs, (bi * m + r0) * n / ul, (bi * m + r1) * n / ul);
         }
     }
-    if (s->epi && rb == 0)
+    if (s->epi && rb == 0 && !gep)
         jit_cpu_run_units(cp, s->fn, &s->plan, bufs);
 }
 
@@ -691,8 +734,13 @@ static tj_status label_steps(cpu_prog *cp) {
 tj_status jit_cpu_prog_finish(cpu_prog *cp, rt_program *(*region)(const ir_graph *, void *),
                               void *ctx) {
     const ir_graph *g = cp->base.g;
-    for (uint32_t s = 0; s < cp->n_steps; s++)
-        cp->steps[s].packs = packable(cp, &cp->steps[s]);
+    for (uint32_t s = 0; s < cp->n_steps; s++) {
+        step *sp = &cp->steps[s];
+        sp->packs = packable(cp, sp);
+        sp->epi_bias = -1;
+        sp->epi_simple =
+            sp->kind == STEP_BLAS && simple_epilogue(cp, sp, &sp->epi_bias, &sp->epi_relu);
+    }
     tj_status st = label_steps(cp);
     if (st)
         return st;

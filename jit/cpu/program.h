@@ -44,6 +44,10 @@ typedef struct step {
                                    (runtime/kernels/gemm.h; atomic, owned by the step) */
     int packs;   /* STEP_BLAS: B is a constant the packed kernels take (set by prog_finish) */
     int no_pack; /* packing was tried and failed (atomic): OpenBLAS it is */
+    /* STEP_BLAS: the epilogue is + bias and/or relu, applied by the gemm tiles (set by
+     * prog_finish): the bias's index among the epilogue's buffers (-1: none), relu */
+    int epi_simple, epi_relu;
+    int32_t epi_bias;
     uint8_t trans[2];
     /* STEP_CF in the raw form: the scratch offsets of its results */
     int64_t *raw_res;

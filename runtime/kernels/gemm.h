@@ -12,6 +12,13 @@ typedef struct rt_packed_b {
     size_t bytes;
 } rt_packed_b;
 
+/* An epilogue applied in registers after the last chunk of K: C + bias[col] (bias NULL: none),
+ * then relu (NaN stays NaN, as the reference kernel's). */
+typedef struct rt_gemm_epi {
+    const float *bias;
+    int relu;
+} rt_gemm_epi;
+
 /* 1 when this CPU runs the packed kernels (AVX-512). */
 int rt_gemm_packed_usable(void);
 /* 1 when an f32 product of this size should run on these kernels (rt_gemm_f32) rather than
@@ -23,14 +30,15 @@ int rt_gemm_f32_takes(int64_t m, int64_t n, int64_t k);
  * AVX-512 or memory is short. */
 rt_packed_b *rt_gemm_pack(const float *B, int64_t K, int64_t N, int64_t ldb, int trans);
 void rt_gemm_packed_free(rt_packed_b *pb); /* NULL-safe */
-/* C [M, pb->n] (row length ldc) = A [M, pb->k] (row length lda) · B, on the runtime's pool. */
+/* C [M, pb->n] (row length ldc) = A [M, pb->k] (row length lda) · B, then epi (NULL: none), on
+ * the runtime's pool. */
 void rt_gemm_packed(const rt_packed_b *pb, int64_t M, const float *A, int64_t lda, float *C,
-                    int64_t ldc);
+                    int64_t ldc, const rt_gemm_epi *epi);
 /* C [M, N] = A [M, K] · B [K, N] (row lengths lda, ldb, ldc) with the same kernels on B as it
  * lies: no packed copy to allocate and touch (the interpreter's products, so a tiered function's
  * first call does not wait for OpenBLAS to start). 0 when done; 1 when this CPU lacks AVX-512 or
  * a size is 0 (nothing written). */
 int rt_gemm_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
-                int64_t ldb, float *C, int64_t ldc);
+                int64_t ldb, float *C, int64_t ldc, const rt_gemm_epi *epi);
 
 #endif

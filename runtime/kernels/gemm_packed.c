@@ -75,15 +75,20 @@ typedef struct gemm_task {
     float *C;
     int64_t M, K, N, lda, ldb, ldc;
     int64_t n_rgroups, rows_per, panels_per; /* tasks: group of rows x group of panels */
+    const float *bias;                       /* the epilogue: + bias[col], then relu; NULL: none */
+    int relu;
 } gemm_task;
 
 #define UNROLL _Pragma("GCC unroll 16")
 
-/* C[r0 .. r0+MR, cols of panel q] (+)= A[r0 .., k0 .. k1) · panel[k0 .. k1) (rows of the panel
- * ldb apart; the last vector's lanes past N masked: an unpacked B ends there) */
+/* C[r0 .. r0+MR, n0 + the panel's columns] (+)= A[r0 .., k0 .. k1) · panel[k0 .. k1) (rows of
+ * the panel ldb apart; the last vector's lanes past N masked: an unpacked B ends there); after the
+ * last chunk of K the epilogue: + bias, then relu as the reference kernel's (NaN stays NaN) */
 #define TILE(NV, MR)                                                                               \
     TGT static void tile_##NV##_##MR(const gemm_task *t, const float *bp, int64_t r0, int64_t k0,  \
-                                     int64_t k1, float *c, __mmask16 last) {                       \
+                                     int64_t k1, int64_t n0, __mmask16 last) {                     \
+        float *c = t->C + n0;                                                                      \
+        int epi = k1 == t->K && (t->bias || t->relu);                                              \
         __m512 acc[MR][NV];                                                                        \
         UNROLL for (int r = 0; r < MR; r++) UNROLL for (int v = 0; v < NV; v++) acc[r][v] =        \
             _mm512_setzero_ps();                                                                   \
@@ -106,6 +111,11 @@ typedef struct gemm_task {
                 __m512 x = acc[r][v];                                                              \
                 if (k0 > 0)                                                                        \
                     x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(m, cr + 16 * v));                   \
+                if (epi && t->bias)                                                                \
+                    x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(m, t->bias + n0 + 16 * v));         \
+                if (epi && t->relu) /* x > 0 or NaN: x; else +0 */                                 \
+                    x = _mm512_maskz_mov_ps(                                                       \
+                        _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_NLE_UQ), x);               \
                 _mm512_mask_storeu_ps(cr + 16 * v, m, x);                                          \
             }                                                                                      \
         }                                                                                          \
@@ -113,7 +123,7 @@ typedef struct gemm_task {
 
 RT_TILES(TILE)
 
-typedef void (*tile_fn)(const gemm_task *, const float *, int64_t, int64_t, int64_t, float *,
+typedef void (*tile_fn)(const gemm_task *, const float *, int64_t, int64_t, int64_t, int64_t,
                         __mmask16);
 RT_TILE_TABLE(tile_fn, tiles, tile);
 
@@ -140,7 +150,7 @@ static void gemm_piece(void *ctx, int64_t i) {
             for (int64_t b = 0; b < nb; b++) {
                 int64_t r, len;
                 rt_tile_block(rows, nb, b, &r, &len);
-                tiles[nv - 1][len](t, bp, m0 + r, k0, k1, t->C + n0, last);
+                tiles[nv - 1][len](t, bp, m0 + r, k0, k1, n0, last);
             }
         }
     }
@@ -172,7 +182,7 @@ static void gemm_run(gemm_task t) {
 #endif
 
 void rt_gemm_packed(const rt_packed_b *pb, int64_t M, const float *A, int64_t lda, float *C,
-                    int64_t ldc) {
+                    int64_t ldc, const rt_gemm_epi *epi) {
 #if HAVE_X86
     if (M >= 1)
         gemm_run((gemm_task){.B = pb->p,
@@ -184,22 +194,34 @@ void rt_gemm_packed(const rt_packed_b *pb, int64_t M, const float *A, int64_t ld
                              .N = pb->n,
                              .lda = lda,
                              .ldb = PANEL,
-                             .ldc = ldc});
+                             .ldc = ldc,
+                             .bias = epi ? epi->bias : NULL,
+                             .relu = epi && epi->relu});
 #else
-    (void)pb, (void)M, (void)A, (void)lda, (void)C, (void)ldc;
+    (void)pb, (void)M, (void)A, (void)lda, (void)C, (void)ldc, (void)epi;
 #endif
 }
 
 int rt_gemm_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
-                int64_t ldb, float *C, int64_t ldc) {
+                int64_t ldb, float *C, int64_t ldc, const rt_gemm_epi *epi) {
 #if HAVE_X86
     if (!rt_gemm_packed_usable() || M < 1 || N < 1 || K < 1)
         return 1;
-    gemm_run((gemm_task){
-        .B = B, .A = A, .C = C, .M = M, .K = K, .N = N, .lda = lda, .ldb = ldb, .ldc = ldc});
+    gemm_run((gemm_task){.B = B,
+                         .A = A,
+                         .C = C,
+                         .M = M,
+                         .K = K,
+                         .N = N,
+                         .lda = lda,
+                         .ldb = ldb,
+                         .ldc = ldc,
+                         .bias = epi ? epi->bias : NULL,
+                         .relu = epi && epi->relu});
     return 0;
 #else
-    (void)M, (void)N, (void)K, (void)A, (void)lda, (void)B, (void)ldb, (void)C, (void)ldc;
+    (void)M, (void)N, (void)K, (void)A, (void)lda, (void)B, (void)ldb, (void)C, (void)ldc,
+        (void)epi;
     return 1;
 #endif
 }
