@@ -579,11 +579,8 @@ static tj_status pool(const ox_node *n, tj_tensor *x, tj_tensor **out, int is_ma
     for (int i = 0; i < sp; i++)
         dilated |= w.d[i] != 1;
     int fl = tj_tensor_dtype(x) == TJ_F32 || tj_tensor_dtype(x) == TJ_F64;
-    /* one slice per tap where no tracejit op fits: 3-D, Indices, integers, a dilated average;
-     * also a dilated 1-D max: the compiled passes per tap over all outputs beat the kernel's
-     * window-by-window loop there (ONNX's 200-tap model: 2.8 vs 9.7 ms per call), while 2-D
-     * windows reuse each row's maxima (the 60x80 model: 0.85 vs 1.1-1.4 ms) */
-    if (sp == 3 || (dilated && (!is_max || sp == 1)) || n_out > 1 || !fl) {
+    /* one slice per tap where no tracejit op fits: 3-D, Indices, integers, a dilated average */
+    if (sp == 3 || (dilated && !is_max) || n_out > 1 || !fl) {
         tj_tensor *y = NULL;
         if ((st = window_reduce(n, x, &w, is_max, &y, n_out > 1 ? &out[1] : NULL)))
             return st;

@@ -470,97 +470,135 @@ POOLS(double)
             __VA_ARGS__                                                                            \
         }                                                                                          \
     }
-#define DILATED(T)                                                                                 \
-    /* one output's window, tap by tap (when the row maxima below find no memory) */               \
-    static void max_pool_dil_taps_##T(const geom *p, const T *x, T *yo, int64_t b, int64_t oy,     \
-                                      int64_t ox) {                                                \
-        int first = 1;                                                                             \
-        DILATED_TAPS(p, oy, ox, {                                                                  \
-            const T *xi = x + XI(p, b, iy, ix);                                                    \
-            if (first)                                                                             \
-                memcpy(yo, xi, (size_t)p->c * sizeof(T));                                          \
-            for (int64_t c = 0; !first && c < p->c; c++) {                                         \
-                T v = xi[c], m = yo[c];                                                            \
-                yo[c] = (v > m) || ((v != v) & (m == m)) ? v : m;                                  \
-            }                                                                                      \
-            first = 0;                                                                             \
-        })                                                                                         \
-        for (int64_t c = 0; first && c < p->c; c++) /* no tap inside: never here */                \
-            yo[c] = (T)-INFINITY;                                                                  \
-    }                                                                                              \
-    /* Separable: the maximum over a window's columns is computed once per input row and output    \
-     * column (windows of neighbouring output rows share their rows: the 60x80 window of ONNX's    \
-     * dilated pooling model, stride 10, reads each row for ~6 output rows), then over its rows.   \
-     * The first maximum in (ky, kx) order and NaN winning hold through both stages. */            \
-    static void max_pool_dil_##T(const geom *p, const T *x, T *y, int64_t b) {                     \
-        int64_t C = p->c, row = p->ow * C;                                                         \
-        T *rm = malloc((size_t)(p->h * row + 1) * sizeof(T));                                      \
-        unsigned char *have = calloc((size_t)p->h + 1, 1);                                         \
-        for (int64_t oy = 0; oy < p->oh; oy++)                                                     \
-            for (int64_t ox = 0; ox < p->ow; ox++) {                                               \
-                T *yo = y + ((b * p->oh + oy) * p->ow + ox) * C;                                   \
-                if (!rm || !have) {                                                                \
-                    max_pool_dil_taps_##T(p, x, yo, b, oy, ox);                                    \
-                    continue;                                                                      \
-                }                                                                                  \
-                int first = 1;                                                                     \
-                for (int64_t ky = 0; ky < p->kh; ky++) {                                           \
-                    int64_t iy = oy * p->sh - p->pt + ky * p->dh;                                  \
-                    if (iy < 0 || iy >= p->h)                                                      \
-                        continue;                                                                  \
-                    if (!have[iy]) { /* row iy's maximum over each output column's taps */         \
-                        for (int64_t o2 = 0; o2 < p->ow; o2++) {                                   \
-                            T *r = rm + iy * row + o2 * C;                                         \
-                            int none = 1;                                                          \
-                            for (int64_t kx = 0; kx < p->kw; kx++) {                               \
-                                int64_t ix = o2 * p->sw - p->pl + kx * p->dw;                      \
-                                if (ix < 0 || ix >= p->w)                                          \
-                                    continue;                                                      \
-                                const T *xi = x + XI(p, b, iy, ix);                                \
-                                if (none)                                                          \
-                                    memcpy(r, xi, (size_t)C * sizeof(T));                          \
-                                for (int64_t c = 0; !none && c < C; c++) {                         \
-                                    T v = xi[c], m = r[c];                                         \
-                                    r[c] = (v > m) || ((v != v) & (m == m)) ? v : m;               \
-                                }                                                                  \
-                                none = 0;                                                          \
-                            }                                                                      \
-                            for (int64_t c = 0; none && c < C; c++)                                \
-                                r[c] = (T)-INFINITY;                                               \
-                        }                                                                          \
-                        have[iy] = 1;                                                              \
-                    }                                                                              \
-                    const T *r = rm + iy * row + ox * C;                                           \
-                    if (first)                                                                     \
-                        memcpy(yo, r, (size_t)C * sizeof(T));                                      \
-                    for (int64_t c = 0; !first && c < C; c++) {                                    \
-                        T v = r[c], m = yo[c];                                                     \
-                        yo[c] = (v > m) || ((v != v) & (m == m)) ? v : m;                          \
-                    }                                                                              \
-                    first = 0;                                                                     \
-                }                                                                                  \
-                for (int64_t c = 0; first && c < C; c++) /* no row inside: never here */           \
-                    yo[c] = (T)-INFINITY;                                                          \
-            }                                                                                      \
-        free(rm);                                                                                  \
-        free(have);                                                                                \
-    }                                                                                              \
-    static void max_pool_grad_dil_##T(const geom *p, const T *x, const T *dy, T *dx, int64_t b) {  \
-        for (int64_t oy = 0; oy < p->oh; oy++)                                                     \
-            for (int64_t ox = 0; ox < p->ow; ox++) {                                               \
-                const T *g = dy + ((b * p->oh + oy) * p->ow + ox) * p->c;                          \
-                for (int64_t c = 0; c < p->c; c++) {                                               \
-                    int64_t at = -1;                                                               \
-                    T m = 0;                                                                       \
-                    DILATED_TAPS(p, oy, ox, {                                                      \
-                        T v = x[XI(p, b, iy, ix) + c];                                             \
-                        if (at < 0 || (v > m) || ((v != v) & (m == m)))                            \
-                            m = v, at = XI(p, b, iy, ix) + c;                                      \
-                    })                                                                             \
-                    if (at >= 0)                                                                   \
-                        dx[at] += g[c];                                                            \
-                }                                                                                  \
-            }                                                                                      \
+#define DILATED(T)                                                                                  \
+    /* one output's window, tap by tap (when the row maxima below find no memory) */                \
+    static void max_pool_dil_taps_##T(const geom *p, const T *x, T *yo, int64_t b, int64_t oy,      \
+                                      int64_t ox) {                                                 \
+        int first = 1;                                                                              \
+        DILATED_TAPS(p, oy, ox, {                                                                   \
+            const T *xi = x + XI(p, b, iy, ix);                                                     \
+            if (first)                                                                              \
+                memcpy(yo, xi, (size_t)p->c * sizeof(T));                                           \
+            for (int64_t c = 0; !first && c < p->c; c++) {                                          \
+                T v = xi[c], m = yo[c];                                                             \
+                yo[c] = (v > m) || ((v != v) & (m == m)) ? v : m;                                   \
+            }                                                                                       \
+            first = 0;                                                                              \
+        })                                                                                          \
+        for (int64_t c = 0; first && c < p->c; c++) /* no tap inside: never here */                 \
+            yo[c] = (T)-INFINITY;                                                                   \
+    }                                                                                               \
+    /* rule(m, v): v replaces the running m when larger, or NaN over a number (first kept) */       \
+    static inline T pool_rule_##T(T m, T v) {                                                       \
+        return (v > m) || ((v != v) & (m == m)) ? v : m;                                            \
+    }                                                                                               \
+    /* Row iy's maxima over each output column's window, window by window, into r [ow][c]. */       \
+    static void row_max_windows_##T(const geom *p, const T *x, int64_t b, int64_t iy, T *r0) {      \
+        int64_t C = p->c;                                                                           \
+        for (int64_t o2 = 0; o2 < p->ow; o2++) {                                                    \
+            T *r = r0 + o2 * C;                                                                     \
+            int none = 1;                                                                           \
+            for (int64_t kx = 0; kx < p->kw; kx++) {                                                \
+                int64_t ix = o2 * p->sw - p->pl + kx * p->dw;                                       \
+                if (ix < 0 || ix >= p->w)                                                           \
+                    continue;                                                                       \
+                const T *xi = x + XI(p, b, iy, ix);                                                 \
+                if (none)                                                                           \
+                    memcpy(r, xi, (size_t)C * sizeof(T));                                           \
+                for (int64_t c = 0; !none && c < C; c++)                                            \
+                    r[c] = pool_rule_##T(r[c], xi[c]);                                              \
+                none = 0;                                                                           \
+            }                                                                                       \
+            for (int64_t c = 0; none && c < C; c++)                                                 \
+                r[c] = (T)-INFINITY;                                                                \
+        }                                                                                           \
+    }                                                                                               \
+    /* The same when the dilation is q strides (dw = q·sw): column o2's taps are z[o2 + q·kx]     \
+     * with z[j] = x[iy, j·sw - pl] (-inf outside: never a winner), so each residue class mod q is \
+     * a sliding window of kw over its sequence: van Herk / Gil-Werman, a prefix and a suffix       \
+     * maximum per block of kw and one rule per output, O(3) per element instead of O(kw). Ties     \
+     * keep the earlier element in both scans, so the first maximum and NaN rules hold. 1 when      \
+     * there is no memory (the caller loops window by window). */                                   \
+    static int row_max_sliding_##T(const geom *p, const T *x, int64_t b, int64_t iy, T *r) {        \
+        int64_t q = p->dw / p->sw, kw = p->kw, C = p->c, lz = p->ow + q * (kw - 1);                 \
+        int64_t tmax = (lz + q - 1) / q;                                                            \
+        T *s = malloc((size_t)(3 * tmax + 1) * sizeof(T)), *P = s + tmax, *S = P + tmax;            \
+        if (!s)                                                                                     \
+            return 1;                                                                               \
+        for (int64_t c = 0; c < C; c++)                                                             \
+            for (int64_t rho = 0; rho < q && rho < p->ow; rho++) {                                  \
+                int64_t tn = (lz - rho + q - 1) / q;                                                \
+                for (int64_t t = 0; t < tn; t++) {                                                  \
+                    int64_t ix = (rho + q * t) * p->sw - p->pl;                                     \
+                    s[t] = ix >= 0 && ix < p->w ? x[XI(p, b, iy, ix) + c] : (T)-INFINITY;           \
+                    P[t] = t % kw == 0 ? s[t] : pool_rule_##T(P[t - 1], s[t]);                      \
+                }                                                                                   \
+                for (int64_t t = tn - 1; t >= 0; t--)                                               \
+                    S[t] = t % kw == kw - 1 || t == tn - 1 ? s[t] : pool_rule_##T(s[t], S[t + 1]);  \
+                for (int64_t t0 = 0; rho + q * t0 < p->ow; t0++)                                    \
+                    r[(rho + q * t0) * C + c] = pool_rule_##T(S[t0], P[t0 + kw - 1]);               \
+            }                                                                                       \
+        free(s);                                                                                    \
+        return 0;                                                                                   \
+    }                                                                                               \
+    /* Separable: the maximum over a window's columns is computed once per input row and output     \
+     * column (windows of neighbouring output rows share their rows: the 60x80 window of ONNX's     \
+     * dilated pooling model, stride 10, reads each row for ~6 output rows), then over its rows.    \
+     * The first maximum in (ky, kx) order and NaN winning hold through both stages. */             \
+    static void max_pool_dil_##T(const geom *p, const T *x, T *y, int64_t b) {                      \
+        int64_t C = p->c, row = p->ow * C;                                                          \
+        T *rm = malloc((size_t)(p->h * row + 1) * sizeof(T));                                       \
+        unsigned char *have = calloc((size_t)p->h + 1, 1);                                          \
+        for (int64_t oy = 0; oy < p->oh; oy++)                                                      \
+            for (int64_t ox = 0; ox < p->ow; ox++) {                                                \
+                T *yo = y + ((b * p->oh + oy) * p->ow + ox) * C;                                    \
+                if (!rm || !have) {                                                                 \
+                    max_pool_dil_taps_##T(p, x, yo, b, oy, ox);                                     \
+                    continue;                                                                       \
+                }                                                                                   \
+                int first = 1;                                                                      \
+                for (int64_t ky = 0; ky < p->kh; ky++) {                                            \
+                    int64_t iy = oy * p->sh - p->pt + ky * p->dh;                                   \
+                    if (iy < 0 || iy >= p->h)                                                       \
+                        continue;                                                                   \
+                    if (!have[iy]) { /* row iy's maximum over each output column's taps */          \
+                        T *r = rm + iy * row;                                                       \
+                        if (p->dw % p->sw != 0 || p->kw < 8 ||                                      \
+                            row_max_sliding_##T(p, x, b, iy, r))                                    \
+                            row_max_windows_##T(p, x, b, iy, r);                                    \
+                        have[iy] = 1;                                                               \
+                    }                                                                               \
+                    const T *r = rm + iy * row + ox * C;                                            \
+                    if (first)                                                                      \
+                        memcpy(yo, r, (size_t)C * sizeof(T));                                       \
+                    for (int64_t c = 0; !first && c < C; c++) {                                     \
+                        T v = r[c], m = yo[c];                                                      \
+                        yo[c] = (v > m) || ((v != v) & (m == m)) ? v : m;                           \
+                    }                                                                               \
+                    first = 0;                                                                      \
+                }                                                                                   \
+                for (int64_t c = 0; first && c < C; c++) /* no row inside: never here */            \
+                    yo[c] = (T)-INFINITY;                                                           \
+            }                                                                                       \
+        free(rm);                                                                                   \
+        free(have);                                                                                 \
+    }                                                                                               \
+    static void max_pool_grad_dil_##T(const geom *p, const T *x, const T *dy, T *dx, int64_t b) {   \
+        for (int64_t oy = 0; oy < p->oh; oy++)                                                      \
+            for (int64_t ox = 0; ox < p->ow; ox++) {                                                \
+                const T *g = dy + ((b * p->oh + oy) * p->ow + ox) * p->c;                           \
+                for (int64_t c = 0; c < p->c; c++) {                                                \
+                    int64_t at = -1;                                                                \
+                    T m = 0;                                                                        \
+                    DILATED_TAPS(p, oy, ox, {                                                       \
+                        T v = x[XI(p, b, iy, ix) + c];                                              \
+                        if (at < 0 || (v > m) || ((v != v) & (m == m)))                             \
+                            m = v, at = XI(p, b, iy, ix) + c;                                       \
+                    })                                                                              \
+                    if (at >= 0)                                                                    \
+                        dx[at] += g[c];                                                             \
+                }                                                                                   \
+            }                                                                                       \
     }
 DILATED(float)
 DILATED(double)

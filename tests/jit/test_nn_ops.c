@@ -247,9 +247,10 @@ static tj_tensor *dil_pool_fn(tj_tensor *x) {
     return tj_max_pool2d_dilated(tj_relu(x), g_pk, g_ps, g_pp, g_pd);
 }
 
-static void dilated_pool_case(int kh, int kw, int sh, int sw, int dh, int dw, tj_padding pad) {
+static void dilated_pool_case(int kh, int kw, int sh, int sw, int dh, int dw, tj_padding pad,
+                              int64_t W) {
     tj_scope_begin();
-    int64_t N = 2, H = 9, W = 11, C = 3, d[4] = {N, H, W, C};
+    int64_t N = 2, H = 9, C = 3, d[4] = {N, H, W, C};
     tj_tensor *x = rand_f32(N, H, W, C);
     float *xv = (float *)tj_tensor_data(x);
     xv[7] = NAN;
@@ -315,10 +316,14 @@ static void dilated_pool_case(int kh, int kw, int sh, int sw, int dh, int dw, tj
 }
 
 static void dilated_pools(void) {
-    dilated_pool_case(2, 2, 1, 1, 2, 2, TJ_PAD_VALID);
-    dilated_pool_case(3, 2, 2, 3, 2, 3, TJ_PAD_SAME);
-    dilated_pool_case(3, 4, 3, 2, 3, 2, TJ_PAD_SAME);
-    dilated_pool_case(2, 2, 2, 2, 1, 1, TJ_PAD_VALID); /* dilations 1: tj_max_pool2d itself */
+    dilated_pool_case(2, 2, 1, 1, 2, 2, TJ_PAD_VALID, 11);
+    dilated_pool_case(3, 2, 2, 3, 2, 3, TJ_PAD_SAME, 11);
+    dilated_pool_case(3, 4, 3, 2, 3, 2, TJ_PAD_SAME, 11);
+    dilated_pool_case(2, 2, 2, 2, 1, 1, TJ_PAD_VALID, 11); /* dilations 1: tj_max_pool2d itself */
+    /* 8 taps or more, the dilation a multiple of the stride: the sliding row maxima */
+    dilated_pool_case(2, 9, 1, 1, 2, 2, TJ_PAD_SAME, 40);  /* 2 classes of columns */
+    dilated_pool_case(3, 8, 2, 3, 2, 3, TJ_PAD_VALID, 40); /* dilation = stride */
+    dilated_pool_case(1, 12, 1, 2, 1, 4, TJ_PAD_SAME, 57); /* 1 x 12, 2 classes, pads */
     tj_scope_begin();
     int64_t d[4] = {1, 5, 5, 2};
     tj_tensor *x = tj_zeros(TJ_F32, 4, d);
