@@ -327,7 +327,8 @@ static uint32_t sink_transpose(pass_rebuild *rb, const ir_node *n, const uint32_
     }
     if (k < 0)
         return IR_NONE;
-    const ir_node *t = ir_node_get(d, m[k]);
+    /* a copy: pass_add below may grow dst's node array */
+    const ir_node tn = *ir_node_get(d, m[k]), *t = &tn;
     uint32_t ins[2];
     ins[k] = ir_inputs(d, t)[0];
     if (n->n_in == 2) {
