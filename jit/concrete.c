@@ -121,7 +121,7 @@ char *tj_concrete_graph_dot(const tj_concrete *c, tj_graph_stage stage) {
                NULL;
     if (stage == TJ_GRAPH_TRACED)
         return ir_dot(c->traced, NULL);
-    jit_tier_join((tj_concrete *)c); /* the kernels of the final program */
+    jit_tier_finish((tj_concrete *)c); /* the kernels of the final program */
     rt_program *prog = jit_concrete_program(c);
     if (stage == TJ_GRAPH_OPTIMIZED || !prog->vt->kernels)
         return ir_dot(c->graph, NULL); /* the interpreter: every node is its own step */

@@ -161,6 +161,9 @@ void jit_tier_join(tj_concrete *c);
 /* Releases c's compile: how 1 starts it (after c's first call, or when native code is waited
  * for), 2 cancels one not started. Only the first release counts. */
 void jit_tier_go(tj_concrete *c, int how);
+/* The final program of c: starts its compile if not released yet, then joins it (pictures and
+ * saved modules want the native code, not a cancelled compile). */
+void jit_tier_finish(tj_concrete *c);
 void jit_tier_wait_all(void); /* until every released compile has finished */
 static inline rt_program *jit_concrete_program(const tj_concrete *c) {
     rt_program *t = atomic_load_explicit(&((tj_concrete *)c)->tier1, memory_order_acquire);

@@ -277,7 +277,7 @@ tj_status tj_module_save(tj_module *m, const char *dir) {
             const ir_node *o = ir_node_get(c->graph, c->graph->outputs[k]);
             put_type(man, "out", o->dtype, o->rank, o->dims);
         }
-        jit_tier_join((tj_concrete *)c); /* a tiered function's native code, once compiled */
+        jit_tier_finish((tj_concrete *)c); /* a tiered function's native code */
         rt_program *prog = jit_concrete_program(c);
         if (!st && jit_cpu_is_program(prog)) { /* the native code, for this CPU's kind */
             size_t size = 0;

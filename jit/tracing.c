@@ -218,14 +218,14 @@ static tj_status collect_locks(tj_concrete *c) {
 
 /* ---- tiered compilation ------------------------------------------------------------------------
  * A tiered function's new signature runs on the interpreter at once (the optimized graph, the
- * reference kernels, OpenBLAS for large products); one background thread per concrete function
- * compiles the native program once the first call has run (jit_tier_go: that call has the cores
- * to itself; a compile beside it preempted its OpenBLAS threads or held a lock it needed, up to
- * 70 ms), on that thread alone, leaving the other core to the calls. Calls switch to the native
- * program when it is published (an atomic pointer: a call takes whichever program it reads; both
- * stay alive until the concrete function is freed, which cancels or joins the thread first).
- * tier_running counts the compiles released and not finished; process exit waits for them, so
- * LLVM is never torn down under one. */
+ * reference kernels; large f32 products on gemm_packed.c's tiles); one background thread per
+ * concrete function compiles the native program once the first call has run (jit_tier_go: that call
+ * has the cores to itself; a compile beside it preempted its OpenBLAS threads or held a lock it
+ * needed, up to 70 ms), on that thread alone, leaving the other core to the calls. Calls switch to
+ * the native program when it is published (an atomic pointer: a call takes whichever program it
+ * reads; both stay alive until the concrete function is freed, which cancels or joins the thread
+ * first). tier_running counts the compiles released and not finished; process exit waits for them,
+ * so LLVM is never torn down under one. */
 static pthread_mutex_t tier_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t tier_cv = PTHREAD_COND_INITIALIZER;
 static int tier_running;
@@ -288,6 +288,11 @@ void jit_tier_go(tj_concrete *c, int how) {
         pthread_cond_broadcast(&tier_cv);
     }
     pthread_mutex_unlock(&tier_mu);
+}
+
+void jit_tier_finish(tj_concrete *c) {
+    jit_tier_go(c, 1);
+    jit_tier_join(c);
 }
 
 void jit_tier_join(tj_concrete *c) {

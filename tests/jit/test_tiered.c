@@ -116,6 +116,15 @@ static void unrun(void) {
     CHECK_EQ_INT(tj_function_wait_compiled(f), TJ_OK);
     CHECK_STR(tj_concrete_backend(c), "cpu");
     tj_function_free(f);
+    /* a picture of the kernels wants the native program: it compiles it (was: cancelled it, and
+     * the function stayed on the interpreter) */
+    f = tj_function_new("dense", (void *)dense, 2, &(tj_function_options){.tiered = 1});
+    c = tj_function_get_concrete(f, 2, specs);
+    char *dot = tj_concrete_graph_dot(c, TJ_GRAPH_KERNELS);
+    CHECK(dot != NULL);
+    free(dot);
+    CHECK_STR(tj_concrete_backend(c), "cpu");
+    tj_function_free(f);
     f = tj_function_new("dense", (void *)dense, 2, &(tj_function_options){.tiered = 1});
     CHECK(tj_function_get_concrete(f, 2, specs) != NULL);
     tj_function_free(f); /* its compile never started: cancelled, joined */
