@@ -293,21 +293,14 @@ size_t jit_cpu_blas_bytes(const step *s) {
 /* ---- STEP_CONV ------------------------------------------------------------------------------ */
 enum { CONV_MAX_BUFS = 16 }; /* the epilogue's buffers, copied per band */
 
-/* the convolution's geometry (conv.c's geom_of) and, when pool_id is a node, the pool's */
+/* the convolution's geometry and, when pool_id is a node, the pool's (conv.c's) */
 static void conv_geoms(const ir_graph *g, uint32_t id, uint32_t pool_id, rt_conv_geom *cg,
                        rt_conv_geom *pg) {
     const ir_node *n = ir_node_get(g, id);
-    const int64_t *x = ir_node_get(g, ir_inputs(g, n)[0])->dims;
-    const int64_t *w = ir_node_get(g, ir_inputs(g, n)[1])->dims, *y = n->dims;
-    *cg = (rt_conv_geom){x[0],      x[1],      x[2],      x[3],         w[0],
-                         w[1],      w[3],      y[1],      y[2],         n->a.i[0],
-                         n->a.i[1], n->a.i[2], n->a.i[3], n->a.list[0], n->a.list[2]};
-    if (pool_id == IR_NONE)
-        return;
-    const ir_node *p = ir_node_get(g, pool_id);
-    *pg = (rt_conv_geom){y[0],      y[1], y[2],       y[3],         p->a.i[2],
-                         p->a.i[3], y[3], p->dims[1], p->dims[2],   p->a.i[0],
-                         p->a.i[1], 1,    1,          p->a.list[0], p->a.list[2]};
+    *cg = rt_conv_geom_of(n, ir_node_get(g, ir_inputs(g, n)[0])->dims,
+                          ir_node_get(g, ir_inputs(g, n)[1])->dims, n->dims);
+    if (pool_id != IR_NONE)
+        *pg = rt_pool_geom_of(ir_node_get(g, pool_id), n->dims, ir_node_get(g, pool_id)->dims);
 }
 
 bool jit_cpu_conv_fusable(const ir_graph *g, uint32_t id, const pass_group *epi, uint32_t pool_id) {
@@ -327,7 +320,7 @@ bool jit_cpu_conv_fusable(const ir_graph *g, uint32_t id, const pass_group *epi,
         return true;
     const ir_node *p = ir_node_get(g, pool_id);
     /* a band of kh rows is exactly one pooled row: windows that tile the rows from the top */
-    return p->op == IR_OP_MAX_POOL2D && p->a.n_list == 4 /* not dilated */ && p->dtype == TJ_F32 &&
+    return p->op == IR_OP_MAX_POOL2D && pg.dh == 1 && pg.dw == 1 && p->dtype == TJ_F32 &&
            (!epi || epi->n_outputs == 1) && pg.kh == pg.sh && pg.pt == 0 && pg.oh >= 1 &&
            pg.ow >= 1 && pg.kh * cg.ow * cg.o <= RT_CONV_BAND_FLOATS;
 }

@@ -16,10 +16,30 @@
 
 typedef rt_conv_geom geom;
 
-static geom geom_of(const ir_node *n, const int64_t *x, const int64_t *w, const int64_t *y) {
-    geom g = {x[0], x[1],      x[2],      x[3],      w[0],      w[1],         w[3],        y[1],
-              y[2], n->a.i[0], n->a.i[1], n->a.i[2], n->a.i[3], n->a.list[0], n->a.list[2]};
-    return g;
+rt_conv_geom rt_conv_geom_of(const ir_node *n, const int64_t *x, const int64_t *w,
+                             const int64_t *y) {
+    return (rt_conv_geom){x[0],      x[1],      x[2],      x[3],         w[0],
+                          w[1],      w[3],      y[1],      y[2],         n->a.i[0],
+                          n->a.i[1], n->a.i[2], n->a.i[3], n->a.list[0], n->a.list[2]};
+}
+
+rt_conv_geom rt_pool_geom_of(const ir_node *n, const int64_t *x, const int64_t *y) {
+    int dil = n->a.n_list == 6; /* a dilated max pool: the dilations after the pads */
+    return (rt_conv_geom){x[0],
+                          x[1],
+                          x[2],
+                          x[3],
+                          n->a.i[2],
+                          n->a.i[3],
+                          x[3],
+                          y[1],
+                          y[2],
+                          n->a.i[0],
+                          n->a.i[1],
+                          dil ? n->a.list[4] : 1,
+                          dil ? n->a.list[5] : 1,
+                          n->a.list[0],
+                          n->a.list[2]};
 }
 
 static const rt_blas *blas_for_conv(void) {
@@ -288,15 +308,15 @@ tj_status rt_k_conv2d(const ir_node *n, tj_tensor *const *in, tj_tensor *out) {
     switch (n->op) {
     case IR_OP_CONV2D:
         which = 0;
-        g = geom_of(n, a->dims, b->dims, out->dims);
+        g = rt_conv_geom_of(n, a->dims, b->dims, out->dims);
         break;
     case IR_OP_CONV2D_GRAD_INPUT:
         which = 1;
-        g = geom_of(n, out->dims, b->dims, a->dims);
+        g = rt_conv_geom_of(n, out->dims, b->dims, a->dims);
         break;
     default:
         which = 2;
-        g = geom_of(n, a->dims, out->dims, b->dims);
+        g = rt_conv_geom_of(n, a->dims, out->dims, b->dims);
         break;
     }
     if (out->numel == 0)
@@ -470,47 +490,39 @@ POOLS(double)
             __VA_ARGS__                                                                            \
         }                                                                                          \
     }
+/* Running maxima start at -inf: the rule then keeps the first maximum, lets a NaN win, and an
+ * output with no tap inside (never: pads are smaller than the span) is -inf. */
 #define DILATED(T)                                                                                  \
-    /* one output's window, tap by tap (when the row maxima below find no memory) */                \
-    static void max_pool_dil_taps_##T(const geom *p, const T *x, T *yo, int64_t b, int64_t oy,      \
-                                      int64_t ox) {                                                 \
-        int first = 1;                                                                              \
-        DILATED_TAPS(p, oy, ox, {                                                                   \
-            const T *xi = x + XI(p, b, iy, ix);                                                     \
-            if (first)                                                                              \
-                memcpy(yo, xi, (size_t)p->c * sizeof(T));                                           \
-            for (int64_t c = 0; !first && c < p->c; c++) {                                          \
-                T v = xi[c], m = yo[c];                                                             \
-                yo[c] = (v > m) || ((v != v) & (m == m)) ? v : m;                                   \
-            }                                                                                       \
-            first = 0;                                                                              \
-        })                                                                                          \
-        for (int64_t c = 0; first && c < p->c; c++) /* no tap inside: never here */                 \
-            yo[c] = (T)-INFINITY;                                                                   \
-    }                                                                                               \
     /* rule(m, v): v replaces the running m when larger, or NaN over a number (first kept) */       \
     static inline T pool_rule_##T(T m, T v) {                                                       \
         return (v > m) || ((v != v) & (m == m)) ? v : m;                                            \
+    }                                                                                               \
+    /* one output's window, tap by tap (when the row maxima below find no memory) */                \
+    static void max_pool_dil_taps_##T(const geom *p, const T *x, T *yo, int64_t b, int64_t oy,      \
+                                      int64_t ox) {                                                 \
+        for (int64_t c = 0; c < p->c; c++)                                                          \
+            yo[c] = (T)-INFINITY;                                                                   \
+        DILATED_TAPS(p, oy, ox, {                                                                   \
+            const T *xi = x + XI(p, b, iy, ix);                                                     \
+            for (int64_t c = 0; c < p->c; c++)                                                      \
+                yo[c] = pool_rule_##T(yo[c], xi[c]);                                                \
+        })                                                                                          \
     }                                                                                               \
     /* Row iy's maxima over each output column's window, window by window, into r [ow][c]. */       \
     static void row_max_windows_##T(const geom *p, const T *x, int64_t b, int64_t iy, T *r0) {      \
         int64_t C = p->c;                                                                           \
         for (int64_t o2 = 0; o2 < p->ow; o2++) {                                                    \
             T *r = r0 + o2 * C;                                                                     \
-            int none = 1;                                                                           \
+            for (int64_t c = 0; c < C; c++)                                                         \
+                r[c] = (T)-INFINITY;                                                                \
             for (int64_t kx = 0; kx < p->kw; kx++) {                                                \
                 int64_t ix = o2 * p->sw - p->pl + kx * p->dw;                                       \
                 if (ix < 0 || ix >= p->w)                                                           \
                     continue;                                                                       \
                 const T *xi = x + XI(p, b, iy, ix);                                                 \
-                if (none)                                                                           \
-                    memcpy(r, xi, (size_t)C * sizeof(T));                                           \
-                for (int64_t c = 0; !none && c < C; c++)                                            \
+                for (int64_t c = 0; c < C; c++)                                                     \
                     r[c] = pool_rule_##T(r[c], xi[c]);                                              \
-                none = 0;                                                                           \
             }                                                                                       \
-            for (int64_t c = 0; none && c < C; c++)                                                 \
-                r[c] = (T)-INFINITY;                                                                \
         }                                                                                           \
     }                                                                                               \
     /* The same when the dilation is q strides (dw = q·sw): column o2's taps are z[o2 + q·kx]     \
@@ -556,7 +568,8 @@ POOLS(double)
                     max_pool_dil_taps_##T(p, x, yo, b, oy, ox);                                     \
                     continue;                                                                       \
                 }                                                                                   \
-                int first = 1;                                                                      \
+                for (int64_t c = 0; c < C; c++)                                                     \
+                    yo[c] = (T)-INFINITY;                                                           \
                 for (int64_t ky = 0; ky < p->kh; ky++) {                                            \
                     int64_t iy = oy * p->sh - p->pt + ky * p->dh;                                   \
                     if (iy < 0 || iy >= p->h)                                                       \
@@ -569,16 +582,9 @@ POOLS(double)
                         have[iy] = 1;                                                               \
                     }                                                                               \
                     const T *r = rm + iy * row + ox * C;                                            \
-                    if (first)                                                                      \
-                        memcpy(yo, r, (size_t)C * sizeof(T));                                       \
-                    for (int64_t c = 0; !first && c < C; c++) {                                     \
-                        T v = r[c], m = yo[c];                                                      \
-                        yo[c] = (v > m) || ((v != v) & (m == m)) ? v : m;                           \
-                    }                                                                               \
-                    first = 0;                                                                      \
+                    for (int64_t c = 0; c < C; c++)                                                 \
+                        yo[c] = pool_rule_##T(yo[c], r[c]);                                         \
                 }                                                                                   \
-                for (int64_t c = 0; first && c < C; c++) /* no row inside: never here */            \
-                    yo[c] = (T)-INFINITY;                                                           \
             }                                                                                       \
         free(rm);                                                                                   \
         free(have);                                                                                 \
@@ -658,22 +664,7 @@ tj_status rt_k_pool2d(const ir_node *n, tj_tensor *const *in, tj_tensor *out) {
     const int64_t *yd = n->op == IR_OP_MAX_POOL2D || n->op == IR_OP_AVG_POOL2D ? out->dims
                         : n->op == IR_OP_MAX_POOL2D_GRAD                       ? in[1]->dims
                                                                                : in[0]->dims;
-    int dil = n->a.n_list == 6; /* a dilated max pool: the dilations after the pads */
-    geom p = {xd[0],
-              xd[1],
-              xd[2],
-              xd[3],
-              n->a.i[2],
-              n->a.i[3],
-              xd[3],
-              yd[1],
-              yd[2],
-              n->a.i[0],
-              n->a.i[1],
-              dil ? n->a.list[4] : 1,
-              dil ? n->a.list[5] : 1,
-              n->a.list[0],
-              n->a.list[2]};
+    geom p = rt_pool_geom_of(n, xd, yd);
     if (out->numel == 0)
         return TJ_OK;
     /* max pooling writes every output; with windows that never overlap and together cover the

@@ -5,6 +5,8 @@
 
 #include <stdint.h>
 
+#include "ir/ir.h"
+
 typedef struct rt_conv_geom {
     int64_t n, h, w, c;     /* input */
     int64_t kh, kw, o;      /* filter */
@@ -12,6 +14,13 @@ typedef struct rt_conv_geom {
     int64_t sh, sw, dh, dw; /* strides, dilations */
     int64_t pt, pl;         /* pads top and left (bottom/right only bound the output) */
 } rt_conv_geom;
+
+/* The geometry of conv node n (CONV2D or a gradient) for input dims x, filter w, output y; of
+ * pooling node n for its full-size side x and pooled side y (a max pool's dilations included).
+ * Shared with the CPU program's conv steps (jit/cpu/program.c). */
+rt_conv_geom rt_conv_geom_of(const ir_node *n, const int64_t *x, const int64_t *w,
+                             const int64_t *y);
+rt_conv_geom rt_pool_geom_of(const ir_node *n, const int64_t *x, const int64_t *y);
 
 /* 1 when the direct kernels take this convolution: an AVX-512 CPU, no dilation, pads smaller
  * than the window. */

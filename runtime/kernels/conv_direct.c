@@ -25,17 +25,8 @@
 #include "runtime/rt_pool.h"
 
 int rt_conv_direct_usable(const rt_conv_geom *g) {
-#if HAVE_X86
-    static int cpu = -1; /* threads may race to set it: the same value, atomically */
-    int c = __atomic_load_n(&cpu, __ATOMIC_RELAXED);
-    if (c < 0)
-        __atomic_store_n(&cpu, c = __builtin_cpu_supports("avx512f") ? 1 : 0, __ATOMIC_RELAXED);
-    return c && g->dh == 1 && g->dw == 1 && g->o >= 1 && g->c >= 1 && g->pt < g->kh &&
+    return rt_avx512() && g->dh == 1 && g->dw == 1 && g->o >= 1 && g->c >= 1 && g->pt < g->kh &&
            g->pl < g->kw;
-#else
-    (void)g;
-    return 0;
-#endif
 }
 
 #if HAVE_X86
@@ -393,7 +384,7 @@ TGT static void max_pool_sample(const rt_conv_geom *p, const float *x, float *y,
 }
 
 int rt_max_pool_direct(const rt_conv_geom *p, const float *x, float *y, int64_t b) {
-    if (!__builtin_cpu_supports("avx512f") || p->dh != 1 || p->dw != 1)
+    if (!rt_avx512() || p->dh != 1 || p->dw != 1)
         return 1;
     max_pool_sample(p, x, y, b);
     return 0;

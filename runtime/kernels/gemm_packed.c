@@ -21,15 +21,7 @@
 enum { PANEL = 64, KC = 128 };
 
 int rt_gemm_packed_usable(void) {
-#if HAVE_X86
-    static int cpu = -1; /* threads may race to set it: the same value, atomically */
-    int c = __atomic_load_n(&cpu, __ATOMIC_RELAXED);
-    if (c < 0)
-        __atomic_store_n(&cpu, c = __builtin_cpu_supports("avx512f") ? 1 : 0, __ATOMIC_RELAXED);
-    return c;
-#else
-    return 0;
-#endif
+    return rt_avx512();
 }
 
 int rt_gemm_f32_takes(int64_t m, int64_t n, int64_t k) {

@@ -17,6 +17,19 @@
 #define HAVE_X86 0
 #endif
 
+/* 1 when this CPU has AVX-512 F (asked once per file; threads may race to set the same value) */
+static inline int rt_avx512(void) {
+#if HAVE_X86
+    static int cpu = -1;
+    int c = __atomic_load_n(&cpu, __ATOMIC_RELAXED);
+    if (c < 0)
+        __atomic_store_n(&cpu, c = __builtin_cpu_supports("avx512f") ? 1 : 0, __ATOMIC_RELAXED);
+    return c;
+#else
+    return 0;
+#endif
+}
+
 enum { RT_TILE_BIG = 12 };
 /* the largest block per NV */
 static const int rt_tile_big[4] = {12, 12, 8, 6};
@@ -25,10 +38,11 @@ static const int rt_tile_big[4] = {12, 12, 8, 6};
 #define RT_TILES(T)                                                                                \
     T(1, 1)                                                                                        \
     T(1, 2)                                                                                        \
-    T(1, 3) T(1, 4) T(1, 5) T(1, 6) T(1, 7) T(1, 8) T(1, 9) T(1, 10) T(1, 11) T(1, 12) T(2, 1)     \
-        T(2, 2) T(2, 3) T(2, 4) T(2, 5) T(2, 6) T(2, 7) T(2, 8) T(2, 9) T(2, 10) T(2, 11) T(2, 12) \
-            T(3, 1) T(3, 2) T(3, 3) T(3, 4) T(3, 5) T(3, 6) T(3, 7) T(3, 8) T(4, 1) T(4, 2)        \
-                T(4, 3) T(4, 4) T(4, 5) T(4, 6)
+    T(1, 3)                                                                                        \
+    T(1, 4) T(1, 5) T(1, 6) T(1, 7) T(1, 8) T(1, 9) T(1, 10) T(1, 11) T(1, 12) T(2, 1) T(2, 2)     \
+        T(2, 3) T(2, 4) T(2, 5) T(2, 6) T(2, 7) T(2, 8) T(2, 9) T(2, 10) T(2, 11) T(2, 12) T(3, 1) \
+            T(3, 2) T(3, 3) T(3, 4) T(3, 5) T(3, 6) T(3, 7) T(3, 8) T(4, 1) T(4, 2) T(4, 3)        \
+                T(4, 4) T(4, 5) T(4, 6)
 
 /* The dispatch table [NV - 1][B] of the functions p##_NV_B (NULL where B is 0 or too large). */
 #define RT_TILE_TABLE(fn_type, name, p)                                                            \
