@@ -153,56 +153,6 @@ static void fold_transposes(cpu_prog *cp, const uint8_t *is_out) {
     }
 }
 
-/* A BLAS product read only by one elementwise group of its own shape takes that group as its
- * epilogue and moves to the group's position. */
-static tj_status merge_epilogues(cpu_prog *cp, const uint8_t *is_out) {
-    const ir_graph *g = cp->base.g;
-    for (uint32_t s = 0; s < cp->n_steps; s++) {
-        step *sp = &cp->steps[s];
-        if (sp->kind != STEP_BLAS || is_out[sp->id])
-            continue;
-        uint32_t reader = UINT32_MAX, n_readers = 0;
-        for (uint32_t t = s + 1; t < cp->n_steps; t++)
-            for (uint32_t k = 0; k < cp->steps[t].n_in; k++)
-                if (cp->steps[t].in[k] == sp->id) {
-                    reader = t;
-                    n_readers++;
-                }
-        if (n_readers != 1 || cp->steps[reader].kind != STEP_GEN || cp->steps[reader].sub != SUB_EW)
-            continue;
-        step *ep = &cp->steps[reader];
-        const pass_group *gr = &cp->part->groups[ep->id];
-        const ir_node *mn = ir_node_get(g, sp->id);
-        if (gr->rank != mn->rank || memcmp(gr->dims, mn->dims, (size_t)mn->rank * 8) != 0)
-            continue;
-        /* the merged step reads the product's operands and the group's other inputs */
-        const uint32_t *min = sp->src;
-        uint32_t *in = malloc((gr->n_inputs + 2) * sizeof *in), n_in = 0;
-        if (!in)
-            return ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
-        in[n_in++] = min[0];
-        if (min[1] != min[0])
-            in[n_in++] = min[1];
-        for (uint32_t k = 0; k < gr->n_inputs; k++)
-            if (gr->inputs[k] != sp->id && gr->inputs[k] != min[0] && gr->inputs[k] != min[1])
-                in[n_in++] = gr->inputs[k];
-        step merged = *sp;
-        merged.epi = gr;
-        free(merged.in);
-        merged.in = in;
-        merged.n_in = n_in;
-        free(merged.out);
-        merged.out = ep->out;
-        merged.n_out = ep->n_out;
-        free(ep->in);
-        *ep = merged;
-        memmove(sp, sp + 1, (cp->n_steps - s - 1) * sizeof *sp);
-        cp->n_steps--;
-        s--;
-    }
-    return TJ_OK;
-}
-
 /* The one step after s that reads node id; UINT32_MAX when none or several do. */
 static uint32_t sole_reader(const cpu_prog *cp, uint32_t s, uint32_t id) {
     uint32_t reader = UINT32_MAX, n = 0;
@@ -220,6 +170,59 @@ static void drop_step(cpu_prog *cp, uint32_t s) {
     free(cp->steps[s].out);
     memmove(&cp->steps[s], &cp->steps[s + 1], (cp->n_steps - s - 1) * sizeof cp->steps[s]);
     cp->n_steps--;
+}
+
+/* What a step fused from a product (or convolution) `self` of operands src and its epilogue gr
+ * (NULL: none) reads: the operands, then the group's other inputs. New array (*n entries), NULL
+ * on OOM. */
+static uint32_t *merged_inputs(const uint32_t *src, uint32_t self, const pass_group *gr,
+                               uint32_t *n) {
+    uint32_t *in = malloc(((gr ? gr->n_inputs : 0) + 3) * sizeof *in);
+    *n = 0;
+    if (!in)
+        return NULL;
+    in[(*n)++] = src[0];
+    if (src[1] != src[0])
+        in[(*n)++] = src[1];
+    for (uint32_t k = 0; gr && k < gr->n_inputs; k++)
+        if (gr->inputs[k] != self && gr->inputs[k] != src[0] && gr->inputs[k] != src[1])
+            in[(*n)++] = gr->inputs[k];
+    return in;
+}
+
+/* A BLAS product read only by one elementwise group of its own shape takes that group as its
+ * epilogue and moves to the group's position. */
+static tj_status merge_epilogues(cpu_prog *cp, const uint8_t *is_out) {
+    const ir_graph *g = cp->base.g;
+    for (uint32_t s = 0; s < cp->n_steps; s++) {
+        step *sp = &cp->steps[s];
+        if (sp->kind != STEP_BLAS || is_out[sp->id])
+            continue;
+        uint32_t reader = sole_reader(cp, s, sp->id);
+        if (reader == UINT32_MAX || cp->steps[reader].kind != STEP_GEN ||
+            cp->steps[reader].sub != SUB_EW)
+            continue;
+        step *ep = &cp->steps[reader];
+        const pass_group *gr = &cp->part->groups[ep->id];
+        const ir_node *mn = ir_node_get(g, sp->id);
+        if (gr->rank != mn->rank || memcmp(gr->dims, mn->dims, (size_t)mn->rank * 8) != 0)
+            continue;
+        uint32_t n_in, *in = merged_inputs(sp->src, sp->id, gr, &n_in);
+        if (!in)
+            return ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
+        /* the merged step takes the group's place and outputs; the product's step goes */
+        step merged = *sp;
+        merged.epi = gr;
+        merged.in = in;
+        merged.n_in = n_in;
+        merged.out = ep->out;
+        merged.n_out = ep->n_out;
+        free(ep->in);
+        *ep = merged;
+        drop_step(cp, s); /* frees sp's own in/out */
+        s--;
+    }
+    return TJ_OK;
 }
 
 /* An f32 convolution on the direct kernels read only by an elementwise group of its shape (bias,
@@ -256,19 +259,13 @@ static tj_status merge_convs(cpu_prog *cp, const uint8_t *is_out) {
             continue;
         /* the step reads x, w and the epilogue's other inputs */
         const uint32_t *xin = ir_inputs(g, n);
-        uint32_t *in = malloc(((epi ? epi->n_inputs : 0) + 3) * sizeof *in), n_in = 0;
+        uint32_t n_in, *in = merged_inputs(xin, sp->id, epi, &n_in);
         uint32_t *out = malloc(((epi ? epi->n_outputs : 0) + 2) * sizeof *out), n_out = 0;
         if (!in || !out) {
             free(in);
             free(out);
             return ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
         }
-        in[n_in++] = xin[0];
-        if (xin[1] != xin[0])
-            in[n_in++] = xin[1];
-        for (uint32_t k = 0; epi && k < epi->n_inputs; k++)
-            if (epi->inputs[k] != sp->id && epi->inputs[k] != xin[0] && epi->inputs[k] != xin[1])
-                in[n_in++] = epi->inputs[k];
         if (pool != UINT32_MAX)
             out[n_out++] = cp->steps[pool].id;
         else
