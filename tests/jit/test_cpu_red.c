@@ -232,6 +232,10 @@ int main(void) {
         check_softmax(dts[d], 301, 256, 1);
         check_softmax(dts[d], 3, most, 1);
         check_softmax(dts[d], 3, most + 1, 1);
+        /* rows shorter than a vector: one masked vector each (the MLP's [256, 10]) */
+        check_softmax(dts[d], 256, 10, 1);
+        check_softmax(dts[d], 7, 2, 1);
+        check_softmax(dts[d], 5, w - 1, 1);
         check_softmax_into(dts[d], 1, w);
         check_softmax_into(dts[d], 257, 128);
         check_softmax_into(dts[d], 64, 7 * w + 3);
