@@ -175,6 +175,35 @@ static uint8_t *mlp(size_t *n) {
     return pack(&b, n);
 }
 
+/* Tiers: by default a signature's first call runs on the interpreter and tj_onnx_wait_compiled
+ * brings the native code (same values); compile_first gives native code at the first call. */
+static void tiers(void) {
+    size_t n;
+    uint8_t *bytes = mlp(&n);
+    int64_t xd[2] = {3, 4};
+    tj_spec spec = {TJ_F32, 2, {3, 4}, NULL};
+    for (int first = 0; first < 2; first++) {
+        tj_onnx_options o = {.compile_first = first};
+        tj_onnx_model *m = tj_onnx_load_bytes(bytes, n, "mlp.onnx", &o);
+        CHECK_MSG(m != NULL, "%s", tj_last_error());
+        if (!m)
+            break;
+        tj_tensor *x = tj_random_uniform(TJ_F32, 2, xd, -1, 1, 5);
+        tj_tensor *y0 = tj_onnx_call(m, 1, &x);
+        tj_concrete *c = tj_function_get_concrete(tj_onnx_function(m), 1, &spec);
+        CHECK_STR(tj_concrete_backend(c), first ? "cpu" : "interp");
+        CHECK_EQ_INT(tj_onnx_wait_compiled(m), TJ_OK);
+        CHECK_STR(tj_concrete_backend(c), "cpu");
+        tj_tensor *y1 = tj_onnx_call(m, 1, &x);
+        for (int64_t i = 0; i < tj_tensor_numel(y0); i++)
+            CHECK_NEAR(tj_tensor_get_f64(y1, i), tj_tensor_get_f64(y0, i), 1e-6);
+        tj_onnx_free(m);
+    }
+    free(bytes);
+    CHECK_EQ_INT(tj_onnx_wait_compiled(NULL), TJ_ERR_INVALID);
+    CHECK_HAS(tj_last_error(), "wait_compiled: not a live model");
+}
+
 static void imports_mlp(void) {
     size_t n;
     uint8_t *bytes = mlp(&n);
@@ -772,6 +801,8 @@ int main(void) {
     values_through_nodes();
     resize_values();
     imports_mlp();
+    if (!getenv("TJ_BACKEND")) /* the tiers are the interpreter and the CPU backend */
+        tiers();
     bad_graphs();
     shape_values();
     tj_scope_end();
