@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "onnx.pb-c.h"
@@ -323,6 +324,25 @@ static void bad_graphs(void) {
     free(bytes);
     CHECK(!tj_onnx_load("/nonexistent/model.onnx", NULL));
     CHECK_HAS(tj_last_error(), "cannot open /nonexistent/model.onnx");
+    /* the mapped path: a truncated model on disk, an empty file; a directory is not mapped */
+    char path[] = "/tmp/tj_onnx_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    if (fd >= 0) {
+        uint8_t *good = mlp(&n);
+        CHECK(write(fd, good, n / 2) == (ssize_t)(n / 2));
+        close(fd);
+        free(good);
+        CHECK(!tj_onnx_load(path, NULL));
+        CHECK_HAS(tj_last_error(), path);
+        CHECK_HAS(tj_last_error(), "is not an ONNX model");
+        CHECK(truncate(path, 0) == 0);
+        CHECK(!tj_onnx_load(path, NULL));
+        CHECK_HAS(tj_last_error(), path);
+        unlink(path);
+    }
+    CHECK(!tj_onnx_load("/tmp", NULL));
+    CHECK_HAS(tj_last_error(), "/tmp");
     tj_tensor *t = tj_onnx_read_tensor("/nonexistent/t.pb");
     CHECK(tj_status_of(t) == TJ_ERR_IO);
     tj_release(t);
