@@ -65,23 +65,36 @@ ir_graph *ir_graph_new(const char *name) {
 
 /* Blob payloads are immutable once added, so graphs share them: a rebuild, a pass or a clone
  * takes a reference (ir_add_blob_shared) instead of copying and rehashing a model's megabytes of
- * weights. The count lives in a 16-byte header before the data (which stays 16-byte aligned). */
+ * weights. The count lives in a header (ir_blob.own): a copied payload follows it in the same
+ * allocation, 64-byte aligned as tensor buffers are; a borrowed one is elsewhere and handed back
+ * to its owner (release) with the last reference. */
 typedef struct blob_hdr {
     atomic_size_t refs;
-    char pad[56]; /* the data after it 64-byte aligned, as tensor buffers are */
+    void (*release)(void *ctx); /* borrowed payload; NULL: the payload follows the header */
+    void *ctx;
+    char pad[40];
 } blob_hdr;
 
-static void payload_unref(void *data) {
-    blob_hdr *h = data ? (blob_hdr *)data - 1 : NULL;
-    if (h && atomic_fetch_sub_explicit(&h->refs, 1, memory_order_acq_rel) == 1)
-        free(h);
+static void payload_unref(void *own) {
+    blob_hdr *h = own;
+    if (!h || atomic_fetch_sub_explicit(&h->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    if (h->release)
+        h->release(h->ctx);
+    free(h);
+}
+
+#define BLOB_SEED 0x5eedb10bu
+
+static void payload_ref(void *own) {
+    atomic_fetch_add_explicit(&((blob_hdr *)own)->refs, 1, memory_order_relaxed);
 }
 
 void ir_graph_free(ir_graph *g) {
     if (!g)
         return;
     for (uint32_t i = 0; i < g->n_blobs; i++)
-        payload_unref(g->blobs[i].data);
+        payload_unref(g->blobs[i].own);
     for (uint32_t i = 0; i < g->n_subs; i++)
         ir_graph_free(g->subs[i]);
     free(g->name);
@@ -137,8 +150,7 @@ ir_graph *ir_graph_clone(const ir_graph *g) {
         c->cap_blobs = g->n_blobs;
         for (uint32_t i = 0; i < g->n_blobs; i++) { /* shared, not copied */
             c->blobs[i] = g->blobs[i];
-            atomic_fetch_add_explicit(&((blob_hdr *)g->blobs[i].data - 1)->refs, 1,
-                                      memory_order_relaxed);
+            payload_ref(g->blobs[i].own);
             c->n_blobs = i + 1;
         }
     }
@@ -173,32 +185,51 @@ uint32_t ir_add_blob(ir_graph *g, const void *data, size_t size) {
         ir_errorf(TJ_ERR_OOM, "ir_add_blob: out of memory (%zu bytes)", size);
         return 0;
     }
+    *h = (blob_hdr){.release = NULL};
     atomic_init(&h->refs, 1);
     void *p = h + 1;
     if (size)
         memcpy(p, data, size);
-    g->blobs[g->n_blobs] = (ir_blob){size, p, ir_hash_bytes(p, size, 0x5eedb10b)};
+    g->blobs[g->n_blobs] = (ir_blob){size, p, ir_hash_bytes(p, size, BLOB_SEED), h};
+    return ++g->n_blobs;
+}
+
+uint32_t ir_add_blob_borrowed(ir_graph *g, const void *data, size_t size,
+                              void (*release)(void *ctx), void *ctx) {
+    if (!g || !data || !release || !GROW(g->blobs, g->n_blobs, g->cap_blobs, 1)) {
+        ir_errorf(g && data && release ? TJ_ERR_OOM : TJ_ERR_INVALID,
+                  "ir_add_blob_borrowed: cannot add a blob");
+        return 0;
+    }
+    blob_hdr *h = malloc(sizeof *h);
+    if (!h) {
+        ir_errorf(TJ_ERR_OOM, "ir_add_blob_borrowed: out of memory");
+        return 0;
+    }
+    *h = (blob_hdr){.release = release, .ctx = ctx};
+    atomic_init(&h->refs, 1);
+    g->blobs[g->n_blobs] = (ir_blob){size, (void *)data, ir_hash_bytes(data, size, BLOB_SEED), h};
     return ++g->n_blobs;
 }
 
 void *ir_blob_ref(const ir_blob *b) {
-    if (!b || !b->data)
+    if (!b || !b->own)
         return NULL;
-    atomic_fetch_add_explicit(&((blob_hdr *)b->data - 1)->refs, 1, memory_order_relaxed);
-    return b->data;
+    payload_ref(b->own);
+    return b->own;
 }
 
-void ir_blob_unref(void *data) {
-    payload_unref(data);
+void ir_blob_unref(void *own) {
+    payload_unref(own);
 }
 
 uint32_t ir_add_blob_shared(ir_graph *g, const ir_blob *b) {
     ir_blob c = b ? *b : (ir_blob){0}; /* b may point into g->blobs, which GROW moves */
-    if (!g || !c.data || !GROW(g->blobs, g->n_blobs, g->cap_blobs, 1)) {
+    if (!g || !c.own || !GROW(g->blobs, g->n_blobs, g->cap_blobs, 1)) {
         ir_errorf(g && b ? TJ_ERR_OOM : TJ_ERR_INVALID, "ir_add_blob_shared: cannot add a blob");
         return 0;
     }
-    atomic_fetch_add_explicit(&((blob_hdr *)c.data - 1)->refs, 1, memory_order_relaxed);
+    payload_ref(c.own);
     g->blobs[g->n_blobs] = c;
     return ++g->n_blobs;
 }
@@ -423,7 +454,7 @@ tj_status ir_graph_reset(ir_graph *g, const char *name) {
     free(g->name);
     g->name = nm;
     for (uint32_t i = 0; i < g->n_blobs; i++)
-        payload_unref(g->blobs[i].data);
+        payload_unref(g->blobs[i].own);
     for (uint32_t i = 0; i < g->n_subs; i++)
         ir_graph_free(g->subs[i]);
     g->n_nodes = g->n_edges = g->n_blobs = g->n_outputs = g->n_effects = 0;

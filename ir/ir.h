@@ -117,8 +117,9 @@ typedef struct ir_node {
 
 typedef struct ir_blob {
     size_t size;
-    void *data; /* owned by the graph */
+    void *data; /* immutable; shared by the graphs holding the blob */
     uint64_t h; /* content hash */
+    void *own;  /* the payload's reference count (ir_blob_ref) */
 } ir_blob;
 
 typedef struct ir_graph {
@@ -167,11 +168,18 @@ uint32_t ir_add_blob(ir_graph *g, const void *data, size_t size);
 /* Adds blob b of another graph (or of g) to g without copying: payloads are immutable and
  * reference counted, so graphs share them. Handle (>= 1), or 0 with the error set. */
 uint32_t ir_add_blob_shared(ir_graph *g, const ir_blob *b);
-/* One more reference to blob b's payload (64-byte aligned, immutable), which outlives every
- * graph holding it until ir_blob_unref(data): a constant's tensor borrows it (runtime/trace.c).
- * NULL for an empty blob. */
+/* A blob over `size` bytes at `data` that are not copied: the caller promises they never change
+ * and stay valid until release(ctx) runs, when the last graph or tensor holding the blob lets go.
+ * Handle (>= 1); 0 with the error set, and then release is not called (the caller still owns
+ * data). A captured tensor's immutable buffer (tj_tensor_adopt) becomes a blob this way. */
+uint32_t ir_add_blob_borrowed(ir_graph *g, const void *data, size_t size,
+                              void (*release)(void *ctx), void *ctx);
+/* One more reference to blob b's payload (b->data: immutable; 64-byte aligned when copied by
+ * ir_add_blob), which keeps it valid after every graph holding it is gone, until
+ * ir_blob_unref(token) with the token returned: a constant's tensor borrows it
+ * (runtime/trace.c). NULL for NULL. */
 void *ir_blob_ref(const ir_blob *b);
-void ir_blob_unref(void *data); /* NULL-safe */
+void ir_blob_unref(void *token); /* NULL-safe */
 tj_status ir_add_output(ir_graph *g, uint32_t id);
 tj_status ir_add_effect(ir_graph *g, uint32_t id); /* ir_add does this for IR_F_SIDE ops */
 uint32_t ir_add_sub(ir_graph *g, ir_graph *sub);   /* takes ownership; returns 1 + index */

@@ -33,6 +33,12 @@ static uint32_t cf32(ir_graph *g, float v) {
 
 /* ir_graph_reserve / ir_graph_reset / ir_add_inferred: the pass rebuilds' fast paths give the same
  * graph, ids and hash as plain ir_add. */
+static int releases;
+static void count_release(void *ctx) {
+    CHECK(ctx != NULL);
+    releases++;
+}
+
 static void test_fast_paths(void) {
     ir_graph *a = ir_graph_new("a"), *b = ir_graph_new("b");
     CHECK(ir_graph_reserve(b, 1000, 2000) == TJ_OK);
@@ -209,7 +215,7 @@ int main(void) {
     CHECK(cc && cc->n_subs == 1 && cc->subs[0] != c->subs[0]);
     CHECK_STR(cc->subs[0]->name, "body");
     ir_graph_free(cc);
-    ir_graph_free(g); /* the clone's blobs outlive the original (ASan checks the reads) */
+    ir_graph_free(g);          /* the clone's blobs outlive the original (ASan checks the reads) */
     const ir_blob *abl = NULL; /* "abcd", added above */
     for (uint32_t i = 0; i < c->n_blobs; i++)
         if (c->blobs[i].size == 4 && !memcmp(c->blobs[i].data, "abcd", 4))
@@ -220,6 +226,35 @@ int main(void) {
     CHECK_EQ_INT(ir_add_blob_shared(c, NULL), 0);
     ir_graph_free(c);
     ir_graph_free(NULL);
+
+    /* a borrowed payload: not copied, hashed as a copy of it is, handed back once, after the
+     * last graph and the last tensor token let go */
+    static const float w[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+    releases = 0;
+    ir_graph *bg = ir_graph_new(NULL);
+    uint32_t bb = ir_add_blob_borrowed(bg, w, sizeof w, count_release, (void *)w);
+    uint32_t cp = ir_add_blob(bg, w, sizeof w);
+    CHECK(bb == 1 && cp == 2);
+    CHECK(ir_blob_get(bg, bb)->data == (void *)w && ir_blob_get(bg, cp)->data != (void *)w);
+    CHECK(ir_blob_get(bg, bb)->h == ir_blob_get(bg, cp)->h);
+    ir_graph *bc = ir_graph_clone(bg);
+    CHECK(bc && bc->blobs[0].data == (void *)w);
+    void *token = ir_blob_ref(ir_blob_get(bc, bb));
+    CHECK(token != NULL);
+    ir_graph_free(bg);
+    ir_graph_free(bc);
+    CHECK_EQ_INT(releases, 0); /* the token still holds it */
+    ir_blob_unref(token);
+    CHECK_EQ_INT(releases, 1);
+    ir_blob_unref(NULL);
+    CHECK(ir_blob_ref(NULL) == NULL);
+    /* bad arguments: an error, and the caller still owns the payload */
+    ir_graph *eg = ir_graph_new(NULL);
+    CHECK_EQ_INT(ir_add_blob_borrowed(eg, NULL, 4, count_release, NULL), 0);
+    CHECK_EQ_INT(ir_add_blob_borrowed(eg, w, 4, NULL, NULL), 0);
+    CHECK_EQ_INT(ir_add_blob_borrowed(NULL, w, 4, count_release, NULL), 0);
+    ir_graph_free(eg);
+    CHECK_EQ_INT(releases, 1);
 
     /* a 100k-node chain: every node distinct, built quickly */
     ir_graph *big = ir_graph_new(NULL);

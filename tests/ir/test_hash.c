@@ -66,6 +66,29 @@ int main(void) {
     }
     buf[17] = 1;
     CHECK(ir_hash_bytes(buf, 32, 7) != seen[32]);
+    /* long inputs run four chains: every byte, every length, the order of words within a
+     * 32-byte step and the order of the steps all count */
+    unsigned char big[256];
+    for (int i = 0; i < 256; i++)
+        big[i] = (unsigned char)(i * 37 + 11);
+    uint64_t base = ir_hash_bytes(big, 256, 7);
+    for (int i = 0; i < 256; i++) {
+        big[i] ^= 0x10;
+        CHECK(ir_hash_bytes(big, 256, 7) != base);
+        big[i] ^= 0x10;
+    }
+    for (int n = 60; n < 200; n++)
+        CHECK(ir_hash_bytes(big, (size_t)n, 7) != ir_hash_bytes(big, (size_t)n + 1, 7));
+    unsigned char sw[256];
+    memcpy(sw, big, 256);
+    memcpy(sw + 64, big + 72, 8); /* two words of one step trade places */
+    memcpy(sw + 72, big + 64, 8);
+    CHECK(ir_hash_bytes(sw, 256, 7) != base);
+    memcpy(sw, big, 256);
+    memcpy(sw + 32, big + 64, 32); /* two steps trade places */
+    memcpy(sw + 64, big + 32, 32);
+    CHECK(ir_hash_bytes(sw, 256, 7) != base);
+    CHECK(ir_hash_bytes(big, 256, 8) != base);
 
     /* renumbering invariance */
     ir_graph *a = build(false, IR_OP_ADD, 2.0f, false), *b = build(true, IR_OP_ADD, 2.0f, true);
