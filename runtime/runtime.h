@@ -20,6 +20,8 @@ typedef struct rt_buffer {
     void *user;
     int64_t n_strings; /* > 0: data holds tj_string elements whose .data this buffer owns */
     int inline_data;   /* data lives in the same allocation as this header */
+    int immutable;     /* tj_tensor_adopt or a graph constant: never written, so a trace that
+                          captures the tensor shares it as a blob (rt_const_blob), no copy */
 } rt_buffer;
 
 enum { RT_CONCRETE = 0, RT_SYMBOLIC, RT_ERROR, RT_TUPLE, RT_FREED /* in quarantine */ };
@@ -55,10 +57,10 @@ tj_tensor *rt_tensor_alloc(int dtype, int rank, const int64_t *dims);
 /* The same with the data left uninitialised (for kernels that write every element; not for
  * strings, which are always zeroed). */
 tj_tensor *rt_tensor_alloc_uninit(int dtype, int rank, const int64_t *dims);
-/* A concrete tensor over data it does not own (not scoped): release(data) runs when its last
- * reference goes. NULL on OOM (error set). */
+/* A concrete tensor over immutable data it does not own (not scoped): release(ctx) runs when
+ * its last reference goes. NULL on OOM (error set). */
 tj_tensor *rt_tensor_wrap(int dtype, int rank, const int64_t *dims, void *data,
-                          void (*release)(void *data));
+                          void (*release)(void *ctx), void *ctx);
 /* Drops one reference to a buffer, freeing it (and its strings) with the last. */
 void rt_buffer_release(rt_buffer *b);
 /* An error tensor from the thread's current error (ir_last_error). Unscoped. */

@@ -284,11 +284,25 @@ tj_tensor *tj_tensor_borrow(tj_dtype dt, int rank, const int64_t *dims, void *da
     return rt_scoped(t ? t : rt_errorf(TJ_ERR_OOM, "tensor_borrow: out of memory"));
 }
 
+tj_tensor *tj_tensor_adopt(tj_dtype dt, int rank, const int64_t *dims, const void *data,
+                           void (*release)(void *user), void *user) {
+    if (dt == TJ_STRING)
+        return rt_scoped(rt_errorf(TJ_ERR_UNSUPPORTED,
+                                   "tensor_adopt: string tensors own their elements: use "
+                                   "tj_tensor_from_data"));
+    tj_tensor *t = tj_tensor_borrow(dt, rank, dims, (void *)data, release, user);
+    if (t && t->kind == RT_CONCRETE)
+        t->buf->immutable = 1;
+    return t;
+}
+
 tj_tensor *rt_tensor_wrap(int dtype, int rank, const int64_t *dims, void *data,
-                          void (*release)(void *data)) {
-    tj_tensor *t = wrap(dtype, rank, dims, data, release, data);
+                          void (*release)(void *ctx), void *ctx) {
+    tj_tensor *t = wrap(dtype, rank, dims, data, release, ctx);
     if (!t)
         ir_errorf(TJ_ERR_OOM, "tensor: out of memory");
+    else
+        t->buf->immutable = 1;
     return t;
 }
 
@@ -492,6 +506,11 @@ tj_status rt_check_output(const tj_tensor *t, const char *what, int k) {
         return ir_errorf(TJ_ERR_INVALID,
                          "%s: output %d is a static value (tj_static_*), which is immutable", what,
                          k);
+    if (t->buf && t->buf->immutable)
+        return ir_errorf(TJ_ERR_INVALID,
+                         "%s: output %d holds immutable data (tj_tensor_adopt, or a graph's "
+                         "constant), which is never written",
+                         what, k);
     return TJ_OK;
 }
 

@@ -71,10 +71,21 @@ tj_tensor *rt_symbolic(rt_trace *tr, uint32_t id) {
 
 /* Serialises a concrete tensor into a CONST blob: raw elements, or for strings a uint64 length
  * followed by the bytes, per element. */
+static void buffer_unref(void *buf) {
+    rt_buffer_release(buf);
+}
+
 uint32_t rt_const_blob(ir_graph *g, const tj_tensor *t) {
+    size_t size = t->dtype == TJ_STRING ? 0 : (size_t)t->numel * ir_dtype_size(t->dtype);
+    if (size && t->buf && t->buf->immutable) { /* shared, not copied: a model's weights */
+        atomic_fetch_add(&t->buf->rc, 1);
+        uint32_t b = ir_add_blob_borrowed(g, t->data, size, buffer_unref, t->buf);
+        if (!b)
+            rt_buffer_release(t->buf);
+        return b;
+    }
     if (t->dtype != TJ_STRING)
-        return ir_add_blob(g, t->data, (size_t)t->numel * ir_dtype_size(t->dtype));
-    size_t size = 0;
+        return ir_add_blob(g, t->data, size);
     const tj_string *s = t->data;
     for (int64_t i = 0; i < t->numel; i++)
         size += 8 + s[i].len;
@@ -99,11 +110,12 @@ tj_tensor *rt_const_tensor(const ir_graph *g, const ir_node *n) {
      * weights per program, no first touch of fresh pages on a first call */
     if (b && n->dtype != TJ_STRING && b->size &&
         b->size == (size_t)ir_numel(n->rank, n->dims) * ir_dtype_size(n->dtype)) {
-        void *data = ir_blob_ref(b);
+        void *token = ir_blob_ref(b);
         tj_tensor *t =
-            data ? rt_tensor_wrap(n->dtype, n->rank, n->dims, data, ir_blob_unref) : NULL;
+            token ? rt_tensor_wrap(n->dtype, n->rank, n->dims, b->data, ir_blob_unref, token)
+                  : NULL;
         if (!t)
-            ir_blob_unref(data);
+            ir_blob_unref(token);
         return t;
     }
     tj_tensor *t = rt_tensor_alloc(n->dtype, n->rank, n->dims);
