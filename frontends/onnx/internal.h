@@ -69,8 +69,13 @@ int64_t ox_host_ints(const ox_node *n, const tj_tensor *t, const char *what, int
 /* The same as doubles (scales, a region of interest). */
 int64_t ox_host_f64(const ox_node *n, const tj_tensor *t, const char *what, double **v);
 
+/* protobuf-c's allocator for everything the importer unpacks: large blocks in huge pages. */
+extern ProtobufCAllocator ox_pb_allocator;
 /* A tensor from a TensorProto; an error tensor naming `what` when it cannot be read. */
 tj_tensor *ox_tensor(const Onnx__TensorProto *p, const char *what);
+/* The same, taking p's raw data instead of copying it (p's raw data is gone after): for a proto
+ * read once. */
+tj_tensor *ox_tensor_take(Onnx__TensorProto *p, const char *what);
 /* tracejit's dtype for an ONNX element type, or -1; the type's name ("uint8"). */
 int ox_dtype(int32_t onnx_type);
 const char *ox_type_name(int32_t onnx_type);

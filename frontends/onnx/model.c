@@ -500,7 +500,7 @@ static tj_status check_graph(tj_onnx_model *m) {
 }
 
 static tj_status load(tj_onnx_model *m, const void *data, size_t size) {
-    m->p = onnx__model_proto__unpack(NULL, size, data);
+    m->p = onnx__model_proto__unpack(&ox_pb_allocator, size, data);
     if (!m->p)
         return tj_set_error(TJ_ERR_CORRUPT, "onnx: %s is not an ONNX model (protobuf)", m->path);
     if (!(m->g = m->p->graph))
@@ -547,7 +547,7 @@ static tj_status load(tj_onnx_model *m, const void *data, size_t size) {
         snprintf(what, sizeof what, "%s: initializer '%s'", m->path,
                  g->initializer[k]->name ? g->initializer[k]->name : "");
         tj_scope_begin(); /* the model keeps its own reference, whatever scope the caller has */
-        m->inits[k] = tj_retain(ox_tensor(g->initializer[k], what));
+        m->inits[k] = tj_retain(ox_tensor_take(g->initializer[k], what));
         tj_scope_end();
         if (tj_status_of(m->inits[k]))
             st = tj_set_error(tj_status_of(m->inits[k]), "%s", tj_error_message(m->inits[k]));
@@ -671,7 +671,7 @@ void tj_onnx_free(tj_onnx_model *m) {
     free(m->in);
     free(m->out);
     if (m->p)
-        onnx__model_proto__free_unpacked(m->p, NULL);
+        onnx__model_proto__free_unpacked(m->p, &ox_pb_allocator);
     free(m->path);
     m->magic = 0;
     free(m);
