@@ -10,7 +10,7 @@
 
 /* Runs a pure node's reference kernel on concrete inputs, re-inferring the shape from them when
  * the graph has unknown dims. */
-static tj_tensor *run_kernel(const ir_node *n, tj_tensor **ins, int reinfer) {
+static tj_tensor *run_kernel(const ir_node *n, tj_tensor **ins, int reinfer, tj_tensor *reuse) {
     ir_node proto = *n;
     if (reinfer) {
         ir_node descs[8], *pd = n->n_in <= 8 ? descs : malloc(n->n_in * sizeof *pd);
@@ -30,7 +30,7 @@ static tj_tensor *run_kernel(const ir_node *n, tj_tensor **ins, int reinfer) {
         if (st)
             return NULL;
     }
-    tj_tensor *out = rt_kernel_output(&proto);
+    tj_tensor *out = reuse ? tj_retain(reuse) : rt_kernel_output(&proto);
     if (!out)
         return NULL;
     if (rt_ref_kernel(&proto, ins, out) != TJ_OK) {
@@ -347,7 +347,7 @@ static tj_status exec_cf(const ir_graph *g, uint32_t i, const rt_exec_env *env, 
 }
 
 tj_status rt_exec_node(const ir_graph *g, uint32_t i, const rt_exec_env *env, tj_tensor **vals,
-                       tj_tensor **ins) {
+                       tj_tensor **ins, tj_tensor *reuse) {
     const ir_node *n = ir_node_get(g, i);
     const uint32_t *in = ir_inputs(g, n);
     for (uint32_t k = 0; k < n->n_in; k++)
@@ -422,7 +422,7 @@ tj_status rt_exec_node(const ir_graph *g, uint32_t i, const rt_exec_env *env, tj
         return st;
     }
     default:
-        vals[i] = run_kernel(n, ins, env->reinfer);
+        vals[i] = run_kernel(n, ins, env->reinfer, reuse);
         return vals[i] ? TJ_OK : ir_last_code() ? ir_last_code() : TJ_ERR_RUNTIME;
     }
 }

@@ -48,6 +48,30 @@ static void compute_last_use(const ir_graph *g, const uint8_t *live, uint32_t *l
 
 /* Runs the live nodes of g. effects=0 evaluates values only (no print, callback or assignment).
  * On success vals[] holds the values still referenced (outputs, and `keep`). */
+/* An elementwise node whose input dies there writes its result into that input's buffer when
+ * nothing else holds it (not borrowed, immutable, a view or shared) and its dtype and dims are
+ * the node's: each element is read at its own index before it is written. A model's chain of
+ * activations (conv, + bias, relu) then takes one buffer on the first call, not one per op:
+ * fresh memory is what a first call pays most for. */
+static tj_tensor *reusable(const ir_graph *g, const ir_node *n, uint32_t i,
+                           const uint32_t *last_use, uint32_t keep, tj_tensor *const *vals) {
+    if (!(ir_ops[n->op].flags & IR_F_EW) || (ir_ops[n->op].flags & IR_F_CMP) ||
+        n->dtype == TJ_STRING)
+        return NULL;
+    const uint32_t *in = ir_inputs(g, n);
+    for (uint32_t k = 0; k < n->n_in; k++) {
+        tj_tensor *t = vals[in[k]];
+        if (last_use[in[k]] != i || in[k] == keep || !t || t->kind != RT_CONCRETE || !t->buf ||
+            atomic_load(&t->rc) != 1 || atomic_load(&t->buf->rc) != 1 || t->buf->release ||
+            t->buf->immutable || t->buf->n_strings || t->data != t->buf->data || t->is_static ||
+            t->host_scalar || t->dtype != n->dtype || t->rank != n->rank ||
+            memcmp(t->dims, n->dims, (size_t)n->rank * sizeof *n->dims) != 0)
+            continue;
+        return t;
+    }
+    return NULL;
+}
+
 static tj_status run(const ir_graph *g, const uint8_t *live, const uint32_t *last_use,
                      const rt_exec_env *env, uint32_t keep, tj_tensor **vals) {
     tj_tensor *stack_ins[8];
@@ -61,7 +85,7 @@ static tj_status run(const ir_graph *g, const uint8_t *live, const uint32_t *las
         if (!ins)
             return ir_errorf(TJ_ERR_OOM, "interp: out of memory");
         double t0 = RT_PROFILING() ? rt_profile_now() : 0;
-        st = rt_exec_node(g, i, env, vals, ins);
+        st = rt_exec_node(g, i, env, vals, ins, reusable(g, n, i, last_use, keep, vals));
         if (!st && RT_CHECKING_NUMERICS() && vals[i]) {
             int is_nan = 0;
             int64_t at = rt_numerics_first_bad(vals[i], &is_nan);

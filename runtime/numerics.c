@@ -102,7 +102,7 @@ tj_status rt_numerics_locate(const ir_graph *g, const uint32_t *nodes, uint32_t 
         tj_tensor **ins = n->n_in <= 16 ? stack_ins : malloc(n->n_in * sizeof *ins);
         if (!ins)
             break;
-        tj_status r = rt_exec_node(g, i, &e, tmp, ins);
+        tj_status r = rt_exec_node(g, i, &e, tmp, ins, NULL);
         if (ins != stack_ins)
             free(ins);
         if (r) {

@@ -297,9 +297,11 @@ typedef struct rt_exec_env {
 } rt_exec_env;
 /* Runs node i of g: reads its inputs from vals into ins (room for n_in), writes vals[i] (a new
  * reference; none for print and callbacks). Sources, variables, side effects and reference
- * kernels: what a node means when it runs, for every executor. */
+ * kernels: what a node means when it runs, for every executor. `reuse` (NULL: none) is a
+ * concrete tensor of the node's dtype and dims that its reference kernel writes instead of a
+ * new one: an elementwise node's dying input, which nothing else holds (runtime/interp.c). */
 tj_status rt_exec_node(const ir_graph *g, uint32_t i, const rt_exec_env *env, tj_tensor **vals,
-                       tj_tensor **ins);
+                       tj_tensor **ins, tj_tensor *reuse);
 
 /* Builds the region programs of g's control-flow nodes with `compile` (*out: NULL when g has
  * none; two entries per node, see rt_exec_env.regions), and frees them. */

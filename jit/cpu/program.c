@@ -457,7 +457,7 @@ static tj_status run_cf(cpu_prog *cp, const step *s, tj_tensor **vals, void **bu
     if (res != stack_res)
         free(res);
     if (!st && rc != 0) /* an error to report: the executor finds it and names the iteration */
-        st = rt_exec_node(g, s->id, env, vals, (tj_tensor **)bufs);
+        st = rt_exec_node(g, s->id, env, vals, (tj_tensor **)bufs, NULL);
     return st;
 }
 
@@ -558,7 +558,7 @@ static tj_status cpu_run(rt_program *p, tj_tensor *const *args, uint32_t n_args,
         else if (sp->kind == STEP_CONV)
             st = run_conv(cp, sp, vals, scratch);
         else
-            st = rt_exec_node(g, sp->id, &env, vals, (tj_tensor **)scratch);
+            st = rt_exec_node(g, sp->id, &env, vals, (tj_tensor **)scratch, NULL);
         if (t0)
             profile_step(cp, s, t0);
         if (!st && RT_CHECKING_NUMERICS() && !is_value(g, sp))
