@@ -3,11 +3,13 @@ import: the seed's CNN (conv 5x5x32, pool, conv 5x5x64, pool, dense 1024, dense 
 as PyTorch and ONNX lay it out; batch 50) and an MLP (784-512-512-10, batch 256), both built with
 onnx.helper (opset 17) in the peers' environment with seeded weights, plus the largest
 pytorch-converted models of ONNX's test data (by input size). Per model:
-- ONNX Runtime: first call = create the session from the file + run once (2 intra-op threads, all
-  graph optimizations, as peer_onnxruntime.py); then the median of N runs;
+- ONNX Runtime: first call = create the session from the file + run once, in a new process
+  (2 intra-op threads, all graph optimizations, as peer_onnxruntime.py); the median of N runs
+  of a session in this process;
 - tracejit: `tj_onnx time` in a new process with an empty disk cache (load + trace + passes +
   compile + run), again in a second process with the cache warm, then the median of N calls
   (a `tj_onnx show` first puts the binary and its libraries in the page cache);
+- first calls 5 times (3 with --quick), ORT's and tracejit's processes interleaved: medians;
 - both outputs compared (|a - b| <= 1e-5 + 1e-3 |b|, ONNX's tolerance); a mismatch is reported.
 Writes bench/out/onnx_models.json and the section of bench/PEERS.md between the onnx:begin /
 onnx:end markers. Run by bench/peers/run_peers.sh (bench/run --peers) or alone:
@@ -120,19 +122,46 @@ def read_pb(path):
     return numpy_helper.to_array(t)
 
 
-def time_ort(model, inputs, reps):
-    sess_in = [read_pb(p) for p in inputs]
+def ort_session(model):
     so = ort.SessionOptions()
     so.intra_op_num_threads = common.THREADS
     so.inter_op_num_threads = 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    t0 = time.perf_counter()
-    sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
-    t1 = time.perf_counter()
+    return ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+
+
+def ort_first_child(model, inputs):
+    """In a new process (`--ort-first`), as tracejit's first call is: onnxruntime imported and
+    the inputs read before the clock starts; then session + one run, twice: the process's first
+    session (which also sets up ORT's environment) and a second one in the warm process. Prints
+    the two times in milliseconds."""
+    sess_in = [read_pb(p) for p in inputs]
+    ms = []
+    for _ in range(2):
+        t0 = time.perf_counter()
+        sess = ort_session(model)
+        feeds = {i.name: v for i, v in zip(sess.get_inputs(), sess_in)}
+        sess.run(None, feeds)
+        ms.append((time.perf_counter() - t0) * 1e3)
+        del sess
+    print(json.dumps(dict(first_ms=ms[0], second_ms=ms[1])))
+
+
+def ort_first(model, inputs):
+    p = subprocess.run([sys.executable, os.path.abspath(__file__), "--ort-first", model] + inputs,
+                       capture_output=True, text=True)
+    if p.returncode:
+        raise RuntimeError(f"onnxruntime first call {model}: {p.stderr[-300:]}")
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    return r["first_ms"], r["second_ms"]
+
+
+def time_ort(model, inputs, reps):
+    sess_in = [read_pb(p) for p in inputs]
+    sess = ort_session(model)
     feeds = {i.name: v for i, v in zip(sess.get_inputs(), sess_in)}
     out = sess.run(None, feeds)
-    t2 = time.perf_counter()
     for _ in range(3):
         sess.run(None, feeds)
     v = []
@@ -140,41 +169,69 @@ def time_ort(model, inputs, reps):
         a = time.perf_counter()
         sess.run(None, feeds)
         v.append(time.perf_counter() - a)
-    return dict(session_ms=(t1 - t0) * 1e3, first_ms=(t2 - t0) * 1e3,
-                median_ms=float(np.median(v)) * 1e3), out
+    del sess  # its threads gone before tracejit runs
+    return dict(median_ms=float(np.median(v)) * 1e3), out
 
 
 LINE = re.compile(r"load ([\d.]+) ms; first call \(trace \+ passes \+ compile \+ run\) ([\d.]+) ms; "
                   r"median of \d+ calls ([\d.]+) ms; native code ([\d.]+) ms after")
 
 
-def time_tracejit(model, inputs, reps):
+def tracejit_env():
     env = dict(os.environ, TJ_NUM_THREADS=str(common.THREADS),
                OPENBLAS_NUM_THREADS=str(common.THREADS))
     env.pop("OPENBLAS_CORETYPE", None)
+    return env
+
+
+def tracejit_run(model, inputs, reps, cache):
+    """`tj_onnx time` in a new process: (load + first call, median per call, native after) ms."""
+    env = dict(tracejit_env(), TJ_CACHE_DIR=cache)
+    p = subprocess.run([TOOL, "time", model, str(reps)] + inputs, env=env, capture_output=True,
+                       text=True)
+    m = LINE.search(p.stdout)
+    if p.returncode or not m:
+        raise RuntimeError(f"tj_onnx time {model}: {p.stdout}{p.stderr}")
+    load, first, med, native = map(float, m.groups())
+    return load + first, med, native
+
+
+def time_first_calls(model, inputs, reps, rounds):
+    """First calls in new processes, `rounds` times, ONNX Runtime's and tracejit's (cold: an
+    empty disk cache; warm: the cache the cold run left) interleaved, so both meet the machine in
+    the same state (this VM makes a process that starts after an idle moment pay for fresh
+    memory several times over). Medians and ranges."""
+    ort_ms, ort2, cold, warm, med, native = [], [], [], [], [], []
+    env = tracejit_env()
+    # the tool and its libraries in the page cache first, as onnxruntime's are by the import
+    # before its clock starts (`show` loads the model only: nothing is traced or cached)
+    subprocess.run([TOOL, "show", model], env=env, capture_output=True)
+    for _ in range(rounds):
+        a, b = ort_first(model, inputs)
+        ort_ms.append(a)
+        ort2.append(b)
+        with tempfile.TemporaryDirectory() as cache:
+            f, m, n = tracejit_run(model, inputs, reps, cache)
+            cold.append(f)
+            med.append(m)
+            native.append(n)
+            warm.append(tracejit_run(model, inputs, 1, cache)[0])
+    stat = lambda v: dict(median=float(np.median(v)), min=min(v), max=max(v))  # noqa: E731
+    return (dict(first=stat(ort_ms), second=stat(ort2)),
+            dict(cold=stat(cold), warm=stat(warm), median_ms=float(np.median(med)),
+                 native_after_ms=float(np.median(native))))
+
+
+def tracejit_outputs(model, inputs):
+    env = tracejit_env()
     with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as outdir:
         env["TJ_CACHE_DIR"] = cache
-        res = {}
-        # the tool and its libraries in the page cache first, as onnxruntime is imported before
-        # its clock starts (`show` loads the model only: nothing is traced or cached)
-        subprocess.run([TOOL, "show", model], env=env, capture_output=True)
-        for run in ("cold", "warm"):
-            p = subprocess.run([TOOL, "time", model, str(reps)] + inputs, env=env,
-                               capture_output=True, text=True)
-            m = LINE.search(p.stdout)
-            if p.returncode or not m:
-                raise RuntimeError(f"tj_onnx time {model}: {p.stdout}{p.stderr}")
-            load, first, med, native = map(float, m.groups())
-            res[f"{run}_first_ms"] = load + first
-            if run == "cold":
-                res["load_ms"], res["median_ms"] = load, med
-                res["native_after_ms"] = native
         p = subprocess.run([TOOL, "run", "-o", outdir, model] + inputs, env=env,
                            capture_output=True, text=True)
         if p.returncode:
             raise RuntimeError(f"tj_onnx run {model}: {p.stderr}")
         outs = sorted(f for f in os.listdir(outdir) if f.startswith("output_"))
-        return res, [read_pb(os.path.join(outdir, f)) for f in outs]
+        return [read_pb(os.path.join(outdir, f)) for f in outs]
 
 
 def agree(a, b):
@@ -183,30 +240,38 @@ def agree(a, b):
         for x, y in zip(a, b))
 
 
-def markdown(rows, when):
+def rng(d):
+    return f"{d['median']:.1f} ({d['min']:.1f}-{d['max']:.1f})"
+
+
+def markdown(rows, when, rounds):
     lines = [BEGIN, "### ONNX models: tracejit's importer and ONNX Runtime", "",
              f"`bench/peers/onnx_models.py` ({when}; {common.THREADS} threads each; the models "
-             "and inputs it writes are in bench/out/onnx/). First call: ONNX Runtime creates its "
-             "session from the file and runs once; tracejit (`tj_onnx time`, a new process) loads, "
-             "traces, optimizes and runs the first call on the interpreter while LLVM compiles "
-             "in the background (tiered; the column after it says how much later the native "
-             "code was in place), with an empty disk cache (cold) and again in a second process "
-             "(warm cache). Steady state: median per call, timed once the native code runs. "
-             "Ratios above 1 favour tracejit for steady state (ORT / tracejit); first-call "
-             "ratios are tracejit / ORT (the goal is at most 3).", "",
-             "| model | ORT session + run (ms) | tracejit cold (ms) | native after (ms) | "
-             "tracejit warm (ms) | cold / ORT | ORT per call (ms) | tracejit per call (ms) | "
-             "ORT / tracejit | outputs |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+             "and inputs it writes are in bench/out/onnx/). First call, each in a new process, "
+             f"{rounds} times, the two interleaved; median (min-max): ONNX Runtime creates its "
+             "session from the file and runs once (onnxruntime imported and the inputs read "
+             "before the clock starts), as the process's first session (which also sets up "
+             "ORT's environment) and again as a second session in the same process, its best "
+             "case; tracejit (`tj_onnx time`) loads, traces, optimizes and "
+             "runs the first call on the interpreter while LLVM compiles in the background "
+             "(tiered; the column after it says how much later the native code was in place), "
+             "with an empty disk cache (cold) and again in a second process (warm cache). Steady "
+             "state: median per call, timed once the native code runs. Ratios above 1 favour "
+             "tracejit for steady state (ORT / tracejit); the first-call ratio is tracejit cold / "
+             "ORT's second session, of the medians (the goal is at most 3).", "",
+             "| model | ORT first session + run (ms) | ORT second session + run (ms) | "
+             "tracejit cold (ms) | native after (ms) | tracejit warm (ms) | cold / ORT second | "
+             "ORT per call (ms) | tracejit per call (ms) | ORT / tracejit | outputs |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['model']} | | | | | | | | | error: {r['error']} |")
+            lines.append(f"| {r['model']} | | | | | | | | | | error: {r['error']} |")
             continue
         o, t = r["ort"], r["tracejit"]
         lines.append(
-            f"| {r['model']} | {o['first_ms']:.1f} | {t['cold_first_ms']:.1f} | "
-            f"{t['native_after_ms']:.0f} | "
-            f"{t['warm_first_ms']:.1f} | {t['cold_first_ms'] / o['first_ms']:.2f} | "
+            f"| {r['model']} | {rng(o['first'])} | {rng(o['second'])} | {rng(t['cold'])} | "
+            f"{t['native_after_ms']:.0f} | {rng(t['warm'])} | "
+            f"{t['cold']['median'] / o['second']['median']:.2f} | "
             f"{o['median_ms']:.4f} | {t['median_ms']:.4f} | "
             f"{o['median_ms'] / t['median_ms']:.2f} | {'agree' if r['agree'] else 'DIFFER'} |")
     lines.append(END)
@@ -214,34 +279,38 @@ def markdown(rows, when):
 
 
 def main():
+    if len(sys.argv) > 2 and sys.argv[1] == "--ort-first":
+        return ort_first_child(sys.argv[2], sys.argv[3:])
     quick = "--quick" in sys.argv
     if not os.path.exists(TOOL):
         sys.exit(f"{TOOL} is missing: build-bench (bench/run) builds it")
     models = [("seed_cnn",) + seed_cnn(), ("mlp",) + mlp()] + largest_converted(2 if quick else 3)
+    rounds = 3 if quick else 5
     rows = []
     for name, model, inputs in models:
         reps = 20 if quick else 100
         try:
             o, oo = time_ort(model, inputs, reps)
-            time.sleep(0.5)  # ORT's session and its spinning threads gone before tracejit runs
-            t, to = time_tracejit(model, inputs, reps)
-            rows.append(dict(model=name, ort=o, tracejit=t, agree=agree(to, oo)))
+            of, t = time_first_calls(model, inputs, reps, rounds)
+            o.update(of)
+            rows.append(dict(model=name, ort=o, tracejit=t,
+                             agree=agree(tracejit_outputs(model, inputs), oo)))
         except Exception as e:  # reported, not fatal: the other models still run
             rows.append(dict(model=name, error=str(e)[:200]))
         r = rows[-1]
         if "error" in r:
             print(f"  {name:40} error: {r['error']}")
         else:
-            print(f"  {name:40} first: ORT {r['ort']['first_ms']:8.1f} ms, tracejit "
-                  f"{r['tracejit']['cold_first_ms']:8.1f} ms (warm {r['tracejit']['warm_first_ms']:.1f})"
-                  f"; per call: ORT {r['ort']['median_ms']:.4f} ms, tracejit "
-                  f"{r['tracejit']['median_ms']:.4f} ms; outputs "
-                  f"{'agree' if r['agree'] else 'DIFFER'}")
+            o, t = r["ort"], r["tracejit"]
+            print(f"  {name:40} first: ORT {rng(o['first'])} ms (second session "
+                  f"{rng(o['second'])}), tracejit {rng(t['cold'])} ms "
+                  f"(warm {rng(t['warm'])}); per call: ORT {o['median_ms']:.4f} ms, tracejit "
+                  f"{t['median_ms']:.4f} ms; outputs {'agree' if r['agree'] else 'DIFFER'}")
     when = time.strftime("%Y-%m-%d") + f", onnxruntime {ort.__version__}"
     os.makedirs(OUT, exist_ok=True)
     with open(os.path.join(OUT, "onnx_models.json"), "w") as f:
-        json.dump(dict(when=when, threads=common.THREADS, rows=rows), f, indent=1)
-    section = markdown(rows, when)
+        json.dump(dict(when=when, threads=common.THREADS, rounds=rounds, rows=rows), f, indent=1)
+    section = markdown(rows, when, rounds)
     common.replace_section(PEERS_MD, BEGIN, END, section)
     print(f"wrote {os.path.join(OUT, 'onnx_models.json')} and {PEERS_MD}")
 
