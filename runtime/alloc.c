@@ -1,7 +1,8 @@
 /* alloc.c — the caching allocator behind tensor buffers. Sizes are rounded to classes (four per
  * power of two, multiples of 64 bytes); freed blocks stay in a per-class free list and are handed
  * out again, so a compiled function called in a loop stops calling malloc. Blocks of 2 MiB and
- * more are mmap'd in 2 MiB multiples with MADV_HUGEPAGE. One mutex guards the lists; the cache is
+ * more are mmap'd in 2 MiB multiples with MADV_HUGEPAGE, and a large request may take a cached
+ * block of up to twice its size. One mutex guards the lists; the cache is
  * bounded (rt_alloc_set_cache_limit) and rt_alloc_trim empties it. Under AddressSanitizer nothing
  * is cached, so use-after-free stays detectable. */
 #include <pthread.h>
@@ -84,6 +85,48 @@ static bin *find_bin(size_t r, int create) {
     return &g_bins[g_n_bins++];
 }
 
+/* A large request with no cached block of its class takes a cached block of up to twice its
+ * size (a model's activations shrink layer by layer: the 6 MiB block of the first layer serves
+ * the 4 MiB of the second) instead of fresh memory, whose first touch is the dearest thing a
+ * first call pays for. The block's real size is kept here until it comes back; few large
+ * blocks are out at once. */
+typedef struct grant {
+    void *p;
+    size_t size;
+} grant;
+static grant *g_grants;
+static size_t g_n_grants, g_cap_grants;
+
+static bin *larger_bin(size_t r) {
+    bin *best = NULL;
+    for (size_t i = 0; i < g_n_bins; i++)
+        if (g_bins[i].head && g_bins[i].size > r && g_bins[i].size <= 2 * r &&
+            (!best || g_bins[i].size < best->size))
+            best = &g_bins[i];
+    if (best && g_n_grants == g_cap_grants) {
+        size_t cap = g_cap_grants ? 2 * g_cap_grants : 16;
+        grant *ng = realloc(g_grants, cap * sizeof *ng);
+        if (!ng)
+            return NULL; /* fresh memory instead */
+        g_grants = ng;
+        g_cap_grants = cap;
+    }
+    if (best)
+        g_grants[g_n_grants++] = (grant){best->head, best->size};
+    return best;
+}
+
+/* The real size of large block p (rounded request r), forgetting its grant. */
+static size_t real_size(void *p, size_t r) {
+    for (size_t i = 0; r >= LARGE && i < g_n_grants; i++)
+        if (g_grants[i].p == p) {
+            r = g_grants[i].size;
+            g_grants[i] = g_grants[--g_n_grants];
+            break;
+        }
+    return r;
+}
+
 /* *fresh = 1 when the block comes straight from mmap (already zero). */
 static void *alloc_impl(size_t size, int *fresh) {
     size_t r = round_size(size);
@@ -91,8 +134,11 @@ static void *alloc_impl(size_t size, int *fresh) {
     pthread_mutex_lock(&g_mu);
     g_st.n_alloc++;
     bin *b = find_bin(r, 0);
+    if ((!b || !b->head) && r >= LARGE)
+        b = larger_bin(r);
     void *p = b ? b->head : NULL;
     if (p) { /* a hit: one lock for the whole call */
+        r = b->size;
         b->head = *(void **)p;
         g_st.bytes_cached -= r;
         g_st.n_reused++;
@@ -135,8 +181,8 @@ void *rt_alloc_zeroed(size_t size) {
 void rt_free(void *p, size_t size) {
     if (!p)
         return;
-    size_t r = round_size(size);
     pthread_mutex_lock(&g_mu);
+    size_t r = real_size(p, round_size(size));
     g_st.bytes_in_use -= r;
     bin *b = NULL;
     if (!NO_CACHE && g_st.bytes_cached + r <= g_limit)

@@ -133,6 +133,40 @@ static void test_alloc(void) {
     unsigned char *l2 = rt_alloc_zeroed(big - 100);
     if (!ASAN)
         CHECK(l2 == l);
+    /* a large block serves a smaller large request (up to half its size), zeroed as asked, and
+     * comes back under its own size */
+    size_t six = (size_t)6 << 20, four = (size_t)3 << 20 | 12345, two = (size_t)2 << 20;
+    unsigned char *s6 = rt_alloc(six);
+    CHECK(s6 != NULL);
+    if (s6)
+        memset(s6, 9, six);
+    rt_free(s6, six);
+    rt_alloc_stats g0 = rt_alloc_get_stats();
+    unsigned char *s4 = rt_alloc_zeroed(four); /* 4 MiB class: takes the 6 MiB block */
+    rt_alloc_stats g1 = rt_alloc_get_stats();
+    nz = 0;
+    for (size_t i = 0; s4 && i < four; i += 4093)
+        nz += s4[i] != 0;
+    CHECK_EQ_INT(nz, 0);
+    unsigned char *t2 = rt_alloc(two); /* 2 MiB: the 6 MiB block is out, and over twice */
+    if (!ASAN) {
+        CHECK(s4 == s6);
+        CHECK_EQ_INT(g1.bytes_in_use - g0.bytes_in_use, six);
+        CHECK_EQ_INT(g0.bytes_cached - g1.bytes_cached, six);
+        CHECK(t2 != s6);
+    }
+    rt_free(t2, two);
+    rt_free(s4, four); /* back as a 6 MiB block */
+    rt_alloc_stats g2 = rt_alloc_get_stats();
+    CHECK_EQ_INT(g2.bytes_in_use, g0.bytes_in_use);
+    unsigned char *s6b = rt_alloc((size_t)11 << 20); /* 12 MiB: never a 6 MiB block */
+    unsigned char *s6c = rt_alloc(six);
+    if (!ASAN) {
+        CHECK(s6b != s6);
+        CHECK(s6c == s6);
+    }
+    rt_free(s6b, (size_t)11 << 20);
+    rt_free(s6c, six);
     CHECK(l2 && l2[0] == 0 && l2[big - 101] == 0);
     rt_free(l2, big - 100);
 
