@@ -38,6 +38,11 @@ typedef struct dconv {
     const float *dy;
     float *y; /* forward: [N][OH][OW][O]; filter grad: [KH][KWC][O] */
     int64_t N, OH, OW, O, KH, KWC, sh, sw;
+    /* forward with short filter rows (KWC < 16: few channels): every tap (ky, j) in one loop,
+     * at input offset tap[t] = ky·xs_row + j, instead of a KWC-long loop per filter row (the
+     * seed CNN's first layer: 5 taps a row, the row loop's setup cost as much as its FMAs) */
+    int n_taps;
+    int32_t tap[256];
 } dconv;
 
 #define UNROLL _Pragma("GCC unroll 16")
@@ -48,34 +53,53 @@ typedef struct dconv {
     dst[NV - 1] = _mm512_maskz_loadu_ps(last, (src) + 16 * (NV - 1))
 
 /* Forward: PB output pixels (ox0 ...) of row (b, oy), channels [og, og + 16·NV), into the row
- * at yrow ([OW][O]). */
-#define FWD(NV, PB)                                                                                \
-    TGT static void fwd_##NV##_##PB(const dconv *d, int64_t b, int64_t oy, int64_t ox0,            \
-                                    int64_t og, __mmask16 last, float *yrow) {                     \
+ * at yrow ([OW][O]): fwd_ loops over filter rows, then over a row's KWC taps; fwdt_ over the
+ * d->n_taps taps at once (dconv.tap). */
+#define FWD_HEAD(NAME, NV, PB)                                                                     \
+    TGT static void NAME##_##NV##_##PB(const dconv *d, int64_t b, int64_t oy, int64_t ox0,         \
+                                       int64_t og, __mmask16 last, float *yrow) {                  \
         __m512 acc[PB][NV];                                                                        \
         UNROLL for (int p = 0; p < PB; p++) UNROLL for (int v = 0; v < NV; v++) acc[p][v] =        \
             _mm512_setzero_ps();                                                                   \
-        int64_t px = d->sw * d->C; /* input elements between neighbouring pixels */                \
-        for (int64_t ky = 0; ky < d->KH; ky++) {                                                   \
-            const float *xr = d->x + b * d->xs_img + (oy * d->sh + ky) * d->xs_row + ox0 * px;     \
-            const float *wr = d->w + ky * d->KWC * d->O + og;                                      \
-            for (int64_t j = 0; j < d->KWC; j++, wr += d->O) {                                     \
-                __m512 wv[NV];                                                                     \
-                LOADW(NV, wv, wr, last);                                                           \
-                UNROLL for (int p = 0; p < PB; p++) {                                              \
-                    __m512 xb = _mm512_set1_ps(xr[p * px + j]);                                    \
-                    UNROLL for (int v = 0; v < NV; v++) acc[p][v] =                                \
-                        _mm512_fmadd_ps(xb, wv[v], acc[p][v]);                                     \
-                }                                                                                  \
-            }                                                                                      \
-        }                                                                                          \
-        float *yr = yrow + ox0 * d->O + og;                                                        \
+        int64_t px = d->sw * d->C; /* input elements between neighbouring pixels */
+
+/* acc += the PB pixels at xr (px apart) times the weights at wr */
+#define FWD_TAP(NV, PB, xr, wr)                                                                    \
+    do {                                                                                           \
+        __m512 wv[NV];                                                                             \
+        LOADW(NV, wv, wr, last);                                                                   \
         UNROLL for (int p = 0; p < PB; p++) {                                                      \
-            UNROLL for (int v = 0; v < NV - 1; v++)                                                \
-                _mm512_storeu_ps(yr + p * d->O + 16 * v, acc[p][v]);                               \
-            _mm512_mask_storeu_ps(yr + p * d->O + 16 * (NV - 1), last, acc[p][NV - 1]);            \
+            __m512 xb = _mm512_set1_ps((xr)[p * px]);                                              \
+            UNROLL for (int v = 0; v < NV; v++) acc[p][v] = _mm512_fmadd_ps(xb, wv[v], acc[p][v]); \
         }                                                                                          \
+    } while (0)
+
+#define FWD_TAIL(NV, PB)                                                                           \
+    float *yr = yrow + ox0 * d->O + og;                                                            \
+    UNROLL for (int p = 0; p < PB; p++) {                                                          \
+        UNROLL for (int v = 0; v < NV - 1; v++)                                                    \
+            _mm512_storeu_ps(yr + p * d->O + 16 * v, acc[p][v]);                                   \
+        _mm512_mask_storeu_ps(yr + p * d->O + 16 * (NV - 1), last, acc[p][NV - 1]);                \
+    }                                                                                              \
     }
+
+#define FWD(NV, PB)                                                                                \
+    FWD_HEAD(fwd, NV, PB)                                                                          \
+    for (int64_t ky = 0; ky < d->KH; ky++) {                                                       \
+        const float *xr = d->x + b * d->xs_img + (oy * d->sh + ky) * d->xs_row + ox0 * px;         \
+        const float *wr = d->w + ky * d->KWC * d->O + og;                                          \
+        for (int64_t j = 0; j < d->KWC; j++, wr += d->O)                                           \
+            FWD_TAP(NV, PB, xr + j, wr);                                                           \
+    }                                                                                              \
+    FWD_TAIL(NV, PB)
+
+#define FWDT(NV, PB)                                                                               \
+    FWD_HEAD(fwdt, NV, PB)                                                                         \
+    const float *xo = d->x + b * d->xs_img + oy * d->sh * d->xs_row + ox0 * px;                    \
+    const float *wt = d->w + og;                                                                   \
+    for (int t = 0; t < d->n_taps; t++, wt += d->O)                                                \
+        FWD_TAP(NV, PB, xo + d->tap[t], wt);                                                       \
+    FWD_TAIL(NV, PB)
 
 /* Filter gradient: taps [j0, j0 + JB) of filter row ky, channels [og, og + 16·NV), summed over
  * every output pixel. */
@@ -108,12 +132,13 @@ typedef struct dconv {
         }                                                                                          \
     }
 
-#define TILE(NV, B) FWD(NV, B) DW(NV, B)
+#define TILE(NV, B) FWD(NV, B) FWDT(NV, B) DW(NV, B)
 RT_TILES(TILE)
 
 typedef void (*fwd_fn)(const dconv *, int64_t, int64_t, int64_t, int64_t, __mmask16, float *);
 typedef void (*dw_fn)(const dconv *, int64_t, int64_t, int64_t, __mmask16);
 RT_TILE_TABLE(fwd_fn, fwd_tile, fwd);
+RT_TILE_TABLE(fwd_fn, fwdt_tile, fwdt);
 RT_TILE_TABLE(dw_fn, dw_tile, dw);
 
 /* channel group g: [64·g, min(O, 64·g + 64)): NV vectors, the last one's lane mask */
@@ -134,7 +159,7 @@ static void fwd_row_into(const dconv *d, int64_t b, int64_t oy, float *yrow) {
         for (int64_t i = 0; i < nb; i++) {
             int64_t ox, len;
             rt_tile_block(d->OW, nb, i, &ox, &len);
-            fwd_tile[nv - 1][len](d, b, oy, ox, 64 * g, last, yrow);
+            (d->n_taps ? fwdt_tile : fwd_tile)[nv - 1][len](d, b, oy, ox, 64 * g, last, yrow);
         }
     }
 }
@@ -229,6 +254,12 @@ static int begin(const rt_conv_geom *g, const float *x, dconv *d, float **pad, s
     int fail = 0;
     *bytes = 0;
     *pad = pad_input(g, x, d, bytes, &fail);
+    d->n_taps = 0;
+    if (!fail && d->KWC < 16 && d->KH * d->KWC <= (int64_t)(sizeof d->tap / sizeof d->tap[0]) &&
+        d->KH * d->xs_row < INT32_MAX)
+        for (int64_t ky = 0; ky < d->KH; ky++)
+            for (int64_t j = 0; j < d->KWC; j++)
+                d->tap[d->n_taps++] = (int32_t)(ky * d->xs_row + j);
     return fail;
 }
 
@@ -390,22 +421,58 @@ int rt_max_pool_direct(const rt_conv_geom *p, const float *x, float *y, int64_t 
     return 0;
 }
 
-TGT static void max_pool_band(const rt_conv_geom *p, const float *rows, int64_t nr, float *y) {
+/* Window ox of a band, channels [c, c + 16) under k, by maxw's rules. */
+TGT static void pool_window(const rt_conv_geom *p, const float *rows, int64_t nr, int64_t ox,
+                            int64_t c, __mmask16 k, float *y) {
     int64_t C = p->c, rs = p->w * C;
-    for (int64_t ox = 0; ox < p->ow; ox++) {
-        int64_t x0 = ox * p->sw - p->pl, x1 = x0 + p->kw;
-        x0 = x0 < 0 ? 0 : x0;
-        x1 = x1 > p->w ? p->w : x1;
+    int64_t x0 = ox * p->sw - p->pl, x1 = x0 + p->kw;
+    x0 = x0 < 0 ? 0 : x0;
+    x1 = x1 > p->w ? p->w : x1;
+    maxw m;
+    maxw_first(&m, _mm512_maskz_loadu_ps(k, rows + x0 * C + c));
+    for (int64_t r = 0; r < nr; r++)
+        for (int64_t ix = r == 0 ? x0 + 1 : x0; ix < x1; ix++)
+            maxw_add(&m, _mm512_maskz_loadu_ps(k, rows + r * rs + ix * C + c));
+    _mm512_mask_storeu_ps(y + ox * C + c, k, maxw_get(&m));
+}
+
+/* Four whole windows (no clipping) at once: four independent chains of one max each, and a sum
+ * beside them that turns NaN when any element is NaN (or infinities cancel): such a window is
+ * taken again by maxw's rules. maxw on every element, one window at a time, made the seed CNN's
+ * first pool cost a third of its convolution. Returns the windows done. */
+TGT static int64_t max_pool_band4(const rt_conv_geom *p, const float *rows, int64_t nr, float *y) {
+    int64_t C = p->c, rs = p->w * C, n = 0;
+    if (p->pl != 0 || (p->ow - 1) * p->sw + p->kw > p->w)
+        return 0;
+    for (; n + 4 <= p->ow; n += 4)
         for (int64_t c = 0; c < C; c += 16) {
             __mmask16 k = C - c >= 16 ? 0xffff : (__mmask16)((1u << (C - c)) - 1);
-            maxw m;
-            maxw_first(&m, _mm512_maskz_loadu_ps(k, rows + x0 * C + c));
+            __m512 m[4], s[4];
+            const float *w0 = rows + n * p->sw * C + c;
+            for (int u = 0; u < 4; u++)
+                m[u] = s[u] = _mm512_maskz_loadu_ps(k, w0 + u * p->sw * C);
             for (int64_t r = 0; r < nr; r++)
-                for (int64_t ix = r == 0 ? x0 + 1 : x0; ix < x1; ix++)
-                    maxw_add(&m, _mm512_maskz_loadu_ps(k, rows + r * rs + ix * C + c));
-            _mm512_mask_storeu_ps(y + ox * C + c, k, maxw_get(&m));
+                for (int64_t ix = r == 0 ? 1 : 0; ix < p->kw; ix++)
+                    for (int u = 0; u < 4; u++) {
+                        __m512 v = _mm512_maskz_loadu_ps(k, w0 + r * rs + (u * p->sw + ix) * C);
+                        m[u] = _mm512_max_ps(v, m[u]); /* v > m ? v : m: the first of equals */
+                        s[u] = _mm512_add_ps(s[u], v);
+                    }
+            for (int u = 0; u < 4; u++) {
+                if (_mm512_cmp_ps_mask(s[u], s[u], _CMP_UNORD_Q))
+                    pool_window(p, rows, nr, n + u, c, k, y);
+                else
+                    _mm512_mask_storeu_ps(y + (n + u) * C + c, k, m[u]);
+            }
         }
-    }
+    return n;
+}
+
+TGT static void max_pool_band(const rt_conv_geom *p, const float *rows, int64_t nr, float *y) {
+    for (int64_t ox = max_pool_band4(p, rows, nr, y); ox < p->ow; ox++)
+        for (int64_t c = 0; c < p->c; c += 16)
+            pool_window(p, rows, nr, ox, c,
+                        p->c - c >= 16 ? 0xffff : (__mmask16)((1u << (p->c - c)) - 1), y);
 }
 
 void rt_max_pool_band(const rt_conv_geom *p, const float *rows, int64_t nr, float *y) {
