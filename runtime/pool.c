@@ -93,12 +93,13 @@ int rt_pool_size(void) {
     return n;
 }
 
-/* Guided self-scheduling: each grab takes 1/(2·threads) of what is left (at least one task),
+/* Guided self-scheduling: each grab takes 1/(4·threads) of what is left (at least one task),
  * so a loop of many small tasks (a convolution's 700 bands of two rows) touches the shared
  * counter a few dozen times instead of once per task (a cache line that crosses cores each
- * time), and the chunks shrink to single tasks at the end, where the balance is made. */
+ * time), and the chunks shrink to single tasks at the end, where the balance is made (1/4, not
+ * 1/2: a thread that another process slows then holds less of the work). */
 static void run_tasks(pool *p, rt_task_fn fn, void *ctx, int64_t n) {
-    int64_t parts = 2 * ((int64_t)p->n_workers + 1);
+    int64_t parts = 4 * ((int64_t)p->n_workers + 1);
     int64_t i = atomic_load_explicit(&p->next, memory_order_relaxed);
     for (;;) {
         int64_t chunk;

@@ -49,6 +49,17 @@ static void test_pool(void) {
             bad += atomic_load(&hits[i]) != rep + 1;
         CHECK_EQ_INT(bad, 0);
     }
+    /* every task exactly once for every count around the chunk sizes (tasks are handed out in
+     * shrinking chunks) */
+    int bad_n = 0;
+    for (int n = 1; n <= 300; n++) {
+        for (int i = 0; i < n + 1; i++)
+            atomic_store(&hits[i], 0);
+        rt_parallel_for(n, mark, NULL);
+        for (int i = 0; i < n + 1; i++)
+            bad_n += atomic_load(&hits[i]) != (i < n);
+    }
+    CHECK_EQ_INT(bad_n, 0);
     atomic_store(&nested_total, 0);
     rt_parallel_for(8, outer, NULL);
     CHECK_EQ_INT(atomic_load(&nested_total), 8 * 55);
