@@ -168,7 +168,9 @@ TJ_API tj_tensor *tj_tensor_borrow(tj_dtype dt, int rank, const int64_t *dims, v
 /* tj_tensor_borrow for data that never changes again (a model's weights): a function that
  * captures the tensor as a constant shares `data` instead of copying and keeps it, so
  * release(user) runs when the last tensor, graph or compiled program holding it is gone (not
- * only the tensors). tj_call_into refuses it as an output. Not for TJ_STRING. */
+ * only the tensors). tj_call_into refuses it as an output. Not for TJ_STRING. On an error
+ * (an error tensor: NULL, misaligned data, a bad shape) release is not called and the caller
+ * still owns data. */
 TJ_API tj_tensor *tj_tensor_adopt(tj_dtype dt, int rank, const int64_t *dims, const void *data,
                                   void (*release)(void *user), void *user);
 /* An uninitialised (zeroed) tensor of the given dtype and shape. */
