@@ -58,7 +58,8 @@ int main(int argc, char **argv) {
             for (int k = 0; k < (out ? tj_onnx_n_outputs(m) : tj_onnx_n_inputs(m)); k++) {
                 tj_spec s;
                 const char *name = out ? tj_onnx_output(m, k, &s) : tj_onnx_input(m, k, &s);
-                printf("  %s %s: %s [", out ? "output" : "input", name, tj_dtype_name(s.dtype));
+                printf("  %s %d '%s': %s [", out ? "output" : "input", k, name,
+                       tj_dtype_name(s.dtype));
                 for (int d = 0; d < s.rank; d++)
                     s.dims[d] < 0 ? printf(d ? ", ?" : "?")
                                   : printf(d ? ", %lld" : "%lld", (long long)s.dims[d]);

@@ -24,7 +24,7 @@ check() { # check NAME EXPECTED_STATUS EXPECTED_TEXT -- COMMAND...
 }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-check show 0 "input x: float32 [3, 4, 5]" -- "$tool" show "$case_dir/model.onnx"
+check show 0 "input 0 'x': float32 [3, 4, 5]" -- "$tool" show "$case_dir/model.onnx"
 check run-print 0 "y = " -- "$tool" run "$case_dir/model.onnx" "$case_dir/test_data_set_0/input_0.pb"
 check run-save 0 "y -> $tmp/output_0.pb" -- \
   "$tool" run -o "$tmp" "$case_dir/model.onnx" "$case_dir/test_data_set_0/input_0.pb"
