@@ -77,6 +77,9 @@ tj_tensor *rt_tensor_plain(tj_tensor *t);
 /* A new header on t's buffer (a concrete t; others: a new reference to t), without the static
  * and host-scalar marks: the same values under another identity (for tapes). NULL on OOM. */
 tj_tensor *rt_tensor_alias(tj_tensor *t);
+/* A new header over concrete t's buffer (one more reference to it) with another shape of the
+ * same element count: a reshape that copies nothing. Unscoped; NULL on OOM. */
+tj_tensor *rt_tensor_view(tj_tensor *t, int rank, const int64_t *dims);
 /* Whether t may receive a call's results (tj_call_into): concrete, not static. `what` and `k`
  * name the call and the output in the error. */
 tj_status rt_check_output(const tj_tensor *t, const char *what, int k);

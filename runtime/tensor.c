@@ -479,12 +479,14 @@ tj_tensor *rt_tensor_plain(tj_tensor *t) {
 }
 
 tj_tensor *rt_tensor_alias(tj_tensor *t) {
-    if (!t || t->kind != RT_CONCRETE)
-        return tj_retain(t);
+    return t && t->kind == RT_CONCRETE ? rt_tensor_view(t, t->rank, t->dims) : tj_retain(t);
+}
+
+tj_tensor *rt_tensor_view(tj_tensor *t, int rank, const int64_t *dims) {
     tj_tensor *a = header_new(RT_CONCRETE);
     if (!a)
         return (void)ir_errorf(TJ_ERR_OOM, "out of memory"), NULL;
-    set_shape(a, t->dtype, t->rank, t->dims);
+    set_shape(a, t->dtype, rank, dims);
     a->buf = t->buf;
     atomic_fetch_add(&t->buf->rc, 1);
     a->data = t->data;

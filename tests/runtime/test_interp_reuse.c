@@ -1,7 +1,8 @@
 /* test_interp_reuse.c — the interpreter writes an elementwise node's result into an input that
  * dies there and that nothing else holds: a chain of n ops allocates one buffer, not n. Never an
  * argument (the caller's), an output, a value read again later, a constant, or an input of
- * another dtype or shape; the values are those of the chain without reuse. */
+ * another dtype or shape; the values are those of the chain without reuse. A reshape of a buffer
+ * the run owns is a view of it; of borrowed memory, a copy. */
 #include <math.h>
 
 #include "check.h"
@@ -132,6 +133,40 @@ int main(void) {
         CHECK_NEAR(tj_tensor_get_f64(outs[0], i), 2 * (i + 1) + yv[i], 0);
     tj_release(outs[0]);
     tj_release(y);
+
+    /* a reshape of a buffer the run owns is a view of it (no copy); the neg after it then takes
+     * that buffer too */
+    st = run("graph @view {\n"
+             "  %0 = param {index=0} : f32[6]\n"
+             "  %1 = exp %0 : f32[6]\n"
+             "  %2 = reshape %1 : f32[2,3]\n"
+             "  %3 = neg %2 : f32[2,3]\n"
+             "  return %3\n"
+             "}\n",
+             &x, 1, outs, &n_alloc);
+    CHECK_EQ_INT(st, TJ_OK);
+    CHECK_EQ_INT(n_alloc, 1);
+    CHECK_EQ_INT(tj_tensor_rank(outs[0]), 2);
+    for (int i = 0; i < 6 && !st; i++)
+        CHECK_NEAR(tj_tensor_get_f64(outs[0], i), -expf(xv[i]), 1e-6);
+    tj_release(outs[0]);
+
+    /* borrowed memory is copied, not viewed: its owner may write it after the call */
+    float mine[6];
+    memcpy(mine, xv, sizeof mine);
+    tj_tensor *b = tj_tensor_borrow(TJ_F32, 1, d6, mine, NULL, NULL);
+    st = run("graph @borrowed {\n"
+             "  %0 = param {index=0} : f32[6]\n"
+             "  %1 = reshape %0 : f32[3,2]\n"
+             "  return %1\n"
+             "}\n",
+             &b, 1, outs, &n_alloc);
+    CHECK_EQ_INT(st, TJ_OK);
+    CHECK(tj_tensor_data(outs[0]) != (const void *)mine);
+    mine[4] = 99;
+    CHECK_NEAR(tj_tensor_get_f64(outs[0], 4), xv[4], 0);
+    tj_release(outs[0]);
+    tj_release(b);
     tj_release(x);
     return check_done();
 }
