@@ -721,6 +721,78 @@ static void if_branches(const char *else_input, const char *want_error) {
     tj_onnx_free(m);
 }
 
+/* Loop with a stacked (scan) output: the body negates v and stacks |v| each iteration. With M a
+ * constant, or a model input (the importer specializes on its value), the outputs are v after M
+ * negations and the M rows; with M = 0 or a body that changes the condition (the loop could
+ * stop early: the rows are unknown when traced) the importer refuses by name. */
+static void loop_stacked(int m_is_input, int64_t m_value, const char *cond_op,
+                         const char *want_error) {
+    builder b, body;
+    init(&b, 13);
+    init(&body, 13);
+    static char *l_in[3] = {"M", "", "v"}, *l_out[2] = {"v_final", "stack"};
+    static char *c_in[1] = {"c_in"}, *c_out[1] = {"c_out"}, *v_in[1] = {"v_in"},
+                *v_out[1] = {"v_out"}, *s_out[1] = {"s_out"};
+    static int64_t m3;
+    m3 = m_value;
+    int64_t d3[1] = {3}, dstack[2] = {-1, 3};
+    b.ins[b.g.n_input++] = value(&b, "v", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, d3);
+    if (m_is_input)
+        b.ins[b.g.n_input++] = value(&b, "M", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 0, NULL);
+    else
+        init_i64(&b, "M", 0, NULL, &m3, 1);
+    b.outs[b.g.n_output++] = value(&b, "v_final", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, d3);
+    b.outs[b.g.n_output++] = value(&b, "stack", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, dstack);
+    node(&b, "Loop", 3, l_in, 2, l_out);
+    /* the body: (iteration, condition, v) -> (condition, -v, |v|) */
+    body.g.name = "body";
+    body.ins[body.g.n_input++] = value(&body, "i", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 0, NULL);
+    body.ins[body.g.n_input++] = value(&body, "c_in", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, 0, NULL);
+    body.ins[body.g.n_input++] = value(&body, "v_in", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, d3);
+    node(&body, cond_op, 1, c_in, 1, c_out);
+    node(&body, "Neg", 1, v_in, 1, v_out);
+    node(&body, "Abs", 1, v_in, 1, s_out);
+    body.outs[body.g.n_output++] =
+        value(&body, "c_out", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, 0, NULL);
+    body.outs[body.g.n_output++] =
+        value(&body, "v_out", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, d3);
+    body.outs[body.g.n_output++] =
+        value(&body, "s_out", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, d3);
+    static Onnx__AttributeProto ba, *pba[1];
+    onnx__attribute_proto__init(&ba);
+    ba.name = "body";
+    ba.has_type = 1, ba.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH;
+    ba.g = &body.g;
+    pba[0] = &ba;
+    b.pnodes[0]->n_attribute = 1;
+    b.pnodes[0]->attribute = pba;
+    tj_onnx_model *m = load_built(&b, "loop");
+    CHECK_MSG(m != NULL, "%s", tj_last_error());
+    if (!m)
+        return;
+    const float vv[3] = {1.5f, -2, 0.25f};
+    tj_tensor *args[2] = {tj_tensor_from_data(TJ_F32, 1, d3, vv), tj_scalar_i64(m_value)};
+    tj_tensor *r = tj_onnx_call(m, m_is_input ? 2 : 1, args);
+    if (want_error) {
+        CHECK(tj_status_of(r) != TJ_OK);
+        CHECK_HAS(tj_error_message(r), want_error);
+    } else {
+        CHECK_MSG(tj_status_of(r) == TJ_OK, "%s", tj_error_message(r));
+        tj_tensor *vf = tj_tuple_get(r, 0), *st = tj_tuple_get(r, 1);
+        CHECK_EQ_INT(tj_tensor_rank(st), 2);
+        CHECK_EQ_INT(tj_tensor_dims(st)[0], m_value);
+        for (int i = 0; i < 3 && !tj_status_of(r); i++) {
+            CHECK_NEAR(tj_tensor_get_f64(vf, i), m_value % 2 ? -vv[i] : vv[i], 0);
+            for (int row = 0; row < m_value; row++)
+                CHECK_NEAR(tj_tensor_get_f64(st, row * 3 + i), fabs(vv[i]), 0);
+        }
+    }
+    tj_release(r);
+    tj_release(args[0]);
+    tj_release(args[1]);
+    tj_onnx_free(m);
+}
+
 /* Scatter, Compress, TopK, Einsum and BitShift refuse what does not fit, naming the node. */
 static void index_op_errors(void) {
     static int64_t k5[1] = {5}, c4[4] = {1, 0, 1, 1}, one[1] = {1};
@@ -817,6 +889,12 @@ int main(void) {
     quantize(1);
     if_branches("x", NULL);
     if_branches("nowhere", "(Abs, opset 13): input 0 'nowhere' is not produced");
+    loop_stacked(0, 3, "Identity", NULL);
+    loop_stacked(1, 4, "Identity", NULL);
+    loop_stacked(1, 0, "Identity", "stacked outputs need a trip count M >= 1 known when traced");
+    loop_stacked(0, 3, "Not",
+                 "(Loop, opset 13): stacked outputs need a trip count M >= 1 known when traced "
+                 "and a condition the body passes on unchanged (M 3)");
     write_tensors();
     values_through_nodes();
     resize_values();
