@@ -70,7 +70,8 @@ tj_status ox_fail(const ox_node *n, tj_status code, const char *fmt, ...) {
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     return tj_set_error(code, "onnx: node %d '%s' (%s, opset %d): %s", n->index,
-                        n->p->name && *n->p->name ? n->p->name : "", n->p->op_type, n->opset, msg);
+                        n->p->name && *n->p->name ? n->p->name : "",
+                        n->p->op_type ? n->p->op_type : "no op type", n->opset, msg);
 }
 
 const Onnx__AttributeProto *ox_attr(const ox_node *n, const char *name) {
@@ -181,6 +182,8 @@ static int compute_half(const Onnx__NodeProto *p, tj_tensor **in) {
 }
 
 const ox_op *ox_find_op(const char *op_type, int opset) {
+    if (!op_type)
+        return NULL;
     const ox_op *tables[7] = {ox_ops_math,   ox_ops_shape, ox_ops_nn,     ox_ops_conv,
                               ox_ops_resize, ox_ops_index, ox_ops_control};
     for (size_t t = 0; t < sizeof tables / sizeof *tables; t++)
@@ -290,6 +293,8 @@ static tj_status run_nodes(const tj_onnx_model *m, const Onnx__GraphProto *g,
         tj_tensor **out = p->n_output <= 16 ? stack_out : calloc(p->n_output, sizeof *out);
         if (!in || !out) {
             st = tj_set_error(TJ_ERR_OOM, "onnx: out of memory");
+        } else if (!p->op_type) { /* a subgraph's nodes are checked here */
+            st = ox_fail(&n, TJ_ERR_CORRUPT, "the node has no op type");
         } else if (!op) {
             st = ox_fail(&n, TJ_ERR_UNSUPPORTED, "op %s is not supported by tracejit", p->op_type);
         } else {
@@ -343,6 +348,16 @@ tj_status ox_subgraph(const ox_node *n, const Onnx__GraphProto *g, int n_in, tj_
                        "the body '%s' takes %zu inputs and gives %zu outputs, "
                        "%d and %d expected",
                        g->name ? g->name : "", g->n_input, g->n_output, n_in, n_out);
+    bool unnamed = false; /* a name is optional in the proto, and looked up below */
+    for (size_t k = 0; k < g->n_input; k++)
+        unnamed |= !g->input[k]->name;
+    for (size_t k = 0; k < g->n_initializer; k++)
+        unnamed |= !g->initializer[k]->name;
+    for (size_t k = 0; k < g->n_output; k++)
+        unnamed |= !g->output[k]->name;
+    if (unnamed)
+        return ox_fail(n, TJ_ERR_CORRUPT, "the body '%s' has a value without a name",
+                       g->name ? g->name : "");
     env e = {.parent = n->scope->e};
     tj_status st = TJ_OK;
     for (int k = 0; k < n_in && !st; k++)

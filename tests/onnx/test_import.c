@@ -724,8 +724,9 @@ static void if_branches(const char *else_input, const char *want_error) {
 /* Loop with a stacked (scan) output: the body negates v and stacks |v| each iteration. With M a
  * constant, or a model input (the importer specializes on its value), the outputs are v after M
  * negations and the M rows; with M = 0 or a body that changes the condition (the loop could
- * stop early: the rows are unknown when traced) the importer refuses by name. */
-static void loop_stacked(int m_is_input, int64_t m_value, const char *cond_op,
+ * stop early: the rows are unknown when traced) the importer refuses by name. flaw 1: a body
+ * node without an op type; 2: a body output without a name (corrupt files the fuzzer found). */
+static void loop_stacked(int m_is_input, int64_t m_value, const char *cond_op, int flaw,
                          const char *want_error) {
     builder b, body;
     init(&b, 13);
@@ -758,6 +759,10 @@ static void loop_stacked(int m_is_input, int64_t m_value, const char *cond_op,
         value(&body, "v_out", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, d3);
     body.outs[body.g.n_output++] =
         value(&body, "s_out", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, d3);
+    if (flaw == 1)
+        body.pnodes[1]->op_type = NULL;
+    if (flaw == 2)
+        body.outs[2]->name = NULL;
     static Onnx__AttributeProto ba, *pba[1];
     onnx__attribute_proto__init(&ba);
     ba.name = "body";
@@ -889,10 +894,13 @@ int main(void) {
     quantize(1);
     if_branches("x", NULL);
     if_branches("nowhere", "(Abs, opset 13): input 0 'nowhere' is not produced");
-    loop_stacked(0, 3, "Identity", NULL);
-    loop_stacked(1, 4, "Identity", NULL);
-    loop_stacked(1, 0, "Identity", "stacked outputs need a trip count M >= 1 known when traced");
-    loop_stacked(0, 3, "Not",
+    loop_stacked(0, 3, "Identity", 0, NULL);
+    loop_stacked(1, 4, "Identity", 0, NULL);
+    loop_stacked(1, 0, "Identity", 0, "stacked outputs need a trip count M >= 1 known when traced");
+    loop_stacked(0, 3, "Identity", 1, "node 1 '' (no op type, opset 13): the node has no op type");
+    loop_stacked(0, 3, "Identity", 2,
+                 "(Loop, opset 13): the body 'body' has a value without a name");
+    loop_stacked(0, 3, "Not", 0,
                  "(Loop, opset 13): stacked outputs need a trip count M >= 1 known when traced "
                  "and a condition the body passes on unchanged (M 3)");
     write_tensors();
