@@ -608,8 +608,10 @@ TJ_API void tj_function_free(tj_function *f);
 TJ_API tj_tensor *tj_call(tj_function *f, int nargs, tj_tensor *const *args);
 /* Calls f and writes its results into caller-provided concrete tensors (borrowed; their dtype
  * and shape must match the results; a tuple's items in order). Static values, symbolic and error
- * tensors are refused as outputs. Allocates no result tensor. Returns TJ_OK or an error status
- * with the message in tj_last_error(). */
+ * tensors, immutable data (tj_tensor_adopt, a graph's constant) and a tensor whose memory
+ * another tensor shares (a reshape that a call returned as a view) are refused as outputs.
+ * Allocates no result tensor. Returns TJ_OK or an error status with the message in
+ * tj_last_error(). */
 TJ_API tj_status tj_call_into(tj_function *f, int nargs, tj_tensor *const *args, int n_out,
                               tj_tensor *const *outs);
 /* Like tj_call but always runs the C code eagerly, op by op (S9). Calls nested inside other

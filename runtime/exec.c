@@ -30,11 +30,12 @@ static tj_tensor *run_kernel(const ir_node *n, tj_tensor **ins, int reinfer, tj_
         if (st)
             return NULL;
     }
-    /* a reshape of a buffer tracejit owns is a view of it: tensors are immutable, so sharing is
-     * safe (not of borrowed memory, whose owner may write it after the call) */
+    /* a reshape of the executor's own intermediate (one reference: not an argument the caller
+     * holds, not a cached constant) in a buffer tracejit owns is a view of it, not a copy:
+     * tensors are immutable, and tj_call_into refuses an output whose buffer is shared */
     tj_tensor *x = n->n_in == 1 ? ins[0] : NULL;
     if ((n->op == IR_OP_RESHAPE || n->op == IR_OP_SQUEEZE || n->op == IR_OP_EXPAND_DIMS) && x &&
-        x->kind == RT_CONCRETE && x->buf && (!x->buf->release || x->buf->immutable) &&
+        x->kind == RT_CONCRETE && x->buf && !x->buf->release && atomic_load(&x->rc) == 1 &&
         x->dtype == proto.dtype && x->numel == ir_numel(proto.rank, proto.dims))
         return rt_tensor_view(x, proto.rank, proto.dims);
     tj_tensor *out = reuse ? tj_retain(reuse) : rt_kernel_output(&proto);

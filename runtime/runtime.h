@@ -80,7 +80,8 @@ tj_tensor *rt_tensor_alias(tj_tensor *t);
 /* A new header over concrete t's buffer (one more reference to it) with another shape of the
  * same element count: a reshape that copies nothing. Unscoped; NULL on OOM. */
 tj_tensor *rt_tensor_view(tj_tensor *t, int rank, const int64_t *dims);
-/* Whether t may receive a call's results (tj_call_into): concrete, not static. `what` and `k`
+/* Whether t may receive a call's results (tj_call_into): concrete, not static, not immutable,
+ * its buffer its own (no view shares it). `what` and `k`
  * name the call and the output in the error. */
 tj_status rt_check_output(const tj_tensor *t, const char *what, int k);
 /* Copies src's elements into dst (a caller's tensor): same dtype and dims, not strings. */

@@ -513,6 +513,11 @@ tj_status rt_check_output(const tj_tensor *t, const char *what, int k) {
                          "%s: output %d holds immutable data (tj_tensor_adopt, or a graph's "
                          "constant), which is never written",
                          what, k);
+    if (t->buf && atomic_load(&t->buf->rc) > 1)
+        return ir_errorf(TJ_ERR_INVALID,
+                         "%s: output %d shares its memory with another tensor (a view of it), "
+                         "which writing it would change too",
+                         what, k);
     return TJ_OK;
 }
 

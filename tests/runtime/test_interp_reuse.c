@@ -1,8 +1,9 @@
 /* test_interp_reuse.c — the interpreter writes an elementwise node's result into an input that
  * dies there and that nothing else holds: a chain of n ops allocates one buffer, not n. Never an
  * argument (the caller's), an output, a value read again later, a constant, or an input of
- * another dtype or shape; the values are those of the chain without reuse. A reshape of a buffer
- * the run owns is a view of it; of borrowed memory, a copy. */
+ * another dtype or shape; the values are those of the chain without reuse. A reshape of an
+ * intermediate is a view of it (and the two are refused as tj_call_into outputs); of an argument
+ * or borrowed memory, a copy. */
 #include <math.h>
 
 #include "check.h"
@@ -150,6 +151,25 @@ int main(void) {
     for (int i = 0; i < 6 && !st; i++)
         CHECK_NEAR(tj_tensor_get_f64(outs[0], i), -expf(xv[i]), 1e-6);
     tj_release(outs[0]);
+
+    /* an intermediate returned beside its view: the two share a buffer, so neither can receive a
+     * call's results (tj_call_into); an argument, which its caller holds, is copied */
+    st = run("graph @shared {\n"
+             "  %0 = param {index=0} : f32[6]\n"
+             "  %1 = exp %0 : f32[6]\n"
+             "  %2 = reshape %1 : f32[2,3]\n"
+             "  %3 = reshape %0 : f32[3,2]\n"
+             "  return %1, %2, %3\n"
+             "}\n",
+             &x, 1, outs, &n_alloc);
+    CHECK_EQ_INT(st, TJ_OK);
+    CHECK(tj_tensor_data(outs[1]) == tj_tensor_data(outs[0]));
+    CHECK(tj_tensor_data(outs[2]) != tj_tensor_data(x));
+    CHECK_EQ_INT(rt_check_output(outs[0], "call_into", 0), TJ_ERR_INVALID);
+    CHECK(strstr(ir_last_error(), "call_into: output 0 shares its memory with another tensor"));
+    CHECK_EQ_INT(rt_check_output(outs[2], "call_into", 2), TJ_OK);
+    for (int k = 0; k < 3; k++)
+        tj_release(outs[k]);
 
     /* borrowed memory is copied, not viewed: its owner may write it after the call */
     float mine[6];
