@@ -46,8 +46,6 @@ static void compute_last_use(const ir_graph *g, const uint8_t *live, uint32_t *l
         last_use[g->outputs[k]] = IR_NONE;
 }
 
-/* Runs the live nodes of g. effects=0 evaluates values only (no print, callback or assignment).
- * On success vals[] holds the values still referenced (outputs, and `keep`). */
 /* An elementwise node whose input dies there writes its result into that input's buffer when
  * nothing else holds it (not borrowed, immutable, a view or shared) and its dtype and dims are
  * the node's: each element is read at its own index before it is written. A model's chain of
@@ -72,6 +70,8 @@ static tj_tensor *reusable(const ir_graph *g, const ir_node *n, uint32_t i,
     return NULL;
 }
 
+/* Runs the live nodes of g. effects=0 evaluates values only (no print, callback or assignment).
+ * On success vals[] holds the values still referenced (outputs, and `keep`). */
 static tj_status run(const ir_graph *g, const uint8_t *live, const uint32_t *last_use,
                      const rt_exec_env *env, uint32_t keep, tj_tensor **vals) {
     tj_tensor *stack_ins[8];

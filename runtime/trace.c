@@ -69,12 +69,13 @@ tj_tensor *rt_symbolic(rt_trace *tr, uint32_t id) {
     return t;
 }
 
-/* Serialises a concrete tensor into a CONST blob: raw elements, or for strings a uint64 length
- * followed by the bytes, per element. */
 static void buffer_unref(void *buf) {
     rt_buffer_release(buf);
 }
 
+/* A concrete tensor as a CONST blob: an immutable buffer (tj_tensor_adopt, a graph's constant)
+ * shared, one more reference to it; otherwise its raw elements copied, or for strings a uint64
+ * length followed by the bytes, per element. */
 uint32_t rt_const_blob(ir_graph *g, const tj_tensor *t) {
     size_t size = t->dtype == TJ_STRING ? 0 : (size_t)t->numel * ir_dtype_size(t->dtype);
     if (size && t->buf && t->buf->immutable) { /* shared, not copied: a model's weights */
