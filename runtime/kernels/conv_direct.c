@@ -145,8 +145,7 @@ RT_TILE_TABLE(dw_fn, dw_tile, dw);
 static int group_nv(int64_t O, int64_t g, __mmask16 *last) {
     int64_t n = O - 64 * g < 64 ? O - 64 * g : 64;
     int nv = (int)((n + 15) / 16);
-    int tail = (int)(n - 16 * (nv - 1));
-    *last = (__mmask16)(tail == 16 ? 0xffff : (1u << tail) - 1);
+    *last = rt_lanes(n - 16 * (nv - 1));
     return nv;
 }
 
@@ -400,7 +399,7 @@ TGT static void max_pool_sample(const rt_conv_geom *p, const float *x, float *y,
             float *yo = y + ((b * p->oh + oy) * p->ow + ox) * C;
             const float *xw = x + ((b * p->h + y0) * p->w + x0) * C;
             for (int64_t c = 0; c < C; c += 16) {
-                __mmask16 k = C - c >= 16 ? 0xffff : (__mmask16)((1u << (C - c)) - 1);
+                __mmask16 k = rt_lanes(C - c);
                 maxw m;
                 maxw_first(&m, _mm512_maskz_loadu_ps(k, xw + c));
                 for (int64_t iy = y0; iy < y1; iy++) {
@@ -446,7 +445,7 @@ TGT static int64_t max_pool_band4(const rt_conv_geom *p, const float *rows, int6
         return 0;
     for (; n + 4 <= p->ow; n += 4)
         for (int64_t c = 0; c < C; c += 16) {
-            __mmask16 k = C - c >= 16 ? 0xffff : (__mmask16)((1u << (C - c)) - 1);
+            __mmask16 k = rt_lanes(C - c);
             __m512 m[4], s[4];
             const float *w0 = rows + n * p->sw * C + c;
             for (int u = 0; u < 4; u++)
@@ -471,8 +470,7 @@ TGT static int64_t max_pool_band4(const rt_conv_geom *p, const float *rows, int6
 TGT static void max_pool_band(const rt_conv_geom *p, const float *rows, int64_t nr, float *y) {
     for (int64_t ox = max_pool_band4(p, rows, nr, y); ox < p->ow; ox++)
         for (int64_t c = 0; c < p->c; c += 16)
-            pool_window(p, rows, nr, ox, c,
-                        p->c - c >= 16 ? 0xffff : (__mmask16)((1u << (p->c - c)) - 1), y);
+            pool_window(p, rows, nr, ox, c, rt_lanes(p->c - c), y);
 }
 
 void rt_max_pool_band(const rt_conv_geom *p, const float *rows, int64_t nr, float *y) {

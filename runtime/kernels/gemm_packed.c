@@ -134,8 +134,8 @@ static void gemm_piece(void *ctx, int64_t i) {
         int64_t k1 = k0 + kc < t->K ? k0 + kc : t->K;
         for (int64_t q = q0; q < q1; q++) {
             int64_t n0 = q * PANEL, w = t->N - n0 < PANEL ? t->N - n0 : PANEL;
-            int nv = (int)((w + 15) / 16), tail = (int)(w - 16 * (nv - 1));
-            __mmask16 last = (__mmask16)(tail == 16 ? 0xffff : (1u << tail) - 1);
+            int nv = (int)((w + 15) / 16);
+            __mmask16 last = rt_lanes(w - 16 * (nv - 1));
             int64_t rows = m1 - m0, nb = rt_tile_blocks(rows, rt_tile_big[nv - 1]);
             const float *bp = t->packed ? t->B + q * t->K * PANEL : t->B + n0;
             /* row blocks as equal as possible (50 = 5 blocks of 6 + 4 of 5, not 8 x 6 + 2) */

@@ -17,6 +17,13 @@
 #define HAVE_X86 0
 #endif
 
+#if HAVE_X86
+/* The lanes of a vector that n elements (n >= 1) fill: all 16 from n = 16 on. */
+static inline __mmask16 rt_lanes(int64_t n) {
+    return (__mmask16)(n >= 16 ? 0xffff : (1u << n) - 1);
+}
+#endif
+
 /* 1 when this CPU has AVX-512 F (asked once per file; threads may race to set the same value) */
 static inline int rt_avx512(void) {
 #if HAVE_X86
