@@ -721,6 +721,52 @@ static void if_branches(const char *else_input, const char *want_error) {
     tj_onnx_free(m);
 }
 
+/* Initializers of 1.6 MB (protobuf-c's blocks of 1 MiB and more are mapped in huge pages): one
+ * in raw data (taken by the tensor, not copied), one in the typed field (copied); both calls
+ * (the interpreter's, then after waiting, the native code's) read them right. */
+static void large_initializers(void) {
+    enum { N = 400000 };
+    builder b;
+    init(&b, 13);
+    static char *in1[2] = {"x", "r"}, *in2[2] = {"s", "f"}, *out1[1] = {"s"}, *out2[1] = {"y"};
+    static int64_t dn[1] = {N};
+    float *rv = malloc(N * sizeof *rv), *fv = malloc(N * sizeof *fv);
+    for (int i = 0; i < N; i++)
+        rv[i] = (float)(i % 1000) * 0.5f, fv[i] = (float)(i % 7) - 3;
+    b.ins[b.g.n_input++] = value(&b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, dn);
+    b.outs[b.g.n_output++] = value(&b, "y", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, dn);
+    init_f32(&b, "f", 1, dn, fv, N);
+    Onnx__TensorProto *r = &b.inits[b.g.n_initializer];
+    onnx__tensor_proto__init(r);
+    r->name = "r";
+    r->has_data_type = 1, r->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+    r->n_dims = 1, r->dims = dn;
+    r->has_raw_data = 1, r->raw_data.len = N * sizeof(float), r->raw_data.data = (uint8_t *)rv;
+    b.pinits[b.g.n_initializer++] = r;
+    node(&b, "Add", 2, in1, 1, out1);
+    node(&b, "Mul", 2, in2, 1, out2);
+    tj_onnx_model *m = load_built(&b, "large");
+    CHECK_MSG(m != NULL, "%s", tj_last_error());
+    if (m) {
+        tj_tensor *x = tj_fill(1, dn, tj_scalar_f32(1));
+        for (int rep = 0; rep < 2; rep++) {
+            if (rep == 1)
+                CHECK_EQ_INT(tj_onnx_wait_compiled(m), TJ_OK);
+            tj_tensor *y = tj_onnx_call(m, 1, &x);
+            CHECK_MSG(tj_status_of(y) == TJ_OK, "%s", tj_error_message(y));
+            int bad = 0;
+            for (int i = 0; i < N && !tj_status_of(y); i += 997)
+                bad += tj_tensor_get_f64(y, i) != (1 + rv[i]) * fv[i];
+            CHECK_EQ_INT(bad, 0);
+            tj_release(y);
+        }
+        tj_release(x);
+        tj_onnx_free(m);
+    }
+    free(rv);
+    free(fv);
+}
+
 /* Loop with a stacked (scan) output: the body negates v and stacks |v| each iteration. With M a
  * constant, or a model input (the importer specializes on its value), the outputs are v after M
  * negations and the M rows; with M = 0 or a body that changes the condition (the loop could
@@ -894,6 +940,7 @@ int main(void) {
     quantize(1);
     if_branches("x", NULL);
     if_branches("nowhere", "(Abs, opset 13): input 0 'nowhere' is not produced");
+    large_initializers();
     loop_stacked(0, 3, "Identity", 0, NULL);
     loop_stacked(1, 4, "Identity", 0, NULL);
     loop_stacked(1, 0, "Identity", 0, "stacked outputs need a trip count M >= 1 known when traced");
