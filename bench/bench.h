@@ -1,13 +1,16 @@
 /* bench.h — shared timing and reporting for tracejit's benchmarks: a monotonic clock, medians
  * over repeated runs, a printed table row, and JSON records
- *   {"bench", "metric", "value", "unit", "baseline", "ratio"}
- * appended to the file named by $TJ_BENCH_JSON (bench/run collects them). */
+ *   {"bench", "metric", "value", "unit", "baseline", "ratio", "isa"}
+ * appended to the file named by $TJ_BENCH_JSON (bench/run collects them). "isa" names what the
+ * hand-written kernels ran on (tj_cpu_isa: avx512, avx2, generic), as the table's top line does.
+ */
 #ifndef TJ_BENCH_H
 #define TJ_BENCH_H
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <tracejit.h>
 
 static inline double bench_now(void) {
     struct timespec ts;
@@ -36,6 +39,9 @@ static inline int bench_quick(int argc, char **argv) {
 static inline void bench_report(const char *bench, const char *metric, double value,
                                 const char *unit, const char *baseline_name, double baseline,
                                 double ratio) {
+    static int isa_said;
+    if (!isa_said++)
+        printf("# kernels: %s (tj_cpu_isa; TJ_ISA lowers it)\n", tj_cpu_isa());
     if (baseline_name)
         printf("%-24s %-14s %12.4g %-8s %-26s %12.4g  %6.2fx\n", bench, metric, value, unit,
                baseline_name, baseline, ratio);
@@ -49,15 +55,16 @@ static inline void bench_report(const char *bench, const char *metric, double va
     if (!f)
         return;
     if (baseline_name)
-        fprintf(f,
-                "{\"bench\": \"%s\", \"metric\": \"%s\", \"value\": %.6g, \"unit\": \"%s\", "
-                "\"baseline\": %.6g, \"baseline_name\": \"%s\", \"ratio\": %.4f}\n",
-                bench, metric, value, unit, baseline, baseline_name, ratio);
+        fprintf(
+            f,
+            "{\"bench\": \"%s\", \"metric\": \"%s\", \"value\": %.6g, \"unit\": \"%s\", "
+            "\"baseline\": %.6g, \"baseline_name\": \"%s\", \"ratio\": %.4f, \"isa\": \"%s\"}\n",
+            bench, metric, value, unit, baseline, baseline_name, ratio, tj_cpu_isa());
     else
         fprintf(f,
                 "{\"bench\": \"%s\", \"metric\": \"%s\", \"value\": %.6g, \"unit\": \"%s\", "
-                "\"baseline\": null, \"ratio\": null}\n",
-                bench, metric, value, unit);
+                "\"baseline\": null, \"ratio\": null, \"isa\": \"%s\"}\n",
+                bench, metric, value, unit, tj_cpu_isa());
     fclose(f);
 }
 #endif

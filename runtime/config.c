@@ -66,6 +66,10 @@ static void cfg_init(void) {
     cfg.no_direct_conv = dc && strcmp(dc, "0") == 0;
     const char *ct = getenv("TJ_COMPILE_THREADS");
     cfg.compile_threads = ct && strtol(ct, NULL, 10) == 1 ? 1 : 2;
+    const char *isa = getenv("TJ_ISA");
+    cfg.isa_cap = isa && *isa ? rt_isa_parse(isa) : -1;
+    if (isa && *isa && cfg.isa_cap < 0)
+        cfg.isa_cap = RT_ISA_GENERIC; /* an unknown name must not enable more than asked */
     rt_profile_from_env(getenv("TJ_PROFILE"));
     const char *cn = getenv("TJ_CHECK_NUMERICS");
     if (cn && *cn && strcmp(cn, "0") != 0)

@@ -402,6 +402,7 @@ typedef struct rt_config {
     int exact_math;      /* TJ_EXACT_MATH=1: compiled transcendentals call libm (bit-exact) */
     int no_direct_conv;  /* TJ_DIRECT_CONV=0: f32 convolutions always use im2col + OpenBLAS */
     int compile_threads; /* TJ_COMPILE_THREADS: 1 compiles each module on one thread (default 2) */
+    int isa_cap;         /* TJ_ISA: the highest RT_ISA_* the kernels may use; -1 when unset */
 } rt_config;
 enum {
     RT_LOG_RETRACE = 1,
@@ -412,6 +413,16 @@ enum {
     RT_LOG_ALL = 31
 };
 const rt_config *rt_config_get(void);
+
+/* ---- the CPU's vector instruction set (isa.c) -------------------------------------------------
+ */
+/* In order: each includes what the one before it can do. */
+enum { RT_ISA_GENERIC = 0, RT_ISA_AVX2 = 1, RT_ISA_AVX512 = 2 };
+/* The instruction set the hand-written kernels use here: the best the CPU and OS support,
+ * lowered by TJ_ISA. Read once; the planner, the kernels and the tests all ask this. */
+int rt_isa(void);
+const char *rt_isa_name(int isa); /* "generic", "avx2", "avx512" (static) */
+int rt_isa_parse(const char *s);  /* RT_ISA_* for a name, -1 for anything else */
 /* Set by a thread that compiles in the background (a tiered function's tier-up): its LLVM
  * compiles run on that thread alone, leaving the other cores to the calls. */
 extern _Thread_local int rt_compile_one_thread;

@@ -8,6 +8,8 @@
 
 #include <stdint.h>
 
+#include "runtime/runtime.h"
+
 /* AVX-512 code is compiled per function (TGT) and picked at run time (__builtin_cpu_supports) */
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -24,14 +26,10 @@ static inline __mmask16 rt_lanes(int64_t n) {
 }
 #endif
 
-/* 1 when this CPU has AVX-512 F (asked once per file; threads may race to set the same value) */
+/* 1 when the kernels may use AVX-512 F here (rt_isa(): the CPU, the OS and TJ_ISA agree) */
 static inline int rt_avx512(void) {
 #if HAVE_X86
-    static int cpu = -1;
-    int c = __atomic_load_n(&cpu, __ATOMIC_RELAXED);
-    if (c < 0)
-        __atomic_store_n(&cpu, c = __builtin_cpu_supports("avx512f") ? 1 : 0, __ATOMIC_RELAXED);
-    return c;
+    return rt_isa() >= RT_ISA_AVX512;
 #else
     return 0;
 #endif
