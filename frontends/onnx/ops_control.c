@@ -81,8 +81,11 @@ static tj_tensor *from_front(tj_tensor *x, int to, int rev) {
 CONV(c_scan) {
     cf_ctx c = {n, {graph_attr(n, "body"), NULL}, 0, NULL};
     int64_t m = ox_attr_i(n, "num_scan_inputs", 0);
+    if (!c.g[0] || m < 1 || m > n_in) /* before n_in - m: m may be anything a file says */
+        return ox_fail(n, TJ_ERR_INVALID, "body or num_scan_inputs %lld do not fit %d inputs",
+                       (long long)m, n_in);
     int ns = n_in - (int)m, k_out = n_out - ns; /* states; stacked outputs */
-    if (!c.g[0] || m < 1 || ns < 0 || k_out < 0 || ns + m > 16)
+    if (k_out < 0 || ns + m > 16)
         return ox_fail(n, TJ_ERR_INVALID, "body or num_scan_inputs %lld do not fit %d inputs",
                        (long long)m, n_in);
     c.n_out = ns + k_out;
@@ -91,6 +94,13 @@ CONV(c_scan) {
            ndir = ox_attr_ints(n, "scan_input_directions", &dir),
            noax = ox_attr_ints(n, "scan_output_axes", &oax),
            nodir = ox_attr_ints(n, "scan_output_directions", &odir);
+    /* a direction is 0 (forward) or 1 (reverse), nothing else */
+    for (size_t j = 0; j < ndir + nodir; j++) {
+        int64_t d = j < ndir ? dir[j] : odir[j - ndir];
+        if (d != 0 && d != 1)
+            return ox_fail(n, TJ_ERR_INVALID, "scan_%s_directions[%zu] is %lld, not 0 or 1",
+                           j < ndir ? "input" : "output", j < ndir ? j : j - ndir, (long long)d);
+    }
     tj_tensor *xs[16];
     for (int j = 0; j < m; j++) {
         tj_tensor *x = in[ns + j];

@@ -254,10 +254,11 @@ static tj_status grouped(const ox_node *n, int n_in, tj_tensor *const *in, tj_te
     tj_tensor *x = in[0], *f = in[1];
     int64_t c = tj_tensor_rank(x) > 1 ? tj_tensor_dims(x)[1] : 0;
     int64_t m = tj_tensor_rank(f) > 1 ? tj_tensor_dims(f)[0] : 0;
-    int64_t o = transposed ? (tj_tensor_rank(f) > 1 ? tj_tensor_dims(f)[1] : 0) : m / groups;
-    if (groups < 1 || c % groups || m % groups || groups > 4096 || (transposed && m != c))
+    /* the range first: every division below is by groups */
+    if (groups < 1 || groups > 4096 || c % groups || m % groups || (transposed && m != c))
         return ox_fail(n, TJ_ERR_SHAPE, "group=%lld for %lld channels and %lld filters",
                        (long long)groups, (long long)c, (long long)m);
+    int64_t o = transposed ? (tj_tensor_rank(f) > 1 ? tj_tensor_dims(f)[1] : 0) : m / groups;
     tj_tensor **ys = calloc((size_t)groups, sizeof *ys);
     if (!ys)
         return tj_set_error(TJ_ERR_OOM, "onnx: out of memory");

@@ -493,6 +493,8 @@ static void converter_errors(void) {
     node_error("ConvTranspose", 3, w3, 3, NULL, 0, "the weight has rank 3 for 2 spatial dims");
     node_error("ConvTranspose", 4, w4, 9, "group", 2, "group=2 for 1 channels and 1 filters");
     node_error("Conv", 4, w4, 9, "group", 3, "group=3 for 1 channels");
+    node_error("Conv", 4, w4, 9, "group", 0, "group=0 for 1 channels"); /* was SIGFPE */
+    node_error("ConvTranspose", 4, w4, 9, "group", 0, "group=0 for 1 channels");
     /* GatherND: indices tuples longer than the data's rank */
     builder b;
     init(&b, 13);
@@ -844,6 +846,59 @@ static void loop_stacked(int m_is_input, int64_t m_value, const char *cond_op, i
     tj_onnx_free(m);
 }
 
+/* Scan over the rows of x [3, 2] with no state: the body gives Neg(row), stacked. Direction 1
+ * stacks the rows reversed; a direction other than 0 or 1, or a num_scan_inputs that does not
+ * fit the inputs (2^31 overflowed a subtraction before the check), is refused by name. */
+static void scan_directions(int64_t n_scan, int64_t direction, const char *want_error) {
+    builder b, body;
+    init(&b, 13);
+    init(&body, 13);
+    static char *s_in[1] = {"x"}, *s_out[1] = {"y"}, *r_in[1] = {"r"}, *r_out[1] = {"o"};
+    int64_t xd[2] = {3, 2}, rd[1] = {2};
+    b.ins[b.g.n_input++] = value(&b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, xd);
+    b.outs[b.g.n_output++] = value(&b, "y", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, xd);
+    node(&b, "Scan", 1, s_in, 1, s_out);
+    body.g.name = "body";
+    body.ins[body.g.n_input++] = value(&body, "r", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, rd);
+    node(&body, "Neg", 1, r_in, 1, r_out);
+    body.outs[body.g.n_output++] = value(&body, "o", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, rd);
+    static Onnx__AttributeProto a[3], *pa[3];
+    static int64_t dir[1];
+    dir[0] = direction;
+    for (int k = 0; k < 3; k++) {
+        onnx__attribute_proto__init(&a[k]);
+        a[k].has_type = 1;
+        pa[k] = &a[k];
+    }
+    a[0].name = "body", a[0].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH, a[0].g = &body.g;
+    a[1].name = "num_scan_inputs", a[1].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+    a[1].has_i = 1, a[1].i = n_scan;
+    a[2].name = "scan_input_directions", a[2].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+    a[2].n_ints = 1, a[2].ints = dir;
+    b.pnodes[0]->n_attribute = 3;
+    b.pnodes[0]->attribute = pa;
+    tj_onnx_model *m = load_built(&b, "scan");
+    CHECK_MSG(m != NULL, "%s", tj_last_error());
+    if (!m)
+        return;
+    const float xv[6] = {1, 2, 3, 4, 5, 6};
+    tj_tensor *x = tj_tensor_from_data(TJ_F32, 2, xd, xv);
+    tj_tensor *y = tj_onnx_call(m, 1, &x);
+    if (want_error) {
+        CHECK(tj_status_of(y) != TJ_OK);
+        CHECK_HAS(tj_error_message(y), want_error);
+    } else {
+        CHECK_MSG(tj_status_of(y) == TJ_OK, "%s", tj_error_message(y));
+        for (int i = 0; i < 6 && !tj_status_of(y); i++) {
+            int row = direction ? 2 - i / 2 : i / 2;
+            CHECK_NEAR(tj_tensor_get_f64(y, i), -xv[row * 2 + i % 2], 0);
+        }
+    }
+    tj_release(y);
+    tj_release(x);
+    tj_onnx_free(m);
+}
+
 /* Scatter, Compress, TopK, Einsum and BitShift refuse what does not fit, naming the node. */
 static void index_op_errors(void) {
     static int64_t k5[1] = {5}, c4[4] = {1, 0, 1, 1}, one[1] = {1};
@@ -950,6 +1005,11 @@ int main(void) {
     loop_stacked(0, 3, "Not", 0,
                  "(Loop, opset 13): stacked outputs need a trip count M >= 1 known when traced "
                  "and a condition the body passes on unchanged (M 3)");
+    scan_directions(1, 0, NULL);
+    scan_directions(1, 1, NULL);
+    scan_directions(1, 7, "(Scan, opset 13): scan_input_directions[0] is 7, not 0 or 1");
+    scan_directions((int64_t)1 << 31, 0, "num_scan_inputs 2147483648 do not fit 1 inputs");
+    scan_directions(-1, 0, "num_scan_inputs -1 do not fit 1 inputs");
     write_tensors();
     values_through_nodes();
     resize_values();
