@@ -392,7 +392,11 @@ TJ_API void tj_set_print_sink(tj_print_sink sink, void *user); /* NULL: stdout *
 
 /* Host callback (the analogue of tf.py_function): `fn` has the C signature
  *     void fn(void *user, tj_tensor *x0, ..., tj_tensor *x{n-1})
- * and is called through libffi with the concrete input tensors (borrowed) on every execution. */
+ * and is called through libffi with the concrete input tensors (borrowed) on every execution,
+ * inside its own scope: the tensors its ops return are released when it returns. A void function
+ * cannot return an error: it fails the op with tj_callback_fail. An op inside it that returns an
+ * error tensor does not fail the op by itself (the callback may handle it); when the callback
+ * returns without tj_callback_fail, TJ_LOG=misuse logs the first such error. */
 TJ_API tj_status tj_host_callback(void *fn, void *user, int n, tj_tensor *const *xs);
 /* Called by a host callback, while it runs, to fail the op: an eager tj_host_callback returns
  * `code` (negative; anything else becomes TJ_ERR_RUNTIME), and a compiled call stops and returns
@@ -463,12 +467,15 @@ TJ_API int64_t tj_tensor_array_size(const tj_tensor *ta);
 
 /* ---- variables (S10, S11) -------------------------------------------------------------------- */
 typedef struct tj_variable tj_variable;
-/* A variable holding `init`'s value. Outside a trace the caller owns it and frees it with
- * tj_variable_free (NULL-safe); functions that captured it keep it alive until they are freed.
- * Inside a trace this is allowed only on the function's first trace (S11); a symbolic `init` is
- * evaluated with the triggering call's inputs; the variable then belongs to the traced function
- * (freed with it, whether the trace succeeded or not) and the pointer is borrowed: freeing it is
- * refused with an error. A freed variable's handle is recognised: every call on it is an error. */
+/* A variable holding `init`'s value, named `name` (copied). Every variable has a name: NULL or ""
+ * gives "Variable_<n>", n counting the variables this process made, so such a name can differ
+ * in another process: name the variables you checkpoint or save. Outside a trace the caller owns it
+ * and frees it with tj_variable_free (NULL-safe); functions that captured it keep it alive until
+ * they are freed. Inside a trace this is allowed only on the function's first trace (S11); a
+ * symbolic `init` is evaluated with the triggering call's inputs; the variable then belongs to the
+ * traced function (freed with it, whether the trace succeeded or not) and the pointer is borrowed:
+ * freeing it is refused with an error. A freed variable's handle is recognised: every call on it is
+ * an error. */
 TJ_API tj_variable *tj_variable_new(tj_tensor *init, const char *name);
 TJ_API void tj_variable_free(tj_variable *v);
 TJ_API tj_tensor *tj_variable_read(tj_variable *v);
@@ -677,7 +684,7 @@ TJ_API tj_status tj_module_add_function(tj_module *m, const char *name, tj_funct
  * function's optimized graph (<name>.tjir, text IR), its native code when it was compiled
  * (<name>.x86_64.tjx: the plan and the object LLVM emitted) and variables.ckpt. Refused before
  * anything is written: a function calling a host callback (C code, as tf.py_function), a
- * signature that does not trace, unnamed or same-named variables. */
+ * signature that does not trace, same-named variables or names with spaces or quotes. */
 TJ_API tj_status tj_module_save(tj_module *m, const char *dir);
 /* Loads a saved module: every file checked (manifest syntax, checksums, graphs parsed and
  * verified against their signatures) before use, errors naming the file and the line or node;
@@ -708,9 +715,9 @@ TJ_API void tj_module_free(tj_module *m);
 
 /* ---- checkpoints (S29) ----------------------------------------------------------------------- */
 /* tf.train.Checkpoint: writes the values of vars (borrowed) to one file under their names (which
- * must be set and distinct), atomically (a temporary file renamed over path) and with a
- * checksum. Outside traces. Errors: NULL or empty path, unnamed or same-named variables, string
- * variables, I/O (naming the file). */
+ * must be distinct), atomically (a temporary file renamed over path) and with a checksum.
+ * Outside traces. Errors: NULL or empty path, same-named variables, string variables, I/O
+ * (naming the file). */
 TJ_API tj_status tj_checkpoint_save(const char *path, int n, tj_variable *const *vars);
 /* Assigns each of vars the value saved under its name. The whole file is checked first (magic,
  * version, sizes, checksum: a corrupt or truncated file is TJ_ERR_CORRUPT naming the file and

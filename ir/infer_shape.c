@@ -324,9 +324,10 @@ static tj_status row_ops(ir_node *p, const ir_node *const *ins) {
         for (int d = 0; ok && d < v->rank; d++)
             ok = v->dims[d] < 0 || x->dims[d + 1] < 0 || v->dims[d] == x->dims[d + 1];
         if (!ok)
-            return ir_errorf(TJ_ERR_SHAPE, "update_index: a row of %s%s cannot be %s%s",
-                             ir_dtype_name(x->dtype), ir_fmt_dims(sx, DB, x->rank, x->dims),
-                             ir_dtype_name(v->dtype), ir_fmt_dims(sv, DB, v->rank, v->dims));
+            return ir_errorf(v->dtype != x->dtype ? TJ_ERR_DTYPE : TJ_ERR_SHAPE,
+                             "update_index: a row of %s%s cannot be %s%s", ir_dtype_name(x->dtype),
+                             ir_fmt_dims(sx, DB, x->rank, x->dims), ir_dtype_name(v->dtype),
+                             ir_fmt_dims(sv, DB, v->rank, v->dims));
         p->dtype = x->dtype;
         p->rank = x->rank;
         memcpy(p->dims, x->dims, sizeof p->dims);

@@ -76,8 +76,9 @@ static tj_status check_region(const char *op, const char *what, const ir_graph *
     for (uint32_t k = 0; k < r->n_params; k++) {
         const ir_node *p = param_of(r, k);
         if (p && !same_type(p, &want[k]))
-            return ir_errorf(TJ_ERR_SHAPE, "%s: %s region value %u is %s, the node gives %s", op,
-                             what, k, type_str(a, sizeof a, p), type_str(b, sizeof b, &want[k]));
+            return ir_errorf(p->dtype != want[k].dtype ? TJ_ERR_DTYPE : TJ_ERR_SHAPE,
+                             "%s: %s region value %u is %s, the node gives %s", op, what, k,
+                             type_str(a, sizeof a, p), type_str(b, sizeof b, &want[k]));
     }
     if (!outs)
         return TJ_OK;
@@ -87,7 +88,7 @@ static tj_status check_region(const char *op, const char *what, const ir_graph *
     for (uint32_t k = 0; k < n_outs; k++) {
         const ir_node *o = &r->nodes[r->outputs[k]];
         if (!same_type(o, &outs[k]))
-            return ir_errorf(TJ_ERR_SHAPE,
+            return ir_errorf(o->dtype != outs[k].dtype ? TJ_ERR_DTYPE : TJ_ERR_SHAPE,
                              "%s: %s region result %u is %s, expected %s (a loop body must keep "
                              "each value's dtype and shape; branches must agree)",
                              op, what, k, type_str(a, sizeof a, o),
@@ -245,7 +246,7 @@ static tj_status infer_cf(const ir_graph *g, ir_node *p, const ir_node *const *i
             const ir_node *o = &r0->nodes[r0->outputs[k]];
             char a[DB + 16], b[DB + 16];
             if (!same_type(o, &want[k]))
-                return ir_errorf(TJ_ERR_SHAPE,
+                return ir_errorf(o->dtype != want[k].dtype ? TJ_ERR_DTYPE : TJ_ERR_SHAPE,
                                  "scan: body result %lld is %s, carried value %lld is %s (a "
                                  "loop body must keep each value's dtype and shape)",
                                  (long long)k, type_str(a, sizeof a, o), (long long)k,

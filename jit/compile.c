@@ -31,9 +31,9 @@ tj_status jit_fold_eval(void *user, ir_graph *g, const ir_node *node, const uint
         if (!*blob_out && out->numel)
             st = ir_errorf(TJ_ERR_OOM, "fold: out of memory");
     }
-    tj_release(out);
+    rt_release(out);
     for (uint32_t j = 0; j < k; j++)
-        tj_release(ins[j]);
+        rt_release(ins[j]);
     return st;
 }
 

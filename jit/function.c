@@ -352,7 +352,7 @@ tj_tensor *jit_run_concrete(tj_concrete *c, tj_tensor *const *args) {
     } else {
         res = rt_tuple_new((int)n_out, outs);
         for (uint32_t k = 0; k < n_out; k++)
-            tj_release(outs[k]);
+            rt_release(outs[k]);
     }
     if (outs != stack_outs)
         free(outs);
@@ -395,7 +395,7 @@ tj_tensor *jit_check_args(const char *what, const tj_function *f, int nargs,
         if (rt_is_freed(args[i], what))
             return rt_error_from_status(TJ_ERR_STATE);
         if (args[i]->kind == RT_ERROR)
-            return tj_retain(args[i]);
+            return rt_retain(args[i]);
         if (args[i]->kind == RT_TUPLE)
             return rt_errorf(TJ_ERR_INVALID, "%s: '%s' argument %d is a tuple", what, f->name, i);
         if (args[i]->kind == RT_SYMBOLIC && !rt_trace_is_live(args[i]))
@@ -553,7 +553,7 @@ tj_status tj_call_into(tj_function *f, int nargs, tj_tensor *const *args, int n_
         err = rt_errorf(TJ_ERR_INVALID, "call_into: bad output list (n_out=%d)", n_out);
     if (err) {
         st = ir_errorf(err->code, "%s", err->msg);
-        tj_release(err);
+        rt_release(err);
         return st;
     }
     for (int k = 0; k < n_out; k++)
@@ -578,7 +578,7 @@ tj_status tj_call_into(tj_function *f, int nargs, tj_tensor *const *args, int n_
     tj_concrete *c = find_concrete(f, nargs, args, &err, &slot);
     if (!c) {
         st = ir_errorf(err->code, "%s", err->msg);
-        tj_release(err);
+        rt_release(err);
         return st;
     }
     if ((st = check_outputs(c, n_out, outs))) {

@@ -74,7 +74,7 @@ static tj_tensor *grad_body(int nargs, tj_tensor *const *args, void *user) {
         int base = gf->with_value ? 0 : 1, m = gf->n + 1 - base;
         res = m == 1 ? out[base] : tj_tuple(m, out + base);
     }
-    tj_retain(res); /* outlives the scope: the body's result */
+    rt_retain(res); /* outlives the scope: the body's result */
     tj_tape_free(tape);
     tj_scope_end();
     free(a);

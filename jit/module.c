@@ -497,7 +497,7 @@ tj_module *tj_module_load_opts(const char *dir, unsigned flags) {
         }
         for (uint32_t k = 0; k < n; k++) {
             free(names ? names[k] : NULL);
-            tj_release(vals ? vals[k] : NULL);
+            rt_release(vals ? vals[k] : NULL);
         }
         free(names);
         free(vals);

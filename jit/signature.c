@@ -113,7 +113,7 @@ void jit_sig_free(jit_argsig *sig, uint32_t n) {
     if (!sig)
         return;
     for (uint32_t i = 0; i < n; i++)
-        tj_release(sig[i].value);
+        rt_release(sig[i].value);
     free(sig);
 }
 

@@ -13,20 +13,23 @@
 #include "jit/jit.h"
 
 /* ---- calling the user's C function ----------------------------------------------------------- */
+/* Runs f's C code in the caller's scope; its result is then owned by that scope, whether the
+ * code returned a reference its scope owns, an argument, or a reference it retained. */
 static tj_tensor *call_user(tj_function *f, tj_tensor *const *args) {
+    rt_user_mark m = rt_user_enter();
     if (f->body)
-        return f->body(f->nargs, args, f->body_user);
+        return rt_user_leave(f->body(f->nargs, args, f->body_user), m);
     void *vals_stack[SIG_STACK],
         **vals = f->nargs <= SIG_STACK ? vals_stack : malloc(f->nargs * sizeof *vals);
     if (!vals)
-        return rt_errorf(TJ_ERR_OOM, "%s: out of memory", f->name);
+        return rt_user_leave(rt_scoped(rt_errorf(TJ_ERR_OOM, "%s: out of memory", f->name)), m);
     for (int i = 0; i < f->nargs; i++)
         vals[i] = (void *)&args[i];
     void *ret = NULL;
     ffi_call(&f->cif, FFI_FN(f->fn), &ret, vals);
     if (vals != vals_stack)
         free(vals);
-    return ret;
+    return rt_user_leave(ret, m);
 }
 
 /* ---- tracing --------------------------------------------------------------------------------- */
@@ -453,7 +456,7 @@ tj_tensor *tj_call_eager(tj_function *f, int nargs, tj_tensor *const *args) {
             return rt_scoped(rt_errorf(TJ_ERR_OOM, "call: out of memory"));
         }
         for (int k = 0; k < nargs; k++)
-            if (!(plain[k] = rt_scoped(args[k]->is_static ? tj_retain(args[k])
+            if (!(plain[k] = rt_scoped(args[k]->is_static ? rt_retain(args[k])
                                                           : rt_tensor_plain(args[k]))))
                 plain[k] = args[k]; /* out of memory: the tensor as it is */
     }

@@ -63,7 +63,7 @@ static tj_tensor *convert_scalar(const tj_tensor *s, int dt) {
     }
     return t;
 inexact:
-    tj_release(t);
+    rt_release(t);
     return NULL;
 }
 
@@ -102,7 +102,7 @@ tj_tensor *rt_apply(ir_node *proto, tj_tensor *const *in_args, uint32_t n_in) {
             goto done;
         }
         if (in_args[k]->kind == RT_ERROR) {
-            res = tj_retain(in_args[k]);
+            res = rt_retain(in_args[k]);
             goto done;
         }
         if (in_args[k]->kind == RT_TUPLE) {
@@ -182,13 +182,13 @@ tj_tensor *rt_apply(ir_node *proto, tj_tensor *const *in_args, uint32_t n_in) {
             if (!out)
                 res = rt_error_from_status(0);
             else if ((st = rt_ref_kernel(proto, in, out)) != TJ_OK) {
-                tj_release(out);
+                rt_release(out);
                 res = rt_error_from_status(st);
             } else if (RT_CHECKING_NUMERICS() && rt_numerics_first_bad(out, NULL) >= 0) {
                 int is_nan = 0;
                 int64_t at = rt_numerics_first_bad(out, &is_nan);
                 st = rt_numerics_error("eagerly", opname, -1, out, at, is_nan, NULL);
-                tj_release(out);
+                rt_release(out);
                 res = rt_error_from_status(st);
             } else {
                 res = out;
@@ -209,7 +209,7 @@ tj_tensor *rt_apply(ir_node *proto, tj_tensor *const *in_args, uint32_t n_in) {
         free(pd);
 done:
     for (int k = 0; k < 4; k++)
-        tj_release(conv[k]);
+        rt_release(conv[k]);
     if (in != stack_in)
         free(in);
     return rt_scoped(res);

@@ -66,9 +66,9 @@ tj_status tj_checkpoint_save(const char *path, int n, tj_variable *const *vars) 
         return st;
     for (int k = 0; k < n; k++) {
         const char *nm = vars[k]->name;
-        if (!nm || !*nm || strlen(nm) > UINT16_MAX)
-            return ir_errorf(TJ_ERR_INVALID, "%s: variable %d has no name (checkpoints go by name)",
-                             what, k);
+        if (strlen(nm) > UINT16_MAX) /* every variable has a name (tj_variable_new) */
+            return ir_errorf(TJ_ERR_INVALID, "%s: variable %d's name is longer than %d bytes", what,
+                             k, UINT16_MAX);
         if (vars[k]->dtype == TJ_STRING)
             return ir_errorf(TJ_ERR_DTYPE,
                              "%s: variable '%s' holds strings, which checkpoints do "
@@ -93,7 +93,7 @@ tj_status tj_checkpoint_save(const char *path, int n, tj_variable *const *vars) 
         bad = put(&b, &len, 2) || put(&b, vars[k]->name, len) || put(&b, &dt, 1) ||
               put(&b, &rank, 1) || put(&b, v->dims, 8 * (size_t)rank) || put(&b, &bytes, 8) ||
               (bytes && put(&b, v->data, (size_t)bytes));
-        tj_release(v);
+        rt_release(v);
     }
     uint64_t h = bad ? 0 : fnv1a(b.p, b.n);
     if (bad || put(&b, &h, 8)) {
@@ -133,27 +133,19 @@ typedef struct entry {
     int used;
 } entry;
 
-/* Parses and checks the whole file; entries point into p. */
-static tj_status parse(const char *path, const unsigned char *p, size_t size, entry **out,
-                       uint32_t *n_out) {
+/* Walks the entries of a file whose header was checked (entries point into p): the first
+ * field that does not fit, named with its offset. */
+static tj_status walk(const char *path, const unsigned char *p, size_t size, entry **out,
+                      uint32_t *n_out) {
     const char *what = "checkpoint_restore";
-    if (size < 24 || memcmp(p, MAGIC, 8) != 0)
-        return ir_errorf(TJ_ERR_CORRUPT, "%s: %s is not a tracejit checkpoint (%s)", what, path,
-                         size < 24 ? "too short" : "bad magic");
-    uint32_t ver, cnt;
-    memcpy(&ver, p + 8, 4);
+    uint32_t cnt;
     memcpy(&cnt, p + 12, 4);
-    if (ver != VERSION)
-        return ir_errorf(TJ_ERR_CORRUPT, "%s: %s has format version %u; this tracejit reads %d",
-                         what, path, ver, VERSION);
-    uint64_t h;
-    memcpy(&h, p + size - 8, 8);
-    if (fnv1a(p, size - 8) != h)
-        return ir_errorf(TJ_ERR_CORRUPT, "%s: %s is corrupt (checksum mismatch)", what, path);
     size_t end = size - 8, off = 16;
     if (cnt > end / 12)
-        return ir_errorf(TJ_ERR_CORRUPT, "%s: %s claims %u variables in %zu bytes", what, path, cnt,
-                         size);
+        return ir_errorf(TJ_ERR_CORRUPT,
+                         "%s: %s is truncated or corrupt (at offset 12: %u variables cannot fit in "
+                         "%zu bytes)",
+                         what, path, cnt, size);
     entry *e = calloc(cnt + 1, sizeof *e);
     if (!e)
         return ir_errorf(TJ_ERR_OOM, "%s: out of memory", what);
@@ -216,6 +208,40 @@ trunc:
     return ir_errorf(TJ_ERR_CORRUPT, "%s: %s is truncated (at offset %zu)", what, path, off);
 }
 
+/* Parses and checks the whole file; entries point into p. Every error names an offset. */
+static tj_status parse(const char *path, const unsigned char *p, size_t size, entry **out,
+                       uint32_t *n_out) {
+    const char *what = "checkpoint_restore";
+    if (size < 24)
+        return ir_errorf(TJ_ERR_CORRUPT,
+                         "%s: %s is truncated (at offset %zu: the header and checksum alone take "
+                         "24 bytes)",
+                         what, path, size);
+    if (memcmp(p, MAGIC, 8) != 0)
+        return ir_errorf(TJ_ERR_CORRUPT,
+                         "%s: %s is not a tracejit checkpoint (bad magic at offset 0)", what, path);
+    uint32_t ver;
+    memcpy(&ver, p + 8, 4);
+    if (ver != VERSION)
+        return ir_errorf(TJ_ERR_CORRUPT,
+                         "%s: %s has format version %u (offset 8); this tracejit reads %d", what,
+                         path, ver, VERSION);
+    uint64_t h;
+    memcpy(&h, p + size - 8, 8);
+    if (fnv1a(p, size - 8) == h)
+        return walk(path, p, size, out, n_out);
+    /* say where: a cut file fails the walk at the offset where it ends */
+    tj_status why = walk(path, p, size, out, n_out);
+    if (why)
+        return why;
+    free(*out);
+    *out = NULL;
+    return ir_errorf(TJ_ERR_CORRUPT,
+                     "%s: %s is corrupt (checksum mismatch: the checksum at offset %zu does not "
+                     "match the %zu bytes before it)",
+                     what, path, size - 8, size - 8);
+}
+
 tj_status rt_read_file(const char *what, const char *path, size_t max, unsigned char **out,
                        size_t *size) {
     FILE *f = fopen(path, "rb");
@@ -270,7 +296,7 @@ tj_status rt_checkpoint_read(const char *path, uint32_t *n, char ***names, tj_te
     if (st) {
         for (uint32_t k = 0; nm && vs && k < cnt; k++) {
             free(nm[k]);
-            tj_release(vs[k]);
+            rt_release(vs[k]);
         }
         free(nm);
         free(vs);
@@ -327,7 +353,8 @@ tj_status tj_checkpoint_restore(const char *path, int n, tj_variable *const *var
             memcmp(x->dims, v->dims, 8 * (size_t)x->rank) != 0) {
             char a[128], b[128];
             st =
-                ir_errorf(TJ_ERR_SHAPE, "%s: variable '%s' is %s%s but %s holds %s%s", what, nm,
+                ir_errorf(x->dtype != v->dtype ? TJ_ERR_DTYPE : TJ_ERR_SHAPE,
+                          "%s: variable '%s' is %s%s but %s holds %s%s", what, nm,
                           ir_dtype_name(v->dtype), ir_fmt_dims(a, sizeof a, v->rank, v->dims), path,
                           ir_dtype_name(x->dtype), ir_fmt_dims(b, sizeof b, x->rank, x->dims));
         }

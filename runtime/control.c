@@ -36,20 +36,28 @@ static tj_tensor *check_list(const char *op, const char *what, int n, tj_tensor 
         if (rt_is_freed(xs[k], op))
             return rt_scoped(rt_error_from_status(TJ_ERR_STATE));
         if (xs[k]->kind == RT_ERROR)
-            return rt_scoped(tj_retain(xs[k]));
+            return rt_scoped(rt_retain(xs[k]));
         if (xs[k]->kind == RT_TUPLE)
             return rt_scoped(rt_errorf(TJ_ERR_INVALID, "%s: %s %d is a tuple", op, what, k));
     }
     return NULL;
 }
 
+/* A user body called: its result is owned by the innermost scope, however it was returned
+ * (rt_user_leave: a reference the body retained and returned is handed to that scope). */
+static tj_tensor *call_body(tj_body fn, int n, tj_tensor *const *args, void *user) {
+    rt_user_mark m = rt_user_enter();
+    return rt_user_leave(fn(n, args, user), m);
+}
+
 /* The predicate as a bool scalar: a bool, or a number (nonzero is true, as tf.cond casts). */
 static tj_tensor *as_predicate(const char *op, tj_tensor *p) {
     char d[128];
     if (p->rank != 0 || !(p->dtype == TJ_BOOL || ir_dtype_is_numeric(p->dtype)))
-        return rt_scoped(
-            rt_errorf(TJ_ERR_SHAPE, "%s: the predicate must be a scalar bool or number, got %s%s",
-                      op, ir_dtype_name(p->dtype), ir_fmt_dims(d, sizeof d, p->rank, p->dims)));
+        return rt_scoped(rt_errorf(
+            p->dtype == TJ_BOOL || ir_dtype_is_numeric(p->dtype) ? TJ_ERR_SHAPE : TJ_ERR_DTYPE,
+            "%s: the predicate must be a scalar bool or number, got %s%s", op,
+            ir_dtype_name(p->dtype), ir_fmt_dims(d, sizeof d, p->rank, p->dims)));
     if (p->dtype == TJ_BOOL)
         return p;
     tj_tensor *zero = rt_scoped(rt_tensor_alloc(p->dtype, 0, NULL));
@@ -76,7 +84,7 @@ static tj_tensor *item(tj_tensor *r, int k) {
 /* One result or a tuple of n (a new scoped reference). */
 static tj_tensor *pack(int n, tj_tensor *const *v, int single) {
     if (single && n == 1)
-        return tj_retain(v[0]) ? rt_scoped(v[0]) : NULL;
+        return rt_retain(v[0]) ? rt_scoped(v[0]) : NULL;
     return tj_tuple(n, v);
 }
 
@@ -106,7 +114,7 @@ static tj_tensor *check_carried(const char *op, int64_t it, int n, tj_tensor *co
                 rt_errorf(v->code, "%s: iteration %lld: %s", op, (long long)it, v->msg));
         if (v->kind != RT_CONCRETE || !same_type(v, old[k]))
             return rt_scoped(rt_errorf(
-                TJ_ERR_SHAPE,
+                v->kind == RT_CONCRETE && v->dtype != old[k]->dtype ? TJ_ERR_DTYPE : TJ_ERR_SHAPE,
                 "%s: iteration %lld: loop variable %d changed from %s%s to %s%s (a loop body must "
                 "keep each variable's dtype and shape)",
                 op, (long long)it, k, ir_dtype_name(old[k]->dtype),
@@ -201,7 +209,7 @@ static tj_status trace_region(rt_trace *parent, const char *name, tj_body body, 
     for (uint32_t j = 0; j < caps->n && !st; j++) /* captures of earlier regions of the node */
         if (rt_region_capture_param(&tr, j) == IR_NONE)
             st = ir_last_code();
-    tj_tensor *res = st ? NULL : body(n, sym, user);
+    tj_tensor *res = st ? NULL : call_body(body, n, sym, user);
     tj_tensor *const *items = NULL;
     int m = 0;
     if (!st && tr.err) {
@@ -388,7 +396,7 @@ tj_tensor *rt_cond_flat(tj_tensor *pred, tj_body then_fn, tj_body else_fn, int n
     if (p->kind == RT_ERROR)
         return tr ? (rt_trace_fail(tr, p->code), p) : p;
     if (!tr) { /* eager: one branch runs */
-        tj_tensor *r = (tj_tensor_get_f64(p, 0) != 0 ? then_fn : else_fn)(n, args, user);
+        tj_tensor *r = call_body(tj_tensor_get_f64(p, 0) != 0 ? then_fn : else_fn, n, args, user);
         return r ? r : tj_tuple(0, NULL);
     }
     work w;
@@ -426,11 +434,11 @@ static tj_tensor *while_eager(tj_body cond_fn, tj_body body_fn, int n, tj_tensor
     if (!vars)
         return rt_scoped(rt_errorf(TJ_ERR_OOM, "while_loop: out of memory"));
     for (int k = 0; k < n; k++)
-        vars[k] = tj_retain(init[k]);
+        vars[k] = rt_retain(init[k]);
     tj_tensor *err = NULL;
     for (int64_t it = 0; !err && !(max_it > 0 && it >= max_it); it++) {
         tj_scope_begin();
-        tj_tensor *c = cond_fn(n, vars, user);
+        tj_tensor *c = call_body(cond_fn, n, vars, user);
         tj_tensor *p =
             c && c->kind != RT_ERROR && c->kind != RT_TUPLE ? as_predicate("while_loop", c) : NULL;
         if (!c || c->kind == RT_TUPLE)
@@ -444,12 +452,12 @@ static tj_tensor *while_eager(tj_body cond_fn, tj_body body_fn, int n, tj_tensor
                                               c->kind == RT_ERROR ? c->msg : p->msg)));
         bool go = !err && tj_tensor_get_f64(p, 0) != 0;
         if (go) {
-            tj_tensor *r = body_fn(n, vars, user);
+            tj_tensor *r = call_body(body_fn, n, vars, user);
             if ((err = check_carried("while_loop", it, n, vars, r, 0)))
                 tj_keep(err);
             for (int k = 0; k < n && !err; k++) {
-                tj_release(vars[k]);
-                vars[k] = tj_retain(item(r, k));
+                rt_release(vars[k]);
+                vars[k] = rt_retain(item(r, k));
             }
         }
         tj_scope_end();
@@ -458,7 +466,7 @@ static tj_tensor *while_eager(tj_body cond_fn, tj_body body_fn, int n, tj_tensor
     }
     tj_tensor *res = err ? err : pack(n, vars, 1); /* tj_keep gave err to the caller's scope */
     for (int k = 0; k < n; k++)
-        tj_release(vars[k]);
+        rt_release(vars[k]);
     free(vars);
     return res;
 }
@@ -512,8 +520,9 @@ static tj_tensor *bound(const char *what, tj_tensor *t) {
         return err;
     char d[128];
     if (t->rank != 0 || !ir_dtype_is_numeric(t->dtype))
-        return rt_scoped(rt_errorf(TJ_ERR_SHAPE, "for_range: %s must be a numeric scalar, got %s%s",
-                                   what, ir_dtype_name(t->dtype),
+        return rt_scoped(rt_errorf(ir_dtype_is_numeric(t->dtype) ? TJ_ERR_SHAPE : TJ_ERR_DTYPE,
+                                   "for_range: %s must be a numeric scalar, got %s%s", what,
+                                   ir_dtype_name(t->dtype),
                                    ir_fmt_dims(d, sizeof d, t->rank, t->dims)));
     return t->dtype == TJ_I64 ? t : tj_cast(t, TJ_I64);
 }
@@ -541,18 +550,18 @@ tj_tensor *rt_for_flat(tj_tensor *start, tj_tensor *limit, tj_tensor *delta, tj_
         if (!args)
             return rt_scoped(rt_errorf(TJ_ERR_OOM, "for_range: out of memory"));
         for (int k = 0; k < n; k++)
-            args[1 + k] = tj_retain(init[k]);
+            args[1 + k] = rt_retain(init[k]);
         tj_tensor *e = NULL;
         int64_t it = 0;
         for (int64_t i = lo; !e && (step > 0 ? i < hi : i > hi); it++) {
             tj_scope_begin();
             args[0] = tj_scalar_i64(i);
-            tj_tensor *r = body_fn(n + 1, args, user);
+            tj_tensor *r = call_body(body_fn, n + 1, args, user);
             if ((e = check_carried("for_range", it, n, args + 1, r, 0)))
                 tj_keep(e);
             for (int k = 0; k < n && !e; k++) {
-                tj_release(args[1 + k]);
-                args[1 + k] = tj_retain(item(r, k));
+                rt_release(args[1 + k]);
+                args[1 + k] = rt_retain(item(r, k));
             }
             tj_scope_end();
             if (__builtin_add_overflow(i, step, &i))
@@ -560,7 +569,7 @@ tj_tensor *rt_for_flat(tj_tensor *start, tj_tensor *limit, tj_tensor *delta, tj_
         }
         tj_tensor *res = e ? e : pack(n, args + 1, 1); /* e: kept into the caller's scope */
         for (int k = 0; k < n; k++)
-            tj_release(args[1 + k]);
+            rt_release(args[1 + k]);
         free(args);
         return res;
     }
@@ -603,12 +612,12 @@ static tj_tensor *scan_eager(tj_body body_fn, int nc, tj_tensor *const *carry, i
     if (!args)
         return rt_scoped(rt_errorf(TJ_ERR_OOM, "scan: out of memory"));
     for (int k = 0; k < nc; k++)
-        args[k] = tj_retain(carry[k]);
+        args[k] = rt_retain(carry[k]);
     for (int64_t t = 0; t < T && !e; t++) {
         tj_scope_begin();
         for (int k = 0; k < nx; k++)
             args[nc + k] = tj_gather(xs[k], tj_scalar_i64(t), 0); /* row t */
-        tj_tensor *r = body_fn(nc + nx, args, user);
+        tj_tensor *r = call_body(body_fn, nc + nx, args, user);
         tj_tensor *const *items;
         int m = result_items(r, &items);
         if ((e = check_carried("scan", t, nc, args, r, 1)))
@@ -630,16 +639,18 @@ static tj_tensor *scan_eager(tj_body body_fn, int nc, tj_tensor *const *carry, i
         for (int k = 0; k < ny && !e; k++) {
             tj_tensor *y = item(r, nc + k);
             if (y->kind != RT_CONCRETE || (t > 0 && !same_type(y, ys[k][0])))
-                e = tj_keep(rt_scoped(rt_errorf(TJ_ERR_SHAPE,
-                                                "scan: step %lld: output %d changed its dtype or "
-                                                "shape",
-                                                (long long)t, k)));
+                e = tj_keep(rt_scoped(
+                    rt_errorf(y->kind == RT_CONCRETE && y->dtype != ys[k][0]->dtype ? TJ_ERR_DTYPE
+                                                                                    : TJ_ERR_SHAPE,
+                              "scan: step %lld: output %d changed its dtype or "
+                              "shape",
+                              (long long)t, k)));
             else
-                ys[k][t] = tj_retain(y);
+                ys[k][t] = rt_retain(y);
         }
         for (int k = 0; k < nc && !e; k++) {
-            tj_release(args[k]);
-            args[k] = tj_retain(item(r, k));
+            rt_release(args[k]);
+            args[k] = rt_retain(item(r, k));
         }
         tj_scope_end();
     }
@@ -653,26 +664,26 @@ static tj_tensor *scan_eager(tj_body body_fn, int nc, tj_tensor *const *carry, i
             tj_tensor **rows = calloc((size_t)T + 1, sizeof *rows);
             for (int64_t t = 0; rows && t < T; t++)
                 rows[t] = tj_expand_dims(ys[k][t], 0);
-            out[nc + k] = rows ? tj_retain(tj_concat((int)T, rows, 0)) : NULL; /* ours */
+            out[nc + k] = rows ? rt_retain(tj_concat((int)T, rows, 0)) : NULL; /* ours */
             free(rows);
         }
         tj_scope_end();
         res = out ? tj_tuple(nc + (ny > 0 ? ny : 0), out)
                   : rt_scoped(rt_errorf(TJ_ERR_OOM, "scan: out of memory"));
         for (int k = 0; out && k < ny; k++)
-            tj_release(out[nc + k]);
+            rt_release(out[nc + k]);
         free(out);
     } else {
         res = e; /* kept into the caller's scope */
     }
     for (int k = 0; ys && k < ny; k++) {
         for (int64_t t = 0; ys[k] && t < T; t++)
-            tj_release(ys[k][t]);
+            rt_release(ys[k][t]);
         free(ys[k]);
     }
     free(ys);
     for (int k = 0; k < nc; k++)
-        tj_release(args[k]);
+        rt_release(args[k]);
     free(args);
     return res;
 }

@@ -28,7 +28,7 @@ static tj_tensor *tree_of(const char *op, int n, tj_tensor *const *v, tree *t, t
         if (!v[k])
             return rt_scoped(rt_errorf(TJ_ERR_INVALID, "%s: value %d is NULL", op, k));
         if (v[k]->kind == RT_ERROR)
-            return rt_scoped(tj_retain(v[k]));
+            return rt_scoped(rt_retain(v[k]));
         int w = v[k]->kind == RT_TUPLE ? v[k]->n_items : 1;
         if (v[k]->kind == RT_TUPLE) {
             if (k >= TREE_MAX || w > 255)
@@ -87,7 +87,8 @@ static tj_tensor *run_adapted(adapter *a, tj_tensor *const *flat) {
     if (!top)
         return rt_scoped(rt_errorf(TJ_ERR_OOM, "%s: out of memory", a->op));
     tree_nest(&a->in, flat, top);
-    tj_tensor *r = a->fn(a->in.n_top, top, a->user);
+    rt_user_mark um = rt_user_enter();
+    tj_tensor *r = rt_user_leave(a->fn(a->in.n_top, top, a->user), um); /* scope-owned now */
     if (top != stack_top)
         free(top);
     if (!r || r->kind == RT_ERROR)
@@ -113,7 +114,7 @@ static tj_tensor *run_adapted(adapter *a, tj_tensor *const *flat) {
                                       a->op, k));
     }
     tj_tensor *res = err                               ? err
-                     : a->single && a->got.n_flat == 1 ? (tj_retain(fl[0]), rt_scoped(fl[0]))
+                     : a->single && a->got.n_flat == 1 ? (rt_retain(fl[0]), rt_scoped(fl[0]))
                                                        : tj_tuple(a->got.n_flat, fl);
     free(fl);
     return res;
@@ -154,7 +155,7 @@ static tj_tensor *unflatten(tj_tensor *r, const tree *t, int single) {
     tree_nest(t, flat, top);
     for (int k = t->n_flat; k < n; k++)
         top[t->n_top + k - t->n_flat] = flat[k];
-    tj_tensor *res = single && m == 1 ? (tj_retain(top[0]), rt_scoped(top[0])) : tj_tuple(m, top);
+    tj_tensor *res = single && m == 1 ? (rt_retain(top[0]), rt_scoped(top[0])) : tj_tuple(m, top);
     free(top);
     return res;
 }

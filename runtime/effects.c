@@ -60,6 +60,17 @@ tj_status rt_do_print(const char *prefix, tj_tensor *const *xs, uint32_t n) {
 static _Thread_local int in_callback;
 static _Thread_local tj_status cb_code;
 static _Thread_local char cb_msg[512];
+/* The first error an op made while a callback ran (rt_callback_note_error), so that an error
+ * the callback neither reported nor handled is not lost without a word: TJ_LOG=misuse names it. */
+static _Thread_local tj_status cb_made_code;
+static _Thread_local char cb_made_msg[512];
+
+void rt_callback_note_error(tj_status code, const char *msg) {
+    if (in_callback && !cb_made_code) {
+        cb_made_code = code;
+        snprintf(cb_made_msg, sizeof cb_made_msg, "%s", msg ? msg : "");
+    }
+}
 
 tj_status tj_callback_fail(tj_status code, const char *fmt, ...) {
     if (!in_callback)
@@ -97,14 +108,22 @@ tj_status rt_do_callback(void *fn, void *user, tj_tensor *const *xs, uint32_t n)
                        "host_callback: libffi could not prepare a call with %u args", n);
         goto out;
     }
-    int outer_code = cb_code;
+    int outer_code = cb_code, outer_made = cb_made_code;
     in_callback++;
-    cb_code = TJ_OK;
+    cb_code = cb_made_code = TJ_OK;
+    tj_scope_begin(); /* what the callback's ops make dies with it, eager or compiled */
     ffi_call(&cif, FFI_FN(fn), NULL, vals);
+    tj_scope_end();
     in_callback--;
     if (cb_code)
         st = ir_errorf(cb_code, "host_callback: %s", cb_msg);
+    else if (cb_made_code)
+        rt_log(RT_LOG_MISUSE,
+               "host_callback: an op in the callback failed and the callback returned without "
+               "tj_callback_fail, so the call goes on: %s",
+               cb_made_msg);
     cb_code = outer_code;
+    cb_made_code = outer_made;
 out:
     if (types != stack_types)
         free(types);

@@ -38,11 +38,11 @@ static tj_tensor *run_kernel(const ir_node *n, tj_tensor **ins, int reinfer, tj_
         x->kind == RT_CONCRETE && x->buf && !x->buf->release && atomic_load(&x->rc) == 1 &&
         x->dtype == proto.dtype && x->numel == ir_numel(proto.rank, proto.dims))
         return rt_tensor_view(x, proto.rank, proto.dims);
-    tj_tensor *out = reuse ? tj_retain(reuse) : rt_kernel_output(&proto);
+    tj_tensor *out = reuse ? rt_retain(reuse) : rt_kernel_output(&proto);
     if (!out)
         return NULL;
     if (rt_ref_kernel(&proto, ins, out) != TJ_OK) {
-        tj_release(out);
+        rt_release(out);
         return NULL;
     }
     return out;
@@ -118,7 +118,7 @@ static tj_status region_run(region_call *rc, tj_tensor *const *args, uint32_t n)
     tj_status st = rc->p->vt->run(rc->p, args, n, rc->caps, rc->outs);
     if (st)
         for (uint32_t k = 0; k < rc->n_outs; k++) {
-            tj_release(rc->outs[k]);
+            rt_release(rc->outs[k]);
             rc->outs[k] = NULL;
         }
     return st;
@@ -126,7 +126,7 @@ static tj_status region_run(region_call *rc, tj_tensor *const *args, uint32_t n)
 
 static void release_all(tj_tensor **v, uint32_t n) {
     for (uint32_t k = 0; k < n; k++) {
-        tj_release(v[k]);
+        rt_release(v[k]);
         v[k] = NULL;
     }
 }
@@ -199,7 +199,7 @@ static tj_status exec_cf(const ir_graph *g, uint32_t i, const rt_exec_env *env, 
             return ir_errorf(TJ_ERR_OOM, "while: out of memory");
         memcpy(args, ins, na * sizeof *args);
         for (uint32_t k = 0; k < nr; k++)
-            res[k] = tj_retain(ins[k]);
+            res[k] = rt_retain(ins[k]);
         region_call rcond = {.p = r0, .caps = env->caps, .op = op, .outs = &flag, .n_outs = 1};
         tj_tensor *next_stack[16], **next = nr <= 16 ? next_stack : calloc(nr, sizeof *next);
         if (!next)
@@ -215,7 +215,7 @@ static tj_status exec_cf(const ir_graph *g, uint32_t i, const rt_exec_env *env, 
                 break;
             }
             bool go = truthy(flag);
-            tj_release(flag);
+            rt_release(flag);
             flag = NULL;
             if (!go)
                 break;
@@ -251,7 +251,7 @@ static tj_status exec_cf(const ir_graph *g, uint32_t i, const rt_exec_env *env, 
             return ir_errorf(TJ_ERR_OOM, "for: out of memory");
         }
         for (uint32_t k = 0; k < nr; k++)
-            res[k] = tj_retain(ins[3 + k]);
+            res[k] = rt_retain(ins[3 + k]);
         memcpy(args + 1 + nr, ins + 3 + nr, (na - 1 - nr) * sizeof *args);
         rc.outs = next;
         int64_t it = 0;
@@ -265,7 +265,7 @@ static tj_status exec_cf(const ir_graph *g, uint32_t i, const rt_exec_env *env, 
             args[0] = idx;
             memcpy(args + 1, res, nr * sizeof *res);
             st = region_run(&rc, args, na);
-            tj_release(idx);
+            rt_release(idx);
             if (st) {
                 st = region_failed(op, it, st);
                 break;
@@ -297,7 +297,7 @@ static tj_status exec_cf(const ir_graph *g, uint32_t i, const rt_exec_env *env, 
             return ir_errorf(TJ_ERR_OOM, "scan: out of memory");
         }
         for (uint32_t k = 0; k < nc; k++)
-            carry[k] = tj_retain(ins[k]);
+            carry[k] = rt_retain(ins[k]);
         memcpy(args + nc + nx, ins + nc + nx, ninv * sizeof *args); /* invariants */
         for (uint32_t k = 0; k < ny; k++) { /* the stacked ys, allocated as the node's results */
             ir_node d;
@@ -334,7 +334,7 @@ static tj_status exec_cf(const ir_graph *g, uint32_t i, const rt_exec_env *env, 
                 } else if (row) {
                     memcpy((char *)ys->data + (size_t)t * row, y->data, row);
                 }
-                tj_release(y);
+                rt_release(y);
                 step[nc + k] = NULL;
             }
         }
@@ -366,7 +366,7 @@ tj_status rt_exec_node(const ir_graph *g, uint32_t i, const rt_exec_env *env, tj
     tj_status st;
     switch (n->op) {
     case IR_OP_CONST:
-        vals[i] = env->consts ? tj_retain(env->consts[i]) : rt_const_tensor(g, n);
+        vals[i] = env->consts ? rt_retain(env->consts[i]) : rt_const_tensor(g, n);
         return vals[i] ? TJ_OK : ir_last_code();
     case IR_OP_PARAM:
         if ((uint64_t)slot >= env->n_args)
@@ -374,7 +374,7 @@ tj_status rt_exec_node(const ir_graph *g, uint32_t i, const rt_exec_env *env, tj
                              (long long)slot, env->n_args);
         if ((st = check_param(env, n, env->args[slot], slot)))
             return st;
-        vals[i] = tj_retain(env->args[slot]);
+        vals[i] = rt_retain(env->args[slot]);
         return TJ_OK;
     case IR_OP_VAR_READ:
         if (!(v = bound(env, slot)))
@@ -388,7 +388,7 @@ tj_status rt_exec_node(const ir_graph *g, uint32_t i, const rt_exec_env *env, tj
             if ((st = rt_variable_set(v, ins[0])))
                 return st;
         }
-        vals[i] = tj_retain(ins[0]);
+        vals[i] = rt_retain(ins[0]);
         return TJ_OK;
     case IR_OP_PRINT:
         return env->effects ? rt_do_print(blob ? blob->data : "", ins, n->n_in) : TJ_OK;
@@ -402,7 +402,7 @@ tj_status rt_exec_node(const ir_graph *g, uint32_t i, const rt_exec_env *env, tj
         if (!ins[0] || ins[0]->kind != RT_TUPLE || slot < 0 || slot >= ins[0]->n_items)
             return ir_errorf(TJ_ERR_STATE, "%s: get %lld of a value that has no such result",
                              env->who, (long long)slot);
-        vals[i] = tj_retain(ins[0]->items[slot]);
+        vals[i] = rt_retain(ins[0]->items[slot]);
         return TJ_OK;
     case IR_OP_COND:
     case IR_OP_WHILE:

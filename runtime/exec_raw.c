@@ -57,7 +57,7 @@ typedef struct raw_loop {
 static void raw_free(raw_loop *L) {
     for (int b = 0; b < 2; b++) {
         for (uint32_t k = 0; L->buf[b] && k < L->nr; k++)
-            tj_release(L->buf[b][k]);
+            rt_release(L->buf[b][k]);
         free(L->buf[b]);
     }
     free(L->inplace);
@@ -125,7 +125,7 @@ static void raw_results(raw_loop *L, tj_tensor *const *init, tj_tensor **res) {
     for (uint32_t k = 0; k < L->nr; k++) {
         int b = L->inplace[k] ? 0 : L->cur;
         if (L->cur < 0) {
-            res[k] = tj_retain(init[k]);
+            res[k] = rt_retain(init[k]);
         } else {
             res[k] = L->buf[b][k];
             L->buf[b][k] = NULL;
@@ -249,7 +249,7 @@ static tj_status raw_scan(const ir_node *n, const ir_graph *g, rt_program *body,
         raw_results(&L, ins, res);
     } else {
         for (uint32_t k = 0; k < ny; k++) {
-            tj_release(res[nc + k]);
+            rt_release(res[nc + k]);
             res[nc + k] = NULL;
         }
     }

@@ -104,7 +104,7 @@ static tj_status run(const ir_graph *g, const uint8_t *live, const uint32_t *las
         for (uint32_t k = 0; k < n->n_in; k++) {
             uint32_t j = in[k];
             if (last_use[j] == i && j != keep) {
-                tj_release(vals[j]);
+                rt_release(vals[j]);
                 vals[j] = NULL;
             }
         }
@@ -139,12 +139,12 @@ static tj_status interp_run(rt_program *p, tj_tensor *const *args, uint32_t n_ar
     tj_status st = run(g, ip->live, ip->last_use, &env, IR_NONE, vals);
     for (uint32_t k = 0; k < g->n_outputs && !st; k++) {
         if (!outs[k])
-            outs[k] = tj_retain(vals[g->outputs[k]]);
+            outs[k] = rt_retain(vals[g->outputs[k]]);
         else
             st = rt_copy_into(outs[k], vals[g->outputs[k]]); /* tj_call_into */
     }
     for (uint32_t i = 0; i < g->n_nodes; i++)
-        tj_release(vals[i]);
+        rt_release(vals[i]);
     if (vals != stack_vals)
         free(vals);
     return st;
@@ -154,7 +154,7 @@ static void interp_free(rt_program *p) {
     interp *ip = (interp *)p;
     if (ip->consts)
         for (uint32_t i = 0; i < p->g->n_nodes; i++)
-            tj_release(ip->consts[i]);
+            rt_release(ip->consts[i]);
     free(ip->consts);
     rt_regions_free(ip->regions, p->g);
     free(ip->live);
@@ -227,9 +227,9 @@ tj_tensor *rt_eval_node(const ir_graph *g, uint32_t id, tj_tensor *const *args, 
                            .reinfer = graph_has_unknown(g),
                            .who = "eval"};
         if (run(g, live, last_use, &env, id, vals) == TJ_OK)
-            res = tj_retain(vals[id]);
+            res = rt_retain(vals[id]);
         for (uint32_t i = 0; i < n; i++)
-            tj_release(vals[i]);
+            rt_release(vals[i]);
     } else {
         ir_errorf(TJ_ERR_OOM, "eval: out of memory");
     }

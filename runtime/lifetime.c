@@ -69,13 +69,13 @@ int rt_is_freed(const tj_tensor *t, const char *what) {
     return 1;
 }
 
-tj_tensor *tj_retain(tj_tensor *t) {
+tj_tensor *rt_retain(tj_tensor *t) {
     if (t && !rt_is_freed(t, "retain"))
         atomic_fetch_add(&t->rc, 1);
     return t;
 }
 
-void tj_release(tj_tensor *t) {
+void rt_release(tj_tensor *t) {
     if (!t || rt_is_freed(t, "release"))
         return;
     if (atomic_fetch_sub(&t->rc, 1) != 1)
@@ -83,9 +83,79 @@ void tj_release(tj_tensor *t) {
     rt_buffer_release(t->buf);
     free(t->msg);
     for (int i = 0; i < t->n_items; i++)
-        tj_release(t->items[i]);
+        rt_release(t->items[i]);
     free(t->items);
     header_free(t);
+}
+
+/* ---- references user code hands back --------------------------------------------------------
+ * A traced function, a control-flow body or a switch branch returns "a new reference, or one its
+ * scope owns". Which one is told by the user's own tj_retain/tj_release calls: while user code
+ * runs (rt_user_enter .. rt_user_leave, nested per thread) each public tj_retain is logged and
+ * each public tj_release cancels the latest logged retain of the same tensor. A returned tensor
+ * with a retain left in its section's part of the log is a reference the code handed over:
+ * rt_user_leave gives it to the innermost scope, so the callers' usual rule (the scope owns the
+ * result; tj_keep moves it out) holds for both kinds. The library itself uses rt_retain and
+ * rt_release, which are never logged. A full log stops logging: a returned reference is then
+ * taken as scope-owned (at worst a leak, never a double release). */
+enum { USER_LOG_MAX = 4096 };
+static _Thread_local tj_tensor **ulog; /* NULL entries: retains cancelled by a release */
+static _Thread_local size_t ulog_n, ulog_cap, ulog_mark;
+static _Thread_local int ulog_depth;
+
+static void ulog_push(tj_tensor *t) {
+    while (ulog_n > ulog_mark && !ulog[ulog_n - 1]) /* cancelled entries on top */
+        ulog_n--;
+    if (ulog_n == ulog_cap) {
+        size_t cap = ulog_cap ? 2 * ulog_cap : 64;
+        tj_tensor **l = cap <= USER_LOG_MAX ? realloc(ulog, cap * sizeof *l) : NULL;
+        if (!l)
+            return;
+        ulog = l, ulog_cap = cap;
+    }
+    ulog[ulog_n++] = t;
+}
+
+/* Cancels the latest logged retain of t at or above `from`; 1 if there was one. */
+static int ulog_cancel(const tj_tensor *t, size_t from) {
+    for (size_t i = ulog_n; i-- > from;)
+        if (ulog[i] == t) {
+            ulog[i] = NULL;
+            return 1;
+        }
+    return 0;
+}
+
+rt_user_mark rt_user_enter(void) {
+    rt_user_mark m = {ulog_n, ulog_mark};
+    ulog_mark = ulog_n;
+    ulog_depth++;
+    return m;
+}
+
+tj_tensor *rt_user_leave(tj_tensor *r, rt_user_mark m) {
+    if (r && ulog_cancel(r, m.at)) /* handed over: the innermost scope owns it now */
+        rt_scoped(r);
+    ulog_n = m.at; /* what the section retained and kept is its own business */
+    ulog_mark = m.prev;
+    if (--ulog_depth == 0) {
+        free(ulog);
+        ulog = NULL;
+        ulog_n = ulog_cap = 0;
+    }
+    return r;
+}
+
+tj_tensor *tj_retain(tj_tensor *t) {
+    if (ulog_depth && t && t->kind != RT_FREED)
+        ulog_push(t);
+    return rt_retain(t);
+}
+
+void tj_release(tj_tensor *t) {
+    if (ulog_depth && t)
+        ulog_cancel(t, 0);
+    rt_release(t);
 }
 
 /* ---- scopes ---------------------------------------------------------------------------------- */
@@ -132,7 +202,7 @@ void tj_scope_end(void) {
         return;
     scope *s = &scopes[--n_scopes];
     for (size_t i = 0; i < s->n; i++)
-        tj_release(s->items[i]);
+        rt_release(s->items[i]);
     free(s->items);
     if (n_scopes == 0) {
         free(scopes);
@@ -144,7 +214,7 @@ void tj_scope_end(void) {
 tj_tensor *tj_keep(tj_tensor *t) {
     if (!t || n_scopes == 0)
         return t; /* no scope owns it: the caller already does */
-    tj_retain(t);
+    rt_retain(t);
     if (n_scopes > 1)
         scope_push_item(&scopes[n_scopes - 2], t);
     return t;

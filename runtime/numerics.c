@@ -94,7 +94,7 @@ tj_status rt_numerics_locate(const ir_graph *g, const uint32_t *nodes, uint32_t 
         bool have = true;
         for (uint32_t k = 0; k < n->n_in; k++) { /* the step's inputs, from the run */
             if (!mine[in[k]] && !tmp[in[k]])
-                tmp[in[k]] = tj_retain(vals[in[k]]);
+                tmp[in[k]] = rt_retain(vals[in[k]]);
             have = have && tmp[in[k]];
         }
         if (!have) /* an input the run no longer holds (or a node that failed here) */
@@ -115,7 +115,7 @@ tj_status rt_numerics_locate(const ir_graph *g, const uint32_t *nodes, uint32_t 
             st = rt_numerics_error("", ir_ops[n->op].name, i, tmp[i], at, is_nan, context);
     }
     for (uint32_t i = 0; i < g->n_nodes; i++)
-        tj_release(tmp[i]);
+        rt_release(tmp[i]);
     free(tmp);
     free(mine);
     return st;

@@ -258,7 +258,7 @@ static tj_tensor *fill(const char *op, int rank, const int64_t *dims, tj_tensor 
     if (!value)
         return rt_scoped(rt_errorf(TJ_ERR_INVALID, "%s: value is NULL", op));
     if (value->kind == RT_ERROR)
-        return rt_scoped(tj_retain(value));
+        return rt_scoped(rt_retain(value));
     if (value->kind == RT_TUPLE)
         return rt_scoped(rt_errorf(TJ_ERR_INVALID, "%s: value is a tuple, not a tensor", op));
     if (value->rank != 0)

@@ -213,8 +213,10 @@ tj_status tj_optimizer_apply(tj_optimizer *o, int n, tj_variable *const *vars,
             return ir_errorf(g->code, "%s: gradient %d: %s", what, k, g->msg);
         if (g->kind == RT_TUPLE || g->dtype != vars[k]->dtype || g->rank != vars[k]->rank ||
             memcmp(g->dims, vars[k]->dims, sizeof(int64_t) * g->rank))
-            return ir_errorf(TJ_ERR_SHAPE, "%s: gradient %d is %s%s, variable '%s' is %s%s", what,
-                             k, ir_dtype_name(g->dtype), ir_fmt_dims(a, sizeof a, g->rank, g->dims),
+            return ir_errorf(g->kind != RT_TUPLE && g->dtype != vars[k]->dtype ? TJ_ERR_DTYPE
+                                                                               : TJ_ERR_SHAPE,
+                             "%s: gradient %d is %s%s, variable '%s' is %s%s", what, k,
+                             ir_dtype_name(g->dtype), ir_fmt_dims(a, sizeof a, g->rank, g->dims),
                              vars[k]->name ? vars[k]->name : "?", ir_dtype_name(vars[k]->dtype),
                              ir_fmt_dims(b, sizeof b, vars[k]->rank, vars[k]->dims));
     }

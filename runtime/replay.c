@@ -125,7 +125,7 @@ tj_status rt_replay_graph(const ir_graph *g, tj_tensor *const *params, uint32_t 
         v[id] = r;
     }
     for (uint32_t k = 0; k < g->n_outputs && !st; k++)
-        outs[k] = tj_retain(v[g->outputs[k]]);
+        outs[k] = rt_retain(v[g->outputs[k]]);
     tj_scope_end();
     free(v);
     for (uint32_t k = 0; k < g->n_outputs && !st; k++)

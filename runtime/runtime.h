@@ -66,6 +66,19 @@ void rt_buffer_release(rt_buffer *b);
 /* An error tensor from the thread's current error (ir_last_error). Unscoped. */
 tj_tensor *rt_error_from_status(tj_status code);
 tj_tensor *rt_errorf(tj_status code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The library's own reference counting (tj_retain/tj_release are the user's: lifetime.c). */
+tj_tensor *rt_retain(tj_tensor *t);
+void rt_release(tj_tensor *t);
+/* Around a call of user code that returns a tensor (a traced function, a body, a branch):
+ * rt_user_leave gives a reference the code retained and returned to the innermost scope, so the
+ * result is scope-owned either way. Returns r. */
+typedef struct rt_user_mark {
+    size_t at, prev;
+} rt_user_mark;
+rt_user_mark rt_user_enter(void);
+tj_tensor *rt_user_leave(tj_tensor *r, rt_user_mark m);
+/* Called for every error tensor made: while a host callback runs, keeps the first (effects.c). */
+void rt_callback_note_error(tj_status code, const char *msg);
 /* An unscoped tuple retaining its items. */
 tj_tensor *rt_tuple_new(int n, tj_tensor *const *items);
 /* A deep copy of a concrete tensor (strings too), keeping its static / host-scalar marks.

@@ -96,8 +96,9 @@ static tj_tensor *check_result(sw *s, int k, tj_tensor *r) {
         if (v.width != w->width || v.dtype != w->dtype || v.rank != w->rank ||
             memcmp(v.dims, w->dims, (size_t)v.rank * sizeof *v.dims) != 0) {
             char a[160], b[160];
-            return fail(TJ_ERR_SHAPE, "switch: branch %d result %d is %s, branch 0 returned %s", k,
-                        j, type_str(&v, a, sizeof a), type_str(w, b, sizeof b));
+            return fail(v.width == w->width && v.dtype != w->dtype ? TJ_ERR_DTYPE : TJ_ERR_SHAPE,
+                        "switch: branch %d result %d is %s, branch 0 returned %s", k, j,
+                        type_str(&v, a, sizeof a), type_str(w, b, sizeof b));
         }
     }
     return r;
@@ -116,7 +117,8 @@ static tj_tensor *run_range(int n, tj_tensor *const *args, void *ctx) {
     sw_range *rg = ctx;
     sw *s = rg->s;
     if (rg->lo == rg->hi) {
-        tj_tensor *r = s->fns[rg->lo](n, args, s->user);
+        rt_user_mark um = rt_user_enter();
+        tj_tensor *r = rt_user_leave(s->fns[rg->lo](n, args, s->user), um);
         if (r && r->kind == RT_ERROR)
             return r;
         return check_result(s, rg->lo, r ? r : tj_tuple(0, NULL));
@@ -137,10 +139,11 @@ tj_tensor *tj_switch(tj_tensor *index, int n_branches, const tj_body *fns, int n
     if (index->kind == RT_ERROR)
         return index;
     if (index->kind == RT_TUPLE || index->rank != 0 || !ir_dtype_is_int(index->dtype))
-        return fail(TJ_ERR_SHAPE, "switch: the branch index must be an integer scalar, got %s%s",
-                    index->kind == RT_TUPLE ? "a tuple" : ir_dtype_name(index->dtype),
-                    index->kind == RT_TUPLE ? ""
-                                            : ir_fmt_dims(d, sizeof d, index->rank, index->dims));
+        return fail(
+            index->kind != RT_TUPLE && !ir_dtype_is_int(index->dtype) ? TJ_ERR_DTYPE : TJ_ERR_SHAPE,
+            "switch: the branch index must be an integer scalar, got %s%s",
+            index->kind == RT_TUPLE ? "a tuple" : ir_dtype_name(index->dtype),
+            index->kind == RT_TUPLE ? "" : ir_fmt_dims(d, sizeof d, index->rank, index->dims));
     if (n_branches < 1 || !fns)
         return fail(TJ_ERR_INVALID, "switch: needs a list of at least one branch, got %d%s",
                     n_branches, fns ? "" : " (NULL list)");
@@ -152,7 +155,8 @@ tj_tensor *tj_switch(tj_tensor *index, int n_branches, const tj_body *fns, int n
     if (!rt_trace_current()) { /* eager: the chosen branch runs, nothing else */
         double v = tj_tensor_get_f64(index, 0);
         int k = v <= 0 ? 0 : v >= n_branches - 1 ? n_branches - 1 : (int)v;
-        tj_tensor *r = fns[k](n, args, user);
+        rt_user_mark um = rt_user_enter();
+        tj_tensor *r = rt_user_leave(fns[k](n, args, user), um);
         return r ? r : tj_tuple(0, NULL);
     }
     sw *s = calloc(1, sizeof *s);

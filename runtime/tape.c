@@ -108,7 +108,7 @@ tj_tensor **rt_kmap_put(kmap *m, uint64_t k) {
 void rt_kmap_free(kmap *m) {
     for (size_t i = 0; i < m->cap; i++)
         if (m->k[i])
-            tj_release(m->v[i]);
+            rt_release(m->v[i]);
     free(m->k);
     free(m->v);
     memset(m, 0, sizeof *m);
@@ -130,7 +130,7 @@ static int hold(tj_tape *tp, tj_tensor *t) {
         tp->held = h;
         tp->cap_held = c;
     }
-    tp->held[tp->n_held++] = tj_retain(t);
+    tp->held[tp->n_held++] = rt_retain(t);
     return 1;
 }
 
@@ -162,10 +162,10 @@ static void add_entry(tj_tape *tp, const ir_node *n, const uint64_t *keys, tj_te
     }
     for (uint32_t k = 0; k < n_in; k++) {
         e->in_keys[k] = keys[k];
-        e->in[k] = vals ? tj_retain(vals[k]) : NULL;
+        e->in[k] = vals ? rt_retain(vals[k]) : NULL;
     }
     e->out_key = out_key;
-    e->out = tj_retain(out);
+    e->out = rt_retain(out);
     e->first = UINT32_MAX;
     tp->n_e++;
 }
@@ -277,7 +277,7 @@ void rt_tape_on_cf(rt_trace *tr, const ir_node *node, const uint32_t *in, uint32
             }
         }
         for (uint32_t k = 0; vals && k < n_in; k++)
-            tj_release(vals[k]);
+            rt_release(vals[k]);
         free(vals);
         free(keys);
     }
@@ -360,14 +360,14 @@ void tj_tape_free(tj_tape *tape) {
     for (size_t i = 0; i < tape->n_e; i++) {
         entry *e = &tape->e[i];
         for (uint32_t k = 0; k < e->n_in; k++)
-            tj_release(e->in[k]);
-        tj_release(e->out);
+            rt_release(e->in[k]);
+        rt_release(e->out);
         free(e->in);
         free(e->in_keys);
     }
     free(tape->e);
     for (size_t i = 0; i < tape->n_held; i++)
-        tj_release(tape->held[i]);
+        rt_release(tape->held[i]);
     free(tape->held);
     for (size_t i = 0; i < tape->n_reads; i++)
         rt_variable_release(tape->reads[i].v);
@@ -386,7 +386,7 @@ tj_status rt_tape_accumulate(kmap *grads, uint64_t k, tj_tensor *g) {
     tj_tensor *sum = *slot ? tj_add(*slot, g) : g;
     if (sum->kind == RT_ERROR)
         return ir_errorf(sum->code, "gradient: %s", sum->msg);
-    tj_release(*slot);
-    *slot = tj_retain(sum);
+    rt_release(*slot);
+    *slot = rt_retain(sum);
     return TJ_OK;
 }

@@ -130,14 +130,14 @@ static tj_status gradient(tj_tape *tp, const char *what, uint32_t n_t, tj_tensor
             sum = tj_zeros((tj_dtype)sk->dtype[k], sk->rank[k], sk->dims[k]);
         if (sum && sum->kind == RT_ERROR)
             st = fail(what, sum);
-        grads[k] = sum ? tj_retain(sum) : NULL;
+        grads[k] = sum ? rt_retain(sum) : NULL;
     }
     tj_scope_end();
     tp->busy = 0;
     rt_kmap_free(&grads_of);
     for (int k = 0; k < n; k++) {
         if (st) {
-            tj_release(grads[k]);
+            rt_release(grads[k]);
             grads[k] = NULL;
         } else if (grads[k]) {
             rt_scoped(grads[k]);

@@ -126,6 +126,7 @@ static tj_tensor *error_new(tj_status code, const char *msg) {
         return NULL;                            /* callers treat NULL as an error too */
     t->code = code < 0 ? code : TJ_ERR_INVALID; /* an error is negative, whatever was asked */
     t->msg = strdup(msg ? msg : "");
+    rt_callback_note_error(t->code, t->msg);
     return t;
 }
 
@@ -213,7 +214,7 @@ static tj_tensor *from_data(tj_dtype dt, int rank, const int64_t *dims, const vo
         return rt_error_from_status(0);
     if (t->numel && !data) {
         long long n = (long long)t->numel;
-        tj_release(t);
+        rt_release(t);
         return rt_errorf(TJ_ERR_INVALID, "tensor_from_data: data is NULL for %lld elements", n);
     }
     if (dt == TJ_STRING) {
@@ -371,7 +372,7 @@ tj_tensor *rt_tuple_new(int n, tj_tensor *const *items) {
     }
     t->n_items = n;
     for (int i = 0; i < n; i++)
-        t->items[i] = tj_retain(items[i]);
+        t->items[i] = rt_retain(items[i]);
     return t;
 }
 
@@ -474,12 +475,12 @@ tj_tensor *rt_tensor_clone(const tj_tensor *t) {
 
 tj_tensor *rt_tensor_plain(tj_tensor *t) {
     if (!t || t->kind != RT_CONCRETE || (!t->host_scalar && !t->is_static))
-        return tj_retain(t);
+        return rt_retain(t);
     return rt_tensor_alias(t);
 }
 
 tj_tensor *rt_tensor_alias(tj_tensor *t) {
-    return t && t->kind == RT_CONCRETE ? rt_tensor_view(t, t->rank, t->dims) : tj_retain(t);
+    return t && t->kind == RT_CONCRETE ? rt_tensor_view(t, t->rank, t->dims) : rt_retain(t);
 }
 
 tj_tensor *rt_tensor_view(tj_tensor *t, int rank, const int64_t *dims) {

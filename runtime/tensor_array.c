@@ -24,7 +24,7 @@ static tj_tensor *parts(const char *op, tj_tensor *ta, tj_tensor **data, tj_tens
     if (rt_is_freed(ta, op))
         return rt_scoped(rt_error_from_status(TJ_ERR_STATE));
     if (ta->kind == RT_ERROR)
-        return rt_scoped(tj_retain(ta));
+        return rt_scoped(rt_retain(ta));
     if (ta->kind != RT_TUPLE || !ta->tensor_array || ta->n_items != 2)
         return rt_scoped(rt_errorf(TJ_ERR_INVALID,
                                    "%s: not a tensor array (make one with "
@@ -42,7 +42,7 @@ static tj_tensor *index_of(const char *op, tj_tensor *i) {
         return rt_scoped(rt_errorf(TJ_ERR_INVALID, "%s: the index is NULL", op));
     if (i->kind == RT_ERROR || i->kind == RT_TUPLE)
         return i->kind == RT_ERROR
-                   ? rt_scoped(tj_retain(i))
+                   ? rt_scoped(rt_retain(i))
                    : rt_scoped(rt_errorf(TJ_ERR_INVALID, "%s: the index is a tuple", op));
     if (i->rank != 0 || !ir_dtype_is_index(i->dtype))
         return rt_scoped(
@@ -104,12 +104,12 @@ tj_tensor *tj_tensor_array_stack(tj_tensor *ta) {
     tj_tensor *data, *written, *err = parts("tensor_array_stack", ta, &data, &written);
     if (err)
         return err;
-    return rt_scoped(tj_retain(data));
+    return rt_scoped(rt_retain(data));
 }
 
 tj_tensor *tj_tensor_array_unstack(tj_tensor *values) {
     if (!values || values->kind == RT_ERROR)
-        return values ? rt_scoped(tj_retain(values))
+        return values ? rt_scoped(rt_retain(values))
                       : rt_scoped(rt_errorf(TJ_ERR_INVALID, "tensor_array_unstack: NULL values"));
     if (values->kind == RT_TUPLE || values->rank < 1)
         return rt_scoped(rt_errorf(TJ_ERR_SHAPE,

@@ -33,7 +33,7 @@ tj_variable *rt_variable_retain(tj_variable *v) {
 void rt_variable_release(tj_variable *v) {
     if (!v || atomic_fetch_sub(&v->rc, 1) != 1)
         return;
-    tj_release(v->value);
+    rt_release(v->value);
     free(v->name);
     pthread_mutex_destroy(&v->mu);
     pthread_mutex_destroy(&v->update_mu);
@@ -42,7 +42,7 @@ void rt_variable_release(tj_variable *v) {
 
 tj_tensor *rt_variable_get(tj_variable *v) {
     pthread_mutex_lock(&v->mu);
-    tj_tensor *t = tj_retain(v->value);
+    tj_tensor *t = rt_retain(v->value);
     pthread_mutex_unlock(&v->mu);
     return t;
 }
@@ -79,7 +79,7 @@ tj_status rt_variable_set(tj_variable *v, tj_tensor *value) {
     tj_tensor *old = v->value;
     v->value = value;
     pthread_mutex_unlock(&v->mu);
-    tj_release(old);
+    rt_release(old);
     return TJ_OK;
 }
 
@@ -129,7 +129,7 @@ tj_variable *tj_variable_new(tj_tensor *init, const char *name) {
     tj_variable **created = NULL;
     if (tr &&
         !(created = realloc(tr->created, (size_t)(tr->n_vars_created + 1) * sizeof *created))) {
-        tj_release(value);
+        rt_release(value);
         ir_errorf(TJ_ERR_OOM, "variable_new: out of memory");
         rt_trace_fail(tr, TJ_ERR_OOM);
         return NULL;
@@ -138,7 +138,7 @@ tj_variable *tj_variable_new(tj_tensor *init, const char *name) {
         tr->created = created;
     tj_variable *v = rt_arena_alloc(&var_arena);
     if (!v) {
-        tj_release(value);
+        rt_release(value);
         if (tr)
             rt_trace_fail(tr, TJ_ERR_OOM);
         return NULL;
@@ -160,7 +160,7 @@ tj_variable *tj_variable_new(tj_tensor *init, const char *name) {
     v->rank = v->value->rank;
     memcpy(v->dims, v->value->dims, sizeof v->dims);
     v->id = atomic_fetch_add(&next_id, 1);
-    if (name) {
+    if (name && *name) {
         v->name = strdup(name);
     } else {
         char buf[32];
@@ -225,7 +225,7 @@ tj_tensor *tj_variable_read(tj_variable *v) {
         if (r->kind == RT_CONCRETE) {
             tj_tensor *a = rt_tensor_alias(r);
             if (a) {
-                tj_release(r);
+                rt_release(r);
                 r = a;
             }
         }
@@ -240,13 +240,13 @@ tj_tensor *tj_assign(tj_variable *v, tj_tensor *value) {
     if (!value)
         return rt_scoped(rt_errorf(TJ_ERR_INVALID, "assign: value is NULL"));
     if (value->kind == RT_ERROR)
-        return rt_scoped(tj_retain(value));
+        return rt_scoped(rt_retain(value));
     rt_trace *tr = rt_trace_current();
     if (!tr) {
         rt_variable_lock(v);
         tj_status st = rt_variable_set(v, value);
         rt_variable_unlock(v);
-        return rt_scoped(st ? rt_error_from_status(st) : tj_retain(value));
+        return rt_scoped(st ? rt_error_from_status(st) : rt_retain(value));
     }
     uint32_t slot = rt_trace_capture(tr, v);
     uint32_t in = slot == IR_NONE ? IR_NONE : rt_trace_lift(tr, value);

@@ -92,7 +92,7 @@ static tj_status run_gen(cpu_prog *cp, const step *s, tj_tensor **vals, void **b
         bufs[k] = vals[s->in[k]]->data;
     for (uint32_t k = 0; k < s->n_out; k++) {
         tj_tensor *t = bound_output(cp, s->out[k], outs, args, n_args);
-        t = t ? tj_retain(t) : out_tensor(ir_node_get(g, s->out[k]));
+        t = t ? rt_retain(t) : out_tensor(ir_node_get(g, s->out[k]));
         if (!t)
             return TJ_ERR_OOM;
         vals[s->out[k]] = t;
@@ -453,7 +453,7 @@ static tj_status run_cf(cpu_prog *cp, const step *s, tj_tensor **vals, void **bu
         st = vals[s->id]->kind == RT_ERROR ? vals[s->id]->code : TJ_OK;
     }
     for (uint32_t k = 0; k < nr; k++)
-        tj_release(res[k]);
+        rt_release(res[k]);
     if (res != stack_res)
         free(res);
     if (!st && rc != 0) /* an error to report: the executor finds it and names the iteration */
@@ -566,7 +566,7 @@ static tj_status cpu_run(rt_program *p, tj_tensor *const *args, uint32_t n_args,
         /* drop values whose last reader was this step */
         for (uint32_t k = 0; k < sp->n_in; k++) {
             if (cp->last_use[sp->in[k]] == s) {
-                tj_release(vals[sp->in[k]]);
+                rt_release(vals[sp->in[k]]);
                 vals[sp->in[k]] = NULL;
             }
         }
@@ -574,12 +574,12 @@ static tj_status cpu_run(rt_program *p, tj_tensor *const *args, uint32_t n_args,
     for (uint32_t k = 0; k < g->n_outputs && !st; k++) {
         tj_tensor *v = vals[g->outputs[k]];
         if (!outs[k])
-            outs[k] = tj_retain(v);
+            outs[k] = rt_retain(v);
         else if (outs[k] != v) /* not written in place: copy into the caller's tensor */
             st = rt_copy_into(outs[k], v);
     }
     for (uint32_t i = 0; i < g->n_nodes; i++)
-        tj_release(vals[i]);
+        rt_release(vals[i]);
     if (vals != stack_vals)
         free(vals);
     if (scratch != stack_scratch)
@@ -593,7 +593,7 @@ void jit_cpu_prog_free(rt_program *p) {
         return;
     if (cp->consts)
         for (uint32_t i = 0; i < p->g->n_nodes; i++)
-            tj_release(cp->consts[i]);
+            rt_release(cp->consts[i]);
     free(cp->consts);
     jit_cpu_shared_release(cp->shared);
     pass_partition_free(cp->part);
