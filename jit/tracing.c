@@ -443,6 +443,7 @@ tj_tensor *tj_call_eager(tj_function *f, int nargs, tj_tensor *const *args) {
             TJ_ERR_STATE, "call: '%s': functions nested %d deep%s (unbounded recursion?)", f->name,
             call_depth, call_depth >= MAX_CALL_DEPTH ? "" : " exhaust the thread's stack"));
     call_depth++;
+    double t0 = RT_PROFILING() && !rt_trace_current() ? rt_profile_now() : 0;
     tj_scope_begin();
     /* a host scalar passed as an argument is a tensor argument, as in a trace (where it becomes
      * a parameter): the callee must not promote it */
@@ -468,5 +469,7 @@ tj_tensor *tj_call_eager(tj_function *f, int nargs, tj_tensor *const *args) {
     r = tj_keep(r);
     tj_scope_end();
     call_depth--;
+    if (t0) /* an eager call (TJ_EAGER, tj_call_eager), not one inlined into a trace */
+        rt_profile_event("call", f->name, t0, "\"eager\":1");
     return r;
 }

@@ -80,17 +80,51 @@ void rt_profile_event(const char *cat, const char *name, double t0, const char *
     pthread_mutex_unlock(&mu);
 }
 
+/* The length of the valid UTF-8 sequence at s (1 to 4), 0 when it is not one. */
+static int utf8_len(const unsigned char *s) {
+    int n = s[0] < 0x80             ? 1
+            : (s[0] & 0xe0) == 0xc0 ? 2
+            : (s[0] & 0xf0) == 0xe0 ? 3
+            : (s[0] & 0xf8) == 0xf0 ? 4
+                                    : 0;
+    if (n == 2 && s[0] < 0xc2) /* overlong */
+        return 0;
+    for (int i = 1; i < n; i++)
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+    return n;
+}
+
+const char *rt_profile_json(char *buf, size_t n, const char *s) {
+    size_t k = 0;
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    while (*p && k + 7 < n) {
+        int len = utf8_len(p);
+        if (*p == '"' || *p == '\\')
+            k += (size_t)snprintf(buf + k, n - k, "\\%c", *p);
+        else if (*p < 32)
+            k += (size_t)snprintf(buf + k, n - k, "\\u%04x", *p);
+        else if (len == 0) /* not UTF-8: the replacement character, as JSON must be UTF-8 */
+            k += (size_t)snprintf(buf + k, n - k, "\\ufffd");
+        else {
+            memcpy(buf + k, p, (size_t)len);
+            k += (size_t)len;
+        }
+        p += len ? len : 1;
+    }
+    buf[k < n ? k : n - 1] = 0;
+    return buf;
+}
+
 /* s as a JSON string's contents */
 static void put_json(FILE *f, const char *s) {
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 32)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
+    size_t n = 6 * strlen(s) + 8;
+    char stack[512], *buf = n <= sizeof stack ? stack : malloc(n);
+    if (!buf)
+        return;
+    fputs(rt_profile_json(buf, n, s), f);
+    if (buf != stack)
+        free(buf);
 }
 
 static void free_events(void) {

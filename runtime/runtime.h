@@ -365,6 +365,9 @@ extern atomic_int rt_profiling; /* 1 while a profile is being recorded */
 double rt_profile_now(void); /* microseconds, monotonic */
 /* Records a complete event of kind `cat` (a static string) named `name` from t0 to now on this
  * thread; args_fmt (may be NULL) formats the members of its "args" object (JSON). */
+/* s escaped as the contents of a JSON string into buf (n bytes; cut at a character, never in an
+ * escape). Any text from a user (a function's name) goes into an event's args through this. */
+const char *rt_profile_json(char *buf, size_t n, const char *s);
 void rt_profile_event(const char *cat, const char *name, double t0, const char *args_fmt, ...)
     __attribute__((format(printf, 4, 5)));
 void rt_profile_from_env(const char *path); /* TJ_PROFILE: start now, write at exit */

@@ -480,10 +480,10 @@ static void profile_step(const cpu_prog *cp, uint32_t s, double t0) {
             bytes += ir_numel(n->rank, n->dims) * (int64_t)ir_dtype_size(n->dtype);
     }
     const ir_node *o = ir_node_get(g, sp->n_out ? sp->out[0] : sp->id);
-    char d[96];
+    char d[96], fn[256];
     rt_profile_event("kernel", cp->labels ? cp->labels[s] : "step", t0,
                      "\"function\":\"%s\",\"out\":\"%s%s\",\"outputs\":%u,\"bytes\":%lld",
-                     g->name ? g->name : "",
+                     rt_profile_json(fn, sizeof fn, g->name ? g->name : ""),
                      o->dtype == IR_VOID ? "void" : ir_dtype_short(o->dtype),
                      rt_profile_dims(d, sizeof d, o->rank, o->dims), sp->n_out, (long long)bytes);
 }

@@ -1,13 +1,16 @@
 /* S28: a run traced to Chrome trace JSON. A new signature records its trace, passes and compile;
  * each call records a call event and one event per kernel of the compiled program (named by its
  * label, with the function, output shape and bytes); the interpreter (unknown dims) records one
- * event per node and eager ops one each. The file is valid JSON (checked with Python's parser
- * where it is installed). Nothing is recorded while no profile runs. Misuse is an error. */
+ * event per node and eager ops one each; an eager call (TJ_EAGER, tj_call_eager) records a call
+ * event too. Every file is valid JSON (tests/json_check.h), also when a function's name holds a
+ * quote, a backslash, a tab, a newline or bytes that are not UTF-8. Nothing is recorded while no
+ * profile runs. Misuse is an error. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "check.h"
+#include "json_check.h"
 #include <tracejit.h>
 
 static tj_tensor *f_body(tj_tensor *x) {
@@ -15,14 +18,61 @@ static tj_tensor *f_body(tj_tensor *x) {
 }
 
 static void valid_json(const char *path) {
-    if (system("command -v python3 > /dev/null 2>&1") != 0)
-        return;
-    char cmd[512];
-    snprintf(cmd, sizeof cmd,
-             "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); "
-             "assert all(e[\"ph\"] in \"XM\" for e in d[\"traceEvents\"])' %s",
-             path);
-    CHECK_MSG(system(cmd) == 0, "%s is not valid trace JSON", path);
+    char *s = check_slurp(path);
+    const char *err = s ? check_json(s) : "unreadable";
+    CHECK_MSG(err == NULL, "%s is not valid JSON: %s", path, err);
+    free(s);
+}
+
+/* Functions named with characters JSON must escape (and bytes that are not UTF-8): compiled
+ * (trace, passes, compile, call and kernel events name them), then eager. */
+static void hostile_names(const char *path) {
+    static const char *names[] = {"quote\"d", "back\\slash", "tab\there", "new\nline",
+                                  "bytes\xff\xc3("};
+    int64_t d[1] = {64};
+    tj_tensor *x = tj_random_uniform(TJ_F32, 1, d, -1, 1, 4);
+    CHECK_EQ_INT(tj_profile_start(path), TJ_OK);
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        tj_function *f = tj_function_new(names[k], (void *)f_body, 1, NULL);
+        tj_release(tj_call(f, 1, &x));
+        tj_release(tj_call_eager(f, 1, &x));
+        tj_function_free(f);
+    }
+    CHECK_EQ_INT(tj_profile_stop(), TJ_OK);
+    valid_json(path);
+    char *s = check_slurp(path);
+    CHECK_HAS(s, "\"function\":\"quote\\\"d\"");
+    CHECK_HAS(s, "\"name\":\"new\\u000aline\",\"cat\":\"call\"");
+    CHECK_HAS(s, "\"name\":\"tab\\u0009here\",\"cat\":\"call\",\"ph\":\"X\"");
+    CHECK_HAS(s, "bytes\\ufffd\\ufffd(");
+    free(s);
+
+    /* TJ_EAGER's switch: each call is an event naming the function, its ops events of their own */
+    tj_function *f = tj_function_new("eager_fn", (void *)f_body, 1, NULL);
+    tj_set_eager(1);
+    CHECK_EQ_INT(tj_profile_start(path), TJ_OK);
+    tj_release(tj_call(f, 1, &x));
+    tj_release(tj_call(f, 1, &x));
+    CHECK_EQ_INT(tj_profile_stop(), TJ_OK);
+    tj_set_eager(0);
+    valid_json(path);
+    s = check_slurp(path);
+    CHECK_EQ_INT(check_count_of(s, "\"name\":\"eager_fn\",\"cat\":\"call\""), 2);
+    CHECK_EQ_INT(check_count_of(s, "\"eager\":1}"), 2);
+    CHECK(check_count_of(s, "\"name\":\"tanh\",\"cat\":\"op\"") == 2);
+    free(s);
+    tj_function_free(f);
+    tj_release(x);
+}
+
+/* The validator itself refuses what is not JSON. */
+static void validator(void) {
+    CHECK(check_json("{\"a\":[1,2.5e3,-0,\"x\\n\",true,null]}") == NULL);
+    CHECK(check_json("{\"a\":\"tab\there\"}") != NULL);
+    CHECK(check_json("{\"a\":1,}") != NULL);
+    CHECK(check_json("{\"a\":\"q\"d\"}") != NULL);
+    CHECK(check_json("[\"\xff\"]") != NULL);
+    CHECK(check_json("[1] 2") != NULL);
 }
 
 int main(void) {
@@ -90,6 +140,8 @@ int main(void) {
     CHECK_EQ_INT(tj_profile_stop(), TJ_ERR_IO);
     CHECK_HAS(tj_last_error(), "profile_stop: cannot write /nonexistent-dir/p.json");
 
+    validator();
+    hostile_names(path);
     unlink(path);
     tj_release(x);
     tj_function_free(f);
