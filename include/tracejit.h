@@ -439,7 +439,11 @@ TJ_API tj_tensor *tj_while_loop_max(tj_body cond_fn, tj_body body_fn, int n, tj_
                                     int64_t maximum_iterations, void *user);
 /* for i in range(start, limit, delta): vars = body_fn(i, vars...). start, limit and delta are
  * numeric scalars (tensors: a loop of data-dependent trip count stays one node); the body gets
- * the int64 index i first, then the n loop variables, and returns the n new ones. */
+ * the int64 index i first, then the n loop variables, and returns the n new ones. With a float
+ * bound it is tf.range over floats: ceil((limit - start) / delta) steps, i = start + k·delta as
+ * float64 if a bound is float64, else float32. Float bounds must be known when traced (concrete
+ * scalars; one computed at run time is TJ_ERR_UNSUPPORTED), and NaN or infinite bounds, a delta
+ * of 0 and more than 2^53 steps are errors. */
 TJ_API tj_tensor *tj_for_range(tj_tensor *start, tj_tensor *limit, tj_tensor *delta,
                                tj_body body_fn, int n, tj_tensor *const *init, void *user);
 /* lax.scan over the leading axis of the n_xs sequences xs (equal leading dims T): the body gets

@@ -7,6 +7,7 @@
  * the node (a loop invariant, for loops) and a param of every region of it (capture_outer in
  * trace.c). Variables keep one slot list per function; a region that assigns one makes the next
  * read after the node a new VAR_READ (a new version). */
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -527,9 +528,77 @@ static tj_tensor *bound(const char *what, tj_tensor *t) {
     return t->dtype == TJ_I64 ? t : tj_cast(t, TJ_I64);
 }
 
+/* A range over floats, as tf.range: ceil((limit - start) / delta) steps (none when that is not
+ * positive), the body getting i = start + k·delta in the bounds' float type (float64 if one is,
+ * else float32) computed in float64. It runs as an int64 range over k whose body makes i. */
+typedef struct float_range {
+    tj_body body;
+    void *user;
+    double start, delta;
+    tj_dtype dt;
+} float_range;
+
+static tj_tensor *float_range_body(int n, tj_tensor *const *args, void *user) {
+    const float_range *fr = user;
+    tj_tensor *stack[17], **a = n <= 17 ? stack : calloc((size_t)n, sizeof *a);
+    if (!a)
+        return rt_scoped(rt_errorf(TJ_ERR_OOM, "for_range: out of memory"));
+    memcpy(a, args, (size_t)n * sizeof *a);
+    tj_tensor *k = tj_cast(args[0], TJ_F64);
+    a[0] = tj_cast(tj_add(tj_mul(k, tj_scalar_f64(fr->delta)), tj_scalar_f64(fr->start)), fr->dt);
+    tj_tensor *r = call_body(fr->body, n, a, fr->user);
+    if (a != stack)
+        free(a);
+    return r;
+}
+
+static tj_tensor *float_for(tj_tensor *const b[3], tj_body body_fn, int n, tj_tensor *const *init,
+                            void *user) {
+    rt_trace *tr = rt_trace_current();
+    static const char *what[3] = {"start", "limit", "delta"};
+    double v[3];
+    tj_dtype dt = TJ_F32;
+    for (int k = 0; k < 3; k++) { /* each a numeric scalar, as the int64 range checks them */
+        tj_tensor *e = bound(what[k], b[k]);
+        if (e->kind == RT_ERROR)
+            return tr ? (rt_trace_fail(tr, e->code), e) : e;
+    }
+    for (int k = 0; k < 3; k++) {
+        if (b[k]->kind != RT_CONCRETE) /* symbolic: known only when the function runs */
+            return fail(tr, TJ_ERR_UNSUPPORTED,
+                        "for_range: %s is a %s computed when the function runs; a range over "
+                        "floats needs its bounds known when traced (constants): cast it to an "
+                        "integer or loop with tj_while_loop",
+                        what[k], ir_dtype_name(b[k]->dtype));
+        v[k] = tj_tensor_get_f64(b[k], 0);
+        if (b[k]->dtype == TJ_F64)
+            dt = TJ_F64;
+    }
+    for (int k = 0; k < 3; k++)
+        if (!isfinite(v[k]))
+            return fail(tr, TJ_ERR_INVALID, "for_range: %s is %g (range(%g, %g, %g))", what[k],
+                        v[k], v[0], v[1], v[2]);
+    if (v[2] == 0)
+        return fail(tr, TJ_ERR_INVALID, "for_range: delta is 0 (range(%g, %g, 0))", v[0], v[1]);
+    double steps = ceil((v[1] - v[0]) / v[2]);
+    if (!(steps < 9007199254740992.0)) /* 2^53: beyond it start + k·delta repeats values */
+        return fail(tr, TJ_ERR_INVALID,
+                    "for_range: range(%g, %g, %g) has %g steps, more than 2^53 (delta too small "
+                    "for the bounds)",
+                    v[0], v[1], v[2], steps);
+    float_range fr = {body_fn, user, v[0], v[2], dt};
+    return rt_for_flat(tj_scalar_i64(0), tj_scalar_i64(steps > 0 ? (int64_t)steps : 0),
+                       tj_scalar_i64(1), float_range_body, n, init, &fr);
+}
+
 tj_tensor *rt_for_flat(tj_tensor *start, tj_tensor *limit, tj_tensor *delta, tj_body body_fn, int n,
                        tj_tensor *const *init, void *user) {
     rt_trace *tr = rt_trace_current();
+    tj_tensor *given[3] = {start, limit, delta};
+    for (int k = 0; k < 3; k++) /* a float scalar makes it a range over floats */
+        if (given[k] && (given[k]->kind == RT_CONCRETE || given[k]->kind == RT_SYMBOLIC) &&
+            given[k]->rank == 0 && ir_dtype_is_float(given[k]->dtype))
+            return float_for(given, body_fn, n, init, user);
     tj_tensor *b[3] = {bound("start", start), bound("limit", limit), bound("delta", delta)};
     for (int k = 0; k < 3; k++)
         if (b[k]->kind == RT_ERROR)
