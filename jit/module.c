@@ -2,17 +2,19 @@
  * tf.Module + tf.saved_model). A module holds named variables and named functions with fixed
  * input signatures. Adding a function traces it for its signature (a tj_concrete, which
  * tj_module_call runs); saving writes, into the directory:
- *   module.tjm         the manifest: "tracejit-module 1", then per function its file, checksum,
+ *   module.tjm         the manifest: "tracejit-module 2", then per function its file, checksum,
  *                      result kind, argument specs, the variables its capture slots read and its
- *                      result types; the variables' file and checksum
+ *                      result types; the variables' file and checksum; last, the manifest's
+ *                      own checksum
  *   <function>.tjir    the optimized graph in the text IR (it round-trips through the parser)
  *   variables.ckpt     the variables (a checkpoint: runtime/checkpoint.c)
  * Loading reads everything as untrusted input (the manifest line by line, every file against its
  * FNV-1a checksum, the graphs through the parser and the verifier, each graph's parameters
- * against its signature), creates the variables, and makes each graph a concrete function
- * (jit_concrete_from_graph) compiled like a traced one: the CPU backend, whose artifact cache
- * makes a reload on the same target a cache hit, or the interpreter (TJ_BACKEND=interp, no
- * LLVM). Host callbacks cannot be saved. */
+ * against its signature, its results against the result kind and 'out' lines, and every
+ * variable slot it reads or assigns against the variable the manifest binds), creates the
+ * variables, and makes each graph a concrete function (jit_concrete_from_graph) compiled like a
+ * traced one: the CPU backend, whose artifact cache makes a reload on the same target a cache hit,
+ * or the interpreter (TJ_BACKEND=interp, no LLVM). Host callbacks cannot be saved. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -197,6 +199,23 @@ static void put_type(FILE *f, const char *tag, int dtype, int rank, const int64_
     fputc('\n', f);
 }
 
+/* Appends "checksum <FNV-1a of every byte before this line>" to the manifest at path. */
+static tj_status append_checksum(const char *what, const char *path) {
+    unsigned char *text = NULL;
+    size_t size = 0;
+    tj_status st = rt_read_file(what, path, MAX_MANIFEST, &text, &size);
+    FILE *f = st ? NULL : fopen(path, "a");
+    if (!st && !f)
+        st = ir_errorf(TJ_ERR_IO, "%s: cannot write %s: %s", what, path, strerror(errno));
+    if (f) {
+        fprintf(f, "checksum %016llx\n", (unsigned long long)rt_fnv1a(text, size));
+        if (fclose(f) != 0)
+            st = ir_errorf(TJ_ERR_IO, "%s: writing %s failed", what, path);
+    }
+    free(text);
+    return st;
+}
+
 static tj_status write_file(const char *what, const char *path, const void *p, size_t n) {
     FILE *f = fopen(path, "wb");
     if (!f)
@@ -243,12 +262,13 @@ tj_status tj_module_save(tj_module *m, const char *dir) {
     size_t ck_size = 0;
     if (!st)
         st = rt_read_file(what, path, (size_t)1 << 31, &ck, &ck_size);
-    snprintf(path, sizeof path, "%s/module.tjm", dir);
-    FILE *man = st ? NULL : fopen(path, "w");
+    char man_path[3300];
+    snprintf(man_path, sizeof man_path, "%s/module.tjm", dir);
+    FILE *man = st ? NULL : fopen(man_path, "w");
     if (!st && !man)
-        st = ir_errorf(TJ_ERR_IO, "%s: cannot write %s: %s", what, path, strerror(errno));
+        st = ir_errorf(TJ_ERR_IO, "%s: cannot write %s: %s", what, man_path, strerror(errno));
     if (man) {
-        fprintf(man, "tracejit-module 1\nname %s\nvariables variables.ckpt %016llx\n",
+        fprintf(man, "tracejit-module 2\nname %s\nvariables variables.ckpt %016llx\n",
                 valid_name(m->name) ? m->name : "module",
                 (unsigned long long)rt_fnv1a(ck, ck_size));
     }
@@ -292,7 +312,9 @@ tj_status tj_module_save(tj_module *m, const char *dir) {
         fprintf(man, "end\n");
     }
     if (man && fclose(man) != 0 && !st)
-        st = ir_errorf(TJ_ERR_IO, "%s: writing %s failed", what, path);
+        st = ir_errorf(TJ_ERR_IO, "%s: writing %s failed", what, man_path);
+    if (!st) /* the manifest's own checksum, as its last line */
+        st = append_checksum(what, man_path);
     return st;
 }
 
@@ -320,6 +342,29 @@ static char *next_line(reader *r) {
 
 static tj_status bad_line(const reader *r, const char *why) {
     return ir_errorf(TJ_ERR_CORRUPT, "module_load: %s line %d: %s", r->path, r->line, why);
+}
+
+/* The manifest's last line is "checksum <hex>" over every byte before it; it is cut off here, so
+ * the lines read after are exactly the ones it covers. */
+static tj_status check_manifest_sum(const char *path, char *text, size_t size) {
+    if (size == 0 || text[size - 1] != '\n' || strlen(text) != size)
+        return ir_errorf(TJ_ERR_CORRUPT,
+                         "module_load: %s does not end in a line (or holds a NUL byte)", path);
+    size_t at = size - 1;
+    while (at > 0 && text[at - 1] != '\n')
+        at--;
+    unsigned long long want;
+    char tail;
+    if (sscanf(text + at, "checksum %16llx%c", &want, &tail) != 2 || tail != '\n')
+        return ir_errorf(TJ_ERR_CORRUPT,
+                         "module_load: %s: its last line is not 'checksum <hex>' (cut short, or "
+                         "saved by an older tracejit)",
+                         path);
+    if (rt_fnv1a(text, at) != want)
+        return ir_errorf(TJ_ERR_CORRUPT,
+                         "module_load: %s does not match its checksum (changed or corrupt)", path);
+    text[at] = 0;
+    return TJ_OK;
 }
 
 /* "<tag> <dtype> <rank> <dims...>" */
@@ -374,10 +419,42 @@ static tj_status read_checked(const char *what, const char *dir, const char *fil
 /* Checks fn's graph text (parameters against the signature, slots against the manifest's
  * variables caps[0..n_caps)) and makes it fn->c: from the saved native code (img, NULL when
  * none or not wanted) when it runs here, else compiled, or interpreted. */
+/* Every read and assignment of a variable slot in g (its regions' too) against the variable the
+ * manifest binds to the slot: the same dtype and shape, or the code would read or write another
+ * size than the buffer has. */
+static tj_status check_slots(const ir_graph *g, tj_variable *const *caps, uint32_t n_caps,
+                             const char *path) {
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        for (int k = 0; k < 2; k++) {
+            const ir_graph *r = (ir_ops[n->op].flags & IR_F_CF) ? ir_region(g, n, k) : NULL;
+            tj_status st = r ? check_slots(r, caps, n_caps, path) : TJ_OK;
+            if (st)
+                return st;
+        }
+        if (n->op != IR_OP_VAR_READ && n->op != IR_OP_ASSIGN)
+            continue;
+        uint64_t slot = (uint64_t)n->a.i[0];
+        const tj_variable *v = slot < n_caps ? caps[slot] : NULL;
+        const ir_node *t = n->op == IR_OP_ASSIGN ? ir_node_get(g, ir_inputs(g, n)[0]) : n;
+        char a[128], b[128];
+        if (!v || t->dtype != v->dtype || t->rank != v->rank ||
+            memcmp(t->dims, v->dims, sizeof(int64_t) * (size_t)t->rank) != 0)
+            return ir_errorf(TJ_ERR_CORRUPT,
+                             "module_load: %s: variable slot %llu is %s%s in the graph but "
+                             "module.tjm binds it to '%s' (%s%s)",
+                             path, (unsigned long long)slot, ir_dtype_name(t->dtype),
+                             ir_fmt_dims(a, sizeof a, t->rank, t->dims), v ? v->name : "?",
+                             v ? ir_dtype_name(v->dtype) : "none",
+                             v ? ir_fmt_dims(b, sizeof b, v->rank, v->dims) : "");
+    }
+    return TJ_OK;
+}
+
 static tj_status load_graph(mod_fn *fn, const char *path, const char *text,
-                            tj_variable *const *caps, uint32_t n_caps, int kind,
-                            const char *img_path, const unsigned char *img, size_t img_size,
-                            const char *no_img) {
+                            tj_variable *const *caps, uint32_t n_caps, const tj_spec *outs,
+                            uint32_t n_outs, int kind, const char *img_path,
+                            const unsigned char *img, size_t img_size, const char *no_img) {
     const char *what = "module_load";
     ir_graph *g = ir_parse(text);
     if (!g)
@@ -398,6 +475,22 @@ static tj_status load_graph(mod_fn *fn, const char *path, const char *text,
             memcmp(n->dims, s->dims, sizeof(int64_t) * (size_t)s->rank) != 0)
             st = ir_errorf(TJ_ERR_CORRUPT, "%s: %s: parameter %lld does not match its signature",
                            what, path, (long long)n->a.i[0]);
+    }
+    if (!st)
+        st = check_slots(g, caps, n_caps, path);
+    if (!st && ((kind == JIT_RESULT_NONE && g->n_outputs != 0) ||
+                (kind == JIT_RESULT_SINGLE && g->n_outputs != 1)))
+        st = ir_errorf(TJ_ERR_CORRUPT,
+                       "%s: %s has %u results; module.tjm says the function returns %s", what, path,
+                       g->n_outputs, kind == JIT_RESULT_NONE ? "none" : "one tensor");
+    for (uint32_t k = 0; k < g->n_outputs && !st; k++) {
+        const ir_node *o = ir_node_get(g, g->outputs[k]);
+        const tj_spec *w = k < n_outs ? &outs[k] : NULL;
+        if (n_outs != g->n_outputs || o->dtype != (int)w->dtype || o->rank != w->rank ||
+            memcmp(o->dims, w->dims, sizeof(int64_t) * (size_t)o->rank) != 0)
+            st = ir_errorf(TJ_ERR_CORRUPT,
+                           "%s: %s: result %u does not match the 'out' lines of module.tjm (%u)",
+                           what, path, k, n_outs);
     }
     uint64_t hash = rt_fnv1a(text, strlen(text));
     char why[200];
@@ -461,10 +554,14 @@ tj_module *tj_module_load_opts(const char *dir, unsigned flags) {
     }
     m->loaded = 1;
     reader r = {path, (char *)text, 0};
-    char *s = next_line(&r), name[256] = "module", ckfile[256] = "";
+    st = check_manifest_sum(path, (char *)text, size);
+    char *s = st ? NULL : next_line(&r), name[256] = "module", ckfile[256] = "";
     unsigned long long sum = 0;
-    if (!s || strcmp(s, "tracejit-module 1") != 0)
-        st = bad_line(&r, "not a tracejit module of format 1");
+    if (!st && s && strcmp(s, "tracejit-module 1") == 0)
+        st = bad_line(&r, "a module of format 1 (a manifest without a checksum, saved by an "
+                          "older tracejit): save it again");
+    else if (!st && (!s || strcmp(s, "tracejit-module 2") != 0))
+        st = bad_line(&r, "not a tracejit module of format 2");
     if (!st && (!(s = next_line(&r)) || sscanf(s, "name %255s", name) != 1))
         st = bad_line(&r, "a 'name' line was expected");
     if (!st && (!(s = next_line(&r)) || sscanf(s, "variables %255s %llx", ckfile, &sum) != 2))
@@ -538,9 +635,16 @@ tj_module *tj_module_load_opts(const char *dir, unsigned flags) {
             if (!c || strncmp(c, "cap ", 4) != 0 || !(caps[k] = find_var(m, c + 4)))
                 st = bad_line(&r, "a 'cap' line naming a saved variable was expected");
         }
-        tj_spec out;
-        while (!st && (s = r.p) && strncmp(s, "out ", 4) == 0)
+        tj_spec *outs = NULL;
+        uint32_t n_outs = 0;
+        while (!st && (s = r.p) && strncmp(s, "out ", 4) == 0) {
+            tj_spec out;
             st = parse_type(&r, "out", &out);
+            if (!st && grow((void **)&outs, n_outs, sizeof *outs))
+                st = ir_errorf(TJ_ERR_OOM, "%s: out of memory", what);
+            else if (!st)
+                outs[n_outs++] = out;
+        }
         char nfile[300] = "";
         unsigned long long nsum = 0;
         if (!st && (s = r.p) && strncmp(s, "native ", 7) == 0 &&
@@ -560,7 +664,7 @@ tj_module *tj_module_load_opts(const char *dir, unsigned flags) {
             char gpath[3300], npath[3300];
             snprintf(gpath, sizeof gpath, "%s/%s", dir, file);
             snprintf(npath, sizeof npath, "%s/%s", dir, nfile);
-            st = load_graph(fn, gpath, (const char *)g_text, caps, ncaps, kind, npath,
+            st = load_graph(fn, gpath, (const char *)g_text, caps, ncaps, outs, n_outs, kind, npath,
                             use_img ? img : NULL, img_size,
                             !nfile[0]                      ? "no native code was saved"
                             : flags & TJ_MODULE_GRAPH_ONLY ? "graph only, as asked"
@@ -569,6 +673,7 @@ tj_module *tj_module_load_opts(const char *dir, unsigned flags) {
         free(img);
         free(g_text);
         free(caps);
+        free(outs);
     }
     free(text);
     if (st) {

@@ -3,7 +3,8 @@
  * signature) and the variables it binds. The input is "manifest \0 graph": the graph is written
  * as g.tjir with its true checksum substituted for the word CHECKSUM in the manifest (so inputs
  * get past the checksum test), beside a fixed valid variables.ckpt holding an f32 scalar "x"
- * (CKSUM_VARS in the manifest is replaced by its checksum). Graphs run on the interpreter. */
+ * (CKSUM_VARS in the manifest is replaced by its checksum). The manifest is sealed with its own
+ * checksum line, as tj_module_save writes it. Graphs run on the interpreter. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,8 +95,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     snprintf(p, sizeof p, "%s/module.tjm", dir);
     f = m2 ? fopen(p, "wb") : NULL;
-    if (f) {
+    if (f) { /* sealed as a saved manifest is: its checksum on a last line of its own */
+        size_t n = strlen(m2);
+        int nl = n > 0 && m2[n - 1] != '\n';
         fputs(m2, f);
+        if (nl)
+            fputc('\n', f);
+        unsigned long long sum = rt_fnv1a(m2, n);
+        if (nl) /* FNV-1a over one more byte */
+            sum = (sum ^ '\n') * 0x100000001b3ull;
+        fprintf(f, "checksum %016llx\n", sum);
         fclose(f);
         tj_module *m = tj_module_load(dir);
         if (m) { /* call what loaded, with zeros of its first signature when it is a scalar */

@@ -64,6 +64,38 @@ static unsigned char *read_all(const char *path, size_t *n) {
     return p;
 }
 
+/* Writes text as dir/module.tjm; when seal, with the checksum line a saved manifest ends with
+ * (a forger's edit: the loader must still refuse what disagrees with the graph). */
+static void write_manifest(const char *dir, const char *text, int seal) {
+    char path[700];
+    snprintf(path, sizeof path, "%s/module.tjm", dir);
+    FILE *f = fopen(path, "w");
+    fputs(text, f);
+    if (seal)
+        fprintf(f, "checksum %016llx\n", (unsigned long long)rt_fnv1a(text, strlen(text)));
+    fclose(f);
+}
+/* dir/module.tjm without its checksum line (caller frees) */
+static char *read_manifest(const char *dir) {
+    char path[700];
+    snprintf(path, sizeof path, "%s/module.tjm", dir);
+    char *man = check_slurp(path), *last = man ? strstr(man, "checksum ") : NULL;
+    CHECK(last != NULL);
+    if (last)
+        *last = 0;
+    return man;
+}
+/* s with the first `from` replaced by `to` (a new string) */
+static char *replaced(const char *s, const char *from, const char *to) {
+    const char *at = strstr(s, from);
+    CHECK_MSG(at != NULL, "'%s' not in the manifest", from);
+    if (!at)
+        return strdup(s);
+    char *out = malloc(strlen(s) + strlen(to) + 1);
+    sprintf(out, "%.*s%s%s", (int)(at - s), s, to, at + strlen(from));
+    return out;
+}
+
 /* Replaces dir's addprint.x86_64.tjx by img[0..n) and, when fix, its checksum in module.tjm. */
 static void put_native(const char *dir, const unsigned char *img, size_t n, int fix) {
     char path[700];
@@ -78,11 +110,88 @@ static void put_native(const char *dir, const unsigned char *img, size_t n, int 
         char sum[17];
         snprintf(sum, sizeof sum, "%016llx", (unsigned long long)rt_fnv1a(img, n));
         memcpy(at + strlen("native addprint.x86_64.tjx "), sum, 16);
-        f = fopen(path, "w");
-        fputs(man, f);
-        fclose(f);
+        *strstr(man, "checksum ") = 0;
+        write_manifest(dir, man, 1);
     }
     free(man);
+}
+
+/* A module reading two variables of different shapes, its manifest forged (resealed) to bind
+ * them the other way round, to return nothing, to return other types; and edited without
+ * resealing. Each is refused naming what disagrees, with the native code and graph-only. */
+static tj_variable *va, *vb;
+static tj_tensor *two_vars(tj_tensor *s) {
+    return tj_add(
+        tj_add(tj_sum(tj_variable_read(va), 0, NULL, 0), tj_sum(tj_variable_read(vb), 0, NULL, 0)),
+        s);
+}
+static void forged_manifests(const char *dir0) {
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/forged", dir0);
+    tj_tensor *a = tj_fill(1, (int64_t[]){4}, tj_scalar_f32(1));
+    tj_tensor *b = tj_fill(2, (int64_t[]){8, 4}, tj_scalar_f32(2));
+    va = tj_variable_new(a, "a");
+    vb = tj_variable_new(b, "b");
+    tj_function *f = tj_function_new("two_vars", (void *)two_vars, 1, NULL);
+    tj_spec scalar = {TJ_F32, 0, {0}, NULL};
+    tj_module *m = tj_module_new("forged");
+    CHECK_EQ_INT(tj_module_add_function(m, "two_vars", f, 1, &scalar), TJ_OK);
+    CHECK_EQ_INT(tj_module_save(m, dir), TJ_OK);
+    char *man = read_manifest(dir);
+    const struct {
+        const char *from, *to, *want;
+    } forge[] = {
+        {"cap b\ncap a\n", "cap a\ncap b\n",
+         "variable slot 0 is float32[8,4] in the graph but module.tjm binds it to 'a' "
+         "(float32[4])"},
+        {"cap b\ncap a\n", "cap b\ncap b\n", "binds it to 'b' (float32[8,4])"},
+        {" 1 1 2\n", " 0 1 2\n", "has 1 results; module.tjm says the function returns none"},
+        {"out f32 0\n", "out f32 1 2\n", "result 0 does not match the 'out' lines of module.tjm"},
+        {"out f32 0\n", "out f32 0\nout f32 0\n", "does not match the 'out' lines"},
+        {"tracejit-module 2", "tracejit-module 1",
+         "a module of format 1 (a manifest without a checksum"},
+    };
+    for (size_t k = 0; man && k < sizeof forge / sizeof forge[0]; k++)
+        for (int graph_only = 0; graph_only < 2; graph_only++) {
+            char *t = replaced(man, forge[k].from, forge[k].to);
+            write_manifest(dir, t, 1);
+            tj_module *l = tj_module_load_opts(dir, graph_only ? TJ_MODULE_GRAPH_ONLY : 0);
+            CHECK_MSG(l == NULL, "forgery %zu loaded", k);
+            CHECK_HAS(tj_last_error(), forge[k].want);
+            tj_module_free(l);
+            free(t);
+        }
+    /* edited, not resealed: the manifest's own checksum */
+    char *t = man ? replaced(man, "cap b\ncap a\n", "cap a\ncap a\n") : NULL;
+    if (t) {
+        write_manifest(dir, t, 0);
+        char path[700];
+        snprintf(path, sizeof path, "%s/module.tjm", dir);
+        FILE *fp = fopen(path, "a"); /* the old checksum line back */
+        fprintf(fp, "checksum %016llx\n", (unsigned long long)rt_fnv1a(man, strlen(man)));
+        fclose(fp);
+        CHECK(tj_module_load(dir) == NULL);
+        CHECK_HAS(tj_last_error(), "module.tjm does not match its checksum (changed or corrupt)");
+        write_manifest(dir, man, 0); /* no checksum line at all: cut short */
+        CHECK(tj_module_load(dir) == NULL);
+        CHECK_HAS(tj_last_error(), "its last line is not 'checksum <hex>'");
+    }
+    free(t);
+    /* the manifest as saved loads and runs: 1*4 + 2*32 + 3 */
+    write_manifest(dir, man ? man : "", 1);
+    tj_module *l = tj_module_load(dir);
+    CHECK_MSG(l != NULL, "%s", tj_last_error());
+    if (l)
+        CHECK_NEAR(call1(l, "two_vars", 3), 71, 0);
+    tj_module_free(l);
+    free(man);
+    check_rm_dir(dir);
+    tj_module_free(m);
+    tj_function_free(f);
+    tj_variable_free(va);
+    tj_variable_free(vb);
+    tj_release(a);
+    tj_release(b);
 }
 
 static double load_call(const char *dir, unsigned flags, const char *runs_on) {
@@ -240,6 +349,7 @@ int main(void) {
     CHECK_HAS(sh(cmd, out, sizeof out), "11");
 
     native_code(dir, f, &scalar);
+    forged_manifests(dir);
 
     /* refused at save time: a host callback */
     tj_function *g = tj_function_new("calls_back", (void *)calls_back, 1, NULL);
@@ -265,10 +375,7 @@ int main(void) {
     fclose(fp);
     CHECK(tj_module_load(dir) == NULL);
     CHECK_HAS(tj_last_error(), "addprint.tjir does not match its checksum");
-    snprintf(p, sizeof p, "%s/module.tjm", dir);
-    fp = fopen(p, "w");
-    fputs("tracejit-module 1\nname demo\nvariables\n", fp);
-    fclose(fp);
+    write_manifest(dir, "tracejit-module 2\nname demo\nvariables\n", 1);
     CHECK(tj_module_load(dir) == NULL);
     CHECK_HAS(tj_last_error(), "module.tjm line 3: a 'variables' line was expected");
     CHECK(tj_module_load("/nonexistent-dir") == NULL);
