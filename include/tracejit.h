@@ -193,8 +193,10 @@ TJ_API int tj_is_static(const tj_tensor *t);
 
 /* A tuple of results (multiple outputs). Items are retained by the tuple. */
 TJ_API tj_tensor *tj_tuple(int n, tj_tensor *const *items);
-TJ_API int tj_tuple_size(const tj_tensor *t);              /* -1 if not a tuple */
-TJ_API tj_tensor *tj_tuple_get(const tj_tensor *t, int i); /* borrowed */
+TJ_API int tj_tuple_size(const tj_tensor *t); /* -1 if not a tuple */
+/* Item i, borrowed; an error tensor gives itself (errors stay sticky through a tuple_get);
+ * NULL for anything else that is not a tuple, or i out of range. */
+TJ_API tj_tensor *tj_tuple_get(const tj_tensor *t, int i);
 
 TJ_API tj_tensor *tj_retain(tj_tensor *t); /* +1 reference, returns t; NULL-safe */
 TJ_API void tj_release(tj_tensor *t);      /* -1 reference; NULL-safe */

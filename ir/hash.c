@@ -141,6 +141,37 @@ static bool occ_bump(occ_tab *o, uint64_t lo, uint64_t hi, uint64_t *k) {
     return true;
 }
 
+/* The positions: per node its op and its inputs' ids, then the outputs' and effects' ids; the
+ * regions' layouts in the order of g->subs. */
+static void layout_lanes(const ir_graph *g, uint64_t *a, uint64_t *b) {
+    *a = ir_hash_mix(*a, g->n_nodes);
+    *b = ir_hash_mix(*b, g->n_subs);
+    for (uint32_t i = 0; i < g->n_subs; i++)
+        layout_lanes(g->subs[i], a, b);
+    for (uint32_t id = 0; id < g->n_nodes; id++) {
+        const ir_node *n = &g->nodes[id];
+        const uint32_t *in = ir_inputs(g, n);
+        uint64_t h = ir_hash_mix(n->op, n->n_in);
+        for (uint32_t k = 0; k < n->n_in; k++)
+            h = ir_hash_mix(h, in[k]);
+        *a = ir_hash_mix(*a, h);
+        *b = ir_hash_mix(*b, h ^ id);
+    }
+    for (uint32_t i = 0; i < g->n_outputs; i++)
+        *a = ir_hash_mix(*a, g->outputs[i]);
+    for (uint32_t i = 0; i < g->n_effects; i++)
+        *b = ir_hash_mix(*b, g->effects[i]);
+}
+
+ir_hash128 ir_graph_layout_hash(const ir_graph *g) {
+    ir_hash128 h = ir_graph_hash(g);
+    if (!g)
+        return h;
+    uint64_t a = h.lo, b = h.hi;
+    layout_lanes(g, &a, &b);
+    return (ir_hash128){fmix(a), fmix(b ^ 0x510e527fade682d1ull)};
+}
+
 ir_hash128 ir_graph_hash(const ir_graph *g) {
     const uint64_t s0 = 0x6a09e667f3bcc908ull, s1 = 0xbb67ae8584caa73bull;
     ir_hash128 r = {s0, s1};

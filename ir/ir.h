@@ -243,6 +243,11 @@ typedef struct ir_hash128 {
  * hashed by content). Two graphs that compute the same outputs and effects the same way hash
  * equal. */
 ir_hash128 ir_graph_hash(const ir_graph *g);
+/* ir_graph_hash and the graph's layout: each node's position and its inputs' positions, in its
+ * regions too. Artifacts whose plan depends on node numbering (kernels numbered by step, fused
+ * groups' buffer order) are keyed by this, so two graphs that compute the same thing in another
+ * order never share compiled code. */
+ir_hash128 ir_graph_layout_hash(const ir_graph *g);
 uint64_t ir_hash_bytes(const void *p, size_t n, uint64_t seed);
 static inline uint64_t ir_hash_mix(uint64_t h, uint64_t v) {
     h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);

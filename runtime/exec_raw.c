@@ -267,7 +267,8 @@ static tj_status raw_scan(const ir_node *n, const ir_graph *g, rt_program *body,
 tj_status rt_loop_raw(const ir_graph *g, uint32_t i, rt_program *r0, rt_program *r1,
                       tj_tensor **ins, tj_tensor **res) {
     const ir_node *n = ir_node_get(g, i);
-    if (!plain(ins, n->n_in) || !raw_size(r0))
+    /* raw loops check nothing: under check numerics the regions' programs run, step by step */
+    if (RT_CHECKING_NUMERICS() || !plain(ins, n->n_in) || !raw_size(r0))
         return RT_RAW_REDO;
     tj_status st = RT_RAW_REDO;
     if (n->op == IR_OP_WHILE && raw_size(r1) && bool_out(r0))

@@ -384,6 +384,8 @@ int tj_tuple_size(const tj_tensor *t) {
     return t && t->kind == RT_TUPLE ? t->n_items : -1;
 }
 tj_tensor *tj_tuple_get(const tj_tensor *t, int i) {
+    if (t && t->kind == RT_ERROR) /* sticky: the error, not NULL (a result of "nothing") */
+        return (tj_tensor *)t;
     return t && t->kind == RT_TUPLE && i >= 0 && i < t->n_items ? t->items[i] : NULL;
 }
 

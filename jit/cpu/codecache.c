@@ -27,8 +27,8 @@ static jit_cpu_shared *table;
 
 void jit_cpu_code_key(const ir_graph *g, bool contract, char *key, size_t n, char *prefix,
                       size_t pn) {
-    ir_hash128 h = ir_graph_hash(g);
-    snprintf(key, n, "tjcpu;fmt=2;tj=%s;cg=%s;target=%s;contract=%d;graph=%016llx%016llx",
+    ir_hash128 h = ir_graph_layout_hash(g); /* kernels are numbered in node order */
+    snprintf(key, n, "tjcpu;fmt=3;tj=%s;cg=%s;target=%s;contract=%d;graph=%016llx%016llx",
              tj_version(), TJ_CODEGEN_ID, jit_cpu_target_id(), contract ? 1 : 0,
              (unsigned long long)h.hi, (unsigned long long)h.lo);
     snprintf(prefix, pn, "tj_%016llx_", (unsigned long long)ir_hash_bytes(key, strlen(key), 11));

@@ -23,6 +23,9 @@ typedef struct jit_cpu_opts {
  * code's cache key: approximate and exact kernels differ. */
 bool jit_cpu_exact_math(const jit_cpu_opts *o);
 
+/* The format version of program images (image.c); a loader refuses any other. */
+#define JIT_CPU_IMAGE_VERSION 3
+
 /* Compiles g (borrowed: must outlive the program) for the host CPU. Returns a program whose
  * run() executes fused groups as native kernels and every other node with the reference
  * kernels, or NULL with the error set: TJ_ERR_UNSUPPORTED when LLVM is absent or g has unknown

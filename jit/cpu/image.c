@@ -4,13 +4,12 @@
  * units, chains and aliases, the OpenBLAS products) and the object that holds the kernels; the
  * control-flow regions follow as nested images. Loading checks the image against the tracejit
  * build (its code generator id), the host CPU (every ISA feature the code was compiled for) and
- * the graph (its structural hash and node count), then every index and count in it, before
- * anything runs. Little-endian, versioned:
- *   "TJX1" u32 version | str codegen id | u32 cpu[RT_CPU_WORDS] | u64 graph hash hi, lo |
- *   u32 n_nodes | str key | i64 par_min | u8 exact, no_contract | groups | steps |
- *   u64 object size, object | u32 region slots, per slot u8 kind (0 none, 1 interpreted,
- *   2 compiled: u64 size, image)
- * Strings are u32 length + bytes; id lists u32 count + u32 ids. */
+ * the graph (its layout hash, ir_graph_layout_hash, and node count), then every index and count in
+ * it, before anything runs. Little-endian, versioned: "TJX1" u32 version | str codegen id | u32
+ * cpu[RT_CPU_WORDS] | u64 graph hash hi, lo | u32 n_nodes | str key | i64 par_min | u8 exact,
+ * no_contract | groups | steps | u64 object size, object | u32 region slots, per slot u8 kind (0
+ * none, 1 interpreted, 2 compiled: u64 size, image) Strings are u32 length + bytes; id lists u32
+ * count + u32 ids. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,7 +17,7 @@
 #include "runtime/objload.h"
 #include "tj_codegen_id.h"
 
-enum { IMG_VERSION = 2, MAX_IMG_DEPTH = 16 };
+enum { IMG_VERSION = JIT_CPU_IMAGE_VERSION, MAX_IMG_DEPTH = 16 };
 
 /* ---- writing --------------------------------------------------------------------------------- */
 typedef struct wbuf {
@@ -98,7 +97,7 @@ static tj_status write_image(wbuf *w, const rt_program *p, int depth) {
     uint32_t cpu[RT_CPU_WORDS];
     rt_cpu_features(cpu);
     put(w, cpu, sizeof cpu);
-    ir_hash128 h = ir_graph_hash(g);
+    ir_hash128 h = ir_graph_layout_hash(g); /* the plan's indices are node positions */
     put(w, &h.hi, 8);
     put(w, &h.lo, 8);
     put_u32(w, g->n_nodes);
@@ -532,7 +531,7 @@ static rt_program *from_image(const ir_graph *g, rbuf *r, int depth) {
                   word, bits);
         return NULL;
     }
-    ir_hash128 h = ir_graph_hash(g);
+    ir_hash128 h = ir_graph_layout_hash(g);
     if (h.hi != hi || h.lo != lo || n_nodes != g->n_nodes) {
         ir_errorf(TJ_ERR_CORRUPT, "cpu image: compiled for another graph (%u nodes; this one %u)",
                   n_nodes, g->n_nodes);

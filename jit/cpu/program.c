@@ -431,6 +431,10 @@ static tj_status run_conv(cpu_prog *cp, const step *s, tj_tensor **vals, void **
 static tj_status run_cf(cpu_prog *cp, const step *s, tj_tensor **vals, void **bufs,
                         const rt_exec_env *env) {
     const ir_graph *g = cp->base.g;
+    /* checking numerics: the executor runs the regions' programs, whose every step is checked
+     * (the native function has no checks in it) */
+    if (RT_CHECKING_NUMERICS())
+        return rt_exec_node(g, s->id, env, vals, (tj_tensor **)bufs, NULL);
     const ir_node *n = ir_node_get(g, s->id);
     uint32_t nr = ir_cf_n_results(g, n);
     tj_tensor *stack_res[16] = {0}, **res = nr <= 16 ? stack_res : calloc(nr + 1, sizeof *res);

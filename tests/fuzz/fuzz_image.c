@@ -32,8 +32,8 @@ static tj_tensor *model(tj_tensor *x, tj_tensor *w) {
 /* The header the harness writes: everything up to the key. */
 static size_t header(unsigned char *p, const ir_graph *g) {
     size_t n = 0, cl = strlen(TJ_CODEGEN_ID);
-    uint32_t v = 1, len = (uint32_t)cl, cpu[RT_CPU_WORDS] = {0};
-    ir_hash128 h = ir_graph_hash(g);
+    uint32_t v = JIT_CPU_IMAGE_VERSION, len = (uint32_t)cl, cpu[RT_CPU_WORDS] = {0};
+    ir_hash128 h = ir_graph_layout_hash(g);
     memcpy(p + n, "TJX1", 4), n += 4;
     memcpy(p + n, &v, 4), n += 4;
     memcpy(p + n, &len, 4), n += 4;
