@@ -538,8 +538,9 @@ tj_status jit_cpu_plan(cpu_prog *cp, const jit_cpu_opts *o) {
     int n_blas = 0;
     for (uint32_t s = 0; s < cp->n_steps; s++)
         n_blas += cp->steps[s].kind == STEP_BLAS;
-    snprintf(key, sizeof key, "%s;plan=5;blas=%d;exact=%d;par=%lld", base, n_blas > 0,
-             o->exact_math, (long long)cp->par_min);
+    /* rt_isa decides which convolutions become conv steps (merge_convs) */
+    snprintf(key, sizeof key, "%s;plan=5;blas=%d;exact=%d;par=%lld;isa=%s", base, n_blas > 0,
+             o->exact_math, (long long)cp->par_min, rt_isa_name(rt_isa()));
     snprintf(prefix, sizeof prefix, "tj_%016llx_",
              (unsigned long long)ir_hash_bytes(key, strlen(key), 11));
 
