@@ -54,6 +54,7 @@ ir_graph *ir_graph_new(const char *name) {
     ir_graph *g = calloc(1, sizeof *g);
     if (!g)
         return NULL;
+    atomic_init((_Atomic int *)&g->refs, 1);
     g->name = strdup(name ? name : "main");
     if (!g->name || !GROW(g->nodes, 0, g->cap_nodes, 16) || !GROW(g->edges, 0, g->cap_edges, 32) ||
         !GROW(g->outputs, 0, g->cap_outputs, 1) || !GROW(g->effects, 0, g->cap_effects, 1)) {
@@ -90,8 +91,14 @@ static void payload_ref(void *own) {
     atomic_fetch_add_explicit(&((blob_hdr *)own)->refs, 1, memory_order_relaxed);
 }
 
+ir_graph *ir_graph_share(const ir_graph *g) {
+    if (g)
+        atomic_fetch_add_explicit((_Atomic int *)&g->refs, 1, memory_order_relaxed);
+    return (ir_graph *)g;
+}
+
 void ir_graph_free(ir_graph *g) {
-    if (!g)
+    if (!g || atomic_fetch_sub_explicit((_Atomic int *)&g->refs, 1, memory_order_acq_rel) != 1)
         return;
     for (uint32_t i = 0; i < g->n_blobs; i++)
         payload_unref(g->blobs[i].own);
@@ -159,12 +166,8 @@ ir_graph *ir_graph_clone(const ir_graph *g) {
         if (!c->subs)
             goto fail;
         c->cap_subs = g->n_subs;
-        for (uint32_t i = 0; i < g->n_subs; i++) {
-            c->subs[i] = ir_graph_clone(g->subs[i]);
-            if (!c->subs[i])
-                goto fail;
-            c->n_subs = i + 1;
-        }
+        for (uint32_t i = 0; i < g->n_subs; i++) /* shared, not copied */
+            c->subs[c->n_subs++] = ir_graph_share(g->subs[i]);
     }
     return c;
 fail:

@@ -140,11 +140,19 @@ typedef struct ir_graph {
     uint32_t n_subs, cap_subs;
     uint32_t *itab; /* interning table (graph.c): itab_cap slots of 2 words, then a tag byte each */
     uint32_t itab_cap;
+    int refs; /* atomic: holders of this graph (a region is shared by the graphs that own it) */
 } ir_graph;
 
 ir_graph *ir_graph_new(const char *name); /* caller frees with ir_graph_free */
+/* Drops one reference; the last frees the graph (and drops its regions'). */
 void ir_graph_free(ir_graph *g);
+/* A copy of g's own nodes, edges and outputs whose regions are g's, shared (ir_graph_share):
+ * graphs are not changed once built, so a region is never copied, and a pass over a graph with
+ * regions nested n deep costs what its nodes do, not n times their depth. */
 ir_graph *ir_graph_clone(const ir_graph *g);
+/* One more reference to g (returned; NULL-safe), for a graph that is finished: a region added to
+ * another graph (ir_add_sub takes the reference). */
+ir_graph *ir_graph_share(const ir_graph *g);
 
 /* Adds a node. `proto` gives op, attrs and, where the op needs them, dtype/rank/dims (sources,
  * reshape/broadcast_to targets, cast dtype); the rest is inferred. Validates, infers the shape,

@@ -7,6 +7,7 @@
  * inlined cond, a pruned loop) does not survive the rebuild. Two nodes merge only if their
  * handles are the same, so a merged node never leaves an orphan copy behind. */
 #include <stdlib.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "passes/passes.h"
@@ -14,7 +15,9 @@
 static _Thread_local ir_graph *spare;
 
 void pass_spare_put(ir_graph *g) {
-    if (g && spare && spare->cap_nodes >= g->cap_nodes) {
+    /* a graph someone else still holds is never reset for reuse */
+    bool shared = g && atomic_load_explicit((_Atomic int *)&g->refs, memory_order_acquire) != 1;
+    if (g && (shared || (spare && spare->cap_nodes >= g->cap_nodes))) {
         ir_graph_free(g);
         return;
     }
@@ -89,7 +92,7 @@ static uint32_t add_translated(pass_rebuild *rb, const ir_node *proto, const uin
             }
             uint32_t s = p.a.sub[k] - 1;
             if (p.a.sub[k] && !rb->sub_map[s]) {
-                ir_graph *c = ir_graph_clone(src->subs[s]);
+                ir_graph *c = ir_graph_share(src->subs[s]);
                 if (!c || !(rb->sub_map[s] = ir_add_sub(rb->dst, c))) {
                     ir_graph_free(c);
                     ir_errorf(TJ_ERR_OOM, "%s: out of memory copying region %u", ir_ops[p.op].name,

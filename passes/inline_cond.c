@@ -48,7 +48,7 @@ static uint32_t inline_region(ir_graph *dst, const ir_graph *r, const uint32_t *
             ok = 0;
         for (int k = 0; k < 2 && ok; k++) {
             const ir_graph *sub = rn->a.sub[k] ? ir_region(r, rn, k) : NULL;
-            ir_graph *c = sub ? ir_graph_clone(sub) : NULL;
+            ir_graph *c = sub ? ir_graph_share(sub) : NULL;
             if (sub && (!c || !(p.a.sub[k] = ir_add_sub(dst, c)))) {
                 ir_graph_free(c);
                 ok = 0;

@@ -120,7 +120,7 @@ static ir_graph *edit_region(const ir_graph *r, const region_edit *e) {
         }
         for (int k = 0; k < 2 && !st; k++) {
             const ir_graph *sub = n->a.sub[k] ? ir_region(r, n, k) : NULL;
-            ir_graph *c = sub ? ir_graph_clone(sub) : NULL;
+            ir_graph *c = sub ? ir_graph_share(sub) : NULL;
             if (sub && (!c || !(p.a.sub[k] = ir_add_sub(g, c)))) {
                 ir_graph_free(c);
                 st = ir_errorf(TJ_ERR_OOM, "loops: out of memory");

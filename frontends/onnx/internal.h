@@ -43,6 +43,9 @@ typedef struct ox_op {
 /* Runs subgraph g (an If branch, a Loop or Scan body) in n's scope: its inputs bound to
  * in[0..n_in), its nodes converted (names of the enclosing graphs visible), its outputs in
  * out[0..n_out) (tensors of the current scope). TJ_OK or the error set. */
+/* Nesting limits of a model, checked on its bytes before they are unpacked (depth.c). */
+enum { OX_MAX_GRAPH_DEPTH = 64, OX_MAX_MESSAGE_DEPTH = 256 };
+tj_status ox_check_depth(const char *path, const void *data, size_t size);
 tj_status ox_subgraph(const ox_node *n, const Onnx__GraphProto *g, int n_in, tj_tensor *const *in,
                       int n_out, tj_tensor **out);
 

@@ -515,6 +515,9 @@ static tj_status check_graph(tj_onnx_model *m) {
 }
 
 static tj_status load(tj_onnx_model *m, const void *data, size_t size) {
+    tj_status st = ox_check_depth(m->path, data, size); /* before the recursive unpacker */
+    if (st)
+        return st;
     m->p = onnx__model_proto__unpack(&ox_pb_allocator, size, data);
     if (!m->p)
         return tj_set_error(TJ_ERR_CORRUPT, "onnx: %s is not an ONNX model (protobuf)", m->path);
@@ -540,7 +543,6 @@ static tj_status load(tj_onnx_model *m, const void *data, size_t size) {
     m->ops = calloc(g->n_node + 1, sizeof *m->ops);
     if (!m->in || !m->out || !m->inits || !m->ops)
         return tj_set_error(TJ_ERR_OOM, "onnx: out of memory");
-    tj_status st = TJ_OK;
     for (size_t k = 0; k < g->n_input && !st; k++) {
         if (!g->input[k]->name || !*g->input[k]->name)
             return tj_set_error(TJ_ERR_CORRUPT, "onnx: %s: input %zu has no name", m->path, k);

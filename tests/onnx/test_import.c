@@ -846,6 +846,52 @@ static void loop_stacked(int m_is_input, int64_t m_value, const char *cond_op, i
     tj_onnx_free(m);
 }
 
+/* ---- raw protobuf: models nested too deep for a recursive unpacker ------------------------- */
+/* tag + length + payload, appended to *buf (a growing byte string) */
+typedef struct bytes {
+    uint8_t *p;
+    size_t n, cap;
+} bytes;
+static void put_byte(bytes *b, uint8_t v) {
+    if (b->n == b->cap) {
+        b->cap = b->cap ? 2 * b->cap : 256;
+        b->p = realloc(b->p, b->cap);
+    }
+    b->p[b->n++] = v;
+}
+static void put_varint(bytes *b, uint64_t v) {
+    do {
+        put_byte(b, (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0)));
+        v >>= 7;
+    } while (v);
+}
+/* field `f` (length-delimited) holding inner, as a new string */
+static bytes wrap(int f, bytes inner) {
+    bytes b = {0};
+    put_varint(&b, (uint64_t)f << 3 | 2);
+    put_varint(&b, inner.n);
+    for (size_t k = 0; k < inner.n; k++)
+        put_byte(&b, inner.p[k]);
+    free(inner.p);
+    return b;
+}
+/* A model whose graph holds a node whose attribute holds a graph ... `levels` graphs deep (an
+ * If chain: Graph.node = 1, Node.attribute = 5, Attribute.g = 6, Model.graph = 7); or whose
+ * input's type is a sequence of a sequence ... `levels` deep (ValueInfo.type = 2,
+ * TypeProto.sequence_type = 4, Sequence.elem_type = 1, Graph.input = 11). */
+static void too_deep(int levels, int types, const char *want) {
+    bytes b = {0};
+    put_byte(&b, 0x08), put_byte(&b, 0x01); /* a varint field, so no level is empty */
+    for (int k = 0; k < levels; k++)
+        b = types ? wrap(4, wrap(1, b)) : wrap(1, wrap(5, wrap(6, b)));
+    b = types ? wrap(7, wrap(11, wrap(2, b))) : wrap(7, b);
+    tj_onnx_model *m = tj_onnx_load_bytes(b.p, b.n, "deep.onnx", NULL);
+    CHECK(m == NULL);
+    CHECK_HAS(tj_last_error(), want);
+    tj_onnx_free(m);
+    free(b.p);
+}
+
 /* Scan over the rows of x [3, 2] with no state: the body gives Neg(row), stacked. Direction 1
  * stacks the rows reversed; a direction other than 0 or 1, or a num_scan_inputs that does not
  * fit the inputs (2^31 overflowed a subtraction before the check), is refused by name. */
@@ -1005,6 +1051,13 @@ int main(void) {
     loop_stacked(0, 3, "Not", 0,
                  "(Loop, opset 13): stacked outputs need a trip count M >= 1 known when traced "
                  "and a condition the body passes on unchanged (M 3)");
+    too_deep(3000, 0,
+             "onnx: deep.onnx nests graphs (the main graph, If, Loop and Scan bodies) "
+             "more than 64 deep");
+    too_deep(100000, 1,
+             "onnx: deep.onnx nests messages (types in types, graphs in nodes) more "
+             "than 256 deep");
+    too_deep(40, 0, "deep.onnx"); /* within the limits: refused later, for what it lacks */
     scan_directions(1, 0, NULL);
     scan_directions(1, 1, NULL);
     scan_directions(1, 7, "(Scan, opset 13): scan_input_directions[0] is 7, not 0 or 1");
