@@ -80,4 +80,42 @@ if ldd "$tmp/consumer_pc_static" | grep -q 'libtracejit'; then
     exit 1
 fi
 "$tmp/consumer_pc_static"
-step "OK (find_package, pkg-config, pkg-config --static)"
+# 4. the ONNX importer, when this build has it: find_package(tracejit COMPONENTS onnx) (shared
+# and static), pkg-config tracejit_onnx, and the installed tools
+if [ -f "$BUILD/frontends/onnx/libtracejit_onnx.so" ]; then
+    step "find_package(tracejit COMPONENTS onnx) consumer"
+    cmake -S "$HERE/consumer_onnx" -B "$tmp/cmo" -DCMAKE_PREFIX_PATH="$prefix" \
+          -DCMAKE_BUILD_TYPE=Release >"$tmp/cmo.log" 2>&1 || {
+        cat "$tmp/cmo.log"
+        exit 1
+    }
+    cmake --build "$tmp/cmo" >"$tmp/cmo-build.log" 2>&1 || {
+        cat "$tmp/cmo-build.log"
+        exit 1
+    }
+    "$tmp/cmo/consumer_onnx" "$tmp/relu.onnx"
+    "$tmp/cmo/consumer_onnx_static"
+    step "pkg-config tracejit_onnx consumer"
+    read -r -a oflags <<<"$(pkg-config --define-prefix --cflags --libs tracejit_onnx)"
+    "$CC" -std=c11 -Wall -Wextra -Werror "$HERE/consumer_onnx/main.c" -o "$tmp/consumer_onnx_pc" \
+          "${oflags[@]}" -Wl,-rpath,"$libdir"
+    "$tmp/consumer_onnx_pc"
+    step "installed tools: tj_onnx show, tj_module"
+    shown=$("$prefix/bin/tj_onnx" show "$tmp/relu.onnx" 2>&1 || true)
+    case "$shown" in
+    *"opset 13, 1 inputs, 1 outputs"*) ;;
+    *)
+        echo "install test: the installed tj_onnx show printed: $shown"
+        exit 1
+        ;;
+    esac
+    usage=$("$prefix/bin/tj_module" 2>&1 || true)
+    case "$usage" in
+    *"usage: tj_module"*) ;;
+    *)
+        echo "install test: the installed tj_module printed: $usage"
+        exit 1
+        ;;
+    esac
+fi
+step "OK (find_package, pkg-config, pkg-config --static, the ONNX component and tools)"
