@@ -26,17 +26,65 @@ static char info[256] = "openblas: not loaded";
 static rt_sgemm_fn real_sgemm;
 static rt_dgemm_fn real_dgemm;
 
+/* Every column of a product summed in one order. OpenBLAS computes the last columns of a
+ * row-major product (its rows, in the column-major product it computes) with narrower edge
+ * kernels that accumulate in another order: a layer whose weights are all equal gave channels one
+ * float step apart (17, 33, 65, 100, 129 output channels here; 16, 48, 64, 1000 did not), which a
+ * softmax over large logits turns into a wrong answer (issue 23). A product whose columns are not
+ * a multiple of PAD_COLS runs on copies of B and C widened with zero columns, so every column
+ * goes through the full-width kernels; the copies cost O(K·N + M·N), the product O(M·N·K). */
+enum { ROW_MAJOR = 101, TRANS = 112, PAD_COLS = 16 };
+
+#define PADDED_GEMM(name, T, real)                                                                 \
+    static bool name(int ta, int tb, int m, int n, int k, T alpha, const T *a, int lda,            \
+                     const T *b, int ldb, T beta, T *c, int ldc) {                                 \
+        int np = (n + PAD_COLS - 1) / PAD_COLS * PAD_COLS;                                         \
+        size_t brows = tb == TRANS ? (size_t)np : (size_t)k,                                       \
+               bcols = tb == TRANS ? (size_t)k : (size_t)np;                                       \
+        T *bp = calloc(brows * bcols + 1, sizeof *bp),                                             \
+          *cp = malloc(((size_t)m * np + 1) * sizeof *cp);                                         \
+        if (!bp || !cp) { /* no memory for the copies: the product as asked */                     \
+            free(bp);                                                                              \
+            free(cp);                                                                              \
+            return false;                                                                          \
+        }                                                                                          \
+        if (tb == TRANS) /* B is [n][k]: n rows, then zero rows */                                 \
+            for (int j = 0; j < n; j++)                                                            \
+                memcpy(bp + (size_t)j * k, b + (size_t)j * ldb, (size_t)k * sizeof *bp);           \
+        else /* B is [k][n]: each row widened to np columns */                                     \
+            for (int i = 0; i < k; i++)                                                            \
+                memcpy(bp + (size_t)i * np, b + (size_t)i * ldb, (size_t)n * sizeof *bp);          \
+        for (int i = 0; i < m; i++) { /* C's rows, and zeros (beta·0) past n */                   \
+            if (beta != 0)                                                                         \
+                memcpy(cp + (size_t)i * np, c + (size_t)i * ldc, (size_t)n * sizeof *cp);          \
+            memset(cp + (size_t)i * np + (beta != 0 ? n : 0), 0,                                   \
+                   (size_t)(beta != 0 ? np - n : np) * sizeof *cp);                                \
+        }                                                                                          \
+        real(ROW_MAJOR, ta, tb, m, np, k, alpha, a, lda, bp, (int)bcols, beta, cp, np);            \
+        for (int i = 0; i < m; i++)                                                                \
+            memcpy(c + (size_t)i * ldc, cp + (size_t)i * np, (size_t)n * sizeof *cp);              \
+        free(bp);                                                                                  \
+        free(cp);                                                                                  \
+        return true;                                                                               \
+    }
+PADDED_GEMM(padded_sgemm, float, real_sgemm)
+PADDED_GEMM(padded_dgemm, double, real_dgemm)
+
 /* OpenBLAS's threads take the cores: the pool's spinning workers sleep first (pool.c) */
 static void quiet_sgemm(int order, int ta, int tb, int m, int n, int k, float alpha, const float *a,
                         int lda, const float *b, int ldb, float beta, float *c, int ldc) {
     rt_pool_quiet();
-    real_sgemm(order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    if (order != ROW_MAJOR || n < 2 || n % PAD_COLS == 0 || n > INT32_MAX - PAD_COLS ||
+        !padded_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
+        real_sgemm(order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 static void quiet_dgemm(int order, int ta, int tb, int m, int n, int k, double alpha,
                         const double *a, int lda, const double *b, int ldb, double beta, double *c,
                         int ldc) {
     rt_pool_quiet();
-    real_dgemm(order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    if (order != ROW_MAJOR || n < 2 || n % PAD_COLS == 0 || n > INT32_MAX - PAD_COLS ||
+        !padded_dgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
+        real_dgemm(order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 static void load(void) {
