@@ -514,8 +514,8 @@ tj_tensor *rt_while_flat(tj_body cond_fn, tj_body body_fn, int n, tj_tensor *con
 }
 
 /* ---- for_range ------------------------------------------------------------------------------- */
-/* start, limit or delta as an int64 scalar (an error tensor otherwise). */
-static tj_tensor *bound(const char *what, tj_tensor *t) {
+/* An error tensor when start, limit or delta is not a numeric scalar; NULL when it is. */
+static tj_tensor *bound_error(const char *what, tj_tensor *t) {
     tj_tensor *err = check_list("for_range", what, 1, &t);
     if (err)
         return err;
@@ -525,7 +525,13 @@ static tj_tensor *bound(const char *what, tj_tensor *t) {
                                    "for_range: %s must be a numeric scalar, got %s%s", what,
                                    ir_dtype_name(t->dtype),
                                    ir_fmt_dims(d, sizeof d, t->rank, t->dims)));
-    return t->dtype == TJ_I64 ? t : tj_cast(t, TJ_I64);
+    return NULL;
+}
+
+/* start, limit or delta as an int64 scalar (an error tensor otherwise). */
+static tj_tensor *bound(const char *what, tj_tensor *t) {
+    tj_tensor *err = bound_error(what, t);
+    return err ? err : t->dtype == TJ_I64 ? t : tj_cast(t, TJ_I64);
 }
 
 /* A range over floats, as tf.range: ceil((limit - start) / delta) steps (none when that is not
@@ -559,8 +565,8 @@ static tj_tensor *float_for(tj_tensor *const b[3], tj_body body_fn, int n, tj_te
     double v[3];
     tj_dtype dt = TJ_F32;
     for (int k = 0; k < 3; k++) { /* each a numeric scalar, as the int64 range checks them */
-        tj_tensor *e = bound(what[k], b[k]);
-        if (e->kind == RT_ERROR)
+        tj_tensor *e = bound_error(what[k], b[k]);
+        if (e)
             return tr ? (rt_trace_fail(tr, e->code), e) : e;
     }
     for (int k = 0; k < 3; k++) {
@@ -587,8 +593,12 @@ static tj_tensor *float_for(tj_tensor *const b[3], tj_body body_fn, int n, tj_te
                     "for the bounds)",
                     v[0], v[1], v[2], steps);
     float_range fr = {body_fn, user, v[0], v[2], dt};
-    return rt_for_flat(tj_scalar_i64(0), tj_scalar_i64(steps > 0 ? (int64_t)steps : 0),
-                       tj_scalar_i64(1), float_range_body, n, init, &fr);
+    tj_scope_begin(); /* the int64 bounds are this call's */
+    tj_tensor *r =
+        tj_keep(rt_for_flat(tj_scalar_i64(0), tj_scalar_i64(steps > 0 ? (int64_t)steps : 0),
+                            tj_scalar_i64(1), float_range_body, n, init, &fr));
+    tj_scope_end();
+    return r;
 }
 
 tj_tensor *rt_for_flat(tj_tensor *start, tj_tensor *limit, tj_tensor *delta, tj_body body_fn, int n,

@@ -174,8 +174,8 @@ static tj_tensor *prepare(const char *op, int n, tj_tensor *const *v, tree *t, t
     return tree_of(op, n, v, t, *flat, room);
 }
 
-tj_tensor *tj_cond(tj_tensor *pred, tj_body then_fn, tj_body else_fn, int n, tj_tensor *const *args,
-                   void *user) {
+static tj_tensor *cond_unscoped(tj_tensor *pred, tj_body then_fn, tj_body else_fn, int n,
+                                tj_tensor *const *args, void *user) {
     tree in;
     tj_tensor **flat;
     tj_tensor *err = prepare("cond", n, args, &in, &flat);
@@ -192,8 +192,9 @@ tj_tensor *tj_cond(tj_tensor *pred, tj_body then_fn, tj_body else_fn, int n, tj_
     return unflatten(r, &ran->got, ran->single);
 }
 
-tj_tensor *tj_while_loop_max(tj_body cond_fn, tj_body body_fn, int n, tj_tensor *const *init,
-                             int64_t maximum_iterations, void *user) {
+static tj_tensor *while_loop_max_unscoped(tj_body cond_fn, tj_body body_fn, int n,
+                                          tj_tensor *const *init, int64_t maximum_iterations,
+                                          void *user) {
     tree in;
     tj_tensor **flat;
     tj_tensor *err = prepare("while_loop", n, init, &in, &flat);
@@ -214,8 +215,8 @@ tj_tensor *tj_while_loop(tj_body cond_fn, tj_body body_fn, int n, tj_tensor *con
     return tj_while_loop_max(cond_fn, body_fn, n, init, 0, user);
 }
 
-tj_tensor *tj_for_range(tj_tensor *start, tj_tensor *limit, tj_tensor *delta, tj_body body_fn,
-                        int n, tj_tensor *const *init, void *user) {
+static tj_tensor *for_range_unscoped(tj_tensor *start, tj_tensor *limit, tj_tensor *delta,
+                                     tj_body body_fn, int n, tj_tensor *const *init, void *user) {
     tree in;
     tj_tensor **flat;
     tj_tensor *err = prepare("for_range", n, init, &in, &flat);
@@ -238,8 +239,8 @@ tj_tensor *tj_for_range(tj_tensor *start, tj_tensor *limit, tj_tensor *delta, tj
     return unflatten(r, &in, 1);
 }
 
-tj_tensor *tj_scan(tj_body body_fn, int n_carry, tj_tensor *const *carry, int n_xs,
-                   tj_tensor *const *xs, void *user) {
+static tj_tensor *scan_unscoped(tj_body body_fn, int n_carry, tj_tensor *const *carry, int n_xs,
+                                tj_tensor *const *xs, void *user) {
     tree in;
     tj_tensor **flat;
     tj_tensor *err = prepare("scan", n_carry, carry, &in, &flat);
@@ -264,4 +265,41 @@ tj_tensor *tj_scan(tj_body body_fn, int n_carry, tj_tensor *const *carry, int n_
     tj_tensor *r = rt_scan_flat(adapted0, in.n_flat, all, n_xs, all + in.n_flat, &a);
     free(all);
     return unflatten(r, &in, 0);
+}
+
+/* ---- the public entry points ------------------------------------------------------------------
+ * Each runs in a scope of its own, so what it makes on the way (a bound cast to int64, a
+ * predicate compared with zero, flattened tuples) is released even when the caller opened none;
+ * its result is kept into the caller's scope, or handed to the caller. */
+tj_tensor *tj_cond(tj_tensor *pred, tj_body then_fn, tj_body else_fn, int n, tj_tensor *const *args,
+                   void *user) {
+    tj_scope_begin();
+    tj_tensor *r = tj_keep(cond_unscoped(pred, then_fn, else_fn, n, args, user));
+    tj_scope_end();
+    return r;
+}
+
+tj_tensor *tj_while_loop_max(tj_body cond_fn, tj_body body_fn, int n, tj_tensor *const *init,
+                             int64_t maximum_iterations, void *user) {
+    tj_scope_begin();
+    tj_tensor *r =
+        tj_keep(while_loop_max_unscoped(cond_fn, body_fn, n, init, maximum_iterations, user));
+    tj_scope_end();
+    return r;
+}
+
+tj_tensor *tj_for_range(tj_tensor *start, tj_tensor *limit, tj_tensor *delta, tj_body body_fn,
+                        int n, tj_tensor *const *init, void *user) {
+    tj_scope_begin();
+    tj_tensor *r = tj_keep(for_range_unscoped(start, limit, delta, body_fn, n, init, user));
+    tj_scope_end();
+    return r;
+}
+
+tj_tensor *tj_scan(tj_body body_fn, int n_carry, tj_tensor *const *carry, int n_xs,
+                   tj_tensor *const *xs, void *user) {
+    tj_scope_begin();
+    tj_tensor *r = tj_keep(scan_unscoped(body_fn, n_carry, carry, n_xs, xs, user));
+    tj_scope_end();
+    return r;
 }

@@ -129,8 +129,8 @@ static tj_tensor *run_range(int n, tj_tensor *const *args, void *ctx) {
     return tj_cond(pred, run_lower, run_upper, n, args, halves);
 }
 
-tj_tensor *tj_switch(tj_tensor *index, int n_branches, const tj_body *fns, int n,
-                     tj_tensor *const *args, void *user) {
+static tj_tensor *switch_unscoped(tj_tensor *index, int n_branches, const tj_body *fns, int n,
+                                  tj_tensor *const *args, void *user) {
     char d[128];
     if (!index)
         return fail(TJ_ERR_INVALID, "switch: the branch index is NULL");
@@ -169,5 +169,14 @@ tj_tensor *tj_switch(tj_tensor *index, int n_branches, const tj_body *fns, int n
     sw_range all = {s, 0, n_branches - 1};
     tj_tensor *r = run_range(n, args, &all);
     free(s);
+    return r;
+}
+
+/* In a scope of its own (its temporaries released without the caller's), the result kept. */
+tj_tensor *tj_switch(tj_tensor *index, int n_branches, const tj_body *fns, int n,
+                     tj_tensor *const *args, void *user) {
+    tj_scope_begin();
+    tj_tensor *r = tj_keep(switch_unscoped(index, n_branches, fns, n, args, user));
+    tj_scope_end();
     return r;
 }

@@ -847,49 +847,61 @@ static void loop_stacked(int m_is_input, int64_t m_value, const char *cond_op, i
 }
 
 /* ---- raw protobuf: models nested too deep for a recursive unpacker ------------------------- */
-/* tag + length + payload, appended to *buf (a growing byte string) */
-typedef struct bytes {
-    uint8_t *p;
-    size_t n, cap;
-} bytes;
-static void put_byte(bytes *b, uint8_t v) {
-    if (b->n == b->cap) {
-        b->cap = b->cap ? 2 * b->cap : 256;
-        b->p = realloc(b->p, b->cap);
-    }
-    b->p[b->n++] = v;
+static size_t varint_len(uint64_t v) {
+    size_t n = 1;
+    while (v > 0x7f)
+        v >>= 7, n++;
+    return n;
 }
-static void put_varint(bytes *b, uint64_t v) {
+static uint8_t *put_varint(uint8_t *p, uint64_t v) {
     do {
-        put_byte(b, (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0)));
+        *p++ = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
         v >>= 7;
     } while (v);
+    return p;
 }
-/* field `f` (length-delimited) holding inner, as a new string */
-static bytes wrap(int f, bytes inner) {
-    bytes b = {0};
-    put_varint(&b, (uint64_t)f << 3 | 2);
-    put_varint(&b, inner.n);
-    for (size_t k = 0; k < inner.n; k++)
-        put_byte(&b, inner.p[k]);
-    free(inner.p);
-    return b;
+/* A chain of length-delimited fields, fields[0] outermost, around a payload (a varint field):
+ * each level's length is known from the inside out, so the headers are written outermost first
+ * and nothing is copied twice. Caller frees. */
+static uint8_t *chain(const int *fields, size_t n_fields, size_t *size) {
+    static const uint8_t payload[2] = {0x08, 0x01};
+    size_t *len = malloc((n_fields + 1) * sizeof *len);
+    len[n_fields] = sizeof payload;
+    for (size_t i = n_fields; i-- > 0;)
+        len[i] = varint_len((uint64_t)fields[i] << 3 | 2) + varint_len(len[i + 1]) + len[i + 1];
+    uint8_t *out = malloc(len[0]), *p = out;
+    for (size_t i = 0; i < n_fields; i++) {
+        p = put_varint(p, (uint64_t)fields[i] << 3 | 2);
+        p = put_varint(p, len[i + 1]);
+    }
+    memcpy(p, payload, sizeof payload);
+    *size = len[0];
+    free(len);
+    return out;
 }
 /* A model whose graph holds a node whose attribute holds a graph ... `levels` graphs deep (an
- * If chain: Graph.node = 1, Node.attribute = 5, Attribute.g = 6, Model.graph = 7); or whose
- * input's type is a sequence of a sequence ... `levels` deep (ValueInfo.type = 2,
- * TypeProto.sequence_type = 4, Sequence.elem_type = 1, Graph.input = 11). */
+ * If chain: Model.graph = 7, Graph.node = 1, Node.attribute = 5, Attribute.g = 6); or whose
+ * input's type is a sequence of a sequence ... `levels` deep (Graph.input = 11, ValueInfo.type =
+ * 2, TypeProto.sequence_type = 4, Sequence.elem_type = 1). */
 static void too_deep(int levels, int types, const char *want) {
-    bytes b = {0};
-    put_byte(&b, 0x08), put_byte(&b, 0x01); /* a varint field, so no level is empty */
-    for (int k = 0; k < levels; k++)
-        b = types ? wrap(4, wrap(1, b)) : wrap(1, wrap(5, wrap(6, b)));
-    b = types ? wrap(7, wrap(11, wrap(2, b))) : wrap(7, b);
-    tj_onnx_model *m = tj_onnx_load_bytes(b.p, b.n, "deep.onnx", NULL);
+    size_t n = types ? 3 + 2 * (size_t)levels : 1 + 3 * (size_t)levels, k = 0, size;
+    int *f = malloc(n * sizeof *f);
+    f[k++] = 7;
+    if (types)
+        f[k++] = 11, f[k++] = 2;
+    for (int l = 0; l < levels; l++) {
+        if (types)
+            f[k++] = 4, f[k++] = 1;
+        else
+            f[k++] = 1, f[k++] = 5, f[k++] = 6;
+    }
+    uint8_t *bytes = chain(f, k, &size);
+    tj_onnx_model *m = tj_onnx_load_bytes(bytes, size, "deep.onnx", NULL);
     CHECK(m == NULL);
     CHECK_HAS(tj_last_error(), want);
     tj_onnx_free(m);
-    free(b.p);
+    free(bytes);
+    free(f);
 }
 
 /* Scan over the rows of x [3, 2] with no state: the body gives Neg(row), stacked. Direction 1

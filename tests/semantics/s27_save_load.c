@@ -128,8 +128,11 @@ static tj_tensor *two_vars(tj_tensor *s) {
 static void forged_manifests(const char *dir0) {
     char dir[600];
     snprintf(dir, sizeof dir, "%s/forged", dir0);
-    tj_tensor *a = tj_fill(1, (int64_t[]){4}, tj_scalar_f32(1));
-    tj_tensor *b = tj_fill(2, (int64_t[]){8, 4}, tj_scalar_f32(2));
+    tj_tensor *one = tj_scalar_f32(1), *two = tj_scalar_f32(2);
+    tj_tensor *a = tj_fill(1, (int64_t[]){4}, one);
+    tj_tensor *b = tj_fill(2, (int64_t[]){8, 4}, two);
+    tj_release(one);
+    tj_release(two);
     va = tj_variable_new(a, "a");
     vb = tj_variable_new(b, "b");
     tj_function *f = tj_function_new("two_vars", (void *)two_vars, 1, NULL);
