@@ -185,7 +185,9 @@ pass_partition *pass_fusion_run2(const ir_graph *g, pass_fusable_fn fusable,
     }
 
     /* assignment, last node first; groups numbered in reverse, fixed below */
-    uint32_t ng = 0;
+    uint32_t ng = 0, *size = calloc(n + 1, sizeof *size); /* nodes per group so far */
+    if (!size)
+        goto fail;
     for (uint32_t id = n; id-- > 0;) {
         p->group_of[id] = IR_NONE;
         if (!live[id])
@@ -206,9 +208,12 @@ pass_partition *pass_fusion_run2(const ir_graph *g, pass_fusable_fn fusable,
             if (join != IR_NONE && is_out[id] &&
                 !same_dims(nd, p->groups[join].rank, p->groups[join].dims))
                 join = IR_NONE;
+            if (join != IR_NONE && size[join] >= PASS_MAX_GROUP_NODES)
+                join = IR_NONE; /* full: this node ends a new group */
         }
         if (join != IR_NONE) {
             p->group_of[id] = join;
+            size[join]++;
             continue;
         }
         pass_group *gr = &p->groups[ng];
@@ -222,8 +227,10 @@ pass_partition *pass_fusion_run2(const ir_graph *g, pass_fusable_fn fusable,
             gr->rank = x->rank;
             memcpy(gr->dims, x->dims, sizeof gr->dims);
         }
+        size[ng] = 1;
         p->group_of[id] = ng++;
     }
+    free(size);
     /* renumber so that groups run in ascending order of their last node */
     p->n_groups = ng;
     for (uint32_t i = 0; i < ng / 2; i++) {

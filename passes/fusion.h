@@ -27,6 +27,12 @@ typedef struct pass_group {
     bool reduce;
 } pass_group;
 
+/* The most nodes one group takes: a longer run of fusable nodes is cut into groups of at most
+ * this many, so a kernel's size, and what compiling it costs, stays bounded whatever the graph
+ * (LLVM's optimizer and code generator cost more than linear in one function's size: one kernel
+ * of 3,000 relus took 5.4 s; 10,000 took minutes). Each cut costs one pass over the tensor. */
+enum { PASS_MAX_GROUP_NODES = 128 };
+
 typedef struct pass_partition {
     uint32_t n_groups;
     pass_group *groups;

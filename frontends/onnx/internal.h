@@ -43,6 +43,16 @@ typedef struct ox_op {
 /* Runs subgraph g (an If branch, a Loop or Scan body) in n's scope: its inputs bound to
  * in[0..n_in), its nodes converted (names of the enclosing graphs visible), its outputs in
  * out[0..n_out) (tensors of the current scope). TJ_OK or the error set. */
+/* A map from value names (borrowed, never copied) to indices (names.c). Zeroed: empty. */
+typedef struct ox_names {
+    const char **keys;
+    uint32_t *vals;
+    uint32_t cap, n;
+} ox_names;
+bool ox_names_get(const ox_names *t, const char *name, uint32_t *v);
+int ox_names_put(ox_names *t, const char *name, uint32_t v); /* -1: out of memory */
+void ox_names_free(ox_names *t);
+
 /* Nesting limits of a model, checked on its bytes before they are unpacked (depth.c). */
 enum { OX_MAX_GRAPH_DEPTH = 64, OX_MAX_MESSAGE_DEPTH = 256 };
 tj_status ox_check_depth(const char *path, const void *data, size_t size);

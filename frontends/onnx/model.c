@@ -193,50 +193,31 @@ const ox_op *ox_find_op(const char *op_type, int opset) {
     return NULL;
 }
 
-/* Whether name is among names[0..n). */
-static bool has_name(const char *const *names, size_t n, const char *name) {
-    for (size_t k = 0; k < n; k++)
-        if (!strcmp(names[k], name))
-            return true;
-    return false;
-}
-
 /* The inputs whose values some node reads (a shape, axes, sizes), directly or through nodes
  * computing them (Range(0, n) of an input n): walking the nodes backwards, a node with an output
  * that is read as values has all its inputs read as values, except Shape and Size, whose outputs
  * depend on shapes only. Those inputs are specialized on (tj_onnx_call). */
 static tj_status mark_value_inputs(tj_onnx_model *m) {
     const Onnx__GraphProto *g = m->p->graph;
-    size_t n = 0, cap = 16;
-    const char **names = malloc(cap * sizeof *names);
-    tj_status st = names ? TJ_OK : tj_set_error(TJ_ERR_OOM, "onnx: out of memory");
+    ox_names names = {0}; /* the names read as values */
+    tj_status st = TJ_OK;
     for (size_t i = g->n_node; i-- > 0 && !st;) {
         const Onnx__NodeProto *p = g->node[i];
         bool whole = false; /* an output is read as values: so are all the inputs */
         for (size_t o = 0; o < p->n_output && !whole; o++)
-            whole = has_name(names, n, p->output[o]);
+            whole = ox_names_get(&names, p->output[o], NULL);
         whole = whole && strcmp(p->op_type, "Shape") && strcmp(p->op_type, "Size");
-        for (size_t k = 0; k < p->n_input && !st; k++) {
-            if (!(whole || (k < 32 && ((m->ops[i]->values >> k) & 1))) || !*p->input[k] ||
-                has_name(names, n, p->input[k]))
-                continue;
-            if (n == cap) {
-                const char **bigger = realloc(names, 2 * cap * sizeof *names);
-                if (!bigger) {
-                    st = tj_set_error(TJ_ERR_OOM, "onnx: out of memory");
-                    break;
-                }
-                names = bigger, cap *= 2;
-            }
-            names[n++] = p->input[k];
-        }
+        for (size_t k = 0; k < p->n_input && !st; k++)
+            if ((whole || (k < 32 && ((m->ops[i]->values >> k) & 1))) && *p->input[k] &&
+                ox_names_put(&names, p->input[k], 1))
+                st = tj_set_error(TJ_ERR_OOM, "onnx: out of memory");
     }
     for (int j = 0; j < m->n_in && !st; j++)
-        if (has_name(names, n, m->in[j].name)) {
+        if (ox_names_get(&names, m->in[j].name, NULL)) {
             m->is_value[j] = 1;
             m->n_values++;
         }
-    free(names);
+    ox_names_free(&names);
     return st;
 }
 
@@ -247,15 +228,22 @@ typedef struct env {
     const char **names;
     tj_tensor **vals;
     uint32_t n, cap;
+    ox_names index;           /* name -> its latest binding in names/vals */
     const struct env *parent; /* a subgraph's: the enclosing graph's names (outer scope) */
 } env;
 
 static tj_tensor *env_get(const env *e, const char *name) {
+    uint32_t i;
     for (; e; e = e->parent)
-        for (uint32_t i = e->n; i-- > 0;) /* the latest binding of a name */
-            if (!strcmp(e->names[i], name))
-                return e->vals[i];
+        if (ox_names_get(&e->index, name, &i))
+            return e->vals[i];
     return NULL;
+}
+
+static void env_free(env *e) {
+    free(e->names);
+    free(e->vals);
+    ox_names_free(&e->index);
 }
 
 static int env_put(env *e, const char *name, tj_tensor *v) {
@@ -270,6 +258,8 @@ static int env_put(env *e, const char *name, tj_tensor *v) {
         e->vals = nv;
         e->cap = cap;
     }
+    if (ox_names_put(&e->index, name, e->n))
+        return -1;
     e->names[e->n] = name;
     e->vals[e->n++] = v;
     return 0;
@@ -376,8 +366,7 @@ tj_status ox_subgraph(const ox_node *n, const Onnx__GraphProto *g, int n_in, tj_
         if (!(out[k] = env_get(&e, g->output[k]->name)))
             st = ox_fail(n, TJ_ERR_INVALID, "the body's output '%s' is not produced",
                          g->output[k]->name);
-    free(e.names);
-    free(e.vals);
+    env_free(&e);
     return st;
 }
 
@@ -411,8 +400,7 @@ static tj_tensor *body(int nargs, tj_tensor *const *args, void *user) {
         r = outs ? tj_tuple(m->n_out, outs) : tj_error_new(TJ_ERR_OOM, "onnx: out of memory");
         free(outs);
     }
-    free(e.names);
-    free(e.vals);
+    env_free(&e);
     return r;
 }
 
@@ -465,10 +453,14 @@ static int is_initializer(const Onnx__GraphProto *g, const char *name) {
     return 0;
 }
 
-/* Names known before node i (inputs, initializers, earlier outputs): a linear scan, fine for the
- * sizes of models a test suite or a user hands us; every input is checked once. */
-static tj_status check_graph(tj_onnx_model *m) {
+static tj_status check_graph_in(tj_onnx_model *m, ox_names *known) {
     const Onnx__GraphProto *g = m->g;
+    for (size_t k = 0; k < g->n_initializer; k++)
+        if (g->initializer[k]->name && ox_names_put(known, g->initializer[k]->name, 1))
+            return tj_set_error(TJ_ERR_OOM, "onnx: out of memory");
+    for (size_t j = 0; j < g->n_input; j++)
+        if (g->input[j]->name && ox_names_put(known, g->input[j]->name, 1))
+            return tj_set_error(TJ_ERR_OOM, "onnx: out of memory");
     for (size_t i = 0; i < g->n_node; i++) {
         const Onnx__NodeProto *p = g->node[i];
         ox_node n = {p, (int)i, m->opset, NULL};
@@ -485,33 +477,30 @@ static tj_status check_graph(tj_onnx_model *m) {
                            op->min_in, op->max_in);
         for (size_t k = 0; k < p->n_input; k++) {
             const char *name = p->input[k];
-            if (!name[0])
-                continue; /* an omitted optional input */
-            int known = is_initializer(g, name);
-            for (size_t j = 0; !known && j < g->n_input; j++)
-                known = !strcmp(g->input[j]->name, name);
-            for (size_t j = 0; !known && j < i; j++)
-                for (size_t o = 0; !known && o < g->node[j]->n_output; o++)
-                    known = !strcmp(g->node[j]->output[o], name);
-            if (!known)
+            if (name[0] && !ox_names_get(known, name, NULL)) /* "": an omitted optional input */
                 return ox_fail(&n, TJ_ERR_CORRUPT,
                                "input %zu '%s' is not produced before this node (a cycle, or a "
                                "name nothing defines)",
                                k, name);
         }
+        for (size_t o = 0; o < p->n_output; o++)
+            if (p->output[o] && ox_names_put(known, p->output[o], 1))
+                return tj_set_error(TJ_ERR_OOM, "onnx: out of memory");
     }
-    for (int k = 0; k < m->n_out; k++) {
-        int known = is_initializer(g, m->out[k].name);
-        for (int j = 0; !known && j < m->n_in; j++)
-            known = !strcmp(m->in[j].name, m->out[k].name);
-        for (size_t j = 0; !known && j < g->n_node; j++)
-            for (size_t o = 0; !known && o < g->node[j]->n_output; o++)
-                known = !strcmp(g->node[j]->output[o], m->out[k].name);
-        if (!known)
+    for (int k = 0; k < m->n_out; k++)
+        if (!ox_names_get(known, m->out[k].name, NULL))
             return tj_set_error(TJ_ERR_CORRUPT, "onnx: %s: output '%s' is produced by no node",
                                 m->path, m->out[k].name);
-    }
     return TJ_OK;
+}
+
+/* Every node input is known before its node (inputs, initializers, earlier outputs: a map of
+ * the names defined so far), and every graph output is defined somewhere. */
+static tj_status check_graph(tj_onnx_model *m) {
+    ox_names known = {0};
+    tj_status st = check_graph_in(m, &known);
+    ox_names_free(&known);
+    return st;
 }
 
 static tj_status load(tj_onnx_model *m, const void *data, size_t size) {

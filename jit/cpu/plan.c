@@ -330,6 +330,13 @@ static bool chainable(const cpu_prog *cp, const step *sp) {
     return true;
 }
 
+/* The nodes a generated step computes (a group's, or one). */
+static uint32_t step_size(const cpu_prog *cp, const step *sp) {
+    return sp->kind == STEP_GEN && (sp->sub == SUB_EW || sp->sub == SUB_RED)
+               ? cp->part->groups[sp->id].n_nodes
+               : 1;
+}
+
 static bool has_id(const uint32_t *a, uint32_t n, uint32_t id) {
     for (uint32_t k = 0; k < n; k++)
         if (a[k] == id)
@@ -406,13 +413,16 @@ static tj_status form_chains(LLVMModuleRef m, cpu_prog *cp, const uint8_t *is_ou
             last_reader[cp->steps[s].in[k]] = s;
     tj_status st = TJ_OK;
     uint32_t n_chains = 0;
-    /* from the back, so that replacing a run keeps the indices of the runs before it */
+    /* from the back, so that replacing a run keeps the indices of the runs before it; a chain
+     * holds at most PASS_MAX_GROUP_NODES nodes, as a fused group does (its members are inlined
+     * into one function, whose compile cost must stay bounded) */
     for (uint32_t s1 = cp->n_steps; s1-- > 0 && !st;) {
         if (!chainable(cp, &cp->steps[s1]))
             continue;
-        uint32_t s0 = s1;
-        while (s0 > 0 && chainable(cp, &cp->steps[s0 - 1]))
-            s0--;
+        uint32_t s0 = s1, nodes = step_size(cp, &cp->steps[s1]);
+        while (s0 > 0 && chainable(cp, &cp->steps[s0 - 1]) &&
+               nodes + step_size(cp, &cp->steps[s0 - 1]) <= PASS_MAX_GROUP_NODES)
+            nodes += step_size(cp, &cp->steps[--s0]);
         if (s1 > s0) {
             char name[64];
             snprintf(name, sizeof name, "%.40sc%u", prefix, n_chains++);
