@@ -4,6 +4,7 @@
  * variables and applies Adam. Prints the loss each step, the time per step and the test accuracy.
  *
  *   train_cnn [--steps N] [--seed S] [--data DIR] [--eager] [--quiet] [--every K]
+ *             [--test-images N]
  *
  * --eager runs the same step op by op (tj_call_eager); --quiet prints the loss every K steps
  * from the host instead of from inside the step. */
@@ -19,6 +20,7 @@ static double now(void) {
 
 int main(int argc, char **argv) {
     int steps = 1000, eager = 0, quiet = 0, every = 100, ckpt_every = 0, resume = 0;
+    long long test_images = 0; /* 0: the whole test set */
     const char *ckpt = NULL;
     uint64_t seed = 1;
     const char *dir = "/usr/share/datasets/fashion-mnist";
@@ -31,6 +33,8 @@ int main(int argc, char **argv) {
             dir = argv[++i];
         else if (!strcmp(argv[i], "--every") && i + 1 < argc)
             every = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--test-images") && i + 1 < argc)
+            test_images = atoll(argv[++i]); /* the first N (multiple of 500) of the test set */
         else if (!strcmp(argv[i], "--eager"))
             eager = 1;
         else if (!strcmp(argv[i], "--quiet"))
@@ -44,7 +48,8 @@ int main(int argc, char **argv) {
         else {
             fprintf(stderr,
                     "usage: %s [--steps N] [--seed S] [--data DIR] [--eager] [--quiet] "
-                    "[--every K] [--checkpoint FILE [--checkpoint-every K] [--resume]]\n",
+                    "[--every K] [--test-images N] [--checkpoint FILE [--checkpoint-every K] "
+                    "[--resume]]\n",
                     argv[0]);
             return 2;
         }
@@ -115,6 +120,8 @@ int main(int argc, char **argv) {
     /* test accuracy, 500 images per call */
     tj_function *pred = tj_function_new("predict", (void *)cnn_predict, 1, NULL);
     int64_t n_test = tj_tensor_dims(d.test_x)[0], right = 0;
+    if (test_images > 0 && test_images / 500 * 500 < n_test)
+        n_test = test_images < 500 ? 500 : test_images / 500 * 500;
     for (int64_t i = 0; !status && i < n_test; i += 500) {
         tj_scope_begin();
         int64_t b[4] = {i, 0, 0, 0}, e[4] = {i + 500, 28, 28, 1};
