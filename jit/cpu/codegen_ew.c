@@ -12,8 +12,6 @@
 
 #include "jit/cpu/cpu.h"
 
-#ifdef TJ_HAVE_LLVM
-
 /* ---- layout: collapsed loop dims and per-input strides --------------------------------------- */
 typedef struct layout {
     int rank; /* collapsed rank (>= 1) */
@@ -85,6 +83,26 @@ static tj_status layout_compute(const ir_graph *g, const pass_group *gr, layout 
     }
     return TJ_OK;
 }
+
+/* The work units of group gr's kernel: elements of a flat loop, else rows of the collapsed loop
+ * shape (the kernel's own split, without LLVM: images and cache hits need it too). */
+tj_status jit_cpu_ew_units(const ir_graph *g, const pass_group *gr, jit_cpu_ew_plan *plan) {
+    layout L = {0};
+    tj_status st = layout_compute(g, gr, &L);
+    if (!st) {
+        int64_t numel = 1;
+        for (int d = 0; d < L.rank; d++)
+            numel *= L.dims[d];
+        int64_t len = L.flat ? numel : L.dims[L.rank - 1];
+        plan->unit_len = L.flat ? 1 : len;
+        plan->n_units = numel == 0 ? 0 : L.flat ? numel : numel / len;
+    }
+    free(L.st);
+    free(L.scalar);
+    return st;
+}
+
+#ifdef TJ_HAVE_LLVM
 
 typedef jit_cpu_em em;
 
@@ -204,12 +222,12 @@ tj_status jit_cpu_ew_emit(LLVMModuleRef m, const ir_graph *g, const pass_group *
         st = ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
     if (st)
         goto done;
+    if ((st = jit_cpu_ew_units(g, gr, plan)) != TJ_OK)
+        goto done;
     int64_t numel = 1;
     for (int d = 0; d < L.rank; d++)
         numel *= L.dims[d];
-    int64_t len = L.flat ? numel : L.dims[L.rank - 1];
-    plan->unit_len = L.flat ? 1 : len;
-    plan->n_units = numel == 0 ? 0 : L.flat ? numel : numel / len;
+    int64_t len = L.flat ? numel : L.dims[L.rank - 1]; /* elements per unit of the loop below */
 
     em E;
     jit_cpu_em_init(&E, m, contract, exact_math);

@@ -70,6 +70,16 @@ void jit_cpu_mm_batch(const jit_cpu_mm *s, int64_t bi, int64_t *a_off, int64_t *
     *b_off = ob * s->k * s->n * (int64_t)es;
 }
 
+/* Units of the generated product of matmul node id: rows of the output (batches x m). */
+tj_status jit_cpu_mm_units(const ir_graph *g, uint32_t id, jit_cpu_ew_plan *plan) {
+    jit_cpu_mm s;
+    if (!jit_cpu_mm_shape(g, id, &s))
+        return ir_errorf(TJ_ERR_UNSUPPORTED, "cpu jit: matmul %%%u: no generated lowering", id);
+    plan->n_units = s.n == 0 ? 0 : s.batches * s.m;
+    plan->unit_len = s.n * (s.k > 0 ? s.k : 1);
+    return TJ_OK;
+}
+
 #ifdef TJ_HAVE_LLVM
 
 typedef jit_cpu_em em;
@@ -136,9 +146,8 @@ tj_status jit_cpu_mm_emit(LLVMModuleRef mod, const ir_graph *g, uint32_t id, con
     LLVMBuilderRef b = e->b;
     LLVMValueRef p[3];
     LLVMValueRef fn = jit_cpu_kernel_begin(e, name, 3, p);
-    int64_t rows = s.batches * s.m;
-    plan->n_units = s.n == 0 ? 0 : rows;
-    plan->unit_len = s.n * (s.k > 0 ? s.k : 1);
+    if (jit_cpu_mm_units(g, id, plan))
+        return ir_last_code();
     LLVMValueRef begin = LLVMGetParam(fn, 1), end = LLVMGetParam(fn, 2);
     LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(e->c, fn, "rows");
     LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(e->c, fn, "done");

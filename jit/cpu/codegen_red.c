@@ -62,6 +62,25 @@ bool jit_cpu_red_supported(const ir_graph *g, uint32_t id) {
     return !(len == 0 && outer * inner > 0 && no_identity); /* the reference reports that error */
 }
 
+/* Kept axes after the reduced ones: a unit is a block of up to RED_BLOCK consecutive i of one o,
+ * whose accumulators live in a stack array updated row by row over k, so the i loop is
+ * contiguous (it vectorizes) and every output element still accumulates in input order, as the
+ * reference kernel does. */
+enum { RED_BLOCK = 256 };
+
+tj_status jit_cpu_red_units(const ir_graph *g, const pass_group *gr, jit_cpu_ew_plan *plan) {
+    const ir_node *root = ir_node_get(g, gr->nodes[gr->n_nodes - 1]);
+    int64_t outer, len, inner;
+    if (!gr->reduce || !red_geometry(g, root, &outer, &len, &inner))
+        return ir_errorf(TJ_ERR_UNSUPPORTED, "cpu jit: %s: reduction not generated",
+                         ir_ops[root->op].name);
+    int64_t n_blocks = (inner + RED_BLOCK - 1) / RED_BLOCK,
+            blk = inner < RED_BLOCK ? inner : RED_BLOCK;
+    plan->n_units = inner == 1 ? outer : outer * n_blocks;
+    plan->unit_len = (len ? len : 1) * blk;
+    return TJ_OK;
+}
+
 #ifdef TJ_HAVE_LLVM
 
 typedef jit_cpu_em em;
@@ -186,12 +205,6 @@ static LLVMValueRef red_finish(em *e, const red_ops *r, LLVMValueRef acc) {
     return r->at != r->t ? LLVMBuildFPTrunc(b, acc, r->t, "") : acc;
 }
 
-/* Kept axes after the reduced ones: a unit is a block of up to RED_BLOCK consecutive i of one o,
- * whose accumulators live in a stack array updated row by row over k, so the i loop is
- * contiguous (it vectorizes) and every output element still accumulates in input order, as the
- * reference kernel does. */
-enum { RED_BLOCK = 256 };
-
 tj_status jit_cpu_red_emit(LLVMModuleRef m, const ir_graph *g, const pass_group *gr,
                            const char *name, const jit_cpu_opts *o, jit_cpu_ew_plan *plan) {
     const ir_node *root = ir_node_get(g, gr->nodes[gr->n_nodes - 1]);
@@ -199,10 +212,9 @@ tj_status jit_cpu_red_emit(LLVMModuleRef m, const ir_graph *g, const pass_group 
     if (!gr->reduce || !red_geometry(g, root, &outer, &len, &inner))
         return ir_errorf(TJ_ERR_UNSUPPORTED, "cpu jit: %s: reduction not generated",
                          ir_ops[root->op].name);
-    int64_t n_blocks = (inner + RED_BLOCK - 1) / RED_BLOCK,
-            blk = inner < RED_BLOCK ? inner : RED_BLOCK;
-    plan->n_units = inner == 1 ? outer : outer * n_blocks;
-    plan->unit_len = (len ? len : 1) * blk;
+    if (jit_cpu_red_units(g, gr, plan))
+        return ir_last_code();
+    int64_t n_blocks = (inner + RED_BLOCK - 1) / RED_BLOCK;
     em E;
     jit_cpu_em_init(&E, m, !o->no_contract, o->exact_math);
     em *e = &E;

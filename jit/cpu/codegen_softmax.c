@@ -20,6 +20,17 @@ bool jit_cpu_softmax_supported(const ir_graph *g, uint32_t id) {
            n->a.i[0] == x->rank - 1 && ir_numel(x->rank, x->dims) >= 0;
 }
 
+/* Units of softmax node id: rows of its last axis. */
+tj_status jit_cpu_softmax_units(const ir_graph *g, uint32_t id, jit_cpu_ew_plan *plan) {
+    if (!jit_cpu_softmax_supported(g, id))
+        return ir_errorf(TJ_ERR_UNSUPPORTED, "cpu jit: softmax %%%u not generated", id);
+    const ir_node *x = ir_node_get(g, ir_inputs(g, ir_node_get(g, id))[0]);
+    int64_t len = x->dims[x->rank - 1], numel = ir_numel(x->rank, x->dims);
+    plan->n_units = len ? numel / len : 0;
+    plan->unit_len = len ? len : 1;
+    return TJ_OK;
+}
+
 #ifdef TJ_HAVE_LLVM
 
 typedef jit_cpu_em em;
@@ -276,9 +287,9 @@ tj_status jit_cpu_softmax_emit(LLVMModuleRef m, const ir_graph *g, uint32_t id, 
         return ir_errorf(TJ_ERR_UNSUPPORTED, "cpu jit: softmax %%%u not generated", id);
     const ir_node *n = ir_node_get(g, id);
     const ir_node *x = ir_node_get(g, ir_inputs(g, n)[0]);
-    int64_t len = x->dims[x->rank - 1], numel = ir_numel(x->rank, x->dims);
-    plan->n_units = len ? numel / len : 0;
-    plan->unit_len = len ? len : 1;
+    int64_t len = x->dims[x->rank - 1];
+    if (jit_cpu_softmax_units(g, id, plan))
+        return ir_last_code();
     bool is_log = n->op == IR_OP_LOG_SOFTMAX, exact = o->exact_math;
     int64_t esz = (int64_t)ir_dtype_size(n->dtype), w = 64 / esz;
     if (!exact && len >= 2 && 2 * ((len + w - 1) / w * w) * esz <= SM_SCRATCH) {

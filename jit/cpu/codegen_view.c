@@ -33,14 +33,13 @@ bool jit_cpu_view_supported(const ir_graph *g, uint32_t id) {
     return view_of(g, id, &base, s);
 }
 
-#ifdef TJ_HAVE_LLVM
-
 enum { VIEW_BLOCK = 16 }; /* output rows per unit of a gather (a cache line of f32) */
 
-tj_status jit_cpu_view_emit(LLVMModuleRef m, const ir_graph *g, uint32_t id, const char *name,
-                            jit_cpu_ew_plan *plan) {
-    int64_t base, s[IR_MAX_RANK];
-    if (!view_of(g, id, &base, s))
+/* Units of view node id: output rows; a gather along the last axis (transposes) takes blocks of
+ * VIEW_BLOCK rows. *blocked says which. */
+static tj_status view_units(const ir_graph *g, uint32_t id, jit_cpu_ew_plan *plan, bool *blocked,
+                            int64_t *base, int64_t *s) {
+    if (!view_of(g, id, base, s))
         return ir_errorf(TJ_ERR_UNSUPPORTED, "cpu jit: %%%u is not a generated view", id);
     const ir_node *n = ir_node_get(g, id);
     int rank = n->rank;
@@ -48,15 +47,39 @@ tj_status jit_cpu_view_emit(LLVMModuleRef m, const ir_graph *g, uint32_t id, con
     int64_t last = rank ? s[rank - 1] : 0;
     plan->n_units = len ? numel / len : 0;
     plan->unit_len = len ? len : 1;
-    /* a gather along the last axis (transposes): blocks of T output rows, walked column by
-     * column, so each input line read serves T outputs and the T output lines stay in cache */
     int64_t R = rank >= 2 ? n->dims[rank - 2] : 1, T = VIEW_BLOCK;
-    bool blocked = rank >= 2 && last != 1 && last != 0 && R > 1 && len > 1;
-    int64_t nb = (R + T - 1) / T, lead = blocked && len && R ? numel / (len * R) : 0;
-    if (blocked) {
+    *blocked = rank >= 2 && last != 1 && last != 0 && R > 1 && len > 1;
+    int64_t nb = (R + T - 1) / T, lead = *blocked && len && R ? numel / (len * R) : 0;
+    if (*blocked) {
         plan->n_units = lead * nb;
         plan->unit_len = T * len;
     }
+    return TJ_OK;
+}
+
+tj_status jit_cpu_view_units(const ir_graph *g, uint32_t id, jit_cpu_ew_plan *plan) {
+    int64_t base, s[IR_MAX_RANK];
+    bool blocked;
+    return view_units(g, id, plan, &blocked, &base, s);
+}
+
+#ifdef TJ_HAVE_LLVM
+
+tj_status jit_cpu_view_emit(LLVMModuleRef m, const ir_graph *g, uint32_t id, const char *name,
+                            jit_cpu_ew_plan *plan) {
+    int64_t base, s[IR_MAX_RANK];
+    bool blocked;
+    tj_status st0 = view_units(g, id, plan, &blocked, &base, s);
+    if (st0)
+        return st0;
+    const ir_node *n = ir_node_get(g, id);
+    int rank = n->rank;
+    int64_t len = rank ? n->dims[rank - 1] : 1;
+    int64_t last = rank ? s[rank - 1] : 0;
+    /* a gather along the last axis (transposes): blocks of T output rows, walked column by
+     * column, so each input line read serves T outputs and the T output lines stay in cache */
+    int64_t R = rank >= 2 ? n->dims[rank - 2] : 1, T = VIEW_BLOCK;
+    int64_t nb = (R + T - 1) / T;
     jit_cpu_em E;
     jit_cpu_em_init(&E, m, false, false);
     jit_cpu_em *e = &E;

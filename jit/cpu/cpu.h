@@ -164,6 +164,13 @@ void jit_cpu_prepare_module(LLVMModuleRef m);
  * own_ctx) and looks up syms. NULL with the error set. Records timings in the thread's stats. */
 jit_cpu_code *jit_cpu_code_compile(LLVMModuleRef m, LLVMContextRef ctx, const char *const *syms,
                                    uint32_t n_syms, void **addrs);
+/* The work units of each generated kernel, without LLVM (the emitters use them too): a fused
+ * group, a reduce group, a matmul node, a softmax node, a view node. */
+tj_status jit_cpu_ew_units(const ir_graph *g, const pass_group *gr, jit_cpu_ew_plan *plan);
+tj_status jit_cpu_red_units(const ir_graph *g, const pass_group *gr, jit_cpu_ew_plan *plan);
+tj_status jit_cpu_mm_units(const ir_graph *g, uint32_t id, jit_cpu_ew_plan *plan);
+tj_status jit_cpu_softmax_units(const ir_graph *g, uint32_t id, jit_cpu_ew_plan *plan);
+tj_status jit_cpu_view_units(const ir_graph *g, uint32_t id, jit_cpu_ew_plan *plan);
 /* Emits into m a kernel named `name` for fused group gr of g; fills *plan. */
 tj_status jit_cpu_ew_emit(LLVMModuleRef m, const ir_graph *g, const pass_group *gr,
                           const char *name, bool contract, bool exact_math, jit_cpu_ew_plan *plan);
