@@ -20,8 +20,6 @@
 #include "jit/cpu/codegen_cf.h"
 #include "runtime/kernels/kernels.h"
 
-#ifdef TJ_HAVE_LLVM
-
 #define CF_MAX_DEPTH 16 /* nesting of regions lowered */
 #define CF_TINY 16      /* elements per value */
 
@@ -140,6 +138,8 @@ bool jit_cpu_cf_supported(const ir_graph *g, uint32_t id) {
     const ir_node *n = ir_node_get(g, id);
     return is_cf(n->op) && node_ok(g, id, 0);
 }
+
+#ifdef TJ_HAVE_LLVM
 
 static bool val_new(val *v, int64_t n) {
     v->n = (uint32_t)n;

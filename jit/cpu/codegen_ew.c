@@ -84,6 +84,14 @@ static tj_status layout_compute(const ir_graph *g, const pass_group *gr, layout 
     return TJ_OK;
 }
 
+bool jit_cpu_ew_flat(const ir_graph *g, const pass_group *gr) {
+    layout L = {0};
+    bool flat = layout_compute(g, gr, &L) == TJ_OK && L.flat;
+    free(L.st);
+    free(L.scalar);
+    return flat;
+}
+
 /* The work units of group gr's kernel: elements of a flat loop, else rows of the collapsed loop
  * shape (the kernel's own split, without LLVM: images and cache hits need it too). */
 tj_status jit_cpu_ew_units(const ir_graph *g, const pass_group *gr, jit_cpu_ew_plan *plan) {

@@ -152,6 +152,20 @@ typedef struct jit_cpu_member {
     const uint32_t *in, *out;
 } jit_cpu_member;
 
+/* The work units of each generated kernel, without LLVM (the emitters use them too): a fused
+ * group, a reduce group, a matmul node, a softmax node, a view node. */
+tj_status jit_cpu_ew_units(const ir_graph *g, const pass_group *gr, jit_cpu_ew_plan *plan);
+/* Whether group gr's kernel is one flat loop (every input full-size or one element): its code
+ * then does not depend on the size, which the units pass in. */
+bool jit_cpu_ew_flat(const ir_graph *g, const pass_group *gr);
+tj_status jit_cpu_red_units(const ir_graph *g, const pass_group *gr, jit_cpu_ew_plan *plan);
+tj_status jit_cpu_mm_units(const ir_graph *g, uint32_t id, jit_cpu_ew_plan *plan);
+tj_status jit_cpu_softmax_units(const ir_graph *g, uint32_t id, jit_cpu_ew_plan *plan);
+tj_status jit_cpu_view_units(const ir_graph *g, uint32_t id, jit_cpu_ew_plan *plan);
+/* Native control flow (codegen_cf.c): whether COND / WHILE / FOR node id and everything in its
+ * regions is scalar arithmetic the codegen lowers (no effects, no tensors beyond one element). */
+bool jit_cpu_cf_supported(const ir_graph *g, uint32_t id);
+
 #ifdef TJ_HAVE_LLVM
 #include <llvm-c/Core.h>
 #include <llvm-c/TargetMachine.h>
@@ -164,13 +178,6 @@ void jit_cpu_prepare_module(LLVMModuleRef m);
  * own_ctx) and looks up syms. NULL with the error set. Records timings in the thread's stats. */
 jit_cpu_code *jit_cpu_code_compile(LLVMModuleRef m, LLVMContextRef ctx, const char *const *syms,
                                    uint32_t n_syms, void **addrs);
-/* The work units of each generated kernel, without LLVM (the emitters use them too): a fused
- * group, a reduce group, a matmul node, a softmax node, a view node. */
-tj_status jit_cpu_ew_units(const ir_graph *g, const pass_group *gr, jit_cpu_ew_plan *plan);
-tj_status jit_cpu_red_units(const ir_graph *g, const pass_group *gr, jit_cpu_ew_plan *plan);
-tj_status jit_cpu_mm_units(const ir_graph *g, uint32_t id, jit_cpu_ew_plan *plan);
-tj_status jit_cpu_softmax_units(const ir_graph *g, uint32_t id, jit_cpu_ew_plan *plan);
-tj_status jit_cpu_view_units(const ir_graph *g, uint32_t id, jit_cpu_ew_plan *plan);
 /* Emits into m a kernel named `name` for fused group gr of g; fills *plan. */
 tj_status jit_cpu_ew_emit(LLVMModuleRef m, const ir_graph *g, const pass_group *gr,
                           const char *name, bool contract, bool exact_math, jit_cpu_ew_plan *plan);
@@ -251,9 +258,6 @@ tj_status jit_cpu_softmax_emit(LLVMModuleRef m, const ir_graph *g, uint32_t id, 
  * output's last axis. */
 tj_status jit_cpu_view_emit(LLVMModuleRef m, const ir_graph *g, uint32_t id, const char *name,
                             jit_cpu_ew_plan *plan);
-/* Native control flow (codegen_cf.c): whether COND / WHILE / FOR node id and everything in its
- * regions is scalar arithmetic the codegen lowers (no effects, no tensors beyond one element). */
-bool jit_cpu_cf_supported(const ir_graph *g, uint32_t id);
 /* Emits `name` for control-flow node id (jit_cpu_cf_supported must hold). */
 tj_status jit_cpu_cf_emit(LLVMModuleRef m, const ir_graph *g, uint32_t id, const char *name,
                           const jit_cpu_opts *o);

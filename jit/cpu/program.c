@@ -606,6 +606,11 @@ void jit_cpu_prog_free(rt_program *p) {
         free(cp->steps[s].out);
         free(cp->steps[s].raw_res);
         free(cp->steps[s].chain_nodes);
+        for (uint32_t m = 0; m < cp->steps[s].n_members; m++) {
+            free(cp->steps[s].members[m].in);
+            free(cp->steps[s].members[m].out);
+        }
+        free(cp->steps[s].members);
         rt_gemm_packed_free(cp->steps[s].packed);
         if (cp->labels)
             free(cp->labels[s]);

@@ -22,7 +22,8 @@
 enum { STEP_NODE, STEP_GEN, STEP_BLAS, STEP_CF, STEP_CONV };
 enum { SUB_EW, SUB_RED, SUB_MM, SUB_SOFTMAX, SUB_VIEW, SUB_CHAIN };
 
-typedef struct step {
+typedef struct step step;
+struct step {
     int kind, sub;
     uint32_t id; /* NODE, BLAS: the node; GEN: the group (SUB_EW/RED) or the node */
     uint32_t n_in, n_out;
@@ -51,9 +52,13 @@ typedef struct step {
     uint8_t trans[2];
     /* STEP_CF in the raw form: the scratch offsets of its results */
     int64_t *raw_res;
-    /* SUB_CHAIN: the nodes its members computed (pictures and profiles) */
+    /* SUB_CHAIN: the nodes its members computed (pictures and profiles); the members, as they
+     * were steps (plan_decide.c; not kept by images) */
     uint32_t *chain_nodes, n_chain_nodes;
-} step;
+    struct step *members;
+    uint32_t n_members;
+    uint32_t kidx; /* its kernel's number: the name's suffix (kN, or cN for a chain) */
+};
 
 typedef struct cpu_prog {
     rt_program base;
@@ -108,6 +113,16 @@ uint32_t jit_cpu_step_nodes(const cpu_prog *cp, const step *sp, uint32_t *out);
 /* Partitions cp->base.g, builds cp's steps and consts, compiles (or finds cached) kernels
  * (LLVM: plan.c). o is complete (par_min and exact_math resolved). */
 tj_status jit_cpu_plan(cpu_prog *cp, const jit_cpu_opts *o);
+/* The plan without LLVM (plan_decide.c): partition, steps, consts, work units, chains and
+ * aliases of cp (whose base.g and par_min are set). Names come after, from the key. */
+tj_status jit_cpu_plan_decide(cpu_prog *cp, const jit_cpu_opts *o);
+/* The code's cache key: base (jit_cpu_code_key) and what of the plan changes the code. */
+void jit_cpu_plan_key(const cpu_prog *cp, const jit_cpu_opts *o, const char *base, char *key,
+                      size_t n);
+/* Names every kernel (and chain member) of cp from its key. */
+void jit_cpu_plan_names(cpu_prog *cp, const char *key);
+/* Whether steps a and b of cp run the same code (their structural keys agree). */
+bool jit_cpu_same_kernel(const cpu_prog *cp, const step *a, const step *b);
 /* A program of g with no steps yet (out_slot filled), or NULL (error set). */
 cpu_prog *jit_cpu_prog_new(const ir_graph *g, const jit_cpu_opts *o);
 /* What follows the steps: labels, last_use, max_bufs, the raw form and the control-flow regions
