@@ -455,6 +455,99 @@ static tj_status read_plan(cpu_prog *cp, rbuf *r) {
     return check_flow(cp);
 }
 
+/* ---- the plan against its graph -------------------------------------------------------------- */
+static bool same_ids(const uint32_t *a, uint32_t na, const uint32_t *b, uint32_t nb) {
+    return na == nb && (na == 0 || !memcmp(a, b, na * sizeof *a));
+}
+
+static bool same_group(const pass_group *a, const pass_group *b) {
+    return a->fused == b->fused && a->reduce == b->reduce && a->rank == b->rank &&
+           !memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->rank) &&
+           same_ids(a->nodes, a->n_nodes, b->nodes, b->n_nodes) &&
+           same_ids(a->inputs, a->n_inputs, b->inputs, b->n_inputs) &&
+           same_ids(a->outputs, a->n_outputs, b->outputs, b->n_outputs);
+}
+
+static bool same_mm(const jit_cpu_mm *a, const jit_cpu_mm *b) {
+    size_t r = (size_t)a->rank * sizeof(int64_t);
+    return a->dt == b->dt && a->m == b->m && a->k == b->k && a->n == b->n &&
+           a->batches == b->batches && a->rank == b->rank && !memcmp(a->dims, b->dims, r) &&
+           !memcmp(a->sa, b->sa, r) && !memcmp(a->sb, b->sb, r);
+}
+
+/* Image step a (of program ca) against the step b the graph plans (of program cb): what it runs,
+ * on which buffers, in how many units, under which symbol. A control-flow step the compiling
+ * codegen turned down is a reference step in the image; anything else must agree in full. */
+static const char *step_differs(const cpu_prog *ca, const step *a, const cpu_prog *cb,
+                                const step *b) {
+    bool declined = a->kind == STEP_NODE && b->kind == STEP_CF;
+    if (a->kind != b->kind && !declined)
+        return "what it runs";
+    if (a->id != b->id || (a->kind == STEP_GEN && a->sub != b->sub))
+        return "its node or group";
+    if (!same_ids(a->in, a->n_in, b->in, b->n_in) || !same_ids(a->out, a->n_out, b->out, b->n_out))
+        return "its buffers";
+    if (a->plan.n_units != b->plan.n_units || a->plan.unit_len != b->plan.unit_len)
+        return "its work units";
+    if ((declined ? a->name[0] != 0 : strcmp(a->name, b->name) != 0) || a->alias != b->alias)
+        return "its kernel's symbol";
+    uint32_t ea = a->epi ? (uint32_t)(a->epi - ca->part->groups) : IR_NONE,
+             eb = b->epi ? (uint32_t)(b->epi - cb->part->groups) : IR_NONE;
+    if (ea != eb || a->pool != b->pool ||
+        ((a->kind == STEP_BLAS || a->kind == STEP_CONV) &&
+         (memcmp(a->src, b->src, sizeof a->src) || memcmp(a->trans, b->trans, sizeof a->trans))))
+        return "its operands or epilogue";
+    if ((a->kind == STEP_BLAS || (a->kind == STEP_GEN && a->sub == SUB_MM)) &&
+        !same_mm(&a->mm, &b->mm))
+        return "its product's geometry";
+    if (!same_ids(a->chain_nodes, a->chain_nodes ? a->n_chain_nodes : 0, b->chain_nodes,
+                  b->chain_nodes ? b->n_chain_nodes : 0))
+        return "its chain's nodes";
+    return NULL;
+}
+
+/* Decides the plan cp's graph gives here (plan_decide.c, as a compile would) and refuses the
+ * image's unless it is the same: every fusion group, step, buffer, work unit, symbol and alias.
+ * A key planned for other kernels (OpenBLAS present or not, another ISA, other options) is
+ * another build's: TJ_ERR_UNSUPPORTED, and the module compiles its graph instead. */
+static tj_status check_plan(const cpu_prog *cp, const jit_cpu_opts *o) {
+    cpu_prog *d = jit_cpu_prog_new(cp->base.g, o);
+    if (!d)
+        return ir_last_code() ? ir_last_code() : TJ_ERR_OOM;
+    d->par_min = cp->par_min;
+    tj_status st = jit_cpu_plan_decide(d, o);
+    char tail[256];
+    const char *at = strstr(cp->key, ";plan=");
+    if (!st) {
+        jit_cpu_plan_key(d, o, "", tail, sizeof tail);
+        if (!at || strcmp(at, tail) != 0)
+            st = ir_errorf(TJ_ERR_UNSUPPORTED,
+                           "cpu image: planned for other kernels (%s; this machine plans %s)",
+                           at ? at + 1 : "no plan key", tail + 1);
+    }
+    if (!st) {
+        jit_cpu_plan_names(d, cp->key);
+        if (d->part->n_groups != cp->part->n_groups)
+            st = ir_errorf(TJ_ERR_CORRUPT, "cpu image: %u fusion groups; its graph makes %u",
+                           cp->part->n_groups, d->part->n_groups);
+        for (uint32_t i = 0; !st && i < d->part->n_groups; i++)
+            if (!same_group(&cp->part->groups[i], &d->part->groups[i]))
+                st = ir_errorf(TJ_ERR_CORRUPT,
+                               "cpu image: fusion group %u is not the one its graph makes", i);
+        if (!st && d->n_steps != cp->n_steps)
+            st = ir_errorf(TJ_ERR_CORRUPT, "cpu image: %u steps; its graph plans %u", cp->n_steps,
+                           d->n_steps);
+        for (uint32_t s = 0; !st && s < d->n_steps; s++) {
+            const char *why = step_differs(cp, &cp->steps[s], d, &d->steps[s]);
+            if (why)
+                st = ir_errorf(TJ_ERR_CORRUPT,
+                               "cpu image: step %u differs from what its graph plans (%s)", s, why);
+        }
+    }
+    jit_cpu_prog_free(&d->base);
+    return st;
+}
+
 /* The kernels: the object mapped by objload, shared with an equal one already loaded. */
 static tj_status read_code(cpu_prog *cp, rbuf *r) {
     int64_t obj_size = get_i64(r);
@@ -553,6 +646,8 @@ static rt_program *from_image(const ir_graph *g, rbuf *r, int depth) {
         st = ir_errorf(TJ_ERR_OOM, "cpu image: out of memory");
     if (!st)
         st = read_plan(cp, r);
+    if (!st)
+        st = check_plan(cp, &o);
     if (!st)
         st = read_code(cp, r);
     /* the regions: one kind byte per slot (2 per node), read as rt_regions_new asks for them */

@@ -3,10 +3,15 @@
  * is fixed (a small function compiled once at start-up); the input is an image's body and the
  * harness puts the header in front of it (magic, format, this build's code generator id, no CPU
  * feature required, the graph's hash and size), so every input reaches the plan and object
- * parsers whatever build made the corpus. A program that loads is freed, never run: running
- * saved code means trusting its author; the loader's job is to refuse damaged structure without
- * crashing. The seed input (the body of the function's own image) is written to
- * $FUZZ_IMAGE_SEED when set. */
+ * parsers whatever build made the corpus. Running saved code means trusting its author, so a
+ * program that loads runs only when its code is the genuine object (the input holds the seed's
+ * object bytes unchanged): then whatever else was mutated (the plan: work units, buffers,
+ * symbols, groups) must have been refused or be harmless, and the results must equal the genuine
+ * program's bit for bit; anything else aborts. The seed input (the body of the function's own
+ * image) is written to $FUZZ_IMAGE_SEED when set. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* memmem */
+#endif
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +26,10 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
-static ir_graph *graph; /* the compiled function's graph, kept; the function is freed */
+static ir_graph *graph;       /* the compiled function's graph, kept; the function is freed */
+static unsigned char *object; /* the genuine program's object (its code), and its size */
+static size_t object_size;
+static tj_tensor *args[2], *want; /* fixed inputs and the genuine program's result */
 static int ready;
 
 static tj_tensor *model(tj_tensor *x, tj_tensor *w) {
@@ -47,6 +55,27 @@ static size_t header(unsigned char *p, const ir_graph *g) {
 
 static void teardown(void) {
     ir_graph_free(graph);
+    free(object);
+    tj_release(args[0]);
+    tj_release(args[1]);
+    tj_release(want);
+}
+
+/* The object inside an image: the ELF file after the plan (its u64 size right before it). */
+static void find_object(const unsigned char *img, size_t size) {
+    for (size_t i = 8; i + 4 <= size; i++)
+        if (!memcmp(img + i,
+                    "\x7f"
+                    "ELF",
+                    4)) {
+            uint64_t n;
+            memcpy(&n, img + i - 8, 8);
+            if (n <= size - i && (object = malloc(n))) {
+                memcpy(object, img + i, n);
+                object_size = n;
+            }
+            return;
+        }
 }
 
 static void setup(void) {
@@ -59,7 +88,19 @@ static void setup(void) {
     graph = c ? ir_graph_clone(c->graph) : NULL;
     const char *seed = getenv("FUZZ_IMAGE_SEED");
     size_t size = 0;
-    unsigned char *img = c && seed ? jit_cpu_program_image(c->prog, &size) : NULL, hdr[512];
+    unsigned char *img = c ? jit_cpu_program_image(c->prog, &size) : NULL, hdr[512];
+    if (img)
+        find_object(img, size);
+    if (c) { /* fixed inputs, and what the genuine program makes of them */
+        args[0] = tj_random_uniform(TJ_F32, 2, (int64_t[]){8, 96}, -1, 1, 1);
+        args[1] = tj_random_uniform(TJ_F32, 2, (int64_t[]){96, 96}, -1, 1, 2);
+        if (c->prog->vt->run(c->prog, args, 2, c->caps, &want) != TJ_OK)
+            want = NULL;
+    }
+    if (!seed) {
+        free(img);
+        img = NULL;
+    }
     size_t hn = graph ? header(hdr, graph) : 0;
     FILE *f = img && size > hn ? fopen(seed, "wb") : NULL;
     if (f) {
@@ -88,6 +129,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     size_t hn = header(img, graph);
     memcpy(img + hn, data, size);
     rt_program *p = jit_cpu_program_from_image(graph, img, hn + size);
+    if (p && object && want && memmem(data, size, object, object_size)) {
+        tj_tensor *got = NULL; /* genuine code: run it, the results must be the genuine ones */
+        tj_status st = p->vt->run(p, args, 2, NULL, &got);
+        if (st != TJ_OK || !got || tj_tensor_numel(got) != tj_tensor_numel(want) ||
+            memcmp(tj_tensor_data(got), tj_tensor_data(want),
+                   (size_t)tj_tensor_numel(want) * sizeof(float))) {
+            fprintf(stderr, "fuzz_image: a loaded program with the genuine code gave %s\n",
+                    st ? tj_last_error() : "other results");
+            abort();
+        }
+        tj_release(got);
+    }
     if (p)
         p->vt->free(p);
     else if (ir_last_code() != TJ_ERR_CORRUPT && ir_last_code() != TJ_ERR_UNSUPPORTED &&

@@ -5,7 +5,10 @@
  * reference-kernel steps, a loop whose regions are compiled. Every truncation of an image, an
  * image of another graph, of another build and of a CPU with features this one lacks is refused
  * with an error, never loaded; so are damaged objects: not ELF, headers and sections past the
- * end, an unknown relocation type, an undefined symbol. */
+ * end, an unknown relocation type, an undefined symbol; and forged plans, well-formed images
+ * whose steps say other work units, other buffers, another symbol or alias, or whose fusion
+ * groups read their inputs in another order (issue 23: 15 such forgeries crashed, 1 hung and 18
+ * gave wrong answers): the loader plans the graph again and compares. */
 #include <elf.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +87,106 @@ static void same_bits(tj_tensor *a, tj_tensor *b) {
         CHECK(memcmp(tj_tensor_data(a), tj_tensor_data(b), 4 * (size_t)tj_tensor_numel(a)) == 0);
 }
 
+/* Forges p's plan one field at a time (a copy written as an image, so the format stays valid)
+ * and loads each: every one is refused. */
+typedef enum {
+    F_UNITS,
+    F_UNIT_LEN,
+    F_UNITS_ZERO,
+    F_SWAP_IN,
+    F_OTHER_IN,
+    F_ALIAS,
+    F_NAME,
+    F_GROUP_IN,
+    F_N
+} forgery;
+static int forge(cpu_prog *cp, uint32_t s, forgery f) {
+    step *sp = &cp->steps[s];
+    switch (f) {
+    case F_UNITS:
+        return sp->plan.n_units > 0 ? (sp->plan.n_units++, 1) : 0;
+    case F_UNIT_LEN:
+        return sp->plan.unit_len > 0 ? (sp->plan.unit_len++, 1) : 0;
+    case F_UNITS_ZERO:
+        return sp->plan.unit_len > 0 ? (sp->plan.unit_len = 0, 1) : 0;
+    case F_SWAP_IN:
+        if (sp->n_in < 2 || sp->in[0] == sp->in[1])
+            return 0;
+        uint32_t t = sp->in[0];
+        sp->in[0] = sp->in[1], sp->in[1] = t;
+        return 1;
+    case F_OTHER_IN: /* another value of the same type, made earlier */
+        for (uint32_t r = 0; sp->n_in && r < s; r++)
+            for (uint32_t k = 0; k < cp->steps[r].n_out; k++) {
+                const ir_node *a = ir_node_get(cp->base.g, sp->in[0]),
+                              *b = ir_node_get(cp->base.g, cp->steps[r].out[k]);
+                if (cp->steps[r].out[k] != sp->in[0] && a->dtype == b->dtype &&
+                    a->rank == b->rank && !memcmp(a->dims, b->dims, 8 * (size_t)a->rank)) {
+                    sp->in[0] = cp->steps[r].out[k];
+                    return 1;
+                }
+            }
+        return 0;
+    case F_ALIAS: /* an earlier step's code */
+        for (uint32_t r = 0; sp->name[0] && r < s; r++)
+            if (cp->steps[r].name[0] && !cp->steps[r].alias && sp->alias != r + 1) {
+                sp->alias = r + 1;
+                return 1;
+            }
+        return 0;
+    case F_NAME: /* another step's symbol */
+        for (uint32_t r = 0; sp->name[0] && r < cp->n_steps; r++)
+            if (r != s && cp->steps[r].name[0] && strcmp(cp->steps[r].name, sp->name)) {
+                memcpy(sp->name, cp->steps[r].name, sizeof sp->name);
+                return 1;
+            }
+        return 0;
+    case F_GROUP_IN:
+        if (s >= cp->part->n_groups || cp->part->groups[s].n_inputs < 2)
+            return 0;
+        uint32_t *in = cp->part->groups[s].inputs, u = in[0];
+        in[0] = in[1], in[1] = u;
+        return 1;
+    default:
+        return 0;
+    }
+}
+static void forged_plans(const char *name, const tj_concrete *c, const unsigned char *img,
+                         size_t size) {
+    int tried = 0, loaded = 0;
+    for (int f = 0; f < F_N; f++) {
+        for (uint32_t s = 0;; s++) {
+            /* a fresh copy each time: forge one field, write it, load it */
+            cpu_prog *cp = (cpu_prog *)jit_cpu_program_from_image(c->graph, img, size);
+            if (!cp || s >= cp->n_steps) {
+                if (cp)
+                    cp->base.vt->free(&cp->base);
+                break;
+            }
+            if (!forge(cp, s, (forgery)f)) {
+                cp->base.vt->free(&cp->base);
+                continue;
+            }
+            size_t n = 0;
+            unsigned char *bad = jit_cpu_program_image(&cp->base, &n);
+            cp->base.vt->free(&cp->base);
+            rt_program *q = bad ? jit_cpu_program_from_image(c->graph, bad, n) : NULL;
+            tried++;
+            if (q) {
+                loaded++;
+                fprintf(stderr, "%s: forgery %d of step %u loaded\n", name, f, s);
+                q->vt->free(q);
+            } else {
+                CHECK_MSG(ir_last_code() == TJ_ERR_CORRUPT || ir_last_code() == TJ_ERR_UNSUPPORTED,
+                          "%s: forgery %d: %s", name, f, tj_last_error());
+            }
+            free(bad);
+        }
+    }
+    CHECK_MSG(tried >= 5, "%s: only %d forgeries applied", name, tried);
+    CHECK_MSG(loaded == 0, "%s: %d of %d forged plans loaded", name, loaded, tried);
+}
+
 /* The image of f's program, loaded again: the same bits; then the damaged variants. */
 static void round_trip(const char *name, void *fn, int64_t n, int truncations) {
     tj_function *f = tj_function_new(name, fn, 2, NULL);
@@ -103,6 +206,8 @@ static void round_trip(const char *name, void *fn, int64_t n, int truncations) {
         tj_release(a);
         tj_release(b);
         p->vt->free(p);
+        if (truncations)
+            forged_plans(name, c, img, size);
     }
     /* every truncation is refused (all of them in the header and plan, then a sample) */
     for (size_t k = 0; img && truncations && k < size; k += k < 8192 ? 1 : 61) {
