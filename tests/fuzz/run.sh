@@ -57,6 +57,13 @@ for t in "${TARGETS[@]}"; do
     mkdir -p "$corpus" "$fresh"
     seeds=()
     [ "$t" = parse ] && seeds=(tests/passes)
+    if [ "$t" = image ]; then # this build's own image of the harness's function: a valid start
+        mkdir -p "$OUT/image-seeds" "$OUT/image-none"
+        echo x > "$OUT/image-none/x"
+        FUZZ_IMAGE_SEED="$OUT/image-seeds/genuine" "$OUT/fuzz_image" -runs=1 "$OUT/image-none" \
+            > /dev/null 2>&1 || true
+        seeds=("$OUT/image-seeds")
+    fi
     if [ "$t" = onnx ] && [ -d /usr/share/libonnx-testdata/data/node ]; then
         mkdir -p "$OUT/onnx-seeds" # ONNX's own test models as seeds (not committed)
         for m in /usr/share/libonnx-testdata/data/node/*/model.onnx; do
