@@ -334,7 +334,10 @@ TJ_API tj_tensor *tj_gather(tj_tensor *params, tj_tensor *indices, int axis);
 TJ_API tj_tensor *tj_scatter_add(tj_tensor *x, tj_tensor *indices, tj_tensor *updates, int axis);
 TJ_API tj_tensor *tj_cast(tj_tensor *x, tj_dtype dt);
 /* neural networks (tf.nn). Images are NHWC, filters HWIO [KH, KW, C_in, C_out], as TensorFlow's
- * defaults. strides/dilations/ksize are {h, w} (NULL: 1); padding as TensorFlow: VALID uses no
+ * defaults. A filter of C_in / G input channels makes tj_conv2d a grouped convolution of G groups
+ * (as tf.nn.conv2d: C_in and C_out multiples of G; input group k feeds output channels
+ * [k·C_out/G, (k+1)·C_out/G)); C_in / G = 1 is depthwise (MobileNet's, with a multiplier of
+ * C_out / C_in). strides/dilations/ksize are {h, w} (NULL: 1); padding as TensorFlow: VALID uses no
  * padding, SAME pads so that the output is ceil(input / stride) (the extra row or column goes to
  * the bottom/right). Floats only. Errors name the op and the shapes (channels that differ, a
  * filter or window larger than the padded input). */

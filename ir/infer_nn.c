@@ -45,15 +45,20 @@ static tj_status check_geometry(const char *op, const ir_node *p, int dil) {
     return TJ_OK;
 }
 
-/* The [N, OH, OW, O] output of a convolution of x dims by w dims (both rank 4, known or -1). */
+/* The [N, OH, OW, O] output of a convolution of x dims by w dims (both rank 4, known or -1). A
+ * grouped convolution (TensorFlow's: the groups are C / the filter's input channels) needs C a
+ * multiple of the filter's input channels and O a multiple of the groups; depthwise is C groups
+ * of one channel. */
 static tj_status conv_out(const char *op, const ir_node *p, const int64_t *x, const int64_t *w,
                           int64_t *y) {
     char sx[DB], sw[DB];
-    if (x[3] >= 0 && w[2] >= 0 && x[3] != w[2])
+    if (x[3] >= 0 && w[2] >= 0 &&
+        (w[2] == 0 ? x[3] != 0 : x[3] % w[2] != 0 || (w[3] >= 0 && w[3] % (x[3] / w[2]) != 0)))
         return ir_errorf(TJ_ERR_SHAPE,
-                         "%s: input channels differ: input %s has %lld, filter %s expects %lld", op,
-                         ir_fmt_dims(sx, DB, 4, x), (long long)x[3], ir_fmt_dims(sw, DB, 4, w),
-                         (long long)w[2]);
+                         "%s: input channels differ: input %s has %lld, filter %s expects %lld "
+                         "(or a multiple, in groups that divide its %lld output channels)",
+                         op, ir_fmt_dims(sx, DB, 4, x), (long long)x[3], ir_fmt_dims(sw, DB, 4, w),
+                         (long long)w[2], (long long)w[3]);
     y[0] = x[0];
     y[3] = w[3];
     for (int k = 0; k < 2; k++) {

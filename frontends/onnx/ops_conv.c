@@ -359,11 +359,20 @@ static tj_status conv_one(const ox_node *n, int n_in, tj_tensor *const *in, tj_t
     return one(out, from_cl(y, &w));
 }
 
+/* A grouped Conv is one convolution: its weight [M, C/group, k...] in HWIO is the grouped filter
+ * tj_conv2d takes (as tf.nn.conv2d, the groups are C over the filter's input channels), so the
+ * attribute only has to agree with the shapes. */
 CONV(c_conv) {
     (void)n_out;
     int64_t groups = ox_attr_i(n, "group", 1);
-    if (groups != 1)
-        return grouped(n, n_in, in, out, groups, conv_one, 0);
+    tj_tensor *x = in[0], *f = in[1];
+    int64_t c = tj_tensor_rank(x) > 1 ? tj_tensor_dims(x)[1] : 0;
+    int64_t m = tj_tensor_rank(f) > 1 ? tj_tensor_dims(f)[0] : 0;
+    int64_t fc = tj_tensor_rank(f) > 1 ? tj_tensor_dims(f)[1] : 0;
+    if (groups < 1 || groups > c || c % groups || m % groups || fc != c / groups)
+        return ox_fail(n, TJ_ERR_SHAPE,
+                       "group=%lld for %lld channels and %lld filters of %lld channels",
+                       (long long)groups, (long long)c, (long long)m, (long long)fc);
     return conv_one(n, n_in, in, out);
 }
 

@@ -106,9 +106,6 @@ static tj_status build(cpu_prog *cp, const jit_cpu_opts *o, const char **names, 
             sp->kind = STEP_NODE;
             sp->name[0] = 0;
             st = TJ_OK;
-        } else if (!st && sp->kind == STEP_CF) {
-            rt_log(RT_LOG_COMPILE, "cpu: %%%u %s: native control flow", sp->id,
-                   ir_ops[ir_node_get(cp->base.g, sp->id)->op].name);
         }
     }
     free(done);
@@ -143,6 +140,10 @@ tj_status jit_cpu_plan(cpu_prog *cp, const jit_cpu_opts *o) {
         return ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
     }
     uint32_t nk = symbol_names(cp, names), n_alias = 0;
+    for (uint32_t s = 0; s < cp->n_steps; s++) /* what the plan lowers whole (build may decline) */
+        if (cp->steps[s].kind == STEP_CF)
+            rt_log(RT_LOG_COMPILE, "cpu: %%%u %s: native control flow", cp->steps[s].id,
+                   ir_ops[ir_node_get(g, cp->steps[s].id)->op].name);
     for (uint32_t s = 0; s < cp->n_steps; s++)
         n_alias += cp->steps[s].alias != 0;
     int from = 0;

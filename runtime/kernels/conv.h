@@ -13,6 +13,7 @@ typedef struct rt_conv_geom {
     int64_t oh, ow;         /* output */
     int64_t sh, sw, dh, dw; /* strides, dilations */
     int64_t pt, pl;         /* pads top and left (bottom/right only bound the output) */
+    int64_t groups;         /* convolutions: c / the filter's input channels (0 or 1: none) */
 } rt_conv_geom;
 
 /* The geometry of conv node n (CONV2D or a gradient) for input dims x, filter w, output y; of
@@ -22,8 +23,8 @@ rt_conv_geom rt_conv_geom_of(const ir_node *n, const int64_t *x, const int64_t *
                              const int64_t *y);
 rt_conv_geom rt_pool_geom_of(const ir_node *n, const int64_t *x, const int64_t *y);
 
-/* 1 when the direct kernels take this convolution: an AVX-512 CPU, no dilation, pads smaller
- * than the window. */
+/* 1 when the direct kernels take this convolution: an AVX-512 CPU, no dilation, no groups, pads
+ * smaller than the window. */
 int rt_conv_direct_usable(const rt_conv_geom *g);
 /* Each returns 0 when it wrote every element of its output (y [n,oh,ow,o], dw [kh,kw,c,o],
  * dx [n,h,w,c]), 1 when it did not run (unusable geometry, no memory): use the im2col path. */

@@ -25,8 +25,8 @@
 #include "runtime/rt_pool.h"
 
 int rt_conv_direct_usable(const rt_conv_geom *g) {
-    return rt_avx512() && g->dh == 1 && g->dw == 1 && g->o >= 1 && g->c >= 1 && g->pt < g->kh &&
-           g->pl < g->kw;
+    return rt_avx512() && g->groups <= 1 && g->dh == 1 && g->dw == 1 && g->o >= 1 && g->c >= 1 &&
+           g->pt < g->kh && g->pl < g->kw;
 }
 
 #if HAVE_X86

@@ -904,6 +904,53 @@ static void too_deep(int levels, int types, const char *want) {
     free(f);
 }
 
+/* A grouped Conv (group=2, and depthwise: group = C) is one convolution, not one per group: its
+ * values against tj_conv2d of the NHWC input and HWIO filter, and one conv2d node in the graph
+ * (a ShuffleNet-class model became 4,633 kernels when each group was its own convolution). */
+static void grouped_conv(int64_t groups, int64_t c, int64_t m) {
+    builder b;
+    init(&b, 13);
+    static char *in[2] = {"x", "w"}, *out[1] = {"y"};
+    static int64_t wd[4];
+    static float wv[4 * 8 * 9];
+    wd[0] = m, wd[1] = c / groups, wd[2] = 3, wd[3] = 3;
+    size_t nw = (size_t)(m * (c / groups) * 9);
+    for (size_t k = 0; k < nw; k++)
+        wv[k] = (float)((k * 7) % 11) * 0.125f - 0.5f;
+    int64_t xd[4] = {1, c, 6, 5}, yd[4] = {-1, -1, -1, -1};
+    b.ins[b.g.n_input++] = value(&b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 4, xd);
+    b.outs[b.g.n_output++] = value(&b, "y", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 4, yd);
+    init_f32(&b, "w", 4, wd, wv, nw);
+    node(&b, "Conv", 2, in, 1, out);
+    attr_i(&b, "group", groups);
+    tj_onnx_model *md = load_built(&b, "grouped_conv.onnx");
+    CHECK_MSG(md != NULL, "%s", tj_last_error());
+    if (!md)
+        return;
+    tj_scope_begin();
+    tj_tensor *x = tj_random_uniform(TJ_F32, 4, xd, -1, 1, 9);
+    tj_tensor *y = tj_onnx_call(md, 1, &x);
+    CHECK_MSG(tj_status_of(y) == TJ_OK, "%s", tj_error_message(y));
+    /* the same with tracejit's ops: NCHW -> NHWC, OIHW -> HWIO, grouped conv2d, back */
+    tj_tensor *w = tj_tensor_from_data(TJ_F32, 4, wd, wv);
+    tj_tensor *ref =
+        tj_transpose(tj_conv2d(tj_transpose(x, (int[]){0, 2, 3, 1}),
+                               tj_transpose(w, (int[]){2, 3, 1, 0}), NULL, TJ_PAD_VALID, NULL),
+                     (int[]){0, 3, 1, 2});
+    int bad = 0;
+    for (int64_t i = 0; i < tj_tensor_numel(ref) && !tj_status_of(y); i++)
+        bad += fabs(tj_tensor_get_f64(y, i) - tj_tensor_get_f64(ref, i)) > 1e-5;
+    CHECK_EQ_INT(tj_tensor_numel(y), tj_tensor_numel(ref));
+    CHECK_EQ_INT(bad, 0);
+    tj_spec sp = {TJ_F32, 4, {1, c, 6, 5}, NULL};
+    char *text = tj_concrete_graph_text(tj_function_get_concrete(tj_onnx_function(md), 1, &sp));
+    CHECK_MSG(text && check_count_of(text, "= conv2d ") == 1, "%d conv2d nodes",
+              text ? check_count_of(text, "= conv2d ") : -1);
+    free(text);
+    tj_scope_end();
+    tj_onnx_free(md);
+}
+
 /* Scan over the rows of x [3, 2] with no state: the body gives Neg(row), stacked. Direction 1
  * stacks the rows reversed; a direction other than 0 or 1, or a num_scan_inputs that does not
  * fit the inputs (2^31 overflowed a subtraction before the check), is refused by name. */
@@ -1070,6 +1117,8 @@ int main(void) {
              "onnx: deep.onnx nests messages (types in types, graphs in nodes) more "
              "than 256 deep");
     too_deep(40, 0, "deep.onnx"); /* within the limits: refused later, for what it lacks */
+    grouped_conv(2, 4, 6);
+    grouped_conv(4, 4, 8); /* depthwise, multiplier 2 */
     scan_directions(1, 0, NULL);
     scan_directions(1, 1, NULL);
     scan_directions(1, 7, "(Scan, opset 13): scan_input_directions[0] is 7, not 0 or 1");
