@@ -120,11 +120,14 @@ enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };
 IM2COL(float)
 IM2COL(double)
 
-/* ---- direct loops (the oracle) --------------------------------------------------------------- */
-/* Visits every (output position, tap) pair with a valid input element: BODY sees xi (input
- * offset), wi (filter offset without the output channel: (ky, kx, c) * O) and yi (output offset
- * without the output channel). */
-#define FOR_TAPS(g, BODY)                                                                          \
+/* ---- direct loops (the oracle) ---------------------------------------------------------------
+ * Group k (one group: the whole convolution) convolves input channels [k·cg, (k+1)·cg) with the
+ * filter's columns [k·og, (k+1)·og) (the filter is [KH, KW, cg, O]) into those output channels.
+ * FOR_GROUP_TAPS visits every (output position, tap) pair with a valid input element: BODY sees xi
+ * (input offset), wi (filter offset without the output channel) and yi (output offset without
+ * the output channel), and the group's output channels [o0, o0 + og). Every output element sums
+ * its taps in (ky, kx, c) order. */
+#define FOR_GROUP_TAPS(g, BODY)                                                                    \
     for (int64_t b = 0; b < (g)->n; b++)                                                           \
         for (int64_t oy = 0; oy < (g)->oh; oy++)                                                   \
             for (int64_t ox = 0; ox < (g)->ow; ox++) {                                             \
@@ -138,26 +141,30 @@ IM2COL(double)
                         if (ix < 0 || ix >= (g)->w)                                                \
                             continue;                                                              \
                         for (int64_t c = 0; c < (g)->c; c++) {                                     \
+                            int64_t grp = c / cg, o0 = grp * og;                                   \
                             int64_t xi = ((b * (g)->h + iy) * (g)->w + ix) * (g)->c + c;           \
-                            int64_t wi = ((ky * (g)->kw + kx) * (g)->c + c) * (g)->o;              \
+                            int64_t wi = ((ky * (g)->kw + kx) * cg + c - grp * cg) * (g)->o;       \
                             BODY                                                                   \
                         }                                                                          \
                     }                                                                              \
                 }                                                                                  \
             }
 
-#define DIRECT(T)                                                                                  \
-    static void direct_fwd_##T(const geom *g, const T *x, const T *w, T *y) {                      \
-        FOR_TAPS(g, for (int64_t o = 0; o < g->o; o++) y[yi + o] += x[xi] * w[wi + o];)            \
-    }                                                                                              \
-    static void direct_dx_##T(const geom *g, const T *dy, const T *w, T *dx) {                     \
-        FOR_TAPS(g, for (int64_t o = 0; o < g->o; o++) dx[xi] += dy[yi + o] * w[wi + o];)          \
-    }                                                                                              \
-    static void direct_dw_##T(const geom *g, const T *x, const T *dy, T *dw) {                     \
-        FOR_TAPS(g, for (int64_t o = 0; o < g->o; o++) dw[wi + o] += x[xi] * dy[yi + o];)          \
+#define GROUPED_DIRECT(T)                                                                          \
+    static void grouped_direct_##T(const geom *g, int which, const T *a, const T *w, T *out) {     \
+        int64_t groups = g->groups > 1 ? g->groups : 1, cg = g->c / groups, og = g->o / groups;    \
+        if (which == 0)                                                                            \
+            FOR_GROUP_TAPS(g, for (int64_t o = o0; o < o0 + og; o++) out[yi + o] +=                \
+                              a[xi] * w[wi + o];)                                                  \
+        else if (which == 1)                                                                       \
+            FOR_GROUP_TAPS(g, for (int64_t o = o0; o < o0 + og; o++) out[xi] +=                    \
+                              a[yi + o] * w[wi + o];)                                              \
+        else /* a = x, w = dy */                                                                   \
+            FOR_GROUP_TAPS(g, for (int64_t o = o0; o < o0 + og; o++) out[wi + o] +=                \
+                              a[xi] * w[yi + o];)                                                  \
     }
-DIRECT(float)
-DIRECT(double)
+GROUPED_DIRECT(float)
+GROUPED_DIRECT(double)
 
 /* ---- the BLAS path --------------------------------------------------------------------------- */
 /* which: 0 forward (a = x, b = w, out = y), 1 input gradient (a = dy, b = w, out = dx),
@@ -301,52 +308,10 @@ static int conv_blas(const geom *g, int which, int dt, const void *a, const void
     return 0;
 }
 
-/* ---- grouped convolutions -------------------------------------------------------------------
- * Group k convolves input channels [k·cg, (k+1)·cg) with the filter's columns [k·og, (k+1)·og)
- * (the filter is [KH, KW, cg, O]) into those output channels. Depthwise (cg = 1) runs its own
- * loops, channels innermost so they vectorize, one task per output row; other groups run one
- * product per group (a 1x1 stride-1 unpadded convolution reads x in place, others gather the
- * group's patches); without BLAS or under exact math, the grouped direct loops (the oracle). Every
- * output element sums its taps in (ky, kx, c) order, as the ungrouped loops do. */
-#define FOR_GROUP_TAPS(g, BODY)                                                                    \
-    for (int64_t b = 0; b < (g)->n; b++)                                                           \
-        for (int64_t oy = 0; oy < (g)->oh; oy++)                                                   \
-            for (int64_t ox = 0; ox < (g)->ow; ox++) {                                             \
-                int64_t yi = ((b * (g)->oh + oy) * (g)->ow + ox) * (g)->o;                         \
-                for (int64_t ky = 0; ky < (g)->kh; ky++) {                                         \
-                    int64_t iy = oy * (g)->sh + ky * (g)->dh - (g)->pt;                            \
-                    if (iy < 0 || iy >= (g)->h)                                                    \
-                        continue;                                                                  \
-                    for (int64_t kx = 0; kx < (g)->kw; kx++) {                                     \
-                        int64_t ix = ox * (g)->sw + kx * (g)->dw - (g)->pl;                        \
-                        if (ix < 0 || ix >= (g)->w)                                                \
-                            continue;                                                              \
-                        for (int64_t c = 0; c < (g)->c; c++) {                                     \
-                            int64_t grp = c / cg, o0 = grp * og;                                   \
-                            int64_t xi = ((b * (g)->h + iy) * (g)->w + ix) * (g)->c + c;           \
-                            int64_t wi = ((ky * (g)->kw + kx) * cg + c - grp * cg) * (g)->o;       \
-                            BODY                                                                   \
-                        }                                                                          \
-                    }                                                                              \
-                }                                                                                  \
-            }
-
-#define GROUPED_DIRECT(T)                                                                          \
-    static void grouped_direct_##T(const geom *g, int which, const T *a, const T *w, T *out) {     \
-        int64_t cg = g->c / g->groups, og = g->o / g->groups;                                      \
-        if (which == 0)                                                                            \
-            FOR_GROUP_TAPS(g, for (int64_t o = o0; o < o0 + og; o++) out[yi + o] +=                \
-                              a[xi] * w[wi + o];)                                                  \
-        else if (which == 1)                                                                       \
-            FOR_GROUP_TAPS(g, for (int64_t o = o0; o < o0 + og; o++) out[xi] +=                    \
-                              a[yi + o] * w[wi + o];)                                              \
-        else /* a = x, w = dy */                                                                   \
-            FOR_GROUP_TAPS(g, for (int64_t o = o0; o < o0 + og; o++) out[wi + o] +=                \
-                              a[xi] * w[yi + o];)                                                  \
-    }
-GROUPED_DIRECT(float)
-GROUPED_DIRECT(double)
-
+/* ---- grouped convolutions: depthwise (cg = 1) runs its own loops, channels innermost so they
+ * vectorize, one task per output row; other groups one product per group (a 1x1 stride-1
+ * unpadded convolution reads x in place, others gather the group's patches); without BLAS or
+ * under exact math, the direct loops above. ------------------------------------------------- */
 /* Depthwise, one output row (b, oy) per task: forward and input gradient (a = dy) write only
  * their own row (the input gradient row by row of dx: a task is an input row there). */
 typedef struct dw_task {
@@ -609,21 +574,8 @@ tj_status rt_k_conv2d(const ir_node *n, tj_tensor *const *in, tj_tensor *out) {
         return TJ_OK;
     if (which != 1)
         memset(out->data, 0, bytes);
-    int f = out->dtype == TJ_F32;
-    switch (which) {
-    case 0:
-        f ? direct_fwd_float(&g, a->data, b->data, out->data)
-          : direct_fwd_double(&g, a->data, b->data, out->data);
-        break;
-    case 1:
-        f ? direct_dx_float(&g, a->data, b->data, out->data)
-          : direct_dx_double(&g, a->data, b->data, out->data);
-        break;
-    default:
-        f ? direct_dw_float(&g, a->data, b->data, out->data)
-          : direct_dw_double(&g, a->data, b->data, out->data);
-        break;
-    }
+    out->dtype == TJ_F32 ? grouped_direct_float(&g, which, a->data, b->data, out->data)
+                         : grouped_direct_double(&g, which, a->data, b->data, out->data);
     return TJ_OK;
 }
 
