@@ -593,6 +593,14 @@ typedef struct tj_function_options {
                    optimized graph, reference kernels) while LLVM compiles in a background
                    thread; later calls take the native code once it is ready. Results may
                    differ in the last bits between the tiers unless TJ_EXACT_MATH=1. */
+    const char *backend; /* the backend its signatures compile for: a name ("cpu", "interp";
+                            tj_backend_name lists them) or a comma-separated list in order of
+                            preference, the first one available here chosen ("cpu,interp": the
+                            interpreter where LLVM is absent). NULL: TJ_BACKEND (the same form),
+                            else the first backend available here. An unknown name, or a list
+                            none of whose backends is available, is an error naming it and the
+                            available ones; never a silent fallback. A signature the backend
+                            declines (unknown dims) runs on the interpreter (TJ_LOG=compile). */
 } tj_function_options;
 
 /* `fn` is a C function taking `nargs` tj_tensor* (borrowed) and returning a tj_tensor* (a new
@@ -671,6 +679,12 @@ TJ_API int tj_concrete_node_count(const tj_concrete *c);
 /* The program a call of c runs now: "cpu" (native code), "interp" (the interpreter), or "" for
  * NULL. A tiered function's concrete functions say "interp" until their compile is done. */
 TJ_API const char *tj_concrete_backend(const tj_concrete *c);
+/* The backends of this build in order of preference: names for i in [0, n), NULL past the last.
+ * Static strings. */
+TJ_API const char *tj_backend_name(int i);
+/* NULL when backend `name` can compile here; otherwise why not, a sentence (static): the reason
+ * it is unavailable, or that this build has no such backend. */
+TJ_API const char *tj_backend_unavailable(const char *name);
 /* Waits until f's concrete functions run native code: starts the background compiles of those
  * not called yet, then waits for every compile running (f's and any other tiered function's).
  * TJ_OK, or TJ_ERR_INVALID for a NULL or freed f. */

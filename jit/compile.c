@@ -6,7 +6,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "jit/cpu/cpu.h"
 #include "jit/jit.h"
 
 tj_status jit_fold_eval(void *user, ir_graph *g, const ir_node *node, const uint32_t *in,
@@ -71,26 +70,27 @@ ir_graph *jit_optimize_graph(const ir_graph *traced, const char *fn_name, uint64
     return g;
 }
 
-rt_program *jit_backend_program(const ir_graph *g, const char *fn_name, int native) {
+tj_status jit_fn_backend(const tj_function *f, const jit_backend **out) {
+    if (f && f->backend) {
+        *out = f->backend;
+        return TJ_OK;
+    }
+    return jit_backend_select(rt_config_get()->backend, "TJ_BACKEND", out);
+}
+
+rt_program *jit_backend_program(const ir_graph *g, const char *fn_name, const jit_backend *b) {
     const rt_config *cfg = rt_config_get();
     double t0 = now_ms();
     double c0 = RT_PROFILING() ? rt_profile_now() : 0;
-    rt_program *p = NULL;
-    const char *backend = cfg->backend ? cfg->backend : "cpu";
-    if (native && strcmp(backend, "interp") != 0) {
-        /* TJ_EXACT_MATH=1: results bit-identical to the reference kernels (libm transcendentals,
-         * no FMA contraction); the default trades that for vectorized approximations and FMA */
-        jit_cpu_opts co = {.exact_math = cfg->exact_math != 0, .no_contract = cfg->exact_math != 0};
-        p = jit_cpu_compile_opts(g, &co);
-        if (!p) {
-            /* unknown dims, subgraphs, or no LLVM: the interpreter runs this signature */
-            rt_log(RT_LOG_COMPILE, "%s: cpu backend declined (%s); using the interpreter", fn_name,
-                   ir_last_error());
-            ir_clear_error();
-        }
+    jit_backend_opts o = {.exact_math = cfg->exact_math != 0};
+    rt_program *p = b->compile(g, &o);
+    if (!p && b != jit_backend_interpreter()) {
+        /* declined (unknown dims, subgraphs) or failed: the interpreter runs this signature */
+        rt_log(RT_LOG_COMPILE, "%s: %s backend declined (%s); using the interpreter", fn_name,
+               b->name, ir_last_error());
+        ir_clear_error();
+        p = jit_backend_interpreter()->compile(g, &o);
     }
-    if (!p)
-        p = rt_interp_new(g);
     if (!p)
         return NULL;
     rt_log(RT_LOG_COMPILE, "%s: compiled %u nodes for backend %s in %.3f ms", fn_name, g->n_nodes,
@@ -101,9 +101,9 @@ rt_program *jit_backend_program(const ir_graph *g, const char *fn_name, int nati
 }
 
 rt_program *jit_compile_graph(const ir_graph *traced, const char *fn_name, uint64_t sig_hash,
-                              ir_graph **opt) {
+                              const jit_backend *b, ir_graph **opt) {
     ir_graph *g = jit_optimize_graph(traced, fn_name, sig_hash);
-    rt_program *p = g ? jit_backend_program(g, fn_name, 1) : NULL;
+    rt_program *p = g ? jit_backend_program(g, fn_name, b) : NULL;
     if (!p) {
         ir_graph_free(g);
         return NULL;

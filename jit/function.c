@@ -40,6 +40,10 @@ tj_function *tj_function_new(const char *name, void *fn, int nargs,
         return (void)ir_errorf(TJ_ERR_INVALID, "function_new: nargs %d out of range [0, 256]",
                                nargs),
                NULL;
+    const jit_backend *backend = NULL;
+    if (opts && opts->backend &&
+        jit_backend_select(opts->backend, "function_new: backend", &backend) != TJ_OK)
+        return NULL;
     tj_function *f = rt_arena_alloc(&fn_arena);
     if (!f)
         return NULL;
@@ -50,6 +54,7 @@ tj_function *tj_function_new(const char *name, void *fn, int nargs,
     f->cache_bound = opts && opts->cache_bound > 0 ? opts->cache_bound : 64;
     f->eager = opts && opts->eager;
     f->tiered = opts && opts->tiered;
+    f->backend = backend;
     pthread_mutex_init(&f->mu, NULL);
     f->arg_types = calloc((size_t)nargs + 1, sizeof *f->arg_types);
     f->arg_names = calloc((size_t)nargs + 1, sizeof *f->arg_names);

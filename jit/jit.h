@@ -5,6 +5,7 @@
 
 #include <ffi.h>
 
+#include "jit/backend.h"
 #include "passes/passes.h"
 #include "runtime/runtime.h"
 
@@ -35,11 +36,12 @@ struct tj_concrete {
     uint32_t n_caps;
     tj_variable **locks; /* variables the graph assigns, by id: held during a run */
     uint32_t n_locks;
-    rt_program *prog;            /* the first program (tiered: the interpreter's) */
-    _Atomic(rt_program *) tier1; /* tiered: the native program once compiled, else NULL */
-    pthread_t compiler;          /* tiered: the background compile (joined on free) */
-    atomic_int compiling;        /* 1 while `compiler` has not been joined */
-    atomic_int tier_go;          /* set after the first call: the compile may start */
+    rt_program *prog;                /* the first program (tiered: the interpreter's) */
+    _Atomic(rt_program *) tier1;     /* tiered: the native program once compiled, else NULL */
+    pthread_t compiler;              /* tiered: the background compile (joined on free) */
+    const jit_backend *tier_backend; /* tiered: the backend it compiles for */
+    atomic_int compiling;            /* 1 while `compiler` has not been joined */
+    atomic_int tier_go;              /* set after the first call: the compile may start */
     int result_kind;
     atomic_uint_fast64_t last_used;
     int has_unknown; /* some signature dims are -1 */
@@ -77,7 +79,8 @@ struct tj_function {
     int n_input_sig;
     int cache_bound;
     int eager;
-    int tiered; /* tj_function_options.tiered */
+    int tiered;                 /* tj_function_options.tiered */
+    const jit_backend *backend; /* tj_function_options.backend resolved; NULL: TJ_BACKEND's */
     pthread_mutex_t mu;
     _Atomic(snapshot *) cache;
     atomic_uint epoch;                 /* parity: the reader counter new calls join */
@@ -133,25 +136,29 @@ tj_tensor *jit_run_concrete(tj_concrete *c, tj_tensor *const *args);
 tj_tensor *jit_concrete_check_args(const tj_concrete *c, int nargs, tj_tensor *const *args);
 /* A concrete function for a graph that was not traced here (a saved module's): `name`
  * (borrowed, outliving it), the signature specs[0..nargs), the variables of its capture slots
- * (retained), compiled like a trace; or, given a program image (jit_cpu_program_image, of this
- * very graph: g is taken as optimized), made from the image without compiling. Freed with
- * jit_concrete_free. NULL with the error set (an image that cannot run here:
+ * (retained), compiled like a trace for backend b; or, given a program image that b wrote
+ * (b->write, of this very graph: g is taken as optimized), made from the image by b->read without
+ * compiling. Freed with jit_concrete_free. NULL with the error set (an image that cannot run here:
  * TJ_ERR_UNSUPPORTED). */
 tj_concrete *jit_concrete_from_graph(const char *name, const ir_graph *g, const tj_spec *specs,
                                      int nargs, tj_variable *const *caps, uint32_t n_caps,
-                                     int result_kind, uint64_t hash, const void *image,
-                                     size_t image_size);
+                                     int result_kind, uint64_t hash, const jit_backend *b,
+                                     const void *image, size_t image_size);
 
+/* The backend f compiles for (f may be NULL: a saved module's function): f's option, else
+ * TJ_BACKEND's choice, else the registry's first available backend. An error naming TJ_BACKEND
+ * when it names an unknown or unavailable backend. */
+tj_status jit_fn_backend(const tj_function *f, const jit_backend **out);
 /* Compiles a traced graph into a program: runs the pass pipeline (consuming nothing; returns the
- * optimized graph in *opt) then picks a backend. NULL with the error set. */
+ * optimized graph in *opt) then backend b. NULL with the error set. */
 rt_program *jit_compile_graph(const ir_graph *traced, const char *fn_name, uint64_t sig_hash,
-                              ir_graph **opt);
+                              const jit_backend *b, ir_graph **opt);
 /* The two halves of jit_compile_graph: the pass pipeline (a new optimized graph, caller frees;
- * NULL with the error set), and a backend program for an optimized graph (native code unless
- * TJ_BACKEND=interp or the CPU backend declines, then the interpreter). The program reads g,
- * which must outlive it. */
+ * NULL with the error set), and backend b's program for an optimized graph (the interpreter's
+ * when b declines or fails on it, logged under TJ_LOG=compile). The program reads g, which must
+ * outlive it. */
 ir_graph *jit_optimize_graph(const ir_graph *traced, const char *fn_name, uint64_t sig_hash);
-rt_program *jit_backend_program(const ir_graph *g, const char *fn_name, int native);
+rt_program *jit_backend_program(const ir_graph *g, const char *fn_name, const jit_backend *b);
 
 /* Tiered concrete functions (tracing.c): starts c's background compile thread (c->prog is the
  * interpreter's program; it compiles once released); cancels or joins it (c->tier1 is final

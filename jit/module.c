@@ -7,21 +7,26 @@
  *                      result types; the variables' file and checksum; last, the manifest's
  *                      own checksum
  *   <function>.tjir    the optimized graph in the text IR (it round-trips through the parser)
+ *   <function>.<backend>.<target>.tjx
+ *                      the function's program as its backend wrote it (native code), when that
+ *                      backend writes images: the manifest's "native <file> <checksum>
+ *                      <backend>" line (no backend: "cpu", as saved before backends were named)
  *   variables.ckpt     the variables (a checkpoint: runtime/checkpoint.c)
  * Loading reads everything as untrusted input (the manifest line by line, every file against its
  * FNV-1a checksum, the graphs through the parser and the verifier, each graph's parameters
  * against its signature, its results against the result kind and 'out' lines, and every
  * variable slot it reads or assigns against the variable the manifest binds), creates the
  * variables, and makes each graph a concrete function (jit_concrete_from_graph) compiled like a
- * traced one: the CPU backend, whose artifact cache makes a reload on the same target a cache hit,
- * or the interpreter (TJ_BACKEND=interp, no LLVM). Host callbacks cannot be saved. */
+ * traced one: read from its saved image by the backend that wrote it when that runs here, else
+ * compiled for the backend TJ_BACKEND chooses (the CPU backend's artifact cache makes a reload
+ * on the same target a cache hit; the interpreter without LLVM). Host callbacks cannot be
+ * saved. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "jit/cpu/cpu.h"
 #include "jit/jit.h"
 
 #define MOD_MAGIC 0x746a6d64u
@@ -299,14 +304,16 @@ tj_status tj_module_save(tj_module *m, const char *dir) {
         }
         jit_tier_finish((tj_concrete *)c); /* a tiered function's native code */
         rt_program *prog = jit_concrete_program(c);
-        if (!st && jit_cpu_is_program(prog)) { /* the native code, for this CPU's kind */
+        const jit_backend *b = jit_backend_of(prog);
+        if (!st && b && b->write) { /* the native code, named by its backend and target */
             size_t size = 0;
-            unsigned char *img = jit_cpu_program_image(prog, &size);
-            snprintf(file, sizeof file, "%s.x86_64.tjx", fn->name);
+            unsigned char *img = b->write(prog, &size);
+            snprintf(file, sizeof file, "%s.%s.%s.tjx", fn->name, b->name, b->image_target());
             snprintf(path, sizeof path, "%s/%s", dir, file);
             st = img ? write_file(what, path, img, size) : ir_last_code();
             if (!st)
-                fprintf(man, "native %s %016llx\n", file, (unsigned long long)rt_fnv1a(img, size));
+                fprintf(man, "native %s %016llx %s\n", file,
+                        (unsigned long long)rt_fnv1a(img, size), b->name);
             free(img);
         }
         fprintf(man, "end\n");
@@ -454,7 +461,8 @@ static tj_status check_slots(const ir_graph *g, tj_variable *const *caps, uint32
 static tj_status load_graph(mod_fn *fn, const char *path, const char *text,
                             tj_variable *const *caps, uint32_t n_caps, const tj_spec *outs,
                             uint32_t n_outs, int kind, const char *img_path,
-                            const unsigned char *img, size_t img_size, const char *no_img) {
+                            const jit_backend *img_b, const unsigned char *img, size_t img_size,
+                            const char *no_img) {
     const char *what = "module_load";
     ir_graph *g = ir_parse(text);
     if (!g)
@@ -497,7 +505,7 @@ static tj_status load_graph(mod_fn *fn, const char *path, const char *text,
     snprintf(why, sizeof why, "%s", no_img);
     if (!st && img) {
         fn->c = jit_concrete_from_graph(fn->name, g, fn->specs, fn->n_args, caps, n_caps, kind,
-                                        hash, img, img_size);
+                                        hash, img_b, img, img_size);
         if (fn->c) {
             snprintf(fn->how, sizeof fn->how, "saved native code");
         } else if (ir_last_code() == TJ_ERR_UNSUPPORTED) { /* another build or CPU: the graph */
@@ -508,13 +516,18 @@ static tj_status load_graph(mod_fn *fn, const char *path, const char *text,
                            img_path, ir_last_error());
         }
     }
+    const jit_backend *b = NULL;
+    if (!st && !fn->c && (st = jit_fn_backend(NULL, &b)) != TJ_OK)
+        st = ir_errorf(st, "%s: %s", what, ir_last_error());
     if (!st && !fn->c) {
         fn->c = jit_concrete_from_graph(fn->name, g, fn->specs, fn->n_args, caps, n_caps, kind,
-                                        hash, NULL, 0);
+                                        hash, b, NULL, 0);
         st = fn->c ? TJ_OK : ir_last_code() ? ir_last_code() : TJ_ERR_RUNTIME;
         if (!st)
             snprintf(fn->how, sizeof fn->how, "%s (%s)",
-                     jit_cpu_is_program(fn->c->prog) ? "compiled from the graph" : "interpreter",
+                     jit_backend_of(fn->c->prog) != jit_backend_interpreter()
+                         ? "compiled from the graph"
+                         : "interpreter",
                      why);
     }
     ir_graph_free(g);
@@ -645,11 +658,17 @@ tj_module *tj_module_load_opts(const char *dir, unsigned flags) {
             else if (!st)
                 outs[n_outs++] = out;
         }
-        char nfile[300] = "";
+        char nfile[300] = "", nback[32] = "cpu"; /* unnamed: saved before backends were named */
         unsigned long long nsum = 0;
         if (!st && (s = r.p) && strncmp(s, "native ", 7) == 0 &&
-            (!(s = next_line(&r)) || sscanf(s, "native %299s %llx", nfile, &nsum) != 2))
-            st = bad_line(&r, "a 'native <file> <checksum>' line was expected");
+            (!(s = next_line(&r)) || sscanf(s, "native %299s %llx %31s", nfile, &nsum, nback) < 2))
+            st = bad_line(&r, "a 'native <file> <checksum> <backend>' line was expected");
+        /* native code of a backend this build lacks: the graph is compiled instead */
+        const jit_backend *img_b = nfile[0] ? jit_backend_find(nback) : NULL;
+        char no_img[200] = "";
+        if (nfile[0] && !img_b)
+            snprintf(no_img, sizeof no_img, "saved for backend '%s', which this build lacks",
+                     nback);
         if (!st && (!(s = next_line(&r)) || strcmp(s, "end") != 0))
             st = bad_line(&r, "'end' was expected");
         unsigned char *g_text = NULL, *img = NULL;
@@ -657,7 +676,7 @@ tj_module *tj_module_load_opts(const char *dir, unsigned flags) {
         if (!st)
             st = read_checked(what, dir, file, sum, MAX_GRAPH, &g_text, &g_size);
         /* the saved native code: checked like every file, unless only the graph is wanted */
-        int use_img = nfile[0] && !(flags & TJ_MODULE_GRAPH_ONLY);
+        int use_img = img_b && !(flags & TJ_MODULE_GRAPH_ONLY);
         if (!st && use_img)
             st = read_checked(what, dir, nfile, nsum, MAX_GRAPH, &img, &img_size);
         if (!st) {
@@ -665,8 +684,9 @@ tj_module *tj_module_load_opts(const char *dir, unsigned flags) {
             snprintf(gpath, sizeof gpath, "%s/%s", dir, file);
             snprintf(npath, sizeof npath, "%s/%s", dir, nfile);
             st = load_graph(fn, gpath, (const char *)g_text, caps, ncaps, outs, n_outs, kind, npath,
-                            use_img ? img : NULL, img_size,
+                            img_b, use_img ? img : NULL, img_size,
                             !nfile[0]                      ? "no native code was saved"
+                            : no_img[0]                    ? no_img
                             : flags & TJ_MODULE_GRAPH_ONLY ? "graph only, as asked"
                                                            : "");
         }

@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jit/cpu/cpu.h"
 #include "jit/jit.h"
 
 /* ---- calling the user's C function ----------------------------------------------------------- */
@@ -253,7 +252,7 @@ static void *tier_up(void *arg) {
     if (atomic_load(&c->tier_go) != 1)
         return NULL; /* cancelled before it started: freed unrun */
     rt_compile_one_thread = 1;
-    rt_program *p = jit_backend_program(c->graph, c->name, 1);
+    rt_program *p = jit_backend_program(c->graph, c->name, c->tier_backend);
     if (p && p->vt != c->prog->vt) {
         p->g = c->graph;
         atomic_store_explicit(&c->tier1, p, memory_order_release);
@@ -328,6 +327,11 @@ tj_concrete *jit_build_concrete(tj_function *f, const jit_argsig *sig, uint64_t 
     }
     if (st)
         return NULL;
+    const jit_backend *b = NULL;
+    if (jit_fn_backend(f, &b) != TJ_OK) {
+        trace_result_free(&tr);
+        return NULL;
+    }
     tj_concrete *c = calloc(1, sizeof *c);
     if (!c || !(c->sig = jit_sig_copy(sig, (uint32_t)f->nargs))) {
         free(c);
@@ -347,12 +351,15 @@ tj_concrete *jit_build_concrete(tj_function *f, const jit_argsig *sig, uint64_t 
         for (int d = 0; d < sig[i].rank && !sig[i].is_static; d++)
             if (sig[i].dims[d] < 0)
                 c->has_unknown = 1;
-    int tiered = (f->tiered || rt_config_get()->tiered) && !c->has_unknown;
-    if (tiered) { /* the interpreter now, native code from a background thread */
+    int tiered =
+        (f->tiered || rt_config_get()->tiered) && !c->has_unknown && b != jit_backend_interpreter();
+    if (tiered) { /* the interpreter now, b's code from a background thread */
+        c->tier_backend = b;
         c->graph = jit_optimize_graph(tr.g, f->name, h);
-        c->prog = c->graph ? jit_backend_program(c->graph, f->name, 0) : NULL;
+        c->prog =
+            c->graph ? jit_backend_program(c->graph, f->name, jit_backend_interpreter()) : NULL;
     } else {
-        c->prog = jit_compile_graph(tr.g, f->name, h, &c->graph);
+        c->prog = jit_compile_graph(tr.g, f->name, h, b, &c->graph);
     }
     c->traced = tr.g; /* kept for pictures (tj_concrete_graph_dot) */
     tr.g = NULL;
@@ -377,8 +384,8 @@ tj_concrete *jit_build_concrete(tj_function *f, const jit_argsig *sig, uint64_t 
 
 tj_concrete *jit_concrete_from_graph(const char *name, const ir_graph *g, const tj_spec *specs,
                                      int nargs, tj_variable *const *caps, uint32_t n_caps,
-                                     int result_kind, uint64_t hash, const void *image,
-                                     size_t image_size) {
+                                     int result_kind, uint64_t hash, const jit_backend *b,
+                                     const void *image, size_t image_size) {
     tj_concrete *c = calloc(1, sizeof *c);
     if (c) {
         c->sig = calloc((size_t)nargs + 1, sizeof *c->sig);
@@ -400,9 +407,11 @@ tj_concrete *jit_concrete_from_graph(const char *name, const ir_graph *g, const 
     for (uint32_t k = 0; k < n_caps; k++)
         c->caps[c->n_caps++] = rt_variable_retain(caps[k]);
     if (!image)
-        c->prog = jit_compile_graph(g, name, hash, &c->graph);
+        c->prog = jit_compile_graph(g, name, hash, b, &c->graph);
+    else if (!b->read)
+        ir_errorf(TJ_ERR_UNSUPPORTED, "%s: the %s backend reads no images", name, b->name);
     else if ((c->graph = ir_graph_clone(g)) != NULL)
-        c->prog = jit_cpu_program_from_image(c->graph, image, image_size);
+        c->prog = b->read(c->graph, image, image_size);
     if (!c->prog || collect_locks(c) != TJ_OK) {
         jit_concrete_free(c);
         return NULL;

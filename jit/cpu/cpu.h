@@ -1,10 +1,16 @@
-/* cpu.h — private interface of the CPU JIT backend (jit/cpu/): LLVM plumbing (llvm.c: one ORC
- * LLJIT per process, a host TargetMachine, O3, object emission in memory), elementwise codegen
+/* cpu.h — private interface of the CPU JIT backend (jit/cpu/; registered as "cpu" by backend.c):
+ * LLVM plumbing (llvm.c: host TargetMachines, O3, object emission in memory, linked by tracejit's
+ * own loader), elementwise codegen
  * for fused groups (codegen_ew.c) and the compiled program (program.c). Without LLVM
  * (TJ_HAVE_LLVM undefined) every entry reports TJ_ERR_UNSUPPORTED. LLVM types never appear in
  * the part of this header seen outside the backend. */
 #ifndef TJ_JIT_CPU_H
 #define TJ_JIT_CPU_H
+
+#ifdef TJ_JIT_CORE
+#error                                                                                             \
+    "jit/cpu/cpu.h is the CPU backend's own header: the jit core reaches it through jit/backend.h"
+#endif
 
 #include <stdbool.h>
 
@@ -24,7 +30,7 @@ typedef struct jit_cpu_opts {
 bool jit_cpu_exact_math(const jit_cpu_opts *o);
 
 /* The format version of program images (image.c); a loader refuses any other. */
-#define JIT_CPU_IMAGE_VERSION 3
+#define JIT_CPU_IMAGE_VERSION 4
 
 /* Compiles g (borrowed: must outlive the program) for the host CPU. Returns a program whose
  * run() executes fused groups as native kernels and every other node with the reference
@@ -48,12 +54,16 @@ const pass_partition *jit_cpu_program_partition(const rt_program *p);
 
 /* Whether the backend was built and LLVM initialises on this machine. */
 bool jit_cpu_available(void);
+/* NULL when it is; otherwise why not, a sentence (static). Sets no error. */
+const char *jit_cpu_unavailable(void);
+/* "x86_64-linux-gnu": the target the images of this build run on (image.c; no LLVM). */
+const char *jit_cpu_image_target(void);
 /* "x86_64-pc-linux-gnu/znver3/+avx2,..." : the target, part of every cache key. Static. */
 const char *jit_cpu_target_id(void);
 
 /* Timings of the last compile on this thread, in milliseconds. */
 typedef struct jit_cpu_stats {
-    double build_ms, opt_ms, emit_ms, link_ms; /* IR build, O3 passes, object emit, ORC add */
+    double build_ms, opt_ms, emit_ms, link_ms; /* IR build, O3 passes, object emit, load */
     size_t obj_bytes;
     int halves; /* 2: compiled as two halves on two threads (O3 and emit are the longer half's) */
     uint32_t n_kernels;
@@ -115,6 +125,9 @@ typedef struct jit_cpu_ew_plan {
 } jit_cpu_ew_plan;
 /* Whether the codegen supports node `id` inside a fused group (op and dtypes). */
 bool jit_cpu_ew_supported(const ir_graph *g, uint32_t id);
+/* The fusion predicates (pass_fusable_fn): the two above, as the fusion pass calls them. */
+bool jit_cpu_fusable(const ir_graph *g, uint32_t id, void *user);
+bool jit_cpu_reducible(const ir_graph *g, uint32_t id, void *user);
 
 /* OpenBLAS: runtime/blas.c (rt_blas_get), shared with the eager kernels */
 

@@ -5,11 +5,11 @@
  * control-flow regions follow as nested images. Loading checks the image against the tracejit
  * build (its code generator id), the host CPU (every ISA feature the code was compiled for) and
  * the graph (its layout hash, ir_graph_layout_hash, and node count), then every index and count in
- * it, before anything runs. Little-endian, versioned: "TJX1" u32 version | str codegen id | u32
- * cpu[RT_CPU_WORDS] | u64 graph hash hi, lo | u32 n_nodes | str key | i64 par_min | u8 exact,
- * no_contract | groups | steps | u64 object size, object | u32 region slots, per slot u8 kind (0
- * none, 1 interpreted, 2 compiled: u64 size, image) Strings are u32 length + bytes; id lists u32
- * count + u32 ids. */
+ * it, before anything runs. Little-endian, versioned: "TJX1" u32 version | str codegen id | str
+ * target | u32 cpu[RT_CPU_WORDS] | u64 graph hash hi, lo | u32 n_nodes | str key | i64 par_min | u8
+ * exact, no_contract | groups | steps | u64 object size, object | u32 region slots, per slot u8
+ * kind (0 none, 1 interpreted, 2 compiled: u64 size, image) Strings are u32 length + bytes; id
+ * lists u32 count + u32 ids. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +18,24 @@
 #include "tj_codegen_id.h"
 
 enum { IMG_VERSION = JIT_CPU_IMAGE_VERSION, MAX_IMG_DEPTH = 16 };
+
+/* The architecture and system the object code is for: images name it and check it, since the
+ * code generator's id is the same for every architecture built from the same sources. */
+const char *jit_cpu_image_target(void) {
+#if defined(__x86_64__)
+#define IMG_ARCH "x86_64"
+#elif defined(__aarch64__)
+#define IMG_ARCH "aarch64"
+#else
+#define IMG_ARCH "unknown"
+#endif
+#if defined(__linux__)
+#define IMG_SYS "linux-gnu"
+#else
+#define IMG_SYS "unknown"
+#endif
+    return IMG_ARCH "-" IMG_SYS;
+}
 
 /* ---- writing --------------------------------------------------------------------------------- */
 typedef struct wbuf {
@@ -94,6 +112,7 @@ static tj_status write_image(wbuf *w, const rt_program *p, int depth) {
     put(w, "TJX1", 4);
     put_u32(w, IMG_VERSION);
     put_str(w, TJ_CODEGEN_ID);
+    put_str(w, jit_cpu_image_target());
     uint32_t cpu[RT_CPU_WORDS];
     rt_cpu_features(cpu);
     put(w, cpu, sizeof cpu);
@@ -596,8 +615,9 @@ static rt_program *from_image(const ir_graph *g, rbuf *r, int depth) {
         return NULL;
     }
     uint32_t version = get_u32(r);
-    char cg[256], key[2048];
+    char cg[256], target[64], key[2048];
     get_str(r, cg, sizeof cg);
+    get_str(r, target, sizeof target);
     uint32_t need[RT_CPU_WORDS], have[RT_CPU_WORDS];
     const void *words = get(r, sizeof need);
     uint64_t hi = (uint64_t)get_i64(r), lo = (uint64_t)get_i64(r);
@@ -611,6 +631,11 @@ static rt_program *from_image(const ir_graph *g, rbuf *r, int depth) {
                   "cpu image: made by another tracejit build (format %u, code generator %s; "
                   "this build: format %d, %s)",
                   version, cg, IMG_VERSION, TJ_CODEGEN_ID);
+        return NULL;
+    }
+    if (strcmp(target, jit_cpu_image_target()) != 0) {
+        ir_errorf(TJ_ERR_UNSUPPORTED, "cpu image: compiled for %s; this machine is %s", target,
+                  jit_cpu_image_target());
         return NULL;
     }
     memcpy(need, words, sizeof need);

@@ -31,6 +31,10 @@ bool jit_cpu_available(void) {
     ir_errorf(TJ_ERR_UNSUPPORTED, "cpu jit: tracejit was built without LLVM");
     return false;
 }
+const char *jit_cpu_unavailable(void) {
+    return "this library was built without LLVM (libtracejit_rt runs saved native code but "
+           "compiles none: link libtracejit to compile)";
+}
 const char *jit_cpu_target_id(void) {
     return "none";
 }
@@ -138,6 +142,11 @@ tj_status jit_cpu_llvm_init(void) {
 
 bool jit_cpu_available(void) {
     return jit_cpu_llvm_init() == TJ_OK;
+}
+
+const char *jit_cpu_unavailable(void) {
+    pthread_once(&L.once, init_once);
+    return L.status == TJ_OK ? NULL : L.msg;
 }
 
 const char *jit_cpu_target_id(void) {

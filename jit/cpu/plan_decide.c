@@ -12,10 +12,10 @@
 
 #include "jit/cpu/program.h"
 
-static bool fusable(const ir_graph *g, uint32_t id, void *user) {
+bool jit_cpu_fusable(const ir_graph *g, uint32_t id, void *user) {
     return jit_cpu_ew_supported(g, id);
 }
-static bool reducible(const ir_graph *g, uint32_t id, void *user) {
+bool jit_cpu_reducible(const ir_graph *g, uint32_t id, void *user) {
     return jit_cpu_red_supported(g, id);
 }
 
@@ -283,7 +283,6 @@ static tj_status merge_convs(cpu_prog *cp, const uint8_t *is_out) {
     return TJ_OK;
 }
 
-
 /* ---- work units ------------------------------------------------------------------------------ */
 static tj_status step_units(cpu_prog *cp, step *sp) {
     const ir_graph *g = cp->base.g;
@@ -292,12 +291,18 @@ static tj_status step_units(cpu_prog *cp, step *sp) {
     if (sp->kind != STEP_GEN)
         return TJ_OK;
     switch (sp->sub) {
-    case SUB_EW: return jit_cpu_ew_units(g, &cp->part->groups[sp->id], &sp->plan);
-    case SUB_RED: return jit_cpu_red_units(g, &cp->part->groups[sp->id], &sp->plan);
-    case SUB_MM: return jit_cpu_mm_units(g, sp->id, &sp->plan);
-    case SUB_VIEW: return jit_cpu_view_units(g, sp->id, &sp->plan);
-    case SUB_SOFTMAX: return jit_cpu_softmax_units(g, sp->id, &sp->plan);
-    default: return TJ_OK;
+    case SUB_EW:
+        return jit_cpu_ew_units(g, &cp->part->groups[sp->id], &sp->plan);
+    case SUB_RED:
+        return jit_cpu_red_units(g, &cp->part->groups[sp->id], &sp->plan);
+    case SUB_MM:
+        return jit_cpu_mm_units(g, sp->id, &sp->plan);
+    case SUB_VIEW:
+        return jit_cpu_view_units(g, sp->id, &sp->plan);
+    case SUB_SOFTMAX:
+        return jit_cpu_softmax_units(g, sp->id, &sp->plan);
+    default:
+        return TJ_OK;
     }
 }
 
@@ -537,8 +542,8 @@ static void step_key(kbuf *b, const cpu_prog *cp, const step *sp) {
             kput64(b, gr->rank);
             kput(b, gr->dims, sizeof(int64_t) * gr->rank);
         }
-        body_key(b, g, gr->nodes, gr->n_nodes, gr->inputs, gr->n_inputs, gr->outputs,
-                 gr->n_outputs, sizeless);
+        body_key(b, g, gr->nodes, gr->n_nodes, gr->inputs, gr->n_inputs, gr->outputs, gr->n_outputs,
+                 sizeless);
     } else if (sp->kind == STEP_GEN && sp->sub == SUB_CHAIN) {
         kput64(b, SUB_CHAIN);
         kput64(b, sp->n_members), kput64(b, sp->n_in), kput64(b, sp->n_out);
@@ -617,7 +622,7 @@ bool jit_cpu_same_kernel(const cpu_prog *cp, const step *a, const step *b) {
 tj_status jit_cpu_plan_decide(cpu_prog *cp, const jit_cpu_opts *o) {
     const ir_graph *g = cp->base.g;
     uint32_t nn = g->n_nodes + 1;
-    cp->part = pass_fusion_run2(g, fusable, reducible, NULL);
+    cp->part = pass_fusion_run2(g, jit_cpu_fusable, jit_cpu_reducible, NULL);
     if (!cp->part)
         return ir_last_code() ? ir_last_code() : TJ_ERR_OOM;
     cp->steps = calloc(cp->part->n_groups + 1, sizeof *cp->steps);
@@ -654,8 +659,8 @@ void jit_cpu_plan_key(const cpu_prog *cp, const jit_cpu_opts *o, const char *bas
     for (uint32_t s = 0; s < cp->n_steps; s++)
         n_blas += cp->steps[s].kind == STEP_BLAS;
     /* rt_isa decides which convolutions become conv steps (merge_convs) */
-    snprintf(key, n, "%s;plan=6;blas=%d;exact=%d;par=%lld;isa=%s", base, n_blas > 0,
-             o->exact_math, (long long)cp->par_min, rt_isa_name(rt_isa()));
+    snprintf(key, n, "%s;plan=6;blas=%d;exact=%d;par=%lld;isa=%s", base, n_blas > 0, o->exact_math,
+             (long long)cp->par_min, rt_isa_name(rt_isa()));
 }
 
 void jit_cpu_plan_names(cpu_prog *cp, const char *key) {

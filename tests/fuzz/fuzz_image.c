@@ -46,6 +46,10 @@ static size_t header(unsigned char *p, const ir_graph *g) {
     memcpy(p + n, &v, 4), n += 4;
     memcpy(p + n, &len, 4), n += 4;
     memcpy(p + n, TJ_CODEGEN_ID, cl), n += cl;
+    const char *target = jit_cpu_image_target();
+    uint32_t tl = (uint32_t)strlen(target);
+    memcpy(p + n, &tl, 4), n += 4;
+    memcpy(p + n, target, tl), n += tl;
     memcpy(p + n, cpu, sizeof cpu), n += sizeof cpu;
     memcpy(p + n, &h.hi, 8), n += 8;
     memcpy(p + n, &h.lo, 8), n += 8;

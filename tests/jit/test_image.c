@@ -218,8 +218,9 @@ static void round_trip(const char *name, void *fn, int64_t n, int truncations) {
             break;
         }
     }
-    /* a CPU lacking a feature (every bit of word 2, leaf 7's EBX, set), another build */
-    size_t cg = 8 + 4 + strlen(TJ_CODEGEN_ID);
+    /* a CPU lacking a feature (every bit of word 2, leaf 7's EBX, set), another build, another
+     * architecture */
+    size_t tgt = 8 + 4 + strlen(TJ_CODEGEN_ID), cg = tgt + 4 + strlen(jit_cpu_image_target());
     if (img && truncations) {
         unsigned char *bad = malloc(size);
         memcpy(bad, img, size);
@@ -232,6 +233,12 @@ static void round_trip(const char *name, void *fn, int64_t n, int truncations) {
         CHECK(!jit_cpu_program_from_image(c->graph, bad, size));
         CHECK_EQ_INT(ir_last_code(), TJ_ERR_UNSUPPORTED);
         CHECK_HAS(tj_last_error(), "made by another tracejit build");
+        memcpy(bad, img, size);
+        bad[tgt + 4] ^= 0x20; /* x86_64 -> X86_64 */
+        CHECK(!jit_cpu_program_from_image(c->graph, bad, size));
+        CHECK_EQ_INT(ir_last_code(), TJ_ERR_UNSUPPORTED);
+        CHECK_HAS(tj_last_error(), "cpu image: compiled for ");
+        CHECK_HAS(tj_last_error(), "; this machine is ");
         free(bad);
     }
     free(img);

@@ -78,12 +78,17 @@ int main(int argc, char **argv) {
     tj_module *m = tj_module_new("native");
     CHECK_EQ_INT(tj_module_add_function(m, "model", f, 1, &spec), TJ_OK);
     CHECK_MSG(tj_module_save(m, argv[1]) == TJ_OK, "%s", tj_last_error());
-    char path[4096];
-    snprintf(path, sizeof path, "%s/model.x86_64.tjx", argv[1]);
-    FILE *fp = fopen(path, "rb");
-    CHECK_MSG(fp != NULL, "no native code saved at %s", path);
+    /* the manifest names the native code's file, by backend and target */
+    char path[4096], line[512];
+    snprintf(path, sizeof path, "%s/module.tjm", argv[1]);
+    FILE *fp = fopen(path, "r");
+    int native = 0;
+    while (fp && fgets(line, sizeof line, fp))
+        native |= strncmp(line, "native model.cpu.", 17) == 0 && strstr(line, ".tjx ") &&
+                  strstr(line, " cpu\n");
     if (fp)
         fclose(fp);
+    CHECK_MSG(native, "no native code saved in %s", path);
     tj_module_free(m);
     tj_function_free(f);
     tj_variable_free(w);

@@ -96,20 +96,35 @@ static char *replaced(const char *s, const char *from, const char *to) {
     return out;
 }
 
-/* Replaces dir's addprint.x86_64.tjx by img[0..n) and, when fix, its checksum in module.tjm. */
-static void put_native(const char *dir, const unsigned char *img, size_t n, int fix) {
+/* The file of the native code saved in dir (its manifest's "native <file> <sum> <backend>" line:
+ * named by backend and target, "addprint.cpu.x86_64-linux-gnu.tjx"), or "" when none. */
+static const char *native_file(const char *dir, char *out, size_t n) {
     char path[700];
-    snprintf(path, sizeof path, "%s/addprint.x86_64.tjx", dir);
+    snprintf(path, sizeof path, "%s/module.tjm", dir);
+    char *man = check_slurp(path), *at = man ? strstr(man, "\nnative ") : NULL;
+    out[0] = 0;
+    if (at)
+        sscanf(at + 8, "%255s", out);
+    free(man);
+    return out;
+}
+
+/* Replaces dir's native code by img[0..n) and, when fix, its checksum in module.tjm. */
+static void put_native(const char *dir, const unsigned char *img, size_t n, int fix) {
+    char path[700], file[256], line[300];
+    native_file(dir, file, sizeof file);
+    snprintf(path, sizeof path, "%s/%s", dir, file);
     FILE *f = fopen(path, "wb");
     fwrite(img, 1, n, f);
     fclose(f);
     snprintf(path, sizeof path, "%s/module.tjm", dir);
-    char *man = check_slurp(path), *at = man ? strstr(man, "native addprint.x86_64.tjx ") : NULL;
+    snprintf(line, sizeof line, "native %s ", file);
+    char *man = check_slurp(path), *at = man ? strstr(man, line) : NULL;
     CHECK(at != NULL);
     if (at && fix) {
         char sum[17];
         snprintf(sum, sizeof sum, "%016llx", (unsigned long long)rt_fnv1a(img, n));
-        memcpy(at + strlen("native addprint.x86_64.tjx "), sum, 16);
+        memcpy(at + strlen(line), sum, 16);
         *strstr(man, "checksum ") = 0;
         write_manifest(dir, man, 1);
     }
@@ -215,22 +230,30 @@ static double load_call(const char *dir, unsigned flags, const char *runs_on) {
 /* The saved native code runs when this build and CPU can run it; else the graph is compiled and
  * the reason given; a damaged or mismatched file is an error naming it. */
 static void native_code(const char *dir, tj_function *f, const tj_spec *scalar) {
-    char path[700];
+    char path[700], file[256], msg[400];
     size_t n = 0;
-    snprintf(path, sizeof path, "%s/addprint.x86_64.tjx", dir);
+    /* named by backend and target: addprint.cpu.<arch>-<system>.tjx */
+    native_file(dir, file, sizeof file);
+    CHECK_MSG(strncmp(file, "addprint.cpu.", 13) == 0 && strstr(file, "-linux-gnu.tjx"), "%s",
+              file);
+    snprintf(path, sizeof path, "%s/%s", dir, file);
     unsigned char *img = read_all(path, &n), *bad = malloc(n + 1);
     CHECK_MSG(img != NULL, "no native code saved: %s", path);
-    if (!img || !bad)
+    if (!img || !bad) {
+        free(img);
+        free(bad);
         return;
+    }
     CHECK_NEAR(load_call(dir, 0, "saved native code"), 11, 0);
     CHECK_NEAR(
         load_call(dir, TJ_MODULE_GRAPH_ONLY, "compiled from the graph (graph only, as asked)"), 11,
         0);
     /* compiled for a CPU with features this one lacks: every bit of a CPUID word */
     memcpy(bad, img, n);
-    uint32_t cg_len;
+    uint32_t cg_len, tgt_len;
     memcpy(&cg_len, img + 8, 4);
-    memset(bad + 12 + cg_len + 8, 0xff, 4);
+    memcpy(&tgt_len, img + 12 + cg_len, 4);
+    memset(bad + 12 + cg_len + 4 + tgt_len + 8, 0xff, 4);
     put_native(dir, bad, n, 1);
     CHECK_NEAR(load_call(dir, 0,
                          "compiled from the graph (cpu image: compiled for a CPU with "
@@ -240,10 +263,12 @@ static void native_code(const char *dir, tj_function *f, const tj_spec *scalar) 
     bad[n - 1] ^= 1;
     put_native(dir, bad, n, 0);
     CHECK(tj_module_load(dir) == NULL);
-    CHECK_HAS(tj_last_error(), "addprint.x86_64.tjx does not match its checksum");
+    snprintf(msg, sizeof msg, "%s does not match its checksum", file);
+    CHECK_HAS(tj_last_error(), msg);
     put_native(dir, img, n / 2, 1);
     CHECK(tj_module_load(dir) == NULL);
-    CHECK_HAS(tj_last_error(), "addprint.x86_64.tjx: cpu image:");
+    snprintf(msg, sizeof msg, "%s: cpu image:", file);
+    CHECK_HAS(tj_last_error(), msg);
     /* another function's native code under this one's name */
     char dir2[600];
     snprintf(dir2, sizeof dir2, "%s/other", dir);
@@ -256,17 +281,36 @@ static void native_code(const char *dir, tj_function *f, const tj_spec *scalar) 
     tj_function *sq = tj_function_new("square", (void *)square, 1, NULL);
     CHECK_EQ_INT(tj_module_add_function(m2, "addprint", sq, 1, scalar), TJ_OK);
     CHECK_EQ_INT(tj_module_save(m2, dir2), TJ_OK);
-    snprintf(path, sizeof path, "%s/addprint.x86_64.tjx", dir2);
+    snprintf(path, sizeof path, "%s/%s", dir2, native_file(dir2, msg, sizeof msg));
     size_t n2 = 0;
     unsigned char *other = read_all(path, &n2);
     CHECK(other != NULL);
     if (other) {
         put_native(dir, other, n2, 1);
         CHECK(tj_module_load(dir) == NULL);
-        CHECK_HAS(tj_last_error(), "addprint.x86_64.tjx: cpu image: compiled for another graph");
+        snprintf(msg, sizeof msg, "%s: cpu image: compiled for another graph", file);
+        CHECK_HAS(tj_last_error(), msg);
     }
     put_native(dir, img, n, 1);
     CHECK_NEAR(load_call(dir, 0, "saved native code"), 11, 0);
+    /* the backend that wrote it: one this build lacks means the graph; none named means "cpu"
+     * (manifests saved before backends were named) */
+    char *man = read_manifest(dir), *t;
+    snprintf(msg, sizeof msg, "%016llx cpu\n", (unsigned long long)rt_fnv1a(img, n));
+    char to[64];
+    snprintf(to, sizeof to, "%016llx cuda\n", (unsigned long long)rt_fnv1a(img, n));
+    write_manifest(dir, t = replaced(man, msg, to), 1);
+    free(t);
+    CHECK_NEAR(load_call(dir, 0,
+                         "compiled from the graph (saved for backend 'cuda', which this build "
+                         "lacks)"),
+               11, 0);
+    snprintf(to, sizeof to, "%016llx\n", (unsigned long long)rt_fnv1a(img, n));
+    write_manifest(dir, t = replaced(man, msg, to), 1);
+    free(t);
+    CHECK_NEAR(load_call(dir, 0, "saved native code"), 11, 0);
+    write_manifest(dir, man, 1);
+    free(man);
     check_rm_dir(dir2);
     tj_module_free(m2);
     tj_function_free(sq);

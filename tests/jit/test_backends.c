@@ -1,0 +1,153 @@
+/* test_backends.c — the backend registry and the choice of backend: the build's backends in order
+ * of preference with the interpreter last, tj_function_options.backend (names, preference lists,
+ * unknown and malformed names refused at tj_function_new with the available ones listed), the
+ * function's option over TJ_BACKEND, a signature the chosen backend declines running on the
+ * interpreter, and the registry's view of programs (jit_backend_of). CMake runs it again with
+ * TJ_BACKEND=nosuch, =cuda (no CUDA backend yet) and =interp: a function that names no backend
+ * then fails its first call with an error naming TJ_BACKEND's value and the available backends,
+ * or runs on the interpreter; one that names its backend is unaffected; eager ops never ask. */
+#include <tracejit.h>
+
+#include "check.h"
+#include "jit/jit.h"
+
+static tj_tensor *affine(tj_tensor *x) {
+    return tj_add(tj_mul(x, tj_scalar_f32(2.0f)), tj_scalar_f32(1.0f));
+}
+
+/* f's program for one f32[4] argument: its backend's name, "" on error */
+static const char *backend_of(tj_function *f, int64_t n) {
+    tj_spec s = {TJ_F32, 1, {n}, NULL};
+    tj_concrete *c = tj_function_get_concrete(f, 1, &s);
+    return c ? tj_concrete_backend(c) : "";
+}
+
+static tj_function *with_backend(const char *spec) {
+    return tj_function_new("affine", (void *)affine, 1,
+                           &(tj_function_options){.backend = spec});
+}
+
+/* f computes 2x + 1 on [0, 1, 2, 3] */
+static void computes(tj_function *f) {
+    tj_scope_begin();
+    tj_tensor *x = tj_range(TJ_F32, 0, 4, 1);
+    tj_tensor *y = tj_call(f, 1, &x);
+    CHECK_MSG(tj_status_of(y) == TJ_OK, "%s", tj_last_error());
+    for (int i = 0; i < 4 && !tj_status_of(y); i++)
+        CHECK_NEAR(tj_tensor_get_f64(y, i), 2.0 * i + 1, 0);
+    tj_release(y);
+    tj_scope_end();
+}
+
+static void registry(void) {
+    int n = 0;
+    while (tj_backend_name(n))
+        n++;
+    CHECK(n >= 2 && (uint32_t)n == jit_backend_count());
+    CHECK_STR(tj_backend_name(n - 1), "interp"); /* the interpreter, last */
+    CHECK(tj_backend_name(-1) == NULL);
+    CHECK(tj_backend_unavailable("interp") == NULL);
+    CHECK_HAS(tj_backend_unavailable("nosuch"), "no backend of that name");
+    CHECK_HAS(tj_backend_unavailable(NULL), "no backend of that name");
+    for (int i = 0; i < n; i++) {
+        const jit_backend *b = jit_backend_at((uint32_t)i);
+        CHECK(b == jit_backend_find(tj_backend_name(i)));
+        CHECK(b->compile != NULL && b->name && b->what);
+        CHECK((b->write != NULL) == (b->read != NULL)); /* an image written can be read */
+        CHECK(!b->write || b->image_target);
+    }
+    CHECK(jit_backend_interpreter() == jit_backend_find("interp"));
+    CHECK(jit_backend_at((uint32_t)n) == NULL);
+    char buf[256];
+    jit_backend_list_available(buf, sizeof buf);
+    const char *avail = buf;
+    CHECK_HAS(avail, "interp");
+}
+
+static void options(void) {
+    /* every backend available here, by name */
+    for (int i = 0; tj_backend_name(i); i++) {
+        const char *name = tj_backend_name(i);
+        if (tj_backend_unavailable(name))
+            continue;
+        tj_function *f = with_backend(name);
+        CHECK_MSG(f != NULL, "%s: %s", name, tj_last_error());
+        CHECK_STR(backend_of(f, 4), name);
+        computes(f);
+        tj_function_free(f);
+    }
+    /* refused when the function is made: unknown names, malformed lists */
+    const char *bad[] = {"nosuch", "cuda", "cuda,interp", "interp,cuda", "cpu,,interp", ",", "CPU"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        CHECK(with_backend(bad[i]) == NULL);
+        CHECK_EQ_INT(ir_last_code(), TJ_ERR_INVALID);
+        CHECK_HAS(tj_last_error(), "function_new: backend");
+        CHECK_HAS(tj_last_error(), "interp"); /* the backends there are */
+    }
+    with_backend("cuda");
+    CHECK_HAS(tj_last_error(), "no backend 'cuda' in this build");
+    CHECK_HAS(tj_last_error(), "available here: ");
+    /* a preference list: the first available; "" is the default */
+    tj_function *f = with_backend("interp,cpu");
+    CHECK_STR(backend_of(f, 4), "interp");
+    tj_function_free(f);
+    f = with_backend("cpu,interp");
+    CHECK_STR(backend_of(f, 4), tj_backend_unavailable("cpu") ? "interp" : "cpu");
+    tj_function_free(f);
+    /* the option wins over TJ_BACKEND, whatever it says */
+    f = with_backend("interp");
+    CHECK_STR(backend_of(f, 4), "interp");
+    computes(f);
+    tj_function_free(f);
+}
+
+/* A signature with unknown dims: the CPU backend declines it and the interpreter runs it. */
+static void declined(void) {
+    if (tj_backend_unavailable("cpu"))
+        return;
+    tj_function *f = with_backend("cpu");
+    CHECK_STR(backend_of(f, -1), "interp");
+    CHECK_STR(backend_of(f, 4), "cpu");
+    tj_function_free(f);
+}
+
+/* What TJ_BACKEND does to a function naming no backend. */
+static void environment(void) {
+    const char *env = getenv("TJ_BACKEND");
+    tj_function *f = tj_function_new("affine", (void *)affine, 1, NULL);
+    CHECK(f != NULL); /* the environment is read at the first compile, not here */
+    tj_scope_begin();
+    tj_tensor *x = tj_range(TJ_F32, 0, 4, 1);
+    tj_tensor *y = tj_call(f, 1, &x);
+    if (env && (strcmp(env, "nosuch") == 0 || strcmp(env, "cuda") == 0)) {
+        CHECK_EQ_INT(tj_status_of(y), TJ_ERR_INVALID);
+        char want[64];
+        snprintf(want, sizeof want, "TJ_BACKEND: no backend '%s' in this build", env);
+        CHECK_HAS(tj_last_error(), want);
+        CHECK_HAS(tj_last_error(), "available here: ");
+        CHECK_HAS(tj_last_error(), "interp");
+        tj_spec s = {TJ_F32, 1, {4}, NULL};
+        CHECK(tj_function_get_concrete(f, 1, &s) == NULL);
+        CHECK_HAS(tj_last_error(), "TJ_BACKEND");
+        /* eager ops do not compile: unaffected */
+        tj_tensor *e = affine(x);
+        CHECK_EQ_INT(tj_status_of(e), TJ_OK);
+    } else {
+        CHECK_EQ_INT(tj_status_of(y), TJ_OK);
+        const char *want = env && *env ? env : tj_backend_name(0);
+        if (!env && tj_backend_unavailable(want))
+            want = "interp";
+        CHECK_STR(backend_of(f, 4), want);
+    }
+    tj_release(y);
+    tj_scope_end();
+    tj_function_free(f);
+}
+
+int main(void) {
+    registry();
+    options();
+    declined();
+    environment();
+    return check_done();
+}
