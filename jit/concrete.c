@@ -42,7 +42,7 @@ tj_concrete *tj_function_get_concrete(tj_function *f, int n, const tj_spec *spec
     uint64_t h = jit_sig_hash(sig, n);
     pthread_mutex_lock(&f->mu);
     tj_concrete *c = NULL;
-    snapshot *s = atomic_load(&f->cache);
+    jit_snapshot *s = atomic_load(&f->cache);
     for (uint32_t i = 0; s && i < s->n && !c; i++)
         if (s->items[i]->sig_hash == h)
             c = s->items[i];
@@ -163,7 +163,7 @@ char *tj_function_signatures(const tj_function *f) {
         return strdup(""); /* its lock is held by this thread's trace */
     tj_function *mf = (tj_function *)f;
     pthread_mutex_lock(&mf->mu);
-    snapshot *s = atomic_load(&mf->cache);
+    jit_snapshot *s = atomic_load(&mf->cache);
     size_t cap = 4096, len = 0;
     char *buf = calloc(1, cap);
     for (uint32_t i = 0; buf && s && i < s->n; i++) {

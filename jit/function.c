@@ -142,7 +142,7 @@ void jit_concrete_free(tj_concrete *c) {
 }
 
 /* ---- the signature cache: publish, retire, reclaim ------------------------------------------ */
-static void free_retired(retired *r) {
+static void free_retired(jit_retired *r) {
     if (r->is_concrete)
         jit_concrete_free(r->p);
     else
@@ -151,7 +151,7 @@ static void free_retired(retired *r) {
 }
 
 static void retire(tj_function *f, void *p, int is_concrete) {
-    retired *r = malloc(sizeof *r);
+    jit_retired *r = malloc(sizeof *r);
     if (!r)
         return; /* leak rather than risk a reader touching freed memory */
     r->p = p;
@@ -174,8 +174,8 @@ static void reclaim(tj_function *f) {
         if (atomic_load(&f->active[p]) == 0)
             f->zero_seen[p] = f->retire_seq; /* every item retired so far is past this counter */
     uint64_t safe = f->zero_seen[0] < f->zero_seen[1] ? f->zero_seen[0] : f->zero_seen[1];
-    for (retired **pr = &f->graveyard; *pr;) {
-        retired *r = *pr;
+    for (jit_retired **pr = &f->graveyard; *pr;) {
+        jit_retired *r = *pr;
         if (r->seq <= safe) {
             *pr = r->next;
             free_retired(r);
@@ -186,7 +186,7 @@ static void reclaim(tj_function *f) {
 }
 
 tj_status jit_fn_publish(tj_function *f, tj_concrete *c) {
-    snapshot *old = atomic_load(&f->cache);
+    jit_snapshot *old = atomic_load(&f->cache);
     uint32_t n = old ? old->n : 0;
     uint32_t evict = UINT32_MAX;
     if (n >= (uint32_t)f->cache_bound) { /* the least recently used entry makes room */
@@ -195,7 +195,7 @@ tj_status jit_fn_publish(tj_function *f, tj_concrete *c) {
             if (old->items[i]->last_used < best)
                 best = old->items[i]->last_used, evict = i;
     }
-    snapshot *s = malloc(sizeof *s + (n + 1) * sizeof(tj_concrete *));
+    jit_snapshot *s = malloc(sizeof *s + (n + 1) * sizeof(tj_concrete *));
     if (!s)
         return ir_errorf(TJ_ERR_OOM, "%s: out of memory", f->name);
     s->n = 0;
@@ -228,15 +228,15 @@ void tj_function_free(tj_function *f) {
     if (jit_check_fn("function_free", f) || jit_check_not_tracing("function_free", f))
         return; /* the error stays in tj_last_error */
     pthread_mutex_lock(&f->mu);
-    snapshot *s = atomic_load(&f->cache);
+    jit_snapshot *s = atomic_load(&f->cache);
     if (s) {
         for (uint32_t i = 0; i < s->n; i++)
             jit_concrete_free(s->items[i]);
         free(s);
     }
     atomic_store(&f->cache, NULL);
-    for (retired *lists[2] = {f->graveyard, f->pinned}, **l = lists; l < lists + 2; l++)
-        for (retired *r = *l, *next; r; r = next) {
+    for (jit_retired *lists[2] = {f->graveyard, f->pinned}, **l = lists; l < lists + 2; l++)
+        for (jit_retired *r = *l, *next; r; r = next) {
             next = r->next;
             free_retired(r);
         }
@@ -290,7 +290,7 @@ tj_status tj_function_wait_compiled(tj_function *f) {
         return tj_set_error(TJ_ERR_INVALID, "function_wait_compiled: %s function",
                             f ? "a freed or foreign" : "a NULL");
     int slot = reader_enter(f); /* f's concrete functions not run yet: their compiles start */
-    snapshot *s = atomic_load(&f->cache);
+    jit_snapshot *s = atomic_load(&f->cache);
     for (uint32_t i = 0; s && i < s->n; i++)
         jit_tier_go(s->items[i], 1);
     reader_leave(f, slot);
@@ -303,14 +303,14 @@ int tj_function_n_concrete(const tj_function *f) {
         return -1;
     tj_function *mf = (tj_function *)f;
     int slot = reader_enter(mf); /* a retrace elsewhere may retire the snapshot meanwhile */
-    snapshot *s = atomic_load(&mf->cache);
+    jit_snapshot *s = atomic_load(&mf->cache);
     int n = s ? (int)s->n : 0;
     reader_leave(mf, slot);
     return n;
 }
 
 static tj_concrete *lookup(tj_function *f, uint64_t h, tj_tensor *const *args, int exact) {
-    snapshot *s = atomic_load(&f->cache); /* seq_cst: after reader_enter's add */
+    jit_snapshot *s = atomic_load(&f->cache); /* seq_cst: after reader_enter's add */
     if (!s)
         return NULL;
     for (uint32_t i = 0; i < s->n; i++) {
@@ -329,12 +329,11 @@ static tj_concrete *lookup(tj_function *f, uint64_t h, tj_tensor *const *args, i
 }
 
 /* ---- running a concrete function ------------------------------------------------------------- */
-tj_tensor *jit_run_concrete(tj_concrete *c, tj_tensor *const *args) {
-    tj_tensor *stack_outs[8] = {0};
-    uint32_t n_out = c->graph->n_outputs;
-    tj_tensor **outs = n_out <= 8 ? stack_outs : calloc(n_out, sizeof *outs);
-    if (!outs)
-        return rt_errorf(TJ_ERR_OOM, "%s: out of memory", c->name);
+/* The run core of tj_call, tj_concrete_call, module calls and tj_call_into: c's program under
+ * its variables' locks, outputs into outs (NULL entries: new references; else the caller's
+ * tensors), the tier released after the first call. A check-numerics failure names the function
+ * and the signature it was called with. */
+static tj_status run_program(tj_concrete *c, tj_tensor *const *args, tj_tensor **outs) {
     for (uint32_t i = 0; i < c->n_locks; i++)
         rt_variable_lock(c->locks[i]);
     rt_program *prog = jit_concrete_program(c);
@@ -342,15 +341,27 @@ tj_tensor *jit_run_concrete(tj_concrete *c, tj_tensor *const *args) {
     for (uint32_t i = c->n_locks; i-- > 0;)
         rt_variable_unlock(c->locks[i]);
     jit_tier_go(c, 1);
-    tj_tensor *res;
     if (st && strncmp(ir_last_error(), "check_numerics:", 15) == 0) {
-        char sig[512] = "", a[160]; /* the signature as tj_function_signatures writes it */
+        char sig[512] = "", a[160], msg[1024]; /* the signature as tj_function_signatures has it */
         for (uint32_t i = 0; i < c->nargs; i++) {
             jit_argsig_str(&c->sig[i], a, sizeof a);
             snprintf(sig + strlen(sig), sizeof sig - strlen(sig), "%s%s", i ? ", " : "", a);
         }
-        res = rt_errorf(st, "%s in function '%s' called with (%s)", ir_last_error(), c->name, sig);
-    } else if (st) {
+        snprintf(msg, sizeof msg, "%s", ir_last_error());
+        st = ir_errorf(st, "%s in function '%s' called with (%s)", msg, c->name, sig);
+    }
+    return st;
+}
+
+tj_tensor *jit_run_concrete(tj_concrete *c, tj_tensor *const *args) {
+    tj_tensor *stack_outs[8] = {0};
+    uint32_t n_out = c->graph->n_outputs;
+    tj_tensor **outs = n_out <= 8 ? stack_outs : calloc(n_out, sizeof *outs);
+    if (!outs)
+        return rt_errorf(TJ_ERR_OOM, "%s: out of memory", c->name);
+    tj_status st = run_program(c, args, outs);
+    tj_tensor *res;
+    if (st) {
         res = rt_error_from_status(st);
     } else if (c->result_kind == JIT_RESULT_SINGLE) {
         res = outs[0];
@@ -564,7 +575,10 @@ tj_status tj_call_into(tj_function *f, int nargs, tj_tensor *const *args, int n_
     for (int k = 0; k < n_out; k++)
         if ((st = rt_check_output(outs[k], "call_into", k)))
             return st;
-    if (f->eager || tj_get_eager() || rt_trace_current()) {
+    int taped = rt_tape_n_active && rt_tape_wants_eager(nargs, args);
+    if (f->eager || tj_get_eager() || rt_trace_current() || taped) {
+        /* as tj_call: eagerly, so a tape watching the arguments records the ops; each output is
+         * then recorded as a copy of its result */
         tj_scope_begin(); /* own the result whether or not the caller has a scope open */
         tj_tensor *r = tj_call_eager(f, nargs, args);
         int n = r->kind == RT_TUPLE ? r->n_items : 1;
@@ -573,9 +587,16 @@ tj_status tj_call_into(tj_function *f, int nargs, tj_tensor *const *args, int n_
         else if (n != n_out)
             st = ir_errorf(TJ_ERR_INVALID, "call_into: '%s' returns %d results, %d outputs given",
                            f->name, n, n_out);
-        for (int k = 0; !st && k < n; k++)
-            if ((st = rt_copy_into(outs[k], r->kind == RT_TUPLE ? r->items[k] : r)))
-                st = ir_errorf(st, "call_into: '%s' output %d: %s", f->name, k, ir_last_error());
+        for (int k = 0; !st && k < n; k++) {
+            tj_tensor *item = r->kind == RT_TUPLE ? r->items[k] : r;
+            if ((st = rt_copy_into(outs[k], item))) {
+                char msg[600];
+                snprintf(msg, sizeof msg, "%s", ir_last_error());
+                st = ir_errorf(st, "call_into: '%s' output %d: %s", f->name, k, msg);
+            } else if (taped) {
+                rt_tape_on_alias(item, outs[k]);
+            }
+        }
         tj_scope_end();
         return st;
     }
@@ -598,13 +619,7 @@ tj_status tj_call_into(tj_function *f, int nargs, tj_tensor *const *args, int n_
     }
     for (int k = 0; k < n_out; k++)
         o[k] = outs[k];
-    for (uint32_t i = 0; i < c->n_locks; i++)
-        rt_variable_lock(c->locks[i]);
-    rt_program *prog = jit_concrete_program(c);
-    st = prog->vt->run(prog, args, c->nargs, c->caps, o);
-    for (uint32_t i = c->n_locks; i-- > 0;)
-        rt_variable_unlock(c->locks[i]);
-    jit_tier_go(c, 1);
+    st = run_program(c, args, o);
     reader_leave(f, slot);
     if (o != stack_outs)
         free(o);

@@ -52,17 +52,17 @@ struct tj_concrete {
 #define FN_MAGIC 0x746a666eu
 #define SIG_STACK 16
 
-typedef struct snapshot {
+typedef struct jit_snapshot {
     uint32_t n;
     tj_concrete *items[];
-} snapshot;
+} jit_snapshot;
 
-typedef struct retired {
+typedef struct jit_retired {
     void *p;
     int is_concrete;
     uint64_t seq; /* retirement number: freed once both reader counters were seen at 0 after it */
-    struct retired *next;
-} retired;
+    struct jit_retired *next;
+} jit_retired;
 
 struct tj_function {
     uint32_t magic;
@@ -82,11 +82,11 @@ struct tj_function {
     int tiered;                 /* tj_function_options.tiered */
     const jit_backend *backend; /* tj_function_options.backend resolved; NULL: TJ_BACKEND's */
     pthread_mutex_t mu;
-    _Atomic(snapshot *) cache;
+    _Atomic(jit_snapshot *) cache;
     atomic_uint epoch;                 /* parity: the reader counter new calls join */
     atomic_uint_fast64_t active[2];    /* calls inside their read-side section, per parity */
-    retired *graveyard;                /* retired snapshots and concrete functions (under mu) */
-    retired *pinned;                   /* evicted concrete functions the user holds */
+    jit_retired *graveyard;            /* retired snapshots and concrete functions (under mu) */
+    jit_retired *pinned;               /* evicted concrete functions the user holds */
     uint64_t retire_seq, zero_seen[2]; /* under mu: see reclaim() in function.c */
     tj_variable **owned_vars;          /* created while tracing f: released with f (under mu) */
     size_t n_owned_vars;

@@ -159,7 +159,7 @@ static void trace_result_free(trace_result *r) {
 static void log_retrace(tj_function *f, const jit_argsig *sig, uint64_t call_idx) {
     int n = atomic_load(&f->n_traces);
     if (n > 0 && rt_log_enabled(RT_LOG_RETRACE)) {
-        snapshot *s = atomic_load(&f->cache);
+        jit_snapshot *s = atomic_load(&f->cache);
         tj_concrete *last = NULL;
         for (uint32_t i = 0; s && i < s->n; i++)
             if (!last || s->items[i]->last_used > last->last_used)

@@ -118,12 +118,8 @@ static bool joins_reduce(const ir_graph *g, const ir_node *nd, const pass_group 
     return true;
 }
 
-pass_partition *pass_fusion_run(const ir_graph *g, pass_fusable_fn fusable, void *user) {
-    return pass_fusion_run2(g, fusable, NULL, user);
-}
-
-pass_partition *pass_fusion_run2(const ir_graph *g, pass_fusable_fn fusable,
-                                 pass_fusable_fn reducible, void *user) {
+pass_partition *pass_fusion_run(const ir_graph *g, pass_fusable_fn fusable,
+                                pass_fusable_fn reducible, void *user) {
     if (!fusable)
         fusable = default_fusable;
     uint32_t n = g->n_nodes;

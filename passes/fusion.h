@@ -44,13 +44,12 @@ typedef struct pass_partition {
  * dtypes). NULL: every elementwise node of a non-string dtype. */
 typedef bool (*pass_fusable_fn)(const ir_graph *g, uint32_t id, void *user);
 
-/* Partitions the live nodes of g (those the outputs and the side effects depend on). Returns
- * a partition the caller frees with pass_partition_free, or NULL with the error set (OOM). */
-pass_partition *pass_fusion_run(const ir_graph *g, pass_fusable_fn fusable, void *user);
-/* As pass_fusion_run; reductions for which `reducible` says yes (NULL: none) start reduce groups
- * that absorb their elementwise producers. */
-pass_partition *pass_fusion_run2(const ir_graph *g, pass_fusable_fn fusable,
-                                 pass_fusable_fn reducible, void *user);
+/* Partitions the live nodes of g (those the outputs and the side effects depend on): fused
+ * groups of the nodes `fusable` accepts, and reduce groups started by the reductions `reducible`
+ * accepts (NULL: none), absorbing their elementwise producers. Returns a partition the caller
+ * frees with pass_partition_free, or NULL with the error set (OOM). */
+pass_partition *pass_fusion_run(const ir_graph *g, pass_fusable_fn fusable,
+                                pass_fusable_fn reducible, void *user);
 void pass_partition_free(pass_partition *p);
 /* Text summary for dumps and tests: one line per group, "fused %3 %4 %5 <- %0 %1 -> %5".
  * Caller frees. */

@@ -120,10 +120,10 @@ ir_graph *pass_fold_run(const ir_graph *g, const pass_options *opts, pass_stat *
 ir_graph *pass_cse_run(const ir_graph *g, const pass_options *opts, pass_stat *st);
 ir_graph *pass_prune_run(const ir_graph *g, const pass_options *opts, pass_stat *st);
 
-/* ---- rebuilding helpers shared by the pass files ----------------------------------------------
- * A rebuild copies nodes of `src` into a fresh graph `dst`; map[id] is the dst id of src node id
- * (IR_NONE until set). Blobs and subgraphs are copied once each, when a node first uses them
- * (a region no node uses any more is dropped). */
+/* ---- rebuilding helpers shared by the pass files (rebuild.c)
+ * ------------------------------------- A rebuild copies nodes of `src` into a fresh graph `dst`;
+ * map[id] is the dst id of src node id (IR_NONE until set). Blobs and subgraphs are copied once
+ * each, when a node first uses them (a region no node uses any more is dropped). */
 typedef struct pass_rebuild {
     const ir_graph *src;
     ir_graph *dst;

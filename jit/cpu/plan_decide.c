@@ -622,7 +622,7 @@ bool jit_cpu_same_kernel(const cpu_prog *cp, const step *a, const step *b) {
 tj_status jit_cpu_plan_decide(cpu_prog *cp, const jit_cpu_opts *o) {
     const ir_graph *g = cp->base.g;
     uint32_t nn = g->n_nodes + 1;
-    cp->part = pass_fusion_run2(g, jit_cpu_fusable, jit_cpu_reducible, NULL);
+    cp->part = pass_fusion_run(g, jit_cpu_fusable, jit_cpu_reducible, NULL);
     if (!cp->part)
         return ir_last_code() ? ir_last_code() : TJ_ERR_OOM;
     cp->steps = calloc(cp->part->n_groups + 1, sizeof *cp->steps);

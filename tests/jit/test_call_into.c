@@ -60,6 +60,31 @@ int main(void) {
     CHECK_NEAR(tj_tensor_get_f64(s, 0), 2.5, 1e-6);
     tj_set_eager(0);
 
+    /* under a tape watching the argument, as tj_call: the ops are recorded and each output is a
+     * copy of its result, so gradients reach the argument (d/dx of (2x + 1)x - 3 is 4x + 1) */
+    tj_tensor *yt = tj_tensor_empty(TJ_F32, 1, d), *sum = tj_tensor_empty(TJ_F32, 0, NULL);
+    tj_tape *tape = tj_tape_new(0);
+    CHECK_EQ_INT(tj_tape_watch(tape, x), TJ_OK);
+    CHECK_EQ_INT(tj_call_into(f, 1, &x, 1, &yt), TJ_OK);
+    CHECK_EQ_INT(tj_call_into(g, 1, &x, 2, (tj_tensor *[]){n, sum}), TJ_OK);
+    tj_tape_stop(tape);
+    tj_tensor *gx = NULL, *gs = NULL, *ones = tj_ones(TJ_F32, 1, d);
+    CHECK_EQ_INT(tj_tape_gradient(tape, yt, ones, 1, &x, &gx), TJ_OK);
+    CHECK_MSG(gx != NULL, "the tape did not record tj_call_into's ops");
+    for (int i = 0; gx && i < 5; i++)
+        CHECK_NEAR(tj_tensor_get_f64(gx, i), 4 * xs[i] + 1, 1e-5);
+    CHECK_EQ_INT(tj_tape_gradient(tape, sum, NULL, 1, &x, &gs), TJ_OK);
+    CHECK(gs != NULL);
+    for (int i = 0; gs && i < 5; i++)
+        CHECK_NEAR(tj_tensor_get_f64(gs, i), 1, 0);
+    CHECK_NEAR(tj_tensor_get_f64(yt, 3), -2, 1e-6); /* (2(-1) + 1)(-1) - 3 */
+    tj_release(gx);
+    tj_release(gs);
+    tj_release(ones);
+    tj_release(yt);
+    tj_release(sum);
+    tj_tape_free(tape);
+
     tj_function_free(f);
     tj_function_free(g);
     tj_release(x);

@@ -6,7 +6,7 @@
 #include "test_cpu_util.h"
 
 static char *part_str(const ir_graph *g) {
-    pass_partition *p = pass_fusion_run(g, NULL, NULL);
+    pass_partition *p = pass_fusion_run(g, NULL, NULL, NULL);
     char *s = pass_partition_str(p);
     pass_partition_free(p);
     return s;
@@ -37,7 +37,7 @@ int main(void) {
         for (uint32_t i = 0; i < n; i++)
             v = tu_un(g, i % 2 ? IR_OP_NEG : IR_OP_EXP, v); /* alternating: nothing simplifies */
         ir_add_output(g, v);
-        pass_partition *p = pass_fusion_run(g, NULL, NULL);
+        pass_partition *p = pass_fusion_run(g, NULL, NULL, NULL);
         CHECK(p != NULL);
         uint32_t fused = 0, most = 0, total = 0;
         for (uint32_t k = 0; p && k < p->n_groups; k++) {
@@ -108,7 +108,7 @@ int main(void) {
         CHECK_STR(s, "node %0 <- -> %0\nnode %1 <- -> %1\nfused %2 <- %1 -> %2\n"
                      "fused %3 %4 <- %0 %2 -> %3 %4\n");
         free(s);
-        pass_partition *p = pass_fusion_run(g, NULL, NULL);
+        pass_partition *p = pass_fusion_run(g, NULL, NULL, NULL);
         CHECK(p && p->groups[3].rank == 1 && p->groups[3].dims[0] == 4);
         CHECK(p && p->groups[2].rank == 0);
         pass_partition_free(p);
@@ -132,7 +132,7 @@ int main(void) {
         uint32_t cat = tu_bin(g, IR_OP_ADD, st, st);
         ir_add_output(g, tu_un(g, IR_OP_ABS, x));
         ir_add_output(g, cat);
-        pass_partition *p = pass_fusion_run(g, NULL, NULL);
+        pass_partition *p = pass_fusion_run(g, NULL, NULL, NULL);
         CHECK(p != NULL);
         CHECK_EQ_INT(p->group_of[dead], IR_NONE);
         CHECK(!p->groups[p->group_of[cat]].fused);
@@ -147,11 +147,11 @@ int main(void) {
         ir_graph *g = ir_graph_new("none");
         uint32_t x = tu_param(g, 0, TJ_F32, 1, &n4);
         ir_add_output(g, tu_un(g, IR_OP_ABS, tu_un(g, IR_OP_NEG, x)));
-        pass_partition *p = pass_fusion_run(g, NULL, NULL);
+        pass_partition *p = pass_fusion_run(g, NULL, NULL, NULL);
         CHECK_EQ_INT(p->n_groups, 2);
         pass_partition_free(p);
         int calls = 0;
-        p = pass_fusion_run(g, never, &calls);
+        p = pass_fusion_run(g, never, NULL, &calls);
         CHECK_EQ_INT(p->n_groups, 3);
         CHECK_EQ_INT(calls, 3);
         for (uint32_t k = 0; k < p->n_groups; k++)
