@@ -634,8 +634,10 @@ TJ_API tj_tensor *tj_call(tj_function *f, int nargs, tj_tensor *const *args);
  * and shape must match the results; a tuple's items in order). Static values, symbolic and error
  * tensors, immutable data (tj_tensor_adopt, a graph's constant) and a tensor whose memory
  * another tensor shares (a reshape that a call returned as a view) are refused as outputs.
- * Allocates no result tensor. Returns TJ_OK or an error status with the message in
- * tj_last_error(). */
+ * Allocates no result tensor. Like tj_call, it runs the C code eagerly in eager mode, inside a
+ * trace and under a recording tape that watches an argument; the tape then records each output
+ * as a copy of its result, so gradients flow through it. Returns TJ_OK or an error status with
+ * the message in tj_last_error(). */
 TJ_API tj_status tj_call_into(tj_function *f, int nargs, tj_tensor *const *args, int n_out,
                               tj_tensor *const *outs);
 /* Like tj_call but always runs the C code eagerly, op by op (S9). Calls nested inside other
