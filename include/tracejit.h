@@ -540,7 +540,7 @@ TJ_API tj_status tj_tape_gradient_vars(tj_tape *tape, tj_tensor *target, tj_tens
 TJ_API void tj_tape_free(tj_tape *tape);
 
 /* ---- training: optimizers, initializers, data ------------------------------------------------ */
-/* Optimizers as tf.keras.optimizers define them (TF >= 2.11 update rules, see runtime/optim.c):
+/* Optimizers as tf.keras.optimizers define them (TF >= 2.11 update rules, see api/optim.c):
  * tj_optimizer_apply updates each variable from its gradient with ordinary ops, so inside a traced
  * step the update is compiled into the step's graph, and eagerly it runs op by op. Slots
  * (momentum; Adam's m and v, named "<var>/m", "<var>/v") and the step counter (int64

@@ -185,7 +185,7 @@ uint32_t ir_add_blob_borrowed(ir_graph *g, const void *data, size_t size,
 /* One more reference to blob b's payload (b->data: immutable; 64-byte aligned when copied by
  * ir_add_blob), which keeps it valid after every graph holding it is gone, until
  * ir_blob_unref(token) with the token returned: a constant's tensor borrows it
- * (runtime/trace.c). NULL for NULL. */
+ * (runtime/const.c). NULL for NULL. */
 void *ir_blob_ref(const ir_blob *b);
 void ir_blob_unref(void *token); /* NULL-safe */
 tj_status ir_add_output(ir_graph *g, uint32_t id);

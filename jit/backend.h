@@ -12,6 +12,11 @@
 #ifndef TJ_JIT_BACKEND_H
 #define TJ_JIT_BACKEND_H
 
+#if defined(TJ_LAYER_IR) || defined(TJ_LAYER_PASSES) || defined(TJ_LAYER_RUNTIME) ||               \
+    defined(TJ_LAYER_API)
+#error "jit/ is the top floor: this layer may not use it"
+#endif
+
 #include <stdbool.h>
 #include <stddef.h>
 

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "jit/jit.h"
-#include "runtime/grad.h"
+#include "api/grad.h"
 
 /* ---- function objects ------------------------------------------------------------------------ */
 static rt_arena fn_arena = RT_ARENA_INIT(512);

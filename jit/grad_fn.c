@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "jit/jit.h"
-#include "runtime/grad.h"
+#include "api/grad.h"
 
 typedef struct grad_fn {
     tj_function *f; /* borrowed */

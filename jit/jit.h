@@ -3,11 +3,16 @@
 #ifndef TJ_JIT_H
 #define TJ_JIT_H
 
+#if defined(TJ_LAYER_IR) || defined(TJ_LAYER_PASSES) || defined(TJ_LAYER_RUNTIME) ||               \
+    defined(TJ_LAYER_API)
+#error "jit/ is the top floor: this layer may not use it"
+#endif
+
 #include <ffi.h>
 
 #include "jit/backend.h"
 #include "passes/passes.h"
-#include "runtime/runtime.h"
+#include "api/api.h"
 
 /* One argument of a call signature: a tensor's dtype and dims, or a static value. */
 typedef struct jit_argsig {

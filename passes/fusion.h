@@ -7,6 +7,10 @@
 #ifndef TJ_PASSES_FUSION_H
 #define TJ_PASSES_FUSION_H
 
+#if defined(TJ_LAYER_IR) || defined(TJ_LAYER_RUNTIME) || defined(TJ_LAYER_API)
+#error "passes/ is above ir/ and beside runtime/: this layer may not use it"
+#endif
+
 #include <stdbool.h>
 
 #include "ir/ir.h"

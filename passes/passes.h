@@ -10,6 +10,10 @@
 #ifndef TJ_PASSES_H
 #define TJ_PASSES_H
 
+#if defined(TJ_LAYER_IR) || defined(TJ_LAYER_RUNTIME) || defined(TJ_LAYER_API)
+#error "passes/ is above ir/ and beside runtime/: this layer may not use it"
+#endif
+
 #include <stddef.h>
 #include <stdint.h>
 

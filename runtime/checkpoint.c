@@ -51,7 +51,7 @@ static tj_status check_args(const char *what, const char *path, int n, tj_variab
         return ir_errorf(TJ_ERR_INVALID, "%s: the path is NULL or empty", what);
     if (n < 0 || (n > 0 && !vars))
         return ir_errorf(TJ_ERR_INVALID, "%s: bad variable list (n=%d)", what, n);
-    if (rt_trace_current())
+    if (rt_tracing)
         return ir_errorf(TJ_ERR_STATE, "%s: called inside a trace (call it between calls)", what);
     tj_status st = TJ_OK;
     for (int k = 0; k < n && !st; k++)
@@ -371,9 +371,18 @@ tj_status tj_checkpoint_restore(const char *path, int n, tj_variable *const *var
         const entry *x = &e[match[k]];
         tj_scope_begin();
         tj_tensor *t = tj_tensor_from_data((tj_dtype)x->dtype, x->rank, x->dims, x->data);
-        tj_tensor *r = tj_assign(vars[k], t);
-        st = tj_status_of(r) ? ir_errorf(tj_status_of(r), "%s: %s", what, tj_error_message(r))
-                             : TJ_OK;
+        if (tj_status_of(t)) {
+            st = ir_errorf(tj_status_of(t), "%s: %s", what, tj_error_message(t));
+        } else { /* an eager assignment, as one update */
+            rt_variable_lock(vars[k]);
+            st = rt_variable_set(vars[k], t);
+            rt_variable_unlock(vars[k]);
+            if (st) {
+                char msg[600];
+                snprintf(msg, sizeof msg, "%s", ir_last_error());
+                st = ir_errorf(st, "%s: %s", what, msg);
+            }
+        }
         tj_scope_end();
     }
     free(match);

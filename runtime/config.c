@@ -49,6 +49,7 @@ static size_t parse_bytes(const char *s, size_t def) {
 }
 
 _Thread_local int rt_compile_one_thread;
+_Thread_local int rt_tracing;
 
 static void cfg_init(void) {
     const char *e = getenv("TJ_EAGER");

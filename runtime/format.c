@@ -167,24 +167,17 @@ char *tj_tensor_values_str(const tj_tensor *t) {
     return rt_values_str(t);
 }
 
+static const rt_symbolic_ops *symbolic_ops;
+
+void rt_set_symbolic_ops(const rt_symbolic_ops *ops) {
+    symbolic_ops = ops;
+}
+
 static void symbolic_name(sbuf *b, const tj_tensor *t) {
-    if (!rt_trace_is_live(t)) {
-        sb_printf(b, "<escaped>:0"); /* its trace has ended: the graph is gone */
-        return;
-    }
-    const rt_trace *tr = t->trace;
-    const ir_node *n = tr && tr->g && t->node < tr->g->n_nodes ? &tr->g->nodes[t->node] : NULL;
-    if (n && n->op == IR_OP_PARAM) {
-        int64_t k = n->a.i[0];
-        if (tr->arg_names && tr->arg_names[k])
-            sb_printf(b, "%s:0", tr->arg_names[k]);
-        else
-            sb_printf(b, "x%lld:0", (long long)k);
-    } else if (n) {
-        sb_printf(b, "%s_%u:0", ir_ops[n->op].name, t->node);
-    } else {
-        sb_printf(b, "?:0");
-    }
+    char name[160] = "?:0";
+    if (symbolic_ops)
+        symbolic_ops->name(t, name, sizeof name);
+    sb_printf(b, "%s", name);
 }
 
 void rt_refuse_host_read(const tj_tensor *t, const char *what) {
@@ -196,9 +189,8 @@ void rt_refuse_host_read(const tj_tensor *t, const char *what) {
               "inside the graph with tj_where",
               what, b.p ? b.p : "?");
     free(b.p);
-    rt_trace *tr = rt_trace_current();
-    if (tr && rt_trace_is_live(t))
-        rt_trace_fail(tr, TJ_ERR_STATE);
+    if (symbolic_ops)
+        symbolic_ops->refused(t);
 }
 
 char *tj_tensor_str(const tj_tensor *t) {

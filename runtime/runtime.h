@@ -1,10 +1,15 @@
-/* runtime.h — the internal interface of runtime/: tensors and buffers, scopes, the op entry
- * points (eager or recording), the reference kernels, variables, the trace state that ops record
- * into, and programs (the executable form of a graph; the interpreter is one, jit backends add
- * others behind the same vtable). runtime/ knows nothing of compilers: it can run any program
- * handed to it. */
+/* runtime.h — the internal interface of runtime/, the execution runtime: tensors and buffers,
+ * scopes, the reference kernels, variables, programs (the executable form of a graph; the
+ * interpreter is one, jit backends add others behind the same vtable) and the executor, the
+ * object loader, the thread pool, profiles, check numerics and configuration. runtime/ knows
+ * nothing of compilers or of tracing: the op entry points, tracing, control flow and tapes are
+ * the floor above (api/api.h). It can run any program handed to it. */
 #ifndef TJ_RUNTIME_H
 #define TJ_RUNTIME_H
+
+#if defined(TJ_LAYER_IR) || defined(TJ_LAYER_PASSES)
+#error "runtime/ is above ir/: this layer may not use it"
+#endif
 
 #include <stdatomic.h>
 #include <pthread.h>
@@ -169,77 +174,27 @@ tj_variable *rt_variable_retain(tj_variable *v);
 void rt_variable_release(tj_variable *v);
 tj_tensor *rt_variable_get(tj_variable *v);                  /* +1 ref on the current value */
 tj_status rt_variable_set(tj_variable *v, tj_tensor *value); /* checks dtype/shape; retains */
+/* An error naming the variable unless dtype, rank and dims are its own. */
+tj_status rt_variable_check_value(const tj_variable *v, int dtype, int rank, const int64_t *dims);
+/* A new variable holding value (taken: a plain concrete tensor), named `name` (NULL or "":
+ * "Variable_<id>"); owned by its creator, or by the traced function when owned_by_trace. NULL
+ * on OOM (value released). */
+tj_variable *rt_variable_create(tj_tensor *value, const char *name, int owned_by_trace);
 
-/* ---- tracing: ops record into the innermost trace of the thread ------------------------------ */
-/* The outer values a control-flow node's regions read (node ids in the enclosing graph), shared
- * by its regions: capture j is param n_explicit + j of each region. */
-typedef struct rt_captures {
-    uint32_t *outer;
-    uint32_t n, cap;
-} rt_captures;
-
-typedef struct rt_trace {
-    ir_graph *g;
-    tj_tensor *const *args; /* the triggering call's concrete inputs, or NULL (get_concrete) */
-    uint32_t n_args;
-    const char *const *arg_names;
-    tj_variable **caps; /* captured variables, slot = index (the function's: regions use the
-                           root trace's list) */
-    uint32_t n_caps, cap_caps;
-    uint32_t *cap_value;   /* per slot: node holding the current value in this trace, or IR_NONE */
-    uint32_t *cap_version; /* per slot: version of the next VAR_READ (bumped by regions that
-                              assign the variable, so the read after them is a new node) */
-    uint32_t n_var_state;  /* entries of cap_value and cap_version */
-    /* a region (a control-flow body) being traced inside its parent trace */
-    int is_region;
-    rt_captures *captures;   /* the node's captured outer values */
-    uint32_t n_explicit;     /* the body's own params come first */
-    uint32_t *capture_param; /* per capture: this region's PARAM node, or IR_NONE */
-    uint32_t n_capture_param;
-    int allow_var_create;
-    int n_vars_created;
-    tj_variable **created; /* variables created by this trace: their references belong to the
-                              traced function, which takes the list when the trace ends */
-    tj_status err;         /* first error recorded while tracing (sticky) */
-    char errmsg[512];
-    uint64_t serial;   /* unique per trace: a symbolic tensor names (trace, serial) */
-    const void *owner; /* what is being traced (the jit's tj_function), for re-entry checks */
-    struct rt_trace *parent;
-} rt_trace;
-/* Whether `owner` is being traced on this thread (by any trace on the stack). */
-int rt_trace_owner_active(const void *owner);
-
-/* Whether symbolic tensor t belongs to a trace that is still open on this thread. */
-int rt_trace_is_live(const tj_tensor *t);
-
-/* Records the thread's current error as the trace's first error (if none yet). */
-void rt_trace_fail(rt_trace *tr, tj_status code);
-
-rt_trace *rt_trace_current(void);
-void rt_trace_push(rt_trace *t);
-void rt_trace_pop(void);
-/* TensorFlow's init_scope: runs what follows eagerly even inside a trace (state made once, such
- * as optimizer slots); resume with what suspend returned. */
-rt_trace *rt_trace_suspend(void);
-void rt_trace_resume(rt_trace *t);
-/* A symbolic tensor for node `id` of the current trace (unscoped reference). */
-tj_tensor *rt_symbolic(rt_trace *tr, uint32_t id);
-/* The node for t in trace tr: symbolic tensors give their node; concrete ones are lifted to
- * CONST nodes. IR_NONE with the error set on failure. */
-uint32_t rt_trace_lift(rt_trace *tr, tj_tensor *t);
-/* The capture slot of v (added to the function's list, the root trace's), with tr's per-slot
- * state (cap_value, cap_version) covering it; IR_NONE on OOM. */
-uint32_t rt_trace_capture(rt_trace *tr, tj_variable *v);
-/* Frees a trace's own arrays (variable state, region capture params; not caps or the graph). */
-void rt_trace_free_state(rt_trace *tr);
-/* Region tracing (control.c): the PARAM node of capture j in region trace tr (made on first
- * use, typed like the outer value); IR_NONE with the error set. */
-uint32_t rt_region_capture_param(rt_trace *tr, uint32_t j);
-
-/* ---- the generic op entry -------------------------------------------------------------------- */
-/* Applies an op: propagates error inputs, records a node when tracing, else infers and runs the
- * reference kernel. Returns a scoped new reference (never NULL). */
-tj_tensor *rt_apply(ir_node *proto, tj_tensor *const *in, uint32_t n_in);
+/* ---- the thread's mode, and symbolic tensors ------------------------------------------------
+ * The tracer (api/trace.c) tells the runtime what it needs of traces; the runtime never asks it.
+ * rt_tracing is 1 while a trace records this thread's ops (set as traces open, close, suspend and
+ * resume). A symbolic tensor's trace is opaque here: the tracer registers how to name one and
+ * what a refused host read of its value does, before the first symbolic tensor exists. */
+extern _Thread_local int rt_tracing;
+typedef struct rt_symbolic_ops {
+    /* t's name as TensorFlow prints it: "x:0", "add_3:0"; "<escaped>:0" once its trace ended */
+    void (*name)(const tj_tensor *t, char *buf, size_t n);
+    /* a host read of t's value was refused (the error is set): fails t's trace if it is open on
+     * this thread, so the function reports it */
+    void (*refused)(const tj_tensor *t);
+} rt_symbolic_ops;
+void rt_set_symbolic_ops(const rt_symbolic_ops *ops);
 
 /* ---- programs: the executable form of a graph ------------------------------------------------ */
 typedef struct rt_program rt_program;
@@ -290,12 +245,7 @@ rt_program *rt_interp_new(const ir_graph *g);
  * on a trace and for constant folding). Returns an unscoped reference or NULL (error set). */
 tj_tensor *rt_eval_node(const ir_graph *g, uint32_t id, tj_tensor *const *args, uint32_t n_args,
                         tj_variable **caps);
-/* Runs g's nodes again through rt_apply (recorded into the current trace, or eagerly), PARAM k
- * reading params[k]; writes g's outputs (scoped references) to outs. Pure nodes and variable
- * reads only: effects and control flow are an error naming the node (replay.c). */
-tj_status rt_replay_graph(const ir_graph *g, tj_tensor *const *params, uint32_t n_params,
-                          tj_tensor **outs);
-/* A concrete tensor from a CONST node's blob, and the blob bytes for a tensor. */
+/* A concrete tensor from a CONST node's blob, and the blob bytes for a tensor (const.c). */
 tj_tensor *rt_const_tensor(const ir_graph *g, const ir_node *n);
 uint32_t rt_const_blob(ir_graph *g, const tj_tensor *t);
 
@@ -325,17 +275,6 @@ tj_status rt_exec_node(const ir_graph *g, uint32_t i, const rt_exec_env *env, tj
 tj_status rt_regions_new(const ir_graph *g, rt_program *(*compile)(const ir_graph *, void *),
                          void *ctx, rt_program ***out);
 void rt_regions_free(rt_program **regions, const ir_graph *g);
-
-/* ---- control flow (control.c; the public entry points in control_tree.c) -------------------- */
-/* The control-flow ops over flat lists of tensors (no tuples): eagerly as C, traced as regions. */
-tj_tensor *rt_cond_flat(tj_tensor *pred, tj_body then_fn, tj_body else_fn, int n,
-                        tj_tensor *const *args, void *user);
-tj_tensor *rt_while_flat(tj_body cond_fn, tj_body body_fn, int n, tj_tensor *const *init,
-                         int64_t maximum_iterations, void *user);
-tj_tensor *rt_for_flat(tj_tensor *start, tj_tensor *limit, tj_tensor *delta, tj_body body_fn, int n,
-                       tj_tensor *const *init, void *user);
-tj_tensor *rt_scan_flat(tj_body body_fn, int n_carry, tj_tensor *const *carry, int n_xs,
-                        tj_tensor *const *xs, void *user);
 
 /* Side effects shared by eager execution and programs. */
 tj_status rt_do_print(const char *prefix, tj_tensor *const *xs, uint32_t n);

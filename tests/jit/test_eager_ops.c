@@ -210,7 +210,7 @@ int main(void) {
     CHECK(tj_status_of(tj_fill(1, D(2), xi)) != TJ_OK); /* value must be 0-d */
     IS(tj_eye(TJ_F32, 2, 3), TJ_F32, 2, D(2, 3), V(1, 0, 0, 0, 1, 0));
     IS(tj_eye(TJ_I32, 3, 3), TJ_I32, 2, D(3, 3), V(1, 0, 0, 0, 1, 0, 0, 0, 1));
-    /* BUG: runtime/ops.c tj_range passes dims {0} but ir/infer.c wants -1 (unknown) for the
+    /* BUG: api/ops.c tj_range passes dims {0} but ir/infer.c wants -1 (unknown) for the
      * length, so every non-empty range is "range: shape does not match length N". */
     IS(tj_range(TJ_I32, 0, 5, 1), TJ_I32, 1, D(5), V(0, 1, 2, 3, 4));
     IS(tj_range(TJ_F32, 1, 2, 0.25), TJ_F32, 1, D(4), V(1, 1.25, 1.5, 1.75));

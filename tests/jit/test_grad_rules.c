@@ -8,7 +8,7 @@
 #include <tracejit.h>
 
 #include "check.h"
-#include "runtime/grad.h"
+#include "api/grad.h"
 
 enum { MAXIN = 3 };
 typedef struct gcase {

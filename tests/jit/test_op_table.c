@@ -5,13 +5,13 @@
  *   - the compiled path (LLVM lowering or a reference-kernel step of the CPU plan, and the
  *     executor): the compiled result equals the eager one, and the optimized graph holds the op;
  *   - the printer and the parser: the optimized graph's text parses back to the same text;
- *   - the gradient column: a rule, "no gradient" or a reason (runtime/grad.c).
+ *   - the gradient column: a rule, "no gradient" or a reason (api/grad.c).
  * A new op without an instance fails here, naming it. */
 #include <tracejit.h>
 
 #include "check.h"
 #include "ir/ir.h"
-#include "runtime/grad.h"
+#include "api/grad.h"
 
 static tj_variable *var;
 static int printed;

@@ -1,10 +1,10 @@
 /* tape.h — private to the gradient tapes (tape.c: recording and the tape's lifetime;
  * tape_grad.c: the backward pass and the gradient entry points; tape_cf.c: the gradients of
  * control-flow nodes). See tape.c for how values are keyed. */
-#ifndef TJ_RT_TAPE_H
-#define TJ_RT_TAPE_H
+#ifndef TJ_API_TAPE_H
+#define TJ_API_TAPE_H
 
-#include "runtime/grad.h"
+#include "api/grad.h"
 
 #define TAPE_MAGIC 0x74617065u
 
@@ -65,4 +65,4 @@ tj_status rt_tape_accumulate(kmap *grads, uint64_t k, tj_tensor *g);
  * (tape_cf.c): adds its operands' gradients to grads. */
 tj_status rt_tape_cf_backward(tj_tape *tp, uint32_t first, uint32_t last, kmap *grads);
 
-#endif /* TJ_RT_TAPE_H */
+#endif /* TJ_API_TAPE_H */

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/tape.h"
+#include "api/tape.h"
 
 _Thread_local int rt_tape_n_active;
 static _Thread_local tj_tape *active;

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/runtime.h"
+#include "api/api.h"
 
 static _Thread_local rt_trace *cur;
 static atomic_uint_fast64_t next_serial = 1;
@@ -14,20 +14,59 @@ rt_trace *rt_trace_current(void) {
     return cur;
 }
 
+/* The runtime is told the mode, never asks: rt_tracing follows cur. */
+static void set_cur(rt_trace *t) {
+    cur = t;
+    rt_tracing = t != NULL;
+}
+
+/* ---- symbolic tensors as the runtime sees them (rt_symbolic_ops) ----------------------------- */
+static void symbolic_name(const tj_tensor *t, char *buf, size_t size) {
+    if (!rt_trace_is_live(t)) {
+        snprintf(buf, size, "<escaped>:0"); /* its trace has ended: the graph is gone */
+        return;
+    }
+    const rt_trace *tr = t->trace;
+    const ir_node *n = tr && tr->g && t->node < tr->g->n_nodes ? &tr->g->nodes[t->node] : NULL;
+    if (n && n->op == IR_OP_PARAM) {
+        int64_t k = n->a.i[0];
+        if (tr->arg_names && tr->arg_names[k])
+            snprintf(buf, size, "%s:0", tr->arg_names[k]);
+        else
+            snprintf(buf, size, "x%lld:0", (long long)k);
+    } else if (n) {
+        snprintf(buf, size, "%s_%u:0", ir_ops[n->op].name, t->node);
+    } else {
+        snprintf(buf, size, "?:0");
+    }
+}
+
+static void symbolic_refused(const tj_tensor *t) {
+    if (cur && rt_trace_is_live(t))
+        rt_trace_fail(cur, ir_last_code());
+}
+
+static const rt_symbolic_ops symbolic_ops = {symbolic_name, symbolic_refused};
+static pthread_once_t ops_once = PTHREAD_ONCE_INIT;
+static void register_ops(void) {
+    rt_set_symbolic_ops(&symbolic_ops);
+}
+
 void rt_trace_push(rt_trace *t) {
+    pthread_once(&ops_once, register_ops); /* before the first symbolic tensor */
     t->serial = atomic_fetch_add(&next_serial, 1);
     t->parent = cur;
-    cur = t;
+    set_cur(t);
 }
 
 rt_trace *rt_trace_suspend(void) {
     rt_trace *t = cur;
-    cur = NULL;
+    set_cur(NULL);
     return t;
 }
 
 void rt_trace_resume(rt_trace *t) {
-    cur = t;
+    set_cur(t);
 }
 
 static _Thread_local rt_trace *init_stack[64];
@@ -49,7 +88,7 @@ void tj_init_scope_end(void) {
 
 void rt_trace_pop(void) {
     if (cur)
-        cur = cur->parent;
+        set_cur(cur->parent);
 }
 
 tj_tensor *rt_symbolic(rt_trace *tr, uint32_t id) {
@@ -66,82 +105,6 @@ tj_tensor *rt_symbolic(rt_trace *tr, uint32_t id) {
     t->trace = tr;
     t->trace_serial = tr->serial;
     t->node = id;
-    return t;
-}
-
-static void buffer_unref(void *buf) {
-    rt_buffer_release(buf);
-}
-
-/* A concrete tensor as a CONST blob: an immutable buffer (tj_tensor_adopt, a graph's constant)
- * shared, one more reference to it; otherwise its raw elements copied, or for strings a uint64
- * length followed by the bytes, per element. */
-uint32_t rt_const_blob(ir_graph *g, const tj_tensor *t) {
-    size_t size = t->dtype == TJ_STRING ? 0 : (size_t)t->numel * ir_dtype_size(t->dtype);
-    if (size && t->buf && t->buf->immutable) { /* shared, not copied: a model's weights */
-        atomic_fetch_add(&t->buf->rc, 1);
-        uint32_t b = ir_add_blob_borrowed(g, t->data, size, buffer_unref, t->buf);
-        if (!b)
-            rt_buffer_release(t->buf);
-        return b;
-    }
-    if (t->dtype != TJ_STRING)
-        return ir_add_blob(g, t->data, size);
-    const tj_string *s = t->data;
-    for (int64_t i = 0; i < t->numel; i++)
-        size += 8 + s[i].len;
-    char *buf = malloc(size ? size : 1), *p = buf;
-    if (!buf)
-        return 0;
-    for (int64_t i = 0; i < t->numel; i++) {
-        uint64_t len = s[i].len;
-        memcpy(p, &len, 8);
-        if (len)
-            memcpy(p + 8, s[i].data, len);
-        p += 8 + len;
-    }
-    uint32_t b = ir_add_blob(g, buf, size);
-    free(buf);
-    return b;
-}
-
-tj_tensor *rt_const_tensor(const ir_graph *g, const ir_node *n) {
-    const ir_blob *b = ir_blob_get(g, n->a.blob);
-    /* numbers borrow the blob's payload (immutable, reference counted): no copy of a model's
-     * weights per program, no first touch of fresh pages on a first call */
-    if (b && n->dtype != TJ_STRING && b->size &&
-        b->size == (size_t)ir_numel(n->rank, n->dims) * ir_dtype_size(n->dtype)) {
-        void *token = ir_blob_ref(b);
-        tj_tensor *t =
-            token ? rt_tensor_wrap(n->dtype, n->rank, n->dims, b->data, ir_blob_unref, token)
-                  : NULL;
-        if (!t)
-            ir_blob_unref(token);
-        return t;
-    }
-    tj_tensor *t = rt_tensor_alloc(n->dtype, n->rank, n->dims);
-    if (!t)
-        return NULL;
-    if (!b)
-        return t;
-    if (n->dtype != TJ_STRING) {
-        size_t want = (size_t)t->numel * ir_dtype_size(n->dtype);
-        if (b->size == want && want)
-            memcpy(t->data, b->data, want);
-        return t;
-    }
-    const char *p = b->data, *end = p + b->size;
-    tj_string *s = t->data;
-    for (int64_t i = 0; i < t->numel; i++) {
-        uint64_t len = 0;
-        if (p + 8 <= end)
-            memcpy(&len, p, 8);
-        if (p + 8 + len > end)
-            len = 0;
-        s[i].len = len;
-        s[i].data = rt_strdup_len(p + 8, len);
-        p += 8 + len;
-    }
     return t;
 }
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/grad.h"
+#include "api/grad.h"
 
 /* ---- helpers (all results scoped) ------------------------------------------------------------ */
 static tj_tensor *zeros_like(const tj_tensor *x) {

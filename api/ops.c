@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/runtime.h"
+#include "api/api.h"
 
 static ir_node proto_of(int op) {
     ir_node p;

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/runtime.h"
+#include "api/api.h"
 
 #define OPT_MAGIC 0x6f707469u
 enum { OPT_SGD = 1, OPT_ADAM };

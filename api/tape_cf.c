@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/tape.h"
+#include "api/tape.h"
 
 /* ---- control flow: the gradient of a cond is a cond of the branches' gradients -------------- */
 typedef struct cf_bwd {

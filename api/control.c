@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/grad.h"
+#include "api/grad.h"
 
 /* ---- helpers --------------------------------------------------------------------------------- */
 static tj_tensor *fail(rt_trace *tr, tj_status code, const char *fmt, ...)

@@ -1,14 +1,14 @@
-/* grad.h — gradient rules and tapes (runtime/grad.c, runtime/tape.c).
+/* grad.h — gradient rules and tapes (api/grad.c, api/tape.c).
  *
  * A rule is the op's adjoint written with tracejit ops, so it runs eagerly on an eager tape and
  * records graph nodes on a tape inside a trace: the backward pass is ordinary graph code that
  * the passes and backends see like any other. Every op in ops.def has an entry (a test walks the
  * table): a rule, "no gradient" (its results are integers or bools, or it has no inputs), or
  * "unsupported" with the reason given in the error. */
-#ifndef TJ_RT_GRAD_H
-#define TJ_RT_GRAD_H
+#ifndef TJ_API_GRAD_H
+#define TJ_API_GRAD_H
 
-#include "runtime/runtime.h"
+#include "api/api.h"
 
 /* n: the op, its canonical attributes and its output's dtype and dims; in: the input values
  * (n->n_in of them); out: the output value; g: the gradient of the output (out's dtype and
@@ -52,4 +52,4 @@ tj_status rt_tape_vjp(tj_tape *tape, uint32_t n_t, tj_tensor *const *targets,
 /* Whether an eager call with these arguments must run op by op because a tape records them. */
 int rt_tape_wants_eager(int n, tj_tensor *const *args);
 
-#endif /* TJ_RT_GRAD_H */
+#endif /* TJ_API_GRAD_H */

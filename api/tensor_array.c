@@ -6,7 +6,7 @@
  * run-time error naming the op and the index. The size is fixed at creation. */
 #include <string.h>
 
-#include "runtime/runtime.h"
+#include "api/api.h"
 
 static tj_tensor *make(tj_tensor *data, tj_tensor *written) {
     tj_tensor *items[2] = {data, written};

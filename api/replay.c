@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/runtime.h"
+#include "api/api.h"
 
 /* The variable of capture slot `slot`: the function's list lives on the root trace. */
 static tj_variable *captured(uint32_t slot) {

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "runtime/runtime.h"
+#include "api/api.h"
 
 static tj_tensor *fail(gzFile f, const char *path, tj_status code, const char *fmt, long long off,
                        const char *extra) {

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/grad.h"
+#include "api/grad.h"
 
 /* A concrete 0-d numeric tensor converted to dtype `dt`, if exact; NULL otherwise. */
 static tj_tensor *convert_scalar(const tj_tensor *s, int dt) {

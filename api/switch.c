@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/runtime.h"
+#include "api/api.h"
 
 #define SW_MAX 64 /* results compared between branches (more: only the count is compared) */
 

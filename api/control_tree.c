@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/runtime.h"
+#include "api/api.h"
 
 /* ---- structured loop variables: tuples (tensor arrays) flattened around the flat versions -----
  */

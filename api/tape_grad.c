@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/tape.h"
+#include "api/tape.h"
 
 static tj_status fail(const char *what, tj_tensor *t) {
     if (t && t->kind == RT_ERROR)
