@@ -11,74 +11,31 @@
 
 #define DB 200 /* room for "[" + 8 dims of 20 chars + "]" */
 
-enum { U_I0 = 1, U_F3 = 2, U_F2 = 4, U_LIST = 8, U_BLOB = 16, U_I1 = 32, U_I23 = 64 };
-
-/* Which attribute fields the op reads; the rest are zeroed so that interning sees them equal. */
-static unsigned attr_use(int op) {
-    switch (op) {
-    case IR_OP_CONST:
-    case IR_OP_PRINT:
-    case IR_OP_HOST_CALLBACK:
-        return U_BLOB;
-    case IR_OP_VAR_READ: /* i[1]: the read's version: reads after an assignment are new nodes */
-        return U_I0 | U_I1;
-    case IR_OP_PARAM:
-    case IR_OP_ASSIGN:
-    case IR_OP_ARGMAX:
-    case IR_OP_ARGMIN:
-    case IR_OP_SOFTMAX:
-    case IR_OP_LOG_SOFTMAX:
-    case IR_OP_EXPAND_DIMS:
-    case IR_OP_CONCAT:
-    case IR_OP_GATHER:
-    case IR_OP_SCATTER_ADD:
-        return U_I0;
-    case IR_OP_RANGE:
-        return U_F3;
-    case IR_OP_RANDOM_UNIFORM:
-    case IR_OP_RANDOM_NORMAL:
-        return U_I0 | U_F2;
-    case IR_OP_SUM:
-    case IR_OP_MEAN:
-    case IR_OP_MAX:
-    case IR_OP_MIN:
-    case IR_OP_PROD:
-        return U_I0 | U_LIST;
-    case IR_OP_CONV2D:
-    case IR_OP_CONV2D_GRAD_INPUT:
-    case IR_OP_CONV2D_GRAD_FILTER:
-    case IR_OP_MAX_POOL2D:
-    case IR_OP_MAX_POOL2D_GRAD:
-    case IR_OP_AVG_POOL2D:
-    case IR_OP_AVG_POOL2D_GRAD:
-        return U_I0 | U_I1 | U_I23 | U_LIST;
-    case IR_OP_ONE_HOT:
-        return U_I0 | U_F2;
-    case IR_OP_TRANSPOSE:
-    case IR_OP_SQUEEZE:
-    case IR_OP_SLICE:
-    case IR_OP_SLICE_GRAD:
-        return U_LIST;
-    default:
-        return 0;
+/* Zeroes the attribute fields op does not use (its schema in ops.def names the ones it does), so
+ * that interning sees equal nodes equal. A CONST's blob is its payload. */
+static void canon_attrs(int op, ir_attrs *a) {
+    bool keep_i[4] = {0}, keep_f[3] = {0}, keep_list = false, keep_blob = op == IR_OP_CONST;
+    for (const ir_attr_spec *s = ir_ops[op].attrs; s->name; s++) {
+        if (s->kind == IR_AK_INT)
+            keep_i[s->slot] = true;
+        else if (s->kind == IR_AK_FLOAT)
+            keep_f[s->slot] = true;
+        else if (s->kind == IR_AK_LIST || s->kind == IR_AK_LIST3)
+            keep_list = true;
+        else if (s->kind == IR_AK_STRING || s->kind == IR_AK_POINTER)
+            keep_blob = true;
     }
-}
-
-static void canon_attrs(ir_attrs *a, unsigned use) {
-    if (!(use & U_I0))
-        a->i[0] = 0;
-    if (!(use & U_I1))
-        a->i[1] = 0;
-    if (!(use & U_I23))
-        a->i[2] = a->i[3] = 0;
-    int nf = (use & U_F3) ? 3 : (use & U_F2) ? 2 : 0;
-    for (int k = nf; k < 3; k++)
-        a->f[k] = 0;
-    if (!(use & U_LIST))
+    for (int k = 0; k < 4; k++)
+        if (!keep_i[k])
+            a->i[k] = 0;
+    for (int k = 0; k < 3; k++)
+        if (!keep_f[k])
+            a->f[k] = 0;
+    if (!keep_list)
         a->n_list = 0;
     for (uint32_t k = a->n_list < IR_MAX_LIST ? a->n_list : IR_MAX_LIST; k < IR_MAX_LIST; k++)
         a->list[k] = 0;
-    if (!(use & U_BLOB))
+    if (!keep_blob)
         a->blob = 0;
     a->sub[0] = a->sub[1] = 0;
 }
@@ -88,11 +45,26 @@ static tj_status need(const char *op, int dt, bool ok, const char *what) {
         return TJ_OK;
     return ir_errorf(TJ_ERR_DTYPE, "%s: expected a %s dtype, got %s", op, what, ir_dtype_name(dt));
 }
-#define NEED(dt, ok, what)                                                                         \
-    do {                                                                                           \
-        if (need(name, dt, ok, what))                                                              \
-            return TJ_ERR_DTYPE;                                                                   \
-    } while (0)
+
+/* The op's dtype class (ops.def) for operand dtype dt. */
+static tj_status need_class(const char *name, int op, int dt) {
+    int dc = ir_ops[op].dtypes;
+    return need(name, dt, ir_dtype_in_class(dt, dc), ir_dtype_class_name(dc));
+}
+
+/* The result dtype by the op's rule (ops.def) for operand dtype dt. */
+static int result_dtype(const ir_node *p, int dt) {
+    switch (ir_ops[p->op].result) {
+    case IR_RES_BOOL:
+        return TJ_BOOL;
+    case IR_RES_I64:
+        return TJ_I64;
+    case IR_RES_NODE:
+        return p->dtype;
+    default:
+        return dt;
+    }
+}
 
 static void set_like(ir_node *p, const ir_node *in, int dtype) {
     p->dtype = (uint8_t)dtype;
@@ -130,6 +102,8 @@ static tj_status infer_source(const char *name, ir_node *p) {
     if (dt >= TJ_N_DTYPES)
         return ir_errorf(TJ_ERR_DTYPE, "%s: invalid dtype %d", name, dt);
     bool unknown_ok = p->op == IR_OP_PARAM || p->op == IR_OP_VAR_READ;
+    if (need_class(name, p->op, dt))
+        return TJ_ERR_DTYPE;
     switch (p->op) {
     case IR_OP_PARAM:
     case IR_OP_VAR_READ:
@@ -138,12 +112,10 @@ static tj_status infer_source(const char *name, ir_node *p) {
                              p->op == IR_OP_PARAM ? "index" : "slot", (long long)p->a.i[0]);
         break;
     case IR_OP_EYE:
-        NEED(dt, dt != TJ_STRING, "numeric or bool");
         if (p->rank != 2)
             return ir_errorf(TJ_ERR_SHAPE, "eye: expected rank 2, got rank %d", p->rank);
         break;
     case IR_OP_RANGE: {
-        NEED(dt, ir_dtype_is_numeric(dt), "numeric");
         double st = p->a.f[0], li = p->a.f[1], de = p->a.f[2];
         if (!isfinite(st) || !isfinite(li) || !isfinite(de) || de == 0)
             return ir_errorf(TJ_ERR_INVALID, "range: invalid start %g, limit %g, delta %g", st, li,
@@ -161,14 +133,12 @@ static tj_status infer_source(const char *name, ir_node *p) {
         break;
     }
     case IR_OP_RANDOM_UNIFORM:
-        NEED(dt, ir_dtype_is_float(dt), "float");
         if (!isfinite(p->a.f[0]) || !isfinite(p->a.f[1]) || p->a.f[0] > p->a.f[1])
             return ir_errorf(TJ_ERR_INVALID,
                              "random_uniform: bounds must be finite with lo <= hi, got [%g, %g)",
                              p->a.f[0], p->a.f[1]);
         break;
     case IR_OP_RANDOM_NORMAL:
-        NEED(dt, ir_dtype_is_float(dt), "float");
         if (!isfinite(p->a.f[0]) || !isfinite(p->a.f[1]) || p->a.f[1] < 0)
             return ir_errorf(TJ_ERR_INVALID,
                              "random_normal: mean must be finite and stddev finite and >= 0, got "
@@ -182,33 +152,15 @@ static tj_status infer_source(const char *name, ir_node *p) {
 }
 
 static tj_status infer_unary(const char *name, ir_node *p, const ir_node *x) {
-    int dt = x->dtype, out = dt;
-    switch (p->op) {
-    case IR_OP_NEG:
-    case IR_OP_ABS:
-    case IR_OP_SIGN:
-    case IR_OP_RELU:
-        NEED(dt, ir_dtype_is_numeric(dt), "numeric");
-        break;
-    case IR_OP_LOGICAL_NOT:
-        NEED(dt, dt == TJ_BOOL, "bool");
-        break;
-    case IR_OP_ISNAN:
-    case IR_OP_ISINF:
-        NEED(dt, ir_dtype_is_float(dt), "float");
-        out = TJ_BOOL;
-        break;
-    case IR_OP_CAST:
-        out = p->dtype;
+    int dt = x->dtype, out = result_dtype(p, dt);
+    if (need_class(name, p->op, dt))
+        return TJ_ERR_DTYPE;
+    if (p->op == IR_OP_CAST) {
         if (out >= TJ_N_DTYPES)
             return ir_errorf(TJ_ERR_DTYPE, "cast: invalid target dtype %d", out);
         if ((dt == TJ_STRING) != (out == TJ_STRING))
             return ir_errorf(TJ_ERR_DTYPE, "cast: cannot cast %s to %s", ir_dtype_name(dt),
                              ir_dtype_name(out));
-        break;
-    default:
-        NEED(dt, ir_dtype_is_float(dt), "float");
-        break;
     }
     set_like(p, x, out);
     return TJ_OK;
@@ -219,30 +171,13 @@ static tj_status infer_binary(const char *name, ir_node *p, const ir_node *a, co
     if (a->dtype != b->dtype)
         return ir_errorf(TJ_ERR_DTYPE, "%s: dtype mismatch: %s vs %s", name,
                          ir_dtype_name(a->dtype), ir_dtype_name(b->dtype));
-    switch (p->op) {
-    case IR_OP_ADD:
-        NEED(dt, dt == TJ_STRING || ir_dtype_is_numeric(dt), "numeric or string");
-        break;
-    case IR_OP_EQ:
-    case IR_OP_NE:
-        break;
-    case IR_OP_LOGICAL_AND:
-    case IR_OP_LOGICAL_OR:
-        NEED(dt, dt == TJ_BOOL, "bool");
-        break;
-    case IR_OP_SHIFT_LEFT:
-    case IR_OP_SHIFT_RIGHT:
-        NEED(dt, ir_dtype_is_int(dt), "integer");
-        break;
-    default:
-        NEED(dt, ir_dtype_is_numeric(dt), "numeric");
-        break;
-    }
+    if (need_class(name, p->op, dt))
+        return TJ_ERR_DTYPE;
     int r;
     int64_t d[IR_MAX_RANK];
     if (ir_broadcast(name, a->rank, a->dims, b->rank, b->dims, &r, d))
         return TJ_ERR_SHAPE;
-    p->dtype = (uint8_t)((ir_ops[p->op].flags & IR_F_CMP) ? TJ_BOOL : dt);
+    p->dtype = (uint8_t)result_dtype(p, dt);
     p->rank = (uint8_t)r;
     memcpy(p->dims, d, sizeof(int64_t) * r);
     return TJ_OK;
@@ -272,7 +207,8 @@ static tj_status infer_matmul(ir_node *p, const ir_node *a, const ir_node *b) {
     if (a->dtype != b->dtype)
         return ir_errorf(TJ_ERR_DTYPE, "matmul: dtype mismatch: %s vs %s", ir_dtype_name(a->dtype),
                          ir_dtype_name(b->dtype));
-    NEED(a->dtype, ir_dtype_is_numeric(a->dtype), "numeric");
+    if (need_class(name, p->op, a->dtype))
+        return TJ_ERR_DTYPE;
     if (a->rank < 2 || b->rank < 2)
         return ir_errorf(TJ_ERR_SHAPE, "matmul: operands must have rank >= 2: %s x %s",
                          ir_fmt_dims(sa, DB, a->rank, a->dims),
@@ -296,11 +232,10 @@ static tj_status infer_matmul(ir_node *p, const ir_node *a, const ir_node *b) {
 
 static tj_status infer_reduce(const char *name, ir_node *p, const ir_node *x) {
     int r = x->rank;
-    NEED(x->dtype, ir_dtype_is_numeric(x->dtype), "numeric");
+    if (need_class(name, p->op, x->dtype))
+        return TJ_ERR_DTYPE;
     if (p->op == IR_OP_ARGMAX || p->op == IR_OP_ARGMIN || p->op == IR_OP_SOFTMAX ||
         p->op == IR_OP_LOG_SOFTMAX) {
-        if (p->op == IR_OP_SOFTMAX || p->op == IR_OP_LOG_SOFTMAX)
-            NEED(x->dtype, ir_dtype_is_float(x->dtype), "float");
         if (ir_norm_axis(name, &p->a.i[0], r, x))
             return TJ_ERR_SHAPE;
         if (p->op == IR_OP_SOFTMAX || p->op == IR_OP_LOG_SOFTMAX) {
@@ -372,7 +307,7 @@ tj_status ir_infer(ir_node *p, const ir_node *const *ins, uint32_t n_in) {
             return ir_errorf(TJ_ERR_SHAPE, "%s: input %u has rank %d > %d", name, k, ins[k]->rank,
                              IR_MAX_RANK);
     }
-    canon_attrs(&p->a, attr_use(p->op));
+    canon_attrs(p->op, &p->a);
     unsigned fl = ir_ops[p->op].flags;
     tj_status st;
     if (fl & IR_F_SRC)

@@ -73,13 +73,86 @@ enum {
     IR_F_EXPAND = 1 << 5,
     IR_F_SRC = 1 << 6,
     IR_F_CMP = 1 << 7,
-    IR_F_CF = 1 << 8,    /* control flow: owns regions, yields a tuple (ir/regions.c) */
-    IR_F_FILLS = 1 << 9, /* the reference kernel writes every output element: its buffer need
-                            not be zeroed first (runtime/kernels/dispatch.c) */
+    IR_F_CF = 1 << 8,         /* control flow: owns regions, yields a tuple (ir/regions.c) */
+    IR_F_FILLS = 1 << 9,      /* the reference kernel writes every output element: its buffer need
+                                 not be zeroed first (runtime/kernels/dispatch.c) */
+    IR_F_PLUMB = 1 << 10,     /* plumbing, not work: values in and out, effects, control */
+    IR_F_FAILS = 1 << 11,     /* may fail at run time (an index out of range) */
+    IR_F_FAILS_INT = 1 << 12, /* may fail at run time on integers (a division by zero) */
+    IR_F_IDEMP = 1 << 13,     /* idempotent: f(f(x)) = f(x) */
+    IR_F_INVOL = 1 << 14,     /* an involution: f(f(x)) = x */
 };
 
+/* The dtype class an op works on (ops.def's dtypes column): its value operands' dtype, or for a
+ * source the node's own. */
+enum {
+    IR_DC_NONE = 0, /* checked by the op's own rule (control flow, get) */
+    IR_DC_ANY,
+    IR_DC_NUMERIC, /* float or integer */
+    IR_DC_FLOAT,
+    IR_DC_INT,
+    IR_DC_BOOL,
+    IR_DC_NUM_STR,  /* numeric or string (add: concatenation) */
+    IR_DC_NUM_BOOL, /* numeric or bool: anything but strings */
+    IR_DC_INDEX,    /* int32 or int64 */
+    IR_DC_EQUAL,    /* numeric, bool or string: what equality compares (not the half types) */
+    IR_N_DC
+};
+/* Whether dtype dt is in class dc, and the class's name for messages ("numeric"). */
+bool ir_dtype_in_class(int dt, int dc);
+const char *ir_dtype_class_name(int dc);
+
+/* The result's dtype (ops.def's result column). */
+enum {
+    IR_RES_SAME = 0, /* input 0's */
+    IR_RES_BOOL,
+    IR_RES_I64,
+    IR_RES_NODE,     /* given by the node (sources, cast, one_hot) */
+    IR_RES_OPERAND1, /* input 1's (where) */
+    IR_RES_VOID,     /* none: a side effect */
+    IR_RES_TUPLE,    /* control flow: several results, read through get */
+    IR_RES_RESULT,   /* get: the control-flow node's result it reads */
+    IR_N_RES
+};
+
+/* The kernel family (ops.def's family column): which kind of kernel runs an op, what a backend
+ * lowers together. */
+enum {
+    IR_FAM_SOURCE = 0,
+    IR_FAM_EW,
+    IR_FAM_MATMUL,
+    IR_FAM_REDUCE,
+    IR_FAM_SOFTMAX,
+    IR_FAM_VIEW, /* data movement by strides: reshape, transpose, broadcast, slice */
+    IR_FAM_DATA, /* data movement by values: concat, gather, scatter, one_hot, tensor arrays */
+    IR_FAM_CONV,
+    IR_FAM_POOL,
+    IR_FAM_LOSS,
+    IR_FAM_EFFECT,
+    IR_FAM_CF,
+    IR_FAM_PLUMB,
+    IR_N_FAM
+};
+
+/* Where a named attribute lives in ir_attrs (ops.def's attrs column). */
+enum {
+    IR_AK_INT = 1, /* i[slot] */
+    IR_AK_FLOAT,   /* f[slot] */
+    IR_AK_LIST,    /* list[0..n_list) */
+    IR_AK_LIST3,   /* the slot-th third of list (a slice's begin, end, step) */
+    IR_AK_STRING,  /* blob: a NUL-terminated string */
+    IR_AK_POINTER, /* blob: two pointers; this is number slot */
+    IR_AK_REGION,  /* sub[slot] */
+};
+typedef struct ir_attr_spec {
+    const char *name; /* NULL ends the list */
+    uint8_t kind, slot;
+    bool optional; /* printed only when set (non-zero) */
+} ir_attr_spec;
+enum { IR_MAX_OP_ATTRS = 5 };
+
 typedef enum ir_op {
-#define X(e, name, nin, flags) IR_OP_##e,
+#define X(e, name, nin, flags, dtypes, result, family, attrs) IR_OP_##e,
 #include "ops.def"
 #undef X
     IR_N_OPS
@@ -89,9 +162,13 @@ typedef struct ir_op_info {
     const char *name;
     int n_in; /* -1: variadic */
     unsigned flags;
+    uint8_t dtypes, result, family; /* IR_DC_*, IR_RES_*, IR_FAM_* */
+    ir_attr_spec attrs[IR_MAX_OP_ATTRS + 1];
 } ir_op_info;
 
 extern const ir_op_info ir_ops[IR_N_OPS];
+/* Op `op`'s attribute called name[0..len), or NULL. */
+const ir_attr_spec *ir_op_attr(int op, const char *name, size_t len);
 int ir_op_from_name(const char *s, size_t len); /* -1 if unknown */
 
 /* ---- nodes and graphs ------------------------------------------------------------------------ */
@@ -114,6 +191,8 @@ typedef struct ir_node {
     ir_attrs a;
     uint64_t h; /* hash of op, dtype, dims, attrs, input ids: the interning key */
 } ir_node;
+/* Whether node n may fail at run time (IR_F_FAILS, or IR_F_FAILS_INT on an integer dtype). */
+bool ir_node_may_fail(const ir_node *n);
 
 typedef struct ir_blob {
     size_t size;

@@ -69,57 +69,6 @@ static bool ref(ir_lexer *p, idmap *m, uint32_t *id) {
     return true;
 }
 
-enum { K_INT, K_FLT, K_LIST, K_SLICE, K_PREFIX, K_PTR, K_SUB };
-static const struct {
-    const char *name;
-    int kind, idx;
-} attr_keys[] = {
-    {"index", K_INT, 0},
-    {"slot", K_INT, 0},
-    {"seed", K_INT, 0},
-    {"keepdims", K_INT, 0},
-    {"axis", K_INT, 0},
-    {"i0", K_INT, 0},
-    {"i1", K_INT, 1},
-    {"i2", K_INT, 2},
-    {"i3", K_INT, 3},
-    {"start", K_FLT, 0},
-    {"lo", K_FLT, 0},
-    {"mean", K_FLT, 0},
-    {"f0", K_FLT, 0},
-    {"limit", K_FLT, 1},
-    {"hi", K_FLT, 1},
-    {"std", K_FLT, 1},
-    {"f1", K_FLT, 1},
-    {"delta", K_FLT, 2},
-    {"f2", K_FLT, 2},
-    {"axes", K_LIST, 0},
-    {"perm", K_LIST, 0},
-    {"list", K_LIST, 0},
-    {"begin", K_SLICE, 0},
-    {"end", K_SLICE, 1},
-    {"step", K_SLICE, 2},
-    {"prefix", K_PREFIX, 0},
-    {"callback", K_PTR, 0},
-    {"user", K_PTR, 1},
-    {"sub0", K_SUB, 0},
-    {"sub1", K_SUB, 1},
-    {"max_iterations", K_INT, 0},
-    {"n_carried", K_INT, 0},
-    {"n_invariant", K_INT, 1},
-    {"version", K_INT, 1},
-    {"stride_h", K_INT, 0},
-    {"stride_w", K_INT, 1},
-    {"dilation_h", K_INT, 2},
-    {"dilation_w", K_INT, 3},
-    {"window_h", K_INT, 2},
-    {"window_w", K_INT, 3},
-    {"pads", K_LIST, 0},
-    {"depth", K_INT, 0},
-    {"on", K_FLT, 0},
-    {"off", K_FLT, 1},
-};
-
 typedef struct nodeparse {
     ir_node n;
     uint32_t *ins, n_in, cap_in;
@@ -145,45 +94,43 @@ static bool push(void **arr, uint32_t *n, uint32_t *cap, size_t elem) {
     return true;
 }
 
+/* One attribute, by the op's schema (ops.def): a name the op does not have is an error. */
 static bool attr(ir_lexer *p, nodeparse *np) {
     size_t st, len, at = p->pos;
     if (!ir_lex_ident(p, &st, &len) || !ir_lex_expect(p, '='))
         return false;
-    int kind = -1, idx = 0;
-    for (size_t k = 0; k < sizeof attr_keys / sizeof attr_keys[0]; k++)
-        if (ir_lex_is_word(p, st, len, attr_keys[k].name)) {
-            kind = attr_keys[k].kind;
-            idx = attr_keys[k].idx;
-        }
+    const ir_attr_spec *spec = ir_op_attr(np->n.op, p->s + st, len);
+    if (!spec)
+        return ir_lex_err(p, at, "%s has no attribute '%.*s'", ir_ops[np->n.op].name, (int)len,
+                          p->s + st);
+    int idx = spec->slot;
     ir_attrs *a = &np->n.a;
     float f;
     uint64_t u;
-    switch (kind) {
-    case K_INT:
+    switch (spec->kind) {
+    case IR_AK_INT:
         return ir_lex_scalar(p, &st, &len) && ir_lex_i64(p, st, len, &a->i[idx]);
-    case K_FLT:
+    case IR_AK_FLOAT:
         return ir_lex_scalar(p, &st, &len) && ir_lex_float(p, st, len, false, &a->f[idx], &f);
-    case K_LIST:
+    case IR_AK_LIST:
         return ir_lex_int_list(p, a->list, &a->n_list, IR_MAX_LIST);
-    case K_SLICE:
+    case IR_AK_LIST3:
         np->has_sl[idx] = true;
         return ir_lex_int_list(p, np->sl[idx], &np->sn[idx], IR_MAX_RANK);
-    case K_PREFIX:
+    case IR_AK_STRING:
         free(np->prefix);
         np->prefix = ir_lex_string(p, &np->prefix_len);
         return np->prefix != NULL;
-    case K_PTR:
+    case IR_AK_POINTER:
         np->has_ptr = true;
         return ir_lex_scalar(p, &st, &len) && ir_lex_u64(p, st, len, &np->ptr[idx]);
-    case K_SUB:
+    default: /* IR_AK_REGION */
         if (!ir_lex_scalar(p, &st, &len) || !ir_lex_u64(p, st, len, &u))
             return false;
         if (u > UINT32_MAX)
             return ir_lex_err(p, st, "subgraph index out of range");
         a->sub[idx] = (uint32_t)u;
         return true;
-    default:
-        return ir_lex_err(p, at, "unknown attribute '%.*s'", (int)len, p->s + st);
     }
 }
 

@@ -8,9 +8,10 @@
  *     return %3
  *     effects %4
  *   }
- * Only the attributes an op uses are printed, by name. Floats use %.9g (f32) / %.17g (f64), NaNs
- * other than the default one carry their bits ("nan:0x7fc00001"); unknown dims print as '?';
- * subgraphs print as nested graphs before the nodes, in index order. */
+ * Only the attributes an op uses are printed, by name, as its schema in ops.def lists them. Floats
+ * use %.9g (f32) / %.17g (f64), NaNs other than the default one carry their bits
+ * ("nan:0x7fc00001"); unknown dims print as '?'; subgraphs print as nested graphs before the nodes,
+ * in index order. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -167,141 +168,55 @@ static void put_const(ir_sbuf *b, const ir_node *n, const ir_blob *bl) {
     ir_sbuf_put(b, "]");
 }
 
+/* The attributes op n's schema names (ops.def), in its order; optional ones only when set. */
 static void put_attrs(ir_sbuf *b, const ir_graph *g, const ir_node *n) {
     const ir_attrs *a = &n->a;
-    long long i0 = (long long)a->i[0];
     const ir_blob *bl = a->blob <= g->n_blobs ? ir_blob_get(g, a->blob) : NULL;
-    switch (n->op) {
-    case IR_OP_PARAM:
-        ir_sbuf_put(b, " {index=%lld}", i0);
-        break;
-    case IR_OP_VAR_READ:
-    case IR_OP_ASSIGN:
-        if (a->i[1])
-            ir_sbuf_put(b, " {slot=%lld, version=%lld}", i0, (long long)a->i[1]);
-        else
-            ir_sbuf_put(b, " {slot=%lld}", i0);
-        break;
-    case IR_OP_RANGE:
-        ir_sbuf_put(b, " {start=");
-        put_f64(b, a->f[0]);
-        ir_sbuf_put(b, ", limit=");
-        put_f64(b, a->f[1]);
-        ir_sbuf_put(b, ", delta=");
-        put_f64(b, a->f[2]);
-        ir_sbuf_put(b, "}");
-        break;
-    case IR_OP_RANDOM_UNIFORM:
-    case IR_OP_RANDOM_NORMAL: {
-        bool u = n->op == IR_OP_RANDOM_UNIFORM;
-        ir_sbuf_put(b, " {seed=%lld, %s=", i0, u ? "lo" : "mean");
-        put_f64(b, a->f[0]);
-        ir_sbuf_put(b, ", %s=", u ? "hi" : "std");
-        put_f64(b, a->f[1]);
-        ir_sbuf_put(b, "}");
-        break;
-    }
-    case IR_OP_SUM:
-    case IR_OP_MEAN:
-    case IR_OP_MAX:
-    case IR_OP_MIN:
-    case IR_OP_PROD:
-        ir_sbuf_put(b, " {axes=");
-        put_list(b, a->list, a->n_list);
-        ir_sbuf_put(b, ", keepdims=%lld}", i0);
-        break;
-    case IR_OP_ARGMAX:
-    case IR_OP_ARGMIN:
-    case IR_OP_SOFTMAX:
-    case IR_OP_LOG_SOFTMAX:
-    case IR_OP_EXPAND_DIMS:
-    case IR_OP_CONCAT:
-    case IR_OP_GATHER:
-    case IR_OP_SCATTER_ADD:
-        ir_sbuf_put(b, " {axis=%lld}", i0);
-        break;
-    case IR_OP_TRANSPOSE:
-    case IR_OP_SQUEEZE:
-        ir_sbuf_put(b, n->op == IR_OP_TRANSPOSE ? " {perm=" : " {axes=");
-        put_list(b, a->list, a->n_list);
-        ir_sbuf_put(b, "}");
-        break;
-    case IR_OP_SLICE:
-    case IR_OP_SLICE_GRAD: {
-        uint32_t r = a->n_list / 3;
-        ir_sbuf_put(b, " {begin=");
-        put_list(b, a->list, r);
-        ir_sbuf_put(b, ", end=");
-        put_list(b, a->list + r, r);
-        ir_sbuf_put(b, ", step=");
-        put_list(b, a->list + 2 * r, r);
-        ir_sbuf_put(b, "}");
-        break;
-    }
-    case IR_OP_CONV2D:
-    case IR_OP_CONV2D_GRAD_INPUT:
-    case IR_OP_CONV2D_GRAD_FILTER:
-    case IR_OP_MAX_POOL2D:
-    case IR_OP_MAX_POOL2D_GRAD:
-    case IR_OP_AVG_POOL2D:
-    case IR_OP_AVG_POOL2D_GRAD: {
-        bool cv = n->op == IR_OP_CONV2D || n->op == IR_OP_CONV2D_GRAD_INPUT ||
-                  n->op == IR_OP_CONV2D_GRAD_FILTER;
-        ir_sbuf_put(b, " {stride_h=%lld, stride_w=%lld, %s_h=%lld, %s_w=%lld, pads=", i0,
-                    (long long)a->i[1], cv ? "dilation" : "window", (long long)a->i[2],
-                    cv ? "dilation" : "window", (long long)a->i[3]);
-        put_list(b, a->list, a->n_list);
-        ir_sbuf_put(b, "}");
-        break;
-    }
-    case IR_OP_ONE_HOT:
-        ir_sbuf_put(b, " {depth=%lld, on=", i0);
-        put_f64(b, a->f[0]);
-        ir_sbuf_put(b, ", off=");
-        put_f64(b, a->f[1]);
-        ir_sbuf_put(b, "}");
-        break;
-    case IR_OP_PRINT:
-        if (bl) {
+    int put = 0;
+    for (const ir_attr_spec *s = ir_ops[n->op].attrs; s->name; s++) {
+        int64_t iv = s->kind == IR_AK_INT ? a->i[s->slot] : 0;
+        uint32_t sub = s->kind == IR_AK_REGION ? a->sub[s->slot] : 0;
+        if (s->optional && ((s->kind == IR_AK_INT && !iv) || (s->kind == IR_AK_REGION && !sub)))
+            continue;
+        if ((s->kind == IR_AK_STRING && !bl) ||
+            (s->kind == IR_AK_POINTER && (!bl || bl->size != 2 * sizeof(void *))))
+            continue;
+        ir_sbuf_put(b, put++ ? ", %s=" : " {%s=", s->name);
+        switch (s->kind) {
+        case IR_AK_INT:
+            ir_sbuf_put(b, "%lld", (long long)iv);
+            break;
+        case IR_AK_FLOAT:
+            put_f64(b, a->f[s->slot]);
+            break;
+        case IR_AK_LIST:
+            put_list(b, a->list, a->n_list);
+            break;
+        case IR_AK_LIST3: {
+            uint32_t r = a->n_list / 3;
+            put_list(b, a->list + s->slot * r, r);
+            break;
+        }
+        case IR_AK_STRING: {
             size_t len = bl->size;
             if (len && ((const char *)bl->data)[len - 1] == '\0')
                 len--;
-            ir_sbuf_put(b, " {prefix=");
             put_str(b, bl->data, len);
-            ir_sbuf_put(b, "}");
+            break;
         }
-        break;
-    case IR_OP_HOST_CALLBACK:
-        if (bl && bl->size == 2 * sizeof(void *)) {
+        case IR_AK_POINTER: {
             void *pp[2];
             memcpy(pp, bl->data, sizeof pp);
-            ir_sbuf_put(b, " {callback=0x%llx, user=0x%llx}", (unsigned long long)(uintptr_t)pp[0],
-                        (unsigned long long)(uintptr_t)pp[1]);
+            ir_sbuf_put(b, "0x%llx", (unsigned long long)(uintptr_t)pp[s->slot]);
+            break;
         }
-        break;
-    case IR_OP_GET:
-        ir_sbuf_put(b, " {index=%lld}", i0);
-        return;
-    case IR_OP_COND:
-    case IR_OP_WHILE:
-    case IR_OP_FOR:
-    case IR_OP_SCAN: /* regions by 1-based index among this graph's subgraphs */
-        ir_sbuf_put(b, " {sub0=%u", a->sub[0]);
-        if (a->sub[1])
-            ir_sbuf_put(b, ", sub1=%u", a->sub[1]);
-        if (n->op == IR_OP_WHILE && i0)
-            ir_sbuf_put(b, ", max_iterations=%lld", i0);
-        if (n->op == IR_OP_SCAN)
-            ir_sbuf_put(b, ", n_carried=%lld", i0);
-        if (a->i[1])
-            ir_sbuf_put(b, ", n_invariant=%lld", (long long)a->i[1]);
-        ir_sbuf_put(b, "}");
-        return;
-    default:
-        break;
+        case IR_AK_REGION:
+            ir_sbuf_put(b, "%u", sub);
+            break;
+        }
     }
-    if (a->sub[0] || a->sub[1])
-        ir_sbuf_put(b, " {sub0=%u, sub1=%u}", a->sub[0], a->sub[1]);
+    if (put)
+        ir_sbuf_put(b, "}");
 }
 
 static bool ident_name(const char *s) {

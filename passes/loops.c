@@ -33,28 +33,11 @@ static uint32_t n_params_of(const ir_node *n) {
 /* A node that may run once outside the loop: pure, deterministic, and unable to fail. */
 static bool movable(const ir_graph *r, const ir_node *n) {
     unsigned f = ir_ops[n->op].flags;
-    if ((f & (IR_F_SIDE | IR_F_RAND | IR_F_CF)) || n->a.blob || n->a.sub[0] || n->a.sub[1])
+    if ((f & (IR_F_SIDE | IR_F_RAND | IR_F_CF | IR_F_PLUMB)) || n->a.blob || n->a.sub[0] ||
+        n->a.sub[1])
         return false;
-    switch (n->op) {
-    case IR_OP_PARAM:
-    case IR_OP_CONST:
-    case IR_OP_GET:
-    case IR_OP_VAR_READ:
-    case IR_OP_GATHER:
-    case IR_OP_SCATTER_ADD:
-    case IR_OP_SPARSE_XENT:
-    case IR_OP_READ_INDEX:
-    case IR_OP_UPDATE_INDEX:
-        return false;
-    case IR_OP_DIV:
-    case IR_OP_FLOORDIV:
-    case IR_OP_MOD:
-    case IR_OP_POW:
-        return ir_dtype_is_float(n->dtype);
-    default:
-        (void)r;
-        return n->dtype < TJ_N_DTYPES && n->dtype != TJ_STRING;
-    }
+    (void)r;
+    return !ir_node_may_fail(n) && n->dtype < TJ_N_DTYPES && n->dtype != TJ_STRING;
 }
 
 /* ---- rebuilding a region with params renumbered, nodes turned into params, outputs dropped --- */

@@ -214,14 +214,16 @@ static uint32_t simplify_binary(pass_rebuild *rb, const ir_node *n, const uint32
 static uint32_t simplify_rules(pass_rebuild *rb, const ir_node *n, const uint32_t *m,
                                unsigned cmask) {
     const ir_graph *d = rb->dst;
-    switch (n->op) {
-    case IR_OP_NEG:
-    case IR_OP_LOGICAL_NOT: {
+    unsigned fl = ir_ops[n->op].flags;
+    if (n->n_in == 1 && (fl & (IR_F_INVOL | IR_F_IDEMP))) {
+        /* f(f(x)): x for an involution (neg, logical_not), f(x) for an idempotent op (abs,
+         * relu, sign, floor, ceil, round), by the op table's flags */
         const ir_node *xn = ir_node_get(d, m[0]);
         if (xn->op != n->op)
             return IR_NONE;
-        return replace_with(rb, n, ir_inputs(d, xn)[0]);
+        return replace_with(rb, n, (fl & IR_F_INVOL) ? ir_inputs(d, xn)[0] : m[0]);
     }
+    switch (n->op) {
     case IR_OP_CAST:
         return replace_with(rb, n, m[0]);
     case IR_OP_TRANSPOSE:

@@ -26,12 +26,6 @@ static uint32_t *ids_dup(const uint32_t *a, uint32_t n) {
     return p;
 }
 
-static bool is_plumbing(int op) {
-    return op == IR_OP_CONST || op == IR_OP_PARAM || op == IR_OP_VAR_READ || op == IR_OP_ASSIGN ||
-           op == IR_OP_PRINT || op == IR_OP_HOST_CALLBACK || op == IR_OP_GET ||
-           (ir_ops[op].flags & IR_F_CF);
-}
-
 /* One step per group; matmuls, softmaxes and unsupported nodes decided here. */
 static tj_status build_steps(cpu_prog *cp, const jit_cpu_opts *o) {
     const ir_graph *g = cp->base.g;
@@ -85,7 +79,7 @@ static tj_status build_steps(cpu_prog *cp, const jit_cpu_opts *o) {
             } else if (n->op == IR_OP_SOFTMAX || n->op == IR_OP_LOG_SOFTMAX) {
                 why = "softmax over a non-last axis or a non-float dtype";
             }
-            if (sp->kind == STEP_NODE && !is_plumbing(n->op))
+            if (sp->kind == STEP_NODE && !(ir_ops[n->op].flags & IR_F_PLUMB))
                 rt_log(RT_LOG_COMPILE, "cpu: %%%u %s %s: reference kernel (%s)", id,
                        ir_ops[n->op].name, ir_dtype_short(n->dtype), why);
             sp->n_in = n->n_in;

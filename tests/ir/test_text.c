@@ -137,13 +137,20 @@ static const char *all_ops =
     "  %93 = scatter_add %0, %65, %66 {axis=1} : f32[2,3]\n"
     "  %94 = reshape %0 : f32[1,2,3,1]\n"
     "  %95 = const [1, 2] : f32[1,1,1,2]\n"
-    "  %96 = conv2d %94, %95 {stride_h=1, stride_w=1, dilation_h=1, dilation_w=1, pads=[0, 0, 0, 0]} : f32[1,2,3,2]\n"
-    "  %97 = conv2d_grad_input %96, %95 {stride_h=1, stride_w=1, dilation_h=1, dilation_w=1, pads=[0, 0, 0, 0]} : f32[1,2,3,1]\n"
-    "  %98 = conv2d_grad_filter %94, %96 {stride_h=1, stride_w=1, dilation_h=1, dilation_w=1, pads=[0, 0, 0, 0]} : f32[1,1,1,2]\n"
-    "  %99 = max_pool2d %94 {stride_h=1, stride_w=1, window_h=2, window_w=2, pads=[0, 0, 0, 0]} : f32[1,1,2,1]\n"
-    "  %100 = max_pool2d_grad %94, %99 {stride_h=1, stride_w=1, window_h=2, window_w=2, pads=[0, 0, 0, 0]} : f32[1,2,3,1]\n"
-    "  %101 = avg_pool2d %94 {stride_h=1, stride_w=1, window_h=2, window_w=2, pads=[0, 0, 0, 0]} : f32[1,1,2,1]\n"
-    "  %102 = avg_pool2d_grad %101 {stride_h=1, stride_w=1, window_h=2, window_w=2, pads=[0, 0, 0, 0]} : f32[1,2,3,1]\n"
+    "  %96 = conv2d %94, %95 {stride_h=1, stride_w=1, dilation_h=1, dilation_w=1, pads=[0, 0, 0, "
+    "0]} : f32[1,2,3,2]\n"
+    "  %97 = conv2d_grad_input %96, %95 {stride_h=1, stride_w=1, dilation_h=1, dilation_w=1, "
+    "pads=[0, 0, 0, 0]} : f32[1,2,3,1]\n"
+    "  %98 = conv2d_grad_filter %94, %96 {stride_h=1, stride_w=1, dilation_h=1, dilation_w=1, "
+    "pads=[0, 0, 0, 0]} : f32[1,1,1,2]\n"
+    "  %99 = max_pool2d %94 {stride_h=1, stride_w=1, window_h=2, window_w=2, pads=[0, 0, 0, 0]} : "
+    "f32[1,1,2,1]\n"
+    "  %100 = max_pool2d_grad %94, %99 {stride_h=1, stride_w=1, window_h=2, window_w=2, pads=[0, "
+    "0, 0, 0]} : f32[1,2,3,1]\n"
+    "  %101 = avg_pool2d %94 {stride_h=1, stride_w=1, window_h=2, window_w=2, pads=[0, 0, 0, 0]} : "
+    "f32[1,1,2,1]\n"
+    "  %102 = avg_pool2d_grad %101 {stride_h=1, stride_w=1, window_h=2, window_w=2, pads=[0, 0, 0, "
+    "0]} : f32[1,2,3,1]\n"
     "  %103 = one_hot %65 {depth=3, on=1, off=0} : f32[2,3]\n"
     "  %104 = sparse_softmax_xent %0, %65 : f32[2]\n"
     "  %105 = atan %0 : f32[2,3]\n"
@@ -281,7 +288,15 @@ int main(void) {
     expect_fail("graph @g {\n %0 = const [65536] : u16[1]\n}", "out of range for uint16");
     expect_fail("graph @g {\n %0 = const [1e999x] : f32[1]\n}", "invalid number");
     expect_fail("graph @g {\n %0 = const [99999999999999999999] : i64[1]\n}", "invalid integer");
-    expect_fail("graph @g {\n %0 = param {bogus=1} : f32[]\n}", "unknown attribute 'bogus'");
+    expect_fail("graph @g {\n %0 = param {bogus=1} : f32[]\n}", "param has no attribute 'bogus'");
+    /* the op's own schema (ops.def): another op's attribute is refused, not dropped */
+    expect_fail("graph @g {\n %0 = param {index=0} : f32[3]\n %1 = neg %0 {axis=0} : f32[3]\n}",
+                "neg has no attribute 'axis'");
+    expect_fail("graph @g {\n %0 = param {index=0} : f32[2]\n %1 = sum %0 {perm=[0]} : f32[]\n}",
+                "sum has no attribute 'perm'");
+    expect_fail("graph @g {\n %0 = param {index=0} : f32[2]\n %1 = max_pool2d %0 "
+                "{dilation_h=1} : f32[2]\n}",
+                "max_pool2d has no attribute 'dilation_h'");
     expect_fail("graph @g {\n %0 = param {index=0} : q32[]\n}", "unknown dtype 'q32'");
     expect_fail("graph @g {\n %0 = param {index=0} : f32[1,1,1,1,1,1,1,1,1]\n}", "rank exceeds");
     expect_fail("graph @g {\n %0 = print {prefix=\"abc} : void\n}", "unterminated string");

@@ -5,13 +5,18 @@
  *   - the compiled path (LLVM lowering or a reference-kernel step of the CPU plan, and the
  *     executor): the compiled result equals the eager one, and the optimized graph holds the op;
  *   - the printer and the parser: the optimized graph's text parses back to the same text;
- *   - the gradient column: a rule, "no gradient" or a reason (api/grad.c).
+ *   - the gradient column: a rule, "no gradient" or a reason (api/grad.c);
+ *   - the dtype class column against the reference kernels: every dtype in the class of an
+ *     elementwise op, a reduction, softmax or matmul runs on the op's reference kernel
+ *     (inference, which reads the class, refuses the others: tests/ir/test_op_columns.c);
+ *   - the idempotent and involution flags on values: f(f(x)) is f(x), or x, bit for bit, for
+ *     every dtype of the op's class.
  * A new op without an instance fails here, naming it. */
 #include <tracejit.h>
 
+#include "api/grad.h"
 #include "check.h"
 #include "ir/ir.h"
-#include "api/grad.h"
 
 static tj_variable *var;
 static int printed;
@@ -295,7 +300,85 @@ static tj_tensor *program(tj_tensor *x) {
     return r ? r : tj_error_new(TJ_ERR_UNSUPPORTED, "no instance");
 }
 
+/* A [2, 3] tensor of dtype dt from small values (no zeros: integer divisions run). */
+static tj_tensor *sample(int dt) {
+    static const double v[6] = {3.7, -2.5, 1, 4, -0.0, 0.4};
+    static const double pos[6] = {3, 2, 1, 4, 5, 6};
+    tj_tensor *t = rt_tensor_alloc(dt, 2, (int64_t[]){2, 3});
+    for (int k = 0; t && k < 6; k++) {
+        double x = ir_dtype_is_float(dt) ? v[k] : pos[k];
+        void *e = (char *)t->data + k * ir_dtype_size(dt);
+        if (dt == TJ_F32)
+            *(float *)e = (float)x;
+        else if (dt == TJ_F64)
+            *(double *)e = x;
+        else if (ir_dtype_is_half(dt))
+            *(uint16_t *)e = ir_half_from_f64(dt, x);
+        else if (dt != TJ_STRING)
+            ir_int_put(dt, e, dt == TJ_BOOL ? k & 1 : (int64_t)x);
+    }
+    return t;
+}
+
+/* op's reference kernel on inputs of dtype dt; the result (unscoped) or NULL. */
+static tj_tensor *ref_run(int op, int dt, tj_tensor *const *ins) {
+    int n = ir_ops[op].n_in;
+    ir_node p = {.op = (uint16_t)op, .n_in = (uint32_t)n};
+    const ir_node *d[2] = {0};
+    ir_node desc[2];
+    for (int k = 0; k < n; k++) {
+        rt_desc(ins[k], &desc[k]);
+        d[k] = &desc[k];
+    }
+    if (op == IR_OP_MATMUL) { /* [2, 3] x [3, 2] */
+        desc[1].dims[0] = 3, desc[1].dims[1] = 2;
+    }
+    if (ir_infer(&p, d, (uint32_t)n) != TJ_OK)
+        return NULL;
+    tj_tensor *out = rt_tensor_alloc(p.dtype, p.rank, p.dims), *b = NULL;
+    tj_tensor *in2[2] = {ins[0], n > 1 ? ins[1] : NULL};
+    if (op == IR_OP_MATMUL)
+        in2[1] = b = rt_tensor_view(ins[1], 2, (int64_t[]){3, 2});
+    tj_status st = out ? rt_ref_kernel(&p, in2, out) : TJ_ERR_OOM;
+    rt_release(b);
+    if (st) {
+        rt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static void classes(void) {
+    for (int op = 0; op < IR_N_OPS; op++) {
+        const ir_op_info *o = &ir_ops[op];
+        bool checked = ((o->flags & (IR_F_EW | IR_F_RED)) || op == IR_OP_SOFTMAX ||
+                        op == IR_OP_LOG_SOFTMAX || op == IR_OP_MATMUL) &&
+                       op != IR_OP_WHERE && op != IR_OP_CAST;
+        for (int dt = 0; checked && dt < TJ_N_DTYPES; dt++) {
+            if (!ir_dtype_in_class(dt, o->dtypes) || dt == TJ_STRING)
+                continue;
+            tj_tensor *a = sample(dt), *b = sample(dt), *ins[2] = {a, b};
+            tj_tensor *r = ref_run(op, dt, ins);
+            CHECK_MSG(r != NULL, "%s on %s (in its class %s): %s", o->name, ir_dtype_name(dt),
+                      ir_dtype_class_name(o->dtypes), tj_last_error());
+            /* idempotent: f(f(x)) = f(x); an involution: f(f(x)) = x, bit for bit */
+            if (r && (o->flags & (IR_F_IDEMP | IR_F_INVOL))) {
+                tj_tensor *rr = ref_run(op, dt, &r);
+                const tj_tensor *want = (o->flags & IR_F_INVOL) ? a : r;
+                CHECK_MSG(rr && !memcmp(rr->data, want->data, 6 * ir_dtype_size(dt)),
+                          "%s on %s: f(f(x)) is not %s", o->name, ir_dtype_name(dt),
+                          (o->flags & IR_F_INVOL) ? "x" : "f(x)");
+                rt_release(rr);
+            }
+            rt_release(r);
+            rt_release(a);
+            rt_release(b);
+        }
+    }
+}
+
 int main(void) {
+    classes();
     tj_set_print_sink(sink, NULL);
     int64_t d23[2] = {2, 3};
     double xv[6] = {0.3, -1.2, 2.5, -0.7, 0.9, 1.6};
