@@ -25,7 +25,7 @@ format_check() {
         if ! "$cf" --dry-run --Werror "$f" >/dev/null 2>&1; then
             bad+=("${f#./}")
         fi
-    done < <(git ls-files -z -- 'include/*.h' 'ir/*.[ch]' 'passes/*.[ch]' 'runtime/*.[ch]' \
+    done < <(git ls-files -z -- 'include/*.h' 'ir/*.[ch]' 'passes/*.[ch]' 'runtime/*.[ch]' 'api/*.[ch]' \
                  'jit/*.[ch]' 'tests/*.[ch]' 'examples/*.c' 'bench/*.[ch]' 2>/dev/null)
     if [ ${#bad[@]} -eq 0 ]; then
         echo "format: all files match .clang-format"
