@@ -94,7 +94,7 @@ bool jit_cpu_ew_flat(const ir_graph *g, const pass_group *gr) {
 
 /* The work units of group gr's kernel: elements of a flat loop, else rows of the collapsed loop
  * shape (the kernel's own split, without LLVM: images and cache hits need it too). */
-tj_status jit_cpu_ew_units(const ir_graph *g, const pass_group *gr, jit_cpu_ew_plan *plan) {
+tj_status jit_cpu_ew_units(const ir_graph *g, const pass_group *gr, rt_units *plan) {
     layout L = {0};
     tj_status st = layout_compute(g, gr, &L);
     if (!st) {
@@ -219,7 +219,7 @@ static tj_status emit_body(em *e, const ir_graph *g, const pass_group *gr, LLVMV
 }
 
 tj_status jit_cpu_ew_emit(LLVMModuleRef m, const ir_graph *g, const pass_group *gr,
-                          const char *name, bool contract, bool exact_math, jit_cpu_ew_plan *plan) {
+                          const char *name, bool contract, bool exact_math, rt_units *plan) {
     layout L = {0};
     tj_status st = layout_compute(g, gr, &L);
     uint32_t ni = gr->n_inputs, nb = gr->n_inputs + gr->n_outputs;

@@ -12,7 +12,7 @@
 
 #include "jit/cpu/cpu.h"
 
-bool jit_cpu_mm_shape(const ir_graph *g, uint32_t id, jit_cpu_mm *s) {
+bool jit_cpu_mm_shape(const ir_graph *g, uint32_t id, rt_mm *s) {
     const ir_node *n = ir_node_get(g, id);
     if (n->op != IR_OP_MATMUL || n->n_in != 2)
         return false;
@@ -53,26 +53,13 @@ bool jit_cpu_mm_shape(const ir_graph *g, uint32_t id, jit_cpu_mm *s) {
     return s->batches * s->m * s->n == ir_numel(n->rank, n->dims);
 }
 
-bool jit_cpu_mm_small(const jit_cpu_mm *s) {
+bool jit_cpu_mm_small(const rt_mm *s) {
     return s->m <= 64 && s->k <= 64 && s->n <= 64;
 }
 
-void jit_cpu_mm_batch(const jit_cpu_mm *s, int64_t bi, int64_t *a_off, int64_t *b_off) {
-    int64_t oa = 0, ob = 0;
-    for (int d = s->rank - 1; d >= 0; d--) {
-        int64_t idx = bi % s->dims[d];
-        bi /= s->dims[d];
-        oa += idx * s->sa[d];
-        ob += idx * s->sb[d];
-    }
-    size_t es = ir_dtype_size(s->dt);
-    *a_off = oa * s->m * s->k * (int64_t)es;
-    *b_off = ob * s->k * s->n * (int64_t)es;
-}
-
 /* Units of the generated product of matmul node id: rows of the output (batches x m). */
-tj_status jit_cpu_mm_units(const ir_graph *g, uint32_t id, jit_cpu_ew_plan *plan) {
-    jit_cpu_mm s;
+tj_status jit_cpu_mm_units(const ir_graph *g, uint32_t id, rt_units *plan) {
+    rt_mm s;
     if (!jit_cpu_mm_shape(g, id, &s))
         return ir_errorf(TJ_ERR_UNSUPPORTED, "cpu jit: matmul %%%u: no generated lowering", id);
     plan->n_units = s.n == 0 ? 0 : s.batches * s.m;
@@ -90,9 +77,9 @@ typedef jit_cpu_loop loop;
 #define loop_end jit_cpu_loop_end
 
 /* One segment of W outputs of row `arow` (element offset of a's row) starting at column j0. */
-static void emit_segment(em *e, LLVMValueRef fn, const jit_cpu_mm *s, LLVMValueRef A,
-                         LLVMValueRef B, LLVMValueRef O, LLVMValueRef arow, LLVMValueRef bbase,
-                         LLVMValueRef orow, LLVMValueRef j0, unsigned W, bool strict) {
+static void emit_segment(em *e, LLVMValueRef fn, const rt_mm *s, LLVMValueRef A, LLVMValueRef B,
+                         LLVMValueRef O, LLVMValueRef arow, LLVMValueRef bbase, LLVMValueRef orow,
+                         LLVMValueRef j0, unsigned W, bool strict) {
     LLVMBuilderRef b = e->b;
     bool fl = ir_dtype_is_float(s->dt);
     LLVMTypeRef et = jit_cpu_reg_ty(e, s->dt);
@@ -135,8 +122,8 @@ static void emit_segment(em *e, LLVMValueRef fn, const jit_cpu_mm *s, LLVMValueR
 }
 
 tj_status jit_cpu_mm_emit(LLVMModuleRef mod, const ir_graph *g, uint32_t id, const char *name,
-                          const jit_cpu_opts *o, jit_cpu_ew_plan *plan) {
-    jit_cpu_mm s;
+                          const jit_cpu_opts *o, rt_units *plan) {
+    rt_mm s;
     if (!jit_cpu_mm_shape(g, id, &s))
         return ir_errorf(TJ_ERR_UNSUPPORTED, "cpu jit: matmul %%%u: no generated lowering", id);
     bool strict = o->no_contract;

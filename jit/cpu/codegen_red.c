@@ -68,7 +68,7 @@ bool jit_cpu_red_supported(const ir_graph *g, uint32_t id) {
  * reference kernel does. */
 enum { RED_BLOCK = 256 };
 
-tj_status jit_cpu_red_units(const ir_graph *g, const pass_group *gr, jit_cpu_ew_plan *plan) {
+tj_status jit_cpu_red_units(const ir_graph *g, const pass_group *gr, rt_units *plan) {
     const ir_node *root = ir_node_get(g, gr->nodes[gr->n_nodes - 1]);
     int64_t outer, len, inner;
     if (!gr->reduce || !red_geometry(g, root, &outer, &len, &inner))
@@ -206,7 +206,7 @@ static LLVMValueRef red_finish(em *e, const red_ops *r, LLVMValueRef acc) {
 }
 
 tj_status jit_cpu_red_emit(LLVMModuleRef m, const ir_graph *g, const pass_group *gr,
-                           const char *name, const jit_cpu_opts *o, jit_cpu_ew_plan *plan) {
+                           const char *name, const jit_cpu_opts *o, rt_units *plan) {
     const ir_node *root = ir_node_get(g, gr->nodes[gr->n_nodes - 1]);
     int64_t outer, len, inner;
     if (!gr->reduce || !red_geometry(g, root, &outer, &len, &inner))

@@ -21,7 +21,7 @@ bool jit_cpu_softmax_supported(const ir_graph *g, uint32_t id) {
 }
 
 /* Units of softmax node id: rows of its last axis. */
-tj_status jit_cpu_softmax_units(const ir_graph *g, uint32_t id, jit_cpu_ew_plan *plan) {
+tj_status jit_cpu_softmax_units(const ir_graph *g, uint32_t id, rt_units *plan) {
     if (!jit_cpu_softmax_supported(g, id))
         return ir_errorf(TJ_ERR_UNSUPPORTED, "cpu jit: softmax %%%u not generated", id);
     const ir_node *x = ir_node_get(g, ir_inputs(g, ir_node_get(g, id))[0]);
@@ -282,7 +282,7 @@ static void sm_emit_pipelined(em *e, LLVMValueRef fn, LLVMValueRef *p, int dt, i
 }
 
 tj_status jit_cpu_softmax_emit(LLVMModuleRef m, const ir_graph *g, uint32_t id, const char *name,
-                               const jit_cpu_opts *o, jit_cpu_ew_plan *plan) {
+                               const jit_cpu_opts *o, rt_units *plan) {
     if (!jit_cpu_softmax_supported(g, id))
         return ir_errorf(TJ_ERR_UNSUPPORTED, "cpu jit: softmax %%%u not generated", id);
     const ir_node *n = ir_node_get(g, id);

@@ -37,7 +37,7 @@ enum { VIEW_BLOCK = 16 }; /* output rows per unit of a gather (a cache line of f
 
 /* Units of view node id: output rows; a gather along the last axis (transposes) takes blocks of
  * VIEW_BLOCK rows. *blocked says which. */
-static tj_status view_units(const ir_graph *g, uint32_t id, jit_cpu_ew_plan *plan, bool *blocked,
+static tj_status view_units(const ir_graph *g, uint32_t id, rt_units *plan, bool *blocked,
                             int64_t *base, int64_t *s) {
     if (!view_of(g, id, base, s))
         return ir_errorf(TJ_ERR_UNSUPPORTED, "cpu jit: %%%u is not a generated view", id);
@@ -57,7 +57,7 @@ static tj_status view_units(const ir_graph *g, uint32_t id, jit_cpu_ew_plan *pla
     return TJ_OK;
 }
 
-tj_status jit_cpu_view_units(const ir_graph *g, uint32_t id, jit_cpu_ew_plan *plan) {
+tj_status jit_cpu_view_units(const ir_graph *g, uint32_t id, rt_units *plan) {
     int64_t base, s[IR_MAX_RANK];
     bool blocked;
     return view_units(g, id, plan, &blocked, &base, s);
@@ -66,7 +66,7 @@ tj_status jit_cpu_view_units(const ir_graph *g, uint32_t id, jit_cpu_ew_plan *pl
 #ifdef TJ_HAVE_LLVM
 
 tj_status jit_cpu_view_emit(LLVMModuleRef m, const ir_graph *g, uint32_t id, const char *name,
-                            jit_cpu_ew_plan *plan) {
+                            rt_units *plan) {
     int64_t base, s[IR_MAX_RANK];
     bool blocked;
     tj_status st0 = view_units(g, id, plan, &blocked, &base, s);

@@ -15,7 +15,7 @@
 #include <stdbool.h>
 
 #include "passes/fusion.h"
-#include "runtime/runtime.h"
+#include "runtime/plan.h"
 
 /* ---- the program: what the lead calls -------------------------------------------------------- */
 typedef struct jit_cpu_opts {
@@ -110,19 +110,8 @@ unsigned char *jit_cpu_payload_encode(const char *const *syms, uint32_t n, const
 size_t jit_cpu_payload_parse(const unsigned char *p, size_t size, const char *const *syms,
                              uint32_t n);
 
-/* The ABI of a control-flow kernel: bufs holds the node's operands' data then its results';
- * returns 0, or 1 when the run must be redone by the executor (an integer division by zero, a
- * for_range step of 0: the executor reports the error with its iteration). */
-typedef int32_t (*jit_cpu_cf_fn)(void *const *bufs);
-/* Kernel ABI: bufs holds the group's input data pointers then its output data pointers;
- * [begin, end) is a range of work units (elements, or rows of the loop shape). */
-typedef void (*jit_cpu_kernel_fn)(void *const *bufs, int64_t begin, int64_t end);
+/* Kernel ABIs: rt_kernel_fn and rt_cf_fn (runtime/plan.h). */
 
-/* The work of one fused group's kernel (codegen_ew.c). */
-typedef struct jit_cpu_ew_plan {
-    int64_t n_units;  /* units of work (0: nothing to do) */
-    int64_t unit_len; /* elements per unit */
-} jit_cpu_ew_plan;
 /* Whether the codegen supports node `id` inside a fused group (op and dtypes). */
 bool jit_cpu_ew_supported(const ir_graph *g, uint32_t id);
 /* The fusion predicates (pass_fusable_fn): the two above, as the fusion pass calls them. */
@@ -132,20 +121,11 @@ bool jit_cpu_reducible(const ir_graph *g, uint32_t id, void *user);
 /* OpenBLAS: runtime/blas.c (rt_blas_get), shared with the eager kernels */
 
 /* ---- matrix products (codegen_mm.c) ------------------------------------------------------- */
-/* A MATMUL node's geometry: batches of [m,k] x [k,n], NumPy-broadcast batch dims whose strides
- * (in matrices, 0 where broadcast) locate each batch's operands. */
-typedef struct jit_cpu_mm {
-    int dt;
-    int64_t m, k, n, batches;
-    int rank; /* batch rank of the output */
-    int64_t dims[IR_MAX_RANK], sa[IR_MAX_RANK], sb[IR_MAX_RANK];
-} jit_cpu_mm;
+/* A MATMUL node's geometry: rt_mm (runtime/plan.h). */
 /* Fills s for node id; false if it is not a matmul of concrete numeric shapes. */
-bool jit_cpu_mm_shape(const ir_graph *g, uint32_t id, jit_cpu_mm *s);
+bool jit_cpu_mm_shape(const ir_graph *g, uint32_t id, rt_mm *s);
 /* Every dimension at most 64: generated inline, no BLAS. */
-bool jit_cpu_mm_small(const jit_cpu_mm *s);
-/* Byte offsets of batch bi's operands. */
-void jit_cpu_mm_batch(const jit_cpu_mm *s, int64_t bi, int64_t *a_off, int64_t *b_off);
+bool jit_cpu_mm_small(const rt_mm *s);
 
 /* ---- reductions and softmax (codegen_red.c) ----------------------------------------------- */
 /* Whether reduction node id has a generated kernel (which may absorb elementwise producers). */
@@ -167,14 +147,14 @@ typedef struct jit_cpu_member {
 
 /* The work units of each generated kernel, without LLVM (the emitters use them too): a fused
  * group, a reduce group, a matmul node, a softmax node, a view node. */
-tj_status jit_cpu_ew_units(const ir_graph *g, const pass_group *gr, jit_cpu_ew_plan *plan);
+tj_status jit_cpu_ew_units(const ir_graph *g, const pass_group *gr, rt_units *plan);
 /* Whether group gr's kernel is one flat loop (every input full-size or one element): its code
  * then does not depend on the size, which the units pass in. */
 bool jit_cpu_ew_flat(const ir_graph *g, const pass_group *gr);
-tj_status jit_cpu_red_units(const ir_graph *g, const pass_group *gr, jit_cpu_ew_plan *plan);
-tj_status jit_cpu_mm_units(const ir_graph *g, uint32_t id, jit_cpu_ew_plan *plan);
-tj_status jit_cpu_softmax_units(const ir_graph *g, uint32_t id, jit_cpu_ew_plan *plan);
-tj_status jit_cpu_view_units(const ir_graph *g, uint32_t id, jit_cpu_ew_plan *plan);
+tj_status jit_cpu_red_units(const ir_graph *g, const pass_group *gr, rt_units *plan);
+tj_status jit_cpu_mm_units(const ir_graph *g, uint32_t id, rt_units *plan);
+tj_status jit_cpu_softmax_units(const ir_graph *g, uint32_t id, rt_units *plan);
+tj_status jit_cpu_view_units(const ir_graph *g, uint32_t id, rt_units *plan);
 /* Native control flow (codegen_cf.c): whether COND / WHILE / FOR node id and everything in its
  * regions is scalar arithmetic the codegen lowers (no effects, no tensors beyond one element). */
 bool jit_cpu_cf_supported(const ir_graph *g, uint32_t id);
@@ -193,7 +173,7 @@ jit_cpu_code *jit_cpu_code_compile(LLVMModuleRef m, LLVMContextRef ctx, const ch
                                    uint32_t n_syms, void **addrs);
 /* Emits into m a kernel named `name` for fused group gr of g; fills *plan. */
 tj_status jit_cpu_ew_emit(LLVMModuleRef m, const ir_graph *g, const pass_group *gr,
-                          const char *name, bool contract, bool exact_math, jit_cpu_ew_plan *plan);
+                          const char *name, bool contract, bool exact_math, rt_units *plan);
 void jit_cpu_stats_set(const jit_cpu_stats *s);
 
 /* Emission state shared by codegen_ew.c (loops) and ew_ops.c (one element of one op). */
@@ -259,18 +239,18 @@ LLVMValueRef jit_cpu_kernel_begin(jit_cpu_em *e, const char *name, uint32_t n_bu
 void jit_cpu_kernel_end(jit_cpu_em *e, LLVMBasicBlockRef done);
 /* A kernel over rows of matmul node id (units: batches*m rows of the output); bufs a, b, out. */
 tj_status jit_cpu_mm_emit(LLVMModuleRef m, const ir_graph *g, uint32_t id, const char *name,
-                          const jit_cpu_opts *o, jit_cpu_ew_plan *plan);
+                          const jit_cpu_opts *o, rt_units *plan);
 /* A kernel for reduce group gr (its elementwise producers computed in registers); units are
  * output elements. */
 tj_status jit_cpu_red_emit(LLVMModuleRef m, const ir_graph *g, const pass_group *gr,
-                           const char *name, const jit_cpu_opts *o, jit_cpu_ew_plan *plan);
+                           const char *name, const jit_cpu_opts *o, rt_units *plan);
 /* A kernel for softmax node id; units are rows. */
 tj_status jit_cpu_softmax_emit(LLVMModuleRef m, const ir_graph *g, uint32_t id, const char *name,
-                               const jit_cpu_opts *o, jit_cpu_ew_plan *plan);
+                               const jit_cpu_opts *o, rt_units *plan);
 /* A kernel copying strided view node id (transpose, slice, broadcast_to); units are rows of the
  * output's last axis. */
 tj_status jit_cpu_view_emit(LLVMModuleRef m, const ir_graph *g, uint32_t id, const char *name,
-                            jit_cpu_ew_plan *plan);
+                            rt_units *plan);
 /* Emits `name` for control-flow node id (jit_cpu_cf_supported must hold). */
 tj_status jit_cpu_cf_emit(LLVMModuleRef m, const ir_graph *g, uint32_t id, const char *name,
                           const jit_cpu_opts *o);

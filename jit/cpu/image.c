@@ -82,10 +82,10 @@ static void put_ids(wbuf *w, const uint32_t *ids, uint32_t n) {
 static tj_status write_image(wbuf *w, const rt_program *p, int depth);
 
 static tj_status write_regions(wbuf *w, const cpu_prog *cp, int depth) {
-    const ir_graph *g = cp->base.g;
-    put_u32(w, cp->regions ? 2 * g->n_nodes : 0);
-    for (uint32_t i = 0; cp->regions && i < 2 * g->n_nodes; i++) {
-        const rt_program *r = cp->regions[i];
+    const ir_graph *g = cp->rp.base.g;
+    put_u32(w, cp->rp.regions ? 2 * g->n_nodes : 0);
+    for (uint32_t i = 0; cp->rp.regions && i < 2 * g->n_nodes; i++) {
+        const rt_program *r = cp->rp.regions[i];
         put_u8(w, !r ? 0 : jit_cpu_is_program(r) ? 2 : 1);
         if (!r || !jit_cpu_is_program(r))
             continue;
@@ -121,7 +121,7 @@ static tj_status write_image(wbuf *w, const rt_program *p, int depth) {
     put(w, &h.lo, 8);
     put_u32(w, g->n_nodes);
     put_str(w, cp->key ? cp->key : "");
-    put_i64(w, cp->par_min);
+    put_i64(w, cp->rp.par_min);
     put_u8(w, cp->opts.exact_math);
     put_u8(w, cp->opts.no_contract);
     put_u32(w, cp->part->n_groups);
@@ -286,7 +286,7 @@ static tj_status made(uint8_t *have, uint32_t x, uint32_t s) {
  * by an earlier step, or an earlier step's output) and every value is made once, so a damaged
  * image cannot run a kernel on a buffer that does not exist. */
 static tj_status check_flow(const cpu_prog *cp) {
-    const ir_graph *g = cp->base.g;
+    const ir_graph *g = cp->rp.base.g;
     uint8_t *have = calloc(g->n_nodes + 1, 1);
     if (!have)
         return ir_errorf(TJ_ERR_OOM, "cpu image: out of memory");
@@ -372,7 +372,7 @@ static bool conv_matches(const ir_graph *g, const step *sp, const pass_group *ep
 
 /* Groups and steps of the image into cp, every index checked against g. */
 static tj_status read_plan(cpu_prog *cp, rbuf *r) {
-    const ir_graph *g = cp->base.g;
+    const ir_graph *g = cp->rp.base.g;
     uint32_t nn = g->n_nodes;
     uint32_t n_groups = get_u32(r);
     if (r->bad || n_groups > nn)
@@ -464,8 +464,8 @@ static tj_status read_plan(cpu_prog *cp, rbuf *r) {
         }
         if (sp->kind == STEP_NODE) {
             const ir_node *n = ir_node_get(g, sp->id);
-            if (n->op == IR_OP_CONST && !cp->consts[sp->id] && /* twice: check_flow refuses */
-                !(cp->consts[sp->id] = rt_const_tensor(g, n)))
+            if (n->op == IR_OP_CONST && !cp->rp.consts[sp->id] && /* twice: check_flow refuses */
+                !(cp->rp.consts[sp->id] = rt_const_tensor(g, n)))
                 return ir_last_code() ? ir_last_code() : TJ_ERR_OOM;
         }
     }
@@ -487,7 +487,7 @@ static bool same_group(const pass_group *a, const pass_group *b) {
            same_ids(a->outputs, a->n_outputs, b->outputs, b->n_outputs);
 }
 
-static bool same_mm(const jit_cpu_mm *a, const jit_cpu_mm *b) {
+static bool same_mm(const rt_mm *a, const rt_mm *b) {
     size_t r = (size_t)a->rank * sizeof(int64_t);
     return a->dt == b->dt && a->m == b->m && a->k == b->k && a->n == b->n &&
            a->batches == b->batches && a->rank == b->rank && !memcmp(a->dims, b->dims, r) &&
@@ -530,10 +530,10 @@ static const char *step_differs(const cpu_prog *ca, const step *a, const cpu_pro
  * A key planned for other kernels (OpenBLAS present or not, another ISA, other options) is
  * another build's: TJ_ERR_UNSUPPORTED, and the module compiles its graph instead. */
 static tj_status check_plan(const cpu_prog *cp, const jit_cpu_opts *o) {
-    cpu_prog *d = jit_cpu_prog_new(cp->base.g, o);
+    cpu_prog *d = jit_cpu_prog_new(cp->rp.base.g, o);
     if (!d)
         return ir_last_code() ? ir_last_code() : TJ_ERR_OOM;
-    d->par_min = cp->par_min;
+    d->rp.par_min = cp->rp.par_min;
     tj_status st = jit_cpu_plan_decide(d, o);
     char tail[256];
     const char *at = strstr(cp->key, ";plan=");
@@ -563,7 +563,7 @@ static tj_status check_plan(const cpu_prog *cp, const jit_cpu_opts *o) {
                                "cpu image: step %u differs from what its graph plans (%s)", s, why);
         }
     }
-    jit_cpu_prog_free(&d->base);
+    jit_cpu_prog_free(&d->rp.base);
     return st;
 }
 
@@ -590,7 +590,7 @@ static tj_status read_code(cpu_prog *cp, rbuf *r) {
     }
     for (uint32_t s = 0, k = 0; s < cp->n_steps && !st; s++)
         if (cp->steps[s].name[0] && !cp->steps[s].alias)
-            cp->steps[s].fn = (jit_cpu_kernel_fn)addrs[k++];
+            cp->steps[s].fn = (rt_kernel_fn)addrs[k++];
     for (uint32_t s = 0; s < cp->n_steps && !st; s++)
         if (cp->steps[s].alias)
             cp->steps[s].fn = cp->steps[cp->steps[s].alias - 1].fn;
@@ -667,7 +667,8 @@ static rt_program *from_image(const ir_graph *g, rbuf *r, int depth) {
     if (!cp)
         return NULL;
     tj_status st = TJ_OK;
-    if (!(cp->key = strdup(key)) || !(cp->consts = calloc(g->n_nodes + 1, sizeof *cp->consts)))
+    if (!(cp->key = strdup(key)) ||
+        !(cp->rp.consts = calloc(g->n_nodes + 1, sizeof *cp->rp.consts)))
         st = ir_errorf(TJ_ERR_OOM, "cpu image: out of memory");
     if (!st)
         st = read_plan(cp, r);
@@ -683,14 +684,14 @@ static rt_program *from_image(const ir_graph *g, rbuf *r, int depth) {
     region_src rs = {r, depth};
     if (!st)
         st = jit_cpu_prog_finish(cp, next_region, &rs);
-    if (!st && (slots != 0) != (cp->regions != NULL))
+    if (!st && (slots != 0) != (cp->rp.regions != NULL))
         st = ir_errorf(TJ_ERR_CORRUPT, "cpu image: the regions do not match the graph's");
     while (!st && r->at < r->n)
         if (get_u8(r) != 0) /* only empty slots may follow the last region */
             st = ir_errorf(TJ_ERR_CORRUPT, "cpu image: more regions than the graph has");
     if (st) {
-        jit_cpu_prog_free(&cp->base);
+        jit_cpu_prog_free(&cp->rp.base);
         return NULL;
     }
-    return &cp->base;
+    return &cp->rp.base;
 }

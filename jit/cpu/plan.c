@@ -20,7 +20,7 @@ static double now_ms(void) {
 }
 
 static tj_status emit_step(LLVMModuleRef m, cpu_prog *cp, step *sp, const jit_cpu_opts *o) {
-    const ir_graph *g = cp->base.g;
+    const ir_graph *g = cp->rp.base.g;
     bool contract = !o->no_contract;
     if (sp->kind == STEP_CF)
         return jit_cpu_cf_emit(m, g, sp->id, sp->name, o);
@@ -63,7 +63,7 @@ static tj_status emit_chain(LLVMModuleRef m, cpu_prog *cp, step *sp, const jit_c
             (jit_cpu_member){same->name, ms->plan.n_units, ms->n_in, ms->n_out, ms->in, ms->out};
     }
     if (!st)
-        st = jit_cpu_chain_emit(m, cp->base.g, mem, sp->n_members, sp->in, sp->n_in, sp->out,
+        st = jit_cpu_chain_emit(m, cp->rp.base.g, mem, sp->n_members, sp->in, sp->n_in, sp->out,
                                 sp->n_out, sp->name);
     free(mem);
     return st;
@@ -101,7 +101,7 @@ static tj_status build(cpu_prog *cp, const jit_cpu_opts *o, const char **names, 
         st = emit_step(m, cp, sp, o);
         if (st && sp->kind == STEP_CF) { /* not lowered after all: the executor runs it */
             rt_log(RT_LOG_COMPILE, "cpu: %%%u %s: executor (%s)", sp->id,
-                   ir_ops[ir_node_get(cp->base.g, sp->id)->op].name, ir_last_error());
+                   ir_ops[ir_node_get(cp->rp.base.g, sp->id)->op].name, ir_last_error());
             ir_clear_error();
             sp->kind = STEP_NODE;
             sp->name[0] = 0;
@@ -122,7 +122,7 @@ static tj_status build(cpu_prog *cp, const jit_cpu_opts *o, const char **names, 
 }
 
 tj_status jit_cpu_plan(cpu_prog *cp, const jit_cpu_opts *o) {
-    const ir_graph *g = cp->base.g;
+    const ir_graph *g = cp->rp.base.g;
     double t0 = now_ms();
     tj_status st = jit_cpu_plan_decide(cp, o);
     if (st)
@@ -163,7 +163,7 @@ tj_status jit_cpu_plan(cpu_prog *cp, const jit_cpu_opts *o) {
     jit_cpu_stats_set(&stats);
     for (uint32_t s = 0, k = 0; s < cp->n_steps && !st; s++)
         if (cp->steps[s].name[0] && !cp->steps[s].alias)
-            cp->steps[s].fn = (jit_cpu_kernel_fn)addrs[k++];
+            cp->steps[s].fn = (rt_kernel_fn)addrs[k++];
     for (uint32_t s = 0; s < cp->n_steps && !st; s++) /* aliases point at earlier steps */
         if (cp->steps[s].alias)
             cp->steps[s].fn = cp->steps[cp->steps[s].alias - 1].fn;

@@ -28,7 +28,7 @@ static uint32_t *ids_dup(const uint32_t *a, uint32_t n) {
 
 /* One step per group; matmuls, softmaxes and unsupported nodes decided here. */
 static tj_status build_steps(cpu_prog *cp, const jit_cpu_opts *o) {
-    const ir_graph *g = cp->base.g;
+    const ir_graph *g = cp->rp.base.g;
     const rt_blas *blas = NULL;
     bool blas_asked = false;
     for (uint32_t gi = 0; gi < cp->part->n_groups; gi++) {
@@ -86,7 +86,7 @@ static tj_status build_steps(cpu_prog *cp, const jit_cpu_opts *o) {
             sp->in = ids_dup(ir_inputs(g, n), n->n_in);
             sp->n_out = 1;
             sp->out = ids_dup(&id, 1);
-            if (n->op == IR_OP_CONST && !(cp->consts[id] = rt_const_tensor(g, n)))
+            if (n->op == IR_OP_CONST && !(cp->rp.consts[id] = rt_const_tensor(g, n)))
                 return ir_last_code() ? ir_last_code() : TJ_ERR_OOM;
         }
         if (!sp->in || !sp->out)
@@ -99,7 +99,7 @@ static tj_status build_steps(cpu_prog *cp, const jit_cpu_opts *o) {
  * (what XLA's dot_general and Inductor's mm do with layouts): a gradient's `g @ W^T` and
  * `x^T @ g` no longer copy W or x first. A transpose no other step reads is dropped. */
 static void fold_transposes(cpu_prog *cp, const uint8_t *is_out) {
-    const ir_graph *g = cp->base.g;
+    const ir_graph *g = cp->rp.base.g;
     for (uint32_t s = 0; s < cp->n_steps; s++) {
         step *sp = &cp->steps[s];
         const ir_node *mn = ir_node_get(g, sp->id);
@@ -178,7 +178,7 @@ static uint32_t *merged_inputs(const uint32_t *src, uint32_t self, const pass_gr
 /* A BLAS product read only by one elementwise group of its own shape takes that group as its
  * epilogue and moves to the group's position. */
 static tj_status merge_epilogues(cpu_prog *cp, const uint8_t *is_out) {
-    const ir_graph *g = cp->base.g;
+    const ir_graph *g = cp->rp.base.g;
     for (uint32_t s = 0; s < cp->n_steps; s++) {
         step *sp = &cp->steps[s];
         if (sp->kind != STEP_BLAS || is_out[sp->id])
@@ -215,7 +215,7 @@ static tj_status merge_epilogues(cpu_prog *cp, const uint8_t *is_out) {
  * of their positions (their other inputs are made by then): the convolution runs by bands of
  * rows, each band's epilogue and pooled row computed while the band is in cache. */
 static tj_status merge_convs(cpu_prog *cp, const uint8_t *is_out) {
-    const ir_graph *g = cp->base.g;
+    const ir_graph *g = cp->rp.base.g;
     for (uint32_t s = 0; s < cp->n_steps; s++) {
         step *sp = &cp->steps[s];
         const ir_node *n = ir_node_get(g, sp->id);
@@ -279,7 +279,7 @@ static tj_status merge_convs(cpu_prog *cp, const uint8_t *is_out) {
 
 /* ---- work units ------------------------------------------------------------------------------ */
 static tj_status step_units(cpu_prog *cp, step *sp) {
-    const ir_graph *g = cp->base.g;
+    const ir_graph *g = cp->rp.base.g;
     if (sp->kind == STEP_BLAS || sp->kind == STEP_CONV)
         return sp->epi ? jit_cpu_ew_units(g, sp->epi, &sp->plan) : TJ_OK;
     if (sp->kind != STEP_GEN)
@@ -311,10 +311,10 @@ static bool emits(const step *sp) {
  * threads, and each output fits a stack slot. */
 static bool chainable(const cpu_prog *cp, const step *sp) {
     if (sp->kind != STEP_GEN || sp->sub == SUB_CHAIN ||
-        sp->plan.n_units * sp->plan.unit_len >= cp->par_min)
+        sp->plan.n_units * sp->plan.unit_len >= cp->rp.par_min)
         return false;
     for (uint32_t k = 0; k < sp->n_out; k++) {
-        const ir_node *n = ir_node_get(cp->base.g, sp->out[k]);
+        const ir_node *n = ir_node_get(cp->rp.base.g, sp->out[k]);
         if (ir_numel(n->rank, n->dims) * (int64_t)ir_dtype_size(n->dtype) > 65536)
             return false;
     }
@@ -345,7 +345,7 @@ static tj_status make_chain(cpu_prog *cp, uint32_t s0, uint32_t s1, const uint32
         n_all += cp->steps[s].n_in + cp->steps[s].n_out;
     step *mem = malloc(n_mem * sizeof *mem);
     uint32_t *in = malloc((n_all + 1) * sizeof *in), *out = malloc((n_all + 1) * sizeof *out);
-    uint32_t *nodes = malloc((cp->base.g->n_nodes + 1) * sizeof *nodes), n_in = 0, n_out = 0;
+    uint32_t *nodes = malloc((cp->rp.base.g->n_nodes + 1) * sizeof *nodes), n_in = 0, n_out = 0;
     if (!mem || !in || !out || !nodes) {
         free(mem);
         free(in);
@@ -392,7 +392,7 @@ static tj_status make_chain(cpu_prog *cp, uint32_t s0, uint32_t s1, const uint32
 /* Runs of consecutive chainable steps become chains of at most PASS_MAX_GROUP_NODES ops (their
  * members are inlined into one function, whose compile cost must stay bounded). */
 static tj_status decide_chains(cpu_prog *cp, const uint8_t *is_out) {
-    const ir_graph *g = cp->base.g;
+    const ir_graph *g = cp->rp.base.g;
     uint32_t *last_reader = calloc(g->n_nodes + 1, sizeof *last_reader);
     if (!last_reader)
         return ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
@@ -520,7 +520,7 @@ static void body_key(kbuf *b, const ir_graph *g, const uint32_t *nodes, uint32_t
 /* The key of step sp's kernel into b (nothing for a step without one, or with native control
  * flow, which is never shared). */
 static void step_key(kbuf *b, const cpu_prog *cp, const step *sp) {
-    const ir_graph *g = cp->base.g;
+    const ir_graph *g = cp->rp.base.g;
     const pass_group *gr = NULL;
     if ((sp->kind == STEP_BLAS || sp->kind == STEP_CONV) && sp->epi)
         gr = sp->epi; /* the epilogue's kernel is the group's elementwise kernel */
@@ -614,15 +614,15 @@ bool jit_cpu_same_kernel(const cpu_prog *cp, const step *a, const step *b) {
 
 /* ---- the plan -------------------------------------------------------------------------------- */
 tj_status jit_cpu_plan_decide(cpu_prog *cp, const jit_cpu_opts *o) {
-    const ir_graph *g = cp->base.g;
+    const ir_graph *g = cp->rp.base.g;
     uint32_t nn = g->n_nodes + 1;
     cp->part = pass_fusion_run(g, jit_cpu_fusable, jit_cpu_reducible, NULL);
     if (!cp->part)
         return ir_last_code() ? ir_last_code() : TJ_ERR_OOM;
     cp->steps = calloc(cp->part->n_groups + 1, sizeof *cp->steps);
-    cp->consts = calloc(nn, sizeof *cp->consts);
+    cp->rp.consts = calloc(nn, sizeof *cp->rp.consts);
     uint8_t *is_out = calloc(nn, 1);
-    if (!cp->steps || !cp->consts || !is_out) {
+    if (!cp->steps || !cp->rp.consts || !is_out) {
         free(is_out);
         return ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
     }
@@ -654,7 +654,7 @@ void jit_cpu_plan_key(const cpu_prog *cp, const jit_cpu_opts *o, const char *bas
         n_blas += cp->steps[s].kind == STEP_BLAS;
     /* rt_isa decides which convolutions become conv steps (merge_convs) */
     snprintf(key, n, "%s;plan=6;blas=%d;exact=%d;par=%lld;isa=%s", base, n_blas > 0, o->exact_math,
-             (long long)cp->par_min, rt_isa_name(rt_isa()));
+             (long long)cp->rp.par_min, rt_isa_name(rt_isa()));
 }
 
 void jit_cpu_plan_names(cpu_prog *cp, const char *key) {

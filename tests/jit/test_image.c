@@ -118,8 +118,8 @@ static int forge(cpu_prog *cp, uint32_t s, forgery f) {
     case F_OTHER_IN: /* another value of the same type, made earlier */
         for (uint32_t r = 0; sp->n_in && r < s; r++)
             for (uint32_t k = 0; k < cp->steps[r].n_out; k++) {
-                const ir_node *a = ir_node_get(cp->base.g, sp->in[0]),
-                              *b = ir_node_get(cp->base.g, cp->steps[r].out[k]);
+                const ir_node *a = ir_node_get(cp->rp.base.g, sp->in[0]),
+                              *b = ir_node_get(cp->rp.base.g, cp->steps[r].out[k]);
                 if (cp->steps[r].out[k] != sp->in[0] && a->dtype == b->dtype &&
                     a->rank == b->rank && !memcmp(a->dims, b->dims, 8 * (size_t)a->rank)) {
                     sp->in[0] = cp->steps[r].out[k];
@@ -160,16 +160,16 @@ static void forged_plans(const char *name, const tj_concrete *c, const unsigned 
             cpu_prog *cp = (cpu_prog *)jit_cpu_program_from_image(c->graph, img, size);
             if (!cp || s >= cp->n_steps) {
                 if (cp)
-                    cp->base.vt->free(&cp->base);
+                    cp->rp.base.vt->free(&cp->rp.base);
                 break;
             }
             if (!forge(cp, s, (forgery)f)) {
-                cp->base.vt->free(&cp->base);
+                cp->rp.base.vt->free(&cp->rp.base);
                 continue;
             }
             size_t n = 0;
-            unsigned char *bad = jit_cpu_program_image(&cp->base, &n);
-            cp->base.vt->free(&cp->base);
+            unsigned char *bad = jit_cpu_program_image(&cp->rp.base, &n);
+            cp->rp.base.vt->free(&cp->rp.base);
             rt_program *q = bad ? jit_cpu_program_from_image(c->graph, bad, n) : NULL;
             tried++;
             if (q) {

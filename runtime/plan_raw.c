@@ -1,4 +1,4 @@
-/* program_raw.c — the CPU program's raw form (rt_program_vt.run_raw), what a loop's regions run
+/* plan_raw.c — a plan's raw form (rt_program_vt.run_raw), what a loop's regions run
  * as each iteration: the same steps on data pointers, every value in a slot of one scratch block
  * planned at compile time, so an iteration allocates nothing, counts no references and builds no
  * tensor. A program has a raw form when nothing in it has an effect, reads a variable or is a
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jit/cpu/program.h"
+#include "runtime/plan.h"
 
 #define ALIGN64(x) (((x) + 63) & ~(size_t)63)
 
@@ -23,9 +23,9 @@ static size_t value_bytes(const ir_node *n) {
 }
 
 /* scratch layout: the pointer table, the step buffer list, then the value slots */
-static size_t head_bytes(const cpu_prog *cp) {
-    return ALIGN64((size_t)cp->base.g->n_nodes * sizeof(void *)) +
-           ALIGN64((size_t)(cp->max_bufs + 1) * sizeof(void *));
+static size_t head_bytes(const rt_plan *pl) {
+    return ALIGN64((size_t)pl->base.g->n_nodes * sizeof(void *)) +
+           ALIGN64((size_t)(pl->max_bufs + 1) * sizeof(void *));
 }
 
 /* A node a raw run computes with its reference kernel: pure, deterministic, not a source. */
@@ -44,19 +44,19 @@ static bool by_ref(const ir_node *n) {
     }
 }
 
-tj_status jit_cpu_raw_plan(cpu_prog *cp) {
-    const ir_graph *g = cp->base.g;
-    cp->raw_bytes = 0;
+tj_status rt_plan_raw_prepare(rt_plan *pl) {
+    const ir_graph *g = pl->base.g;
+    pl->raw_bytes = 0;
     if (g->n_effects)
         return TJ_OK;
     for (uint32_t i = 0; i < g->n_nodes; i++)
         if (g->nodes[i].dtype == TJ_STRING)
             return TJ_OK;
     uint32_t max_in = 0;
-    for (uint32_t s = 0; s < cp->n_steps; s++) {
-        const step *sp = &cp->steps[s];
+    for (uint32_t s = 0; s < pl->n_steps; s++) {
+        const rt_step *sp = &pl->steps[s];
         const ir_node *n = ir_node_get(g, sp->id);
-        if (sp->kind != STEP_NODE || n->op == IR_OP_PARAM || n->op == IR_OP_CONST ||
+        if (sp->kind != RT_STEP_NODE || n->op == IR_OP_PARAM || n->op == IR_OP_CONST ||
             n->op == IR_OP_GET)
             continue;
         if (!by_ref(n))
@@ -66,32 +66,32 @@ tj_status jit_cpu_raw_plan(cpu_prog *cp) {
     }
     int64_t *off = malloc(((size_t)g->n_nodes + 1) * sizeof *off);
     if (!off)
-        return ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
+        return ir_errorf(TJ_ERR_OOM, "%s: out of memory", pl->who);
     for (uint32_t i = 0; i < g->n_nodes; i++)
-        off[i] = RAW_NONE;
-    cp->raw_hdr = head_bytes(cp);
-    size_t at = cp->raw_hdr + ALIGN64(((size_t)max_in + 1) * sizeof(tj_tensor));
+        off[i] = RT_RAW_NONE;
+    pl->raw_hdr = head_bytes(pl);
+    size_t at = pl->raw_hdr + ALIGN64(((size_t)max_in + 1) * sizeof(tj_tensor));
     tj_status st = TJ_OK;
-    for (uint32_t s = 0; s < cp->n_steps && !st; s++) {
-        step *sp = &cp->steps[s];
+    for (uint32_t s = 0; s < pl->n_steps && !st; s++) {
+        rt_step *sp = &pl->steps[s];
         const ir_node *n = ir_node_get(g, sp->id);
-        if (sp->kind == STEP_NODE) {
+        if (sp->kind == RT_STEP_NODE) {
             if (n->op == IR_OP_PARAM) {
-                off[sp->id] = RAW_PARAM;
+                off[sp->id] = RT_RAW_PARAM;
             } else if (n->op == IR_OP_CONST) {
-                off[sp->id] = RAW_CONST;
+                off[sp->id] = RT_RAW_CONST;
             } else if (n->op != IR_OP_GET) { /* a reference kernel's result */
                 off[sp->id] = (int64_t)at;
                 at += value_bytes(n);
-            } else if (off[sp->id] == RAW_NONE) { /* a GET's slot: set by its node's step */
-                st = ir_errorf(TJ_ERR_INVALID, "cpu jit: get %%%u before its node", sp->id);
+            } else if (off[sp->id] == RT_RAW_NONE) { /* a GET's slot: set by its node's step */
+                st = ir_errorf(TJ_ERR_INVALID, "%s: get %%%u before its node", pl->who, sp->id);
             }
             continue;
         }
-        if (sp->kind == STEP_CF) { /* a slot per result; its GETs read them */
+        if (sp->kind == RT_STEP_CF) { /* a slot per result; its GETs read them */
             uint32_t nr = ir_cf_n_results(g, n);
             if (!(sp->raw_res = malloc(((size_t)nr + 1) * sizeof *sp->raw_res))) {
-                st = ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
+                st = ir_errorf(TJ_ERR_OOM, "%s: out of memory", pl->who);
                 break;
             }
             for (uint32_t k = 0; k < nr; k++) {
@@ -111,11 +111,11 @@ tj_status jit_cpu_raw_plan(cpu_prog *cp) {
         }
         const uint32_t *outs = sp->out;
         uint32_t n_out = sp->n_out;
-        if (sp->kind == STEP_BLAS && sp->epi) { /* the product itself: a slot too */
+        if (sp->kind == RT_STEP_GEMM && sp->epi.n_in + sp->epi.n_out) { /* the product: a slot */
             off[sp->id] = (int64_t)at;
-            at += ALIGN64(jit_cpu_blas_bytes(sp) + 1);
-            outs = sp->epi->outputs;
-            n_out = sp->epi->n_outputs;
+            at += ALIGN64(rt_plan_gemm_bytes(sp) + 1);
+            outs = sp->epi.out;
+            n_out = sp->epi.n_out;
         }
         for (uint32_t k = 0; k < n_out; k++) {
             off[outs[k]] = (int64_t)at;
@@ -134,7 +134,7 @@ tj_status jit_cpu_raw_plan(cpu_prog *cp) {
         free(off);
         free(inplace);
         free(readers);
-        return ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
+        return ir_errorf(TJ_ERR_OOM, "%s: out of memory", pl->who);
     }
     for (uint32_t i = 0; i < g->n_nodes; i++) {
         const uint32_t *in = ir_inputs(g, &g->nodes[i]);
@@ -155,15 +155,15 @@ tj_status jit_cpu_raw_plan(cpu_prog *cp) {
             inplace[k] = (int32_t)pn->a.i[0];
     }
     free(readers);
-    cp->raw_inplace = inplace;
-    cp->raw_off = off;
-    cp->raw_bytes = at;
+    pl->raw_inplace = inplace;
+    pl->raw_off = off;
+    pl->raw_bytes = at;
     return TJ_OK;
 }
 
-int32_t jit_cpu_raw_inplace(const rt_program *p, uint32_t k) {
-    const cpu_prog *cp = (const cpu_prog *)p;
-    return cp->raw_inplace && k < p->g->n_outputs ? cp->raw_inplace[k] : -1;
+int32_t rt_plan_raw_inplace(const rt_program *p, uint32_t k) {
+    const rt_plan *pl = (const rt_plan *)p;
+    return pl->raw_inplace && k < p->g->n_outputs ? pl->raw_inplace[k] : -1;
 }
 
 /* update_index(data, i, value) written over data itself: only row i changes. false: i is out of
@@ -181,11 +181,11 @@ static bool update_in_place(const ir_graph *g, const ir_node *n, void *const *pt
     return true;
 }
 
-size_t jit_cpu_raw_bytes(const rt_program *p) {
-    return ((const cpu_prog *)p)->raw_bytes;
+size_t rt_plan_raw_bytes(const rt_program *p) {
+    return ((const rt_plan *)p)->raw_bytes;
 }
 
-void jit_cpu_header(tj_tensor *h, const ir_node *n, void *data) {
+void rt_plan_header(tj_tensor *h, const ir_node *n, void *data) {
     memset(h, 0, sizeof *h);
     atomic_init(&h->rc, 1);
     h->kind = RT_CONCRETE;
@@ -197,78 +197,76 @@ void jit_cpu_header(tj_tensor *h, const ir_node *n, void *data) {
 }
 
 /* Whether node id is written by a step (so the step may write it into the caller's memory). */
-static bool step_made(const cpu_prog *cp, uint32_t id) {
-    int64_t o = cp->raw_off[id];
+static bool step_made(const rt_plan *pl, uint32_t id) {
+    int64_t o = pl->raw_off[id];
     if (o < 0)
         return false;
-    int op = ir_node_get(cp->base.g, id)->op;
+    int op = ir_node_get(pl->base.g, id)->op;
     return op != IR_OP_GET; /* GETs point into a control-flow node's result slots */
 }
 
-tj_status jit_cpu_run_raw(rt_program *p, void *const *in, void *const *out, void *scratch) {
-    cpu_prog *cp = (cpu_prog *)p;
+tj_status rt_plan_run_raw(rt_program *p, void *const *in, void *const *out, void *scratch) {
+    rt_plan *pl = (rt_plan *)p;
     const ir_graph *g = p->g;
     void **ptr = scratch;
     void **bufs = (void **)((char *)scratch + ALIGN64((size_t)g->n_nodes * sizeof(void *)));
     char *base = scratch;
     for (uint32_t i = 0; i < g->n_nodes; i++) {
-        int64_t o = cp->raw_off[i];
+        int64_t o = pl->raw_off[i];
         const ir_node *n = &g->nodes[i];
-        ptr[i] = o >= 0           ? base + o
-                 : o == RAW_PARAM ? in[n->a.i[0]]
-                 : o == RAW_CONST ? cp->consts[i]->data
-                                  : NULL;
+        ptr[i] = o >= 0              ? base + o
+                 : o == RT_RAW_PARAM ? in[n->a.i[0]]
+                 : o == RT_RAW_CONST ? pl->consts[i]->data
+                                     : NULL;
     }
     /* outputs a kernel makes go straight to the caller (the first time a node is an output) */
     uint64_t bound = 0;
     for (uint32_t k = 0; k < g->n_outputs && k < 64; k++) {
         uint32_t o = g->outputs[k];
-        if (step_made(cp, o) && ptr[o] == base + cp->raw_off[o]) {
+        if (step_made(pl, o) && ptr[o] == base + pl->raw_off[o]) {
             ptr[o] = out[k];
             bound |= (uint64_t)1 << k;
         }
     }
-    for (uint32_t s = 0; s < cp->n_steps; s++) {
-        const step *sp = &cp->steps[s];
+    for (uint32_t s = 0; s < pl->n_steps; s++) {
+        const rt_step *sp = &pl->steps[s];
         switch (sp->kind) {
-        case STEP_GEN:
+        case RT_STEP_KERNEL:
             for (uint32_t k = 0; k < sp->n_in; k++)
                 bufs[k] = ptr[sp->in[k]];
             for (uint32_t k = 0; k < sp->n_out; k++)
                 bufs[sp->n_in + k] = ptr[sp->out[k]];
-            jit_cpu_run_units(cp, sp->fn, &sp->plan, bufs);
+            rt_plan_run_units(pl, sp->fn, &sp->units, bufs);
             break;
-        case STEP_BLAS: {
+        case RT_STEP_GEMM: {
             char *C = ptr[sp->id];
-            if (sp->epi) {
-                const pass_group *gr = sp->epi;
-                for (uint32_t k = 0; k < gr->n_inputs; k++)
-                    bufs[k] = ptr[gr->inputs[k]];
-                for (uint32_t k = 0; k < gr->n_outputs; k++)
-                    bufs[gr->n_inputs + k] = ptr[gr->outputs[k]];
-            }
-            jit_cpu_blas_run(cp, sp, ptr[sp->src[0]], ptr[sp->src[1]], C, bufs);
+            const rt_epilogue *e = &sp->epi;
+            for (uint32_t k = 0; k < e->n_in; k++)
+                bufs[k] = ptr[e->in[k]];
+            for (uint32_t k = 0; k < e->n_out; k++)
+                bufs[e->n_in + k] = ptr[e->out[k]];
+            rt_plan_gemm(pl, sp, ptr[sp->src[0]], ptr[sp->src[1]], C, bufs);
             break;
         }
-        case STEP_CONV: {
-            const pass_group *gr = sp->epi;
-            for (uint32_t k = 0; gr && k < gr->n_inputs; k++)
-                bufs[k] = ptr[gr->inputs[k]];
-            for (uint32_t k = 0; gr && !sp->pool && k < gr->n_outputs; k++)
-                bufs[gr->n_inputs + k] = ptr[gr->outputs[k]];
-            if (jit_cpu_conv_run(cp, sp, ptr[sp->src[0]], ptr[sp->src[1]], bufs,
-                                 sp->pool ? ptr[sp->pool - 1] : NULL) != TJ_OK)
+        case RT_STEP_CONV: {
+            const rt_epilogue *e = &sp->epi;
+            for (uint32_t k = 0; k < e->n_in; k++)
+                bufs[k] = ptr[e->in[k]];
+            for (uint32_t k = 0; !sp->pool && k < e->n_out; k++)
+                bufs[e->n_in + k] = ptr[e->out[k]];
+            if (rt_plan_conv(pl, sp, ptr[sp->src[0]], ptr[sp->src[1]], bufs,
+                             sp->pool ? ptr[sp->pool - 1] : NULL) != TJ_OK)
                 return RT_RAW_REDO; /* no memory: the usual path reports it */
             break;
         }
-        case STEP_CF: {
+        case RT_STEP_CF: {
             const ir_node *n = ir_node_get(g, sp->id);
             uint32_t nr = ir_cf_n_results(g, n);
             for (uint32_t k = 0; k < sp->n_in; k++)
                 bufs[k] = ptr[sp->in[k]];
             for (uint32_t k = 0; k < nr; k++)
                 bufs[sp->n_in + k] = base + sp->raw_res[k];
-            if (((jit_cpu_cf_fn)(void *)sp->fn)(bufs) != 0)
+            if (((rt_cf_fn)(void *)sp->fn)(bufs) != 0)
                 return RT_RAW_REDO;
             break;
         }
@@ -282,13 +280,13 @@ tj_status jit_cpu_run_raw(rt_program *p, void *const *in, void *const *out, void
                     return RT_RAW_REDO;
                 break;
             }
-            tj_tensor *h = (tj_tensor *)(base + cp->raw_hdr), **hp = (tj_tensor **)bufs;
+            tj_tensor *h = (tj_tensor *)(base + pl->raw_hdr), **hp = (tj_tensor **)bufs;
             const uint32_t *nin = ir_inputs(g, n);
             for (uint32_t k = 0; k < n->n_in; k++) {
-                jit_cpu_header(&h[k], ir_node_get(g, nin[k]), ptr[nin[k]]);
+                rt_plan_header(&h[k], ir_node_get(g, nin[k]), ptr[nin[k]]);
                 hp[k] = &h[k];
             }
-            jit_cpu_header(&h[n->n_in], n, ptr[sp->id]);
+            rt_plan_header(&h[n->n_in], n, ptr[sp->id]);
             if (rt_ref_kernel(n, hp, &h[n->n_in]) != TJ_OK)
                 return RT_RAW_REDO; /* an error to report: the usual path finds it again */
             break;

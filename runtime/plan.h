@@ -1,0 +1,155 @@
+/* plan.h — the runtime's executable plan and its one run loop (plan.c, plan_raw.c). A plan is a
+ * graph's steps in order, each one of a small vocabulary every backend shares:
+ *
+ *   RT_STEP_NODE    a node as the executor runs it (exec.c): a source, a variable, a side
+ *                   effect, a reference kernel; the interpreter is a plan of these alone
+ *   RT_STEP_KERNEL  a compiled kernel: a code address, its buffers (node ids, inputs then
+ *                   outputs) and its work units, split across the thread pool when large
+ *   RT_STEP_GEMM    a matrix product by a library (OpenBLAS, the packed f32 kernels) and the
+ *                   compiled kernel of its fused consumers (the epilogue), block by block
+ *   RT_STEP_CONV    an f32 convolution by bands of output rows on the direct kernels, its
+ *                   epilogue and a max pool behind it while each band is in cache
+ *   RT_STEP_CF      a branch or loop lowered to one native function of scalars, which hands
+ *                   back to the executor (the node's region programs) when it meets an error
+ *
+ * A backend decides the steps and fills their code addresses; the runtime runs them, releases
+ * each value after its last reader, checks numerics and writes profile events the same way for
+ * every backend. A plan with no effects, variables or strings also has a raw form (plan_raw.c):
+ * the same steps on data pointers in one scratch block, what a loop's regions run each
+ * iteration. Nothing here needs LLVM, the passes or the API layer. */
+#ifndef TJ_RUNTIME_PLAN_H
+#define TJ_RUNTIME_PLAN_H
+
+#include "runtime/runtime.h"
+
+/* Kernel ABI: bufs holds the step's input data pointers then its output data pointers;
+ * [begin, end) is a range of work units (elements, or rows of the loop shape). */
+typedef void (*rt_kernel_fn)(void *const *bufs, int64_t begin, int64_t end);
+/* Control-flow ABI: bufs holds the node's operands' data then its results'; returns 0, or 1
+ * when the run must be redone by the executor (an error to report with its iteration). */
+typedef int32_t (*rt_cf_fn)(void *const *bufs);
+
+/* A kernel's work: n_units units of unit_len elements (0 units: nothing to do). */
+typedef struct rt_units {
+    int64_t n_units, unit_len;
+} rt_units;
+
+/* A matrix product's geometry: batches of [m,k] x [k,n], NumPy-broadcast batch dims whose
+ * strides (in matrices, 0 where broadcast) locate each batch's operands. */
+typedef struct rt_mm {
+    int dt;
+    int64_t m, k, n, batches;
+    int rank; /* batch rank of the output */
+    int64_t dims[IR_MAX_RANK], sa[IR_MAX_RANK], sb[IR_MAX_RANK];
+} rt_mm;
+/* Byte offsets of batch bi's operands. */
+void rt_mm_batch(const rt_mm *s, int64_t bi, int64_t *a_off, int64_t *b_off);
+
+/* The fused consumers of a product or a convolution, run by the step's kernel: its buffers
+ * (node ids, inputs then outputs; the product's own node among the inputs). */
+typedef struct rt_epilogue {
+    uint32_t n_in, n_out;
+    uint32_t *in, *out;
+} rt_epilogue;
+
+enum { RT_STEP_NODE, RT_STEP_KERNEL, RT_STEP_GEMM, RT_STEP_CF, RT_STEP_CONV };
+
+struct rt_packed_b;
+typedef struct rt_step {
+    int kind;
+    uint32_t id;        /* NODE, GEMM, CONV, CF: the node; KERNEL: its first output */
+    uint32_t n_in, n_out;
+    uint32_t *in, *out; /* node ids: the kernel's buffers, inputs then outputs; NODE: the node's
+                           inputs and itself */
+    rt_kernel_fn fn;    /* KERNEL; GEMM, CONV: the epilogue's; CF: an rt_cf_fn */
+    rt_units units;
+    uint32_t *nodes, n_nodes; /* the nodes it computes (profiles, numerics, pictures) */
+    /* GEMM, CONV */
+    rt_mm mm;
+    const rt_blas *blas;
+    uint32_t src[2];  /* the operands (GEMM: what a folded 2-D transpose reads); CONV: x, w */
+    uint8_t trans[2]; /* GEMM: an operand read transposed */
+    rt_epilogue epi;  /* n_in + n_out == 0: none */
+    uint32_t pool;    /* CONV: 1 + the max pool fused behind it; 0: none */
+    /* GEMM: B a constant the packed kernels take, packed at the first run (atomic, owned);
+     * packing tried and failed (atomic); the epilogue is + bias and/or relu, applied by the
+     * gemm tiles: the bias's index among the epilogue's buffers (-1: none) */
+    struct rt_packed_b *packed;
+    int packs, no_pack, epi_simple, epi_relu;
+    int32_t epi_bias;
+    int64_t *raw_res; /* CF in the raw form: the scratch offsets of its results */
+} rt_step;
+
+typedef struct rt_plan {
+    rt_program base;
+    rt_step *steps;
+    uint32_t n_steps;
+    tj_tensor **consts; /* per node: materialised CONST payloads (owned) */
+    uint32_t *last_use; /* per node: the last step reading it; UINT32_MAX: a graph output */
+    int32_t *out_slot;  /* per node: the first graph output it is, or -1 */
+    rt_program **regions; /* control-flow regions (rt_regions_new) */
+    char **labels;        /* per step: what it runs ("s3 fused mul add"); NULL: an interpreted
+                             plan, whose profile events and numerics errors name ops */
+    const char *who;      /* names the executor in messages ("interp", "cpu program") */
+    int64_t par_min;      /* elements above which a kernel is split across the pool */
+    uint32_t max_bufs;
+    int reuse;        /* a node step may write its result over an input that dies there */
+    int reinfer;      /* some dims are unknown: shapes come from the actual inputs */
+    int check_params; /* arguments must match their PARAM's dtype and dims exactly */
+    /* the raw form (plan_raw.c): scratch bytes per run (0: none) and per node where its value
+     * lives: RT_RAW_PARAM, RT_RAW_CONST, or an offset into the scratch */
+    size_t raw_bytes, raw_hdr;
+    int64_t *raw_off;
+    int32_t *raw_inplace; /* per output: the param it may overwrite in place, or -1 */
+} rt_plan;
+
+enum { RT_RAW_NONE = -1, RT_RAW_PARAM = -2, RT_RAW_CONST = -3 };
+
+/* p's memory beside its steps: base.g, who, out_slot from the graph, par_min 65536. TJ_OK or
+ * TJ_ERR_OOM (error set); p->base.vt is the caller's to set. */
+tj_status rt_plan_init(rt_plan *p, const ir_graph *g, const char *who);
+/* What follows the steps: last_use, max_bufs, the raw form when `raw` and every step allows it,
+ * and the control-flow regions (compiled by region(sub, ctx); NULL: none, the executor builds
+ * what it runs). */
+tj_status rt_plan_finish(rt_plan *p, bool raw, rt_program *(*region)(const ir_graph *, void *),
+                         void *ctx);
+/* Frees what p owns (not p itself). */
+void rt_plan_release(rt_plan *p);
+/* The nodes each step computes, a copy of step s's in out (room for the graph's node count). */
+uint32_t rt_plan_step_nodes(const rt_plan *p, uint32_t s, uint32_t *out);
+
+/* The run loop (rt_program_vt.run of every plan). */
+tj_status rt_plan_run(rt_program *p, tj_tensor *const *args, uint32_t n_args, tj_variable **caps,
+                      tj_tensor **outs);
+/* Runs p with env into vals (one slot per node, NULL on entry) as rt_plan_run does, but keeps
+ * node keep's value in vals whatever its last use (rt_eval_node). */
+tj_status rt_plan_eval(rt_plan *p, const rt_exec_env *env, uint32_t keep, tj_tensor **vals);
+/* rt_program_vt.kernels of a plan with labels. */
+uint32_t rt_plan_kernels(const rt_program *p, int32_t *kernel_of, const char *const **names);
+/* Plans p's raw form when every step allows it (sets raw_bytes, or leaves it 0). */
+tj_status rt_plan_raw_prepare(rt_plan *p);
+/* The raw form: rt_program_vt.raw_bytes, run_raw and raw_inplace of a plan. */
+size_t rt_plan_raw_bytes(const rt_program *p);
+tj_status rt_plan_run_raw(rt_program *p, void *const *in, void *const *out, void *scratch);
+int32_t rt_plan_raw_inplace(const rt_program *p, uint32_t k);
+
+/* What the steps run, for both forms (plan.c): fn over [0, units) split across the pool when
+ * large; a GEMM step C = A x B then its epilogue on bufs (the epilogue's buffers, C in the
+ * product's place); a CONV step x (*) w, then its epilogue on bufs, then its pool into pool_out. */
+void rt_plan_run_units(const rt_plan *p, rt_kernel_fn fn, const rt_units *u, void *const *bufs);
+void rt_plan_gemm(rt_plan *p, const rt_step *s, const char *A, const char *B, char *C,
+                  void *const *bufs);
+size_t rt_plan_gemm_bytes(const rt_step *s);
+tj_status rt_plan_conv(rt_plan *p, const rt_step *s, const void *x, const void *w, void **bufs,
+                       void *pool_out);
+struct rt_conv_geom;
+enum { RT_PLAN_CONV_MAX_BUFS = 16 }; /* a CONV step's epilogue buffers at most */
+/* Conv node id's geometry and, when pool_id is a node (not IR_NONE), its max pool's. */
+void rt_plan_conv_geoms(const ir_graph *g, uint32_t id, uint32_t pool_id, struct rt_conv_geom *cg,
+                        struct rt_conv_geom *pg);
+/* Whether the packed f32 kernels run GEMM step s on B as it lies (not OpenBLAS). */
+bool rt_plan_own_gemm(const rt_step *s);
+/* A concrete tensor header of node n's type over data (nothing to release). */
+void rt_plan_header(tj_tensor *h, const ir_node *n, void *data);
+
+#endif /* TJ_RUNTIME_PLAN_H */
