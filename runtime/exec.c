@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/runtime.h"
+#include "runtime/device.h"
 
 /* Runs a pure node's reference kernel on concrete inputs, re-inferring the shape from them when
  * the graph has unknown dims. */
@@ -374,6 +374,10 @@ tj_status rt_exec_node(const ir_graph *g, uint32_t i, const rt_exec_env *env, tj
                              (long long)slot, env->n_args);
         if ((st = check_param(env, n, env->args[slot], slot)))
             return st;
+        if (!rt_on_host(env->args[slot]))
+            return ir_errorf(TJ_ERR_INVALID, "%s: argument %lld is on %s; this program runs on %s",
+                             env->who, (long long)slot,
+                             rt_buffer_device(env->args[slot]->buf)->name, rt_device_host()->name);
         vals[i] = rt_retain(env->args[slot]);
         return TJ_OK;
     case IR_OP_VAR_READ:

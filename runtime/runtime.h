@@ -23,10 +23,12 @@ typedef struct rt_buffer {
     size_t size;
     void (*release)(void *user); /* borrowed memory: called instead of free */
     void *user;
-    int64_t n_strings; /* > 0: data holds tj_string elements whose .data this buffer owns */
-    int inline_data;   /* data lives in the same allocation as this header */
-    int immutable;     /* tj_tensor_adopt or a graph constant: never written, so a trace that
-                          captures the tensor shares it as a blob (rt_const_blob), no copy */
+    int64_t n_strings;        /* > 0: data holds tj_string elements whose .data this buffer owns */
+    int inline_data;          /* data lives in the same allocation as this header */
+    int immutable;            /* tj_tensor_adopt or a graph constant: never written, so a trace that
+                                 captures the tensor shares it as a blob (rt_const_blob), no copy */
+    struct rt_device *device; /* where data lives (device.h); NULL: the host */
+    int device_data;          /* data came from device->vt->alloc, which frees it */
 } rt_buffer;
 
 enum { RT_CONCRETE = 0, RT_SYMBOLIC, RT_ERROR, RT_TUPLE, RT_FREED /* in quarantine */ };
@@ -62,6 +64,9 @@ tj_tensor *rt_tensor_alloc(int dtype, int rank, const int64_t *dims);
 /* The same with the data left uninitialised (for kernels that write every element; not for
  * strings, which are always zeroed). */
 tj_tensor *rt_tensor_alloc_uninit(int dtype, int rank, const int64_t *dims);
+/* A concrete tensor header of that type with no buffer yet (device.c gives it one), or NULL
+ * with the error set. */
+tj_tensor *rt_tensor_header(int dtype, int rank, const int64_t *dims);
 /* A concrete tensor over immutable data it does not own (not scoped): release(ctx) runs when
  * its last reference goes. NULL on OOM (error set). */
 tj_tensor *rt_tensor_wrap(int dtype, int rank, const int64_t *dims, void *data,

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "runtime/rt_pool.h"
-#include "runtime/runtime.h"
+#include "runtime/device.h"
 
 /* ---- buffers --------------------------------------------------------------------------------- */
 /* One allocation holds the buffer header and its data (data 64-byte aligned after the header). */
@@ -37,6 +37,8 @@ void rt_buffer_release(rt_buffer *b) {
         return;
     if (b->release) {
         b->release(b->user);
+    } else if (b->device_data) {
+        b->device->vt->free(b->device, b->data, b->size);
     } else {
         tj_string *s = b->data;
         for (int64_t i = 0; i < b->n_strings; i++)
@@ -73,6 +75,16 @@ static tj_status check_shape(const char *op, int dtype, int rank, const int64_t 
     if (dtype < 0 || dtype >= TJ_N_DTYPES)
         return ir_errorf(TJ_ERR_DTYPE, "%s: bad dtype %d", op, dtype);
     return ir_check_shape(op, rank, dims, false);
+}
+
+tj_tensor *rt_tensor_header(int dtype, int rank, const int64_t *dims) {
+    if (check_shape("alloc", dtype, rank, dims))
+        return NULL;
+    tj_tensor *t = header_new(RT_CONCRETE);
+    if (!t)
+        return (void)ir_errorf(TJ_ERR_OOM, "alloc: out of memory"), NULL;
+    set_shape(t, dtype, rank, dims);
+    return t;
 }
 
 static tj_tensor *tensor_alloc(int dtype, int rank, const int64_t *dims, int zeroed) {

@@ -5,6 +5,7 @@
  * an `out` that does not match the node) so a bad caller gets an error, never a crash. */
 #include <stdio.h>
 
+#include "runtime/device.h"
 #include "runtime/kernels/kernels.h"
 
 static tj_status check_call(const ir_node *n, tj_tensor *const *in, tj_tensor *out) {
@@ -24,10 +25,15 @@ static tj_status check_call(const ir_node *n, tj_tensor *const *in, tj_tensor *o
         if (in[k]->dtype >= TJ_N_DTYPES)
             return ir_errorf(TJ_ERR_DTYPE, "%s: input %u has a bad dtype %d", name, k,
                              in[k]->dtype);
+        if (!rt_on_host(t))
+            return rt_check_host(name, in, n->n_in); /* names the input and its device */
     }
     tj_status st = rt_k_check_tensor(n, "output", out);
     if (st)
         return st;
+    if (!rt_on_host(out))
+        return ir_errorf(TJ_ERR_INVALID, "%s: the output is on %s; it runs on %s", name,
+                         rt_buffer_device(out->buf)->name, rt_device_host()->name);
     if (out->dtype != n->dtype || out->rank != n->rank || out->dtype >= TJ_N_DTYPES)
         return ir_errorf(TJ_ERR_INVALID,
                          "%s: output tensor (%s, rank %d) does not match the node "

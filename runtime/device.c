@@ -1,0 +1,112 @@
+/* device.c — the device interface (device.h) and its first device, the host. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/device.h"
+#include "runtime/rt_pool.h"
+
+static void *host_alloc(rt_device *d, size_t size) {
+    (void)d;
+    void *p = rt_alloc(size);
+    if (!p)
+        ir_errorf(TJ_ERR_OOM, "cpu: out of memory for %zu bytes", size);
+    return p;
+}
+static void host_free(rt_device *d, void *p, size_t size) {
+    (void)d;
+    rt_free(p, size);
+}
+static tj_status host_copy(rt_device *d, void *dst, const void *src, size_t size) {
+    (void)d;
+    if (size)
+        memmove(dst, src, size);
+    return TJ_OK;
+}
+static tj_status host_sync(rt_device *d) {
+    (void)d;
+    return TJ_OK;
+}
+
+static const rt_device_vt host_vt = {host_alloc, host_free, host_copy,
+                                     host_copy,  host_copy, host_sync};
+static rt_device host = {&host_vt, "cpu", 1};
+
+rt_device *rt_device_host(void) {
+    return &host;
+}
+
+rt_device *rt_buffer_device(const rt_buffer *b) {
+    return b && b->device ? b->device : &host;
+}
+
+bool rt_on_host(const tj_tensor *t) {
+    return !t || !t->buf || !t->buf->device || t->buf->device->host;
+}
+
+tj_tensor *rt_tensor_alloc_on(rt_device *d, int dtype, int rank, const int64_t *dims) {
+    if (!d || d->host)
+        return rt_tensor_alloc_uninit(dtype, rank, dims);
+    if (dtype == TJ_STRING)
+        return (void)ir_errorf(TJ_ERR_DTYPE, "alloc: strings live on the host, not on %s",
+                               d->name),
+               NULL;
+    tj_tensor *t = rt_tensor_header(dtype, rank, dims);
+    rt_buffer *b = t ? calloc(1, sizeof *b) : NULL;
+    size_t size = t ? (size_t)t->numel * ir_dtype_size(dtype) : 0;
+    void *data = b ? d->vt->alloc(d, size) : NULL;
+    if (!data) {
+        if (t && !b)
+            ir_errorf(TJ_ERR_OOM, "alloc: out of memory");
+        free(b);
+        rt_release(t);
+        return NULL;
+    }
+    atomic_init(&b->rc, 1);
+    b->data = data;
+    b->size = size;
+    b->device = d;
+    b->device_data = 1;
+    t->buf = b;
+    t->data = data;
+    return t;
+}
+
+tj_tensor *rt_tensor_to_device(const tj_tensor *t, rt_device *d) {
+    if (!t || t->kind != RT_CONCRETE)
+        return (void)ir_errorf(TJ_ERR_INVALID, "to_device: not a concrete tensor"), NULL;
+    d = d ? d : &host;
+    rt_device *from = rt_buffer_device(t->buf);
+    if (from == d)
+        return rt_retain((tj_tensor *)t);
+    if (t->dtype == TJ_STRING)
+        return (void)ir_errorf(TJ_ERR_DTYPE, "to_device: strings live on the host, not on %s",
+                               d->name),
+               NULL;
+    size_t size = (size_t)t->numel * ir_dtype_size(t->dtype);
+    if (!from->host && !d->host) { /* between two devices: through the host */
+        tj_tensor *h = rt_tensor_to_device(t, &host);
+        tj_tensor *r = h ? rt_tensor_to_device(h, d) : NULL;
+        rt_release(h);
+        return r;
+    }
+    tj_tensor *r = rt_tensor_alloc_on(d, t->dtype, t->rank, t->dims);
+    if (!r)
+        return NULL;
+    tj_status st = d->host ? from->vt->copy_out(from, r->data, t->data, size)
+                           : d->vt->copy_in(d, r->data, t->data, size);
+    if (!st && d->host) /* the values must be there when the host reads them */
+        st = from->vt->sync(from);
+    if (st) {
+        rt_release(r);
+        return NULL;
+    }
+    return r;
+}
+
+tj_status rt_check_host(const char *what, tj_tensor *const *in, uint32_t n) {
+    for (uint32_t k = 0; k < n; k++)
+        if (!rt_on_host(in[k]))
+            return ir_errorf(TJ_ERR_INVALID, "%s: input %u is on %s; it runs on %s", what, k,
+                             in[k]->buf->device->name, host.name);
+    return TJ_OK;
+}
