@@ -1,8 +1,8 @@
-# llvm.cmake — optional LLVM 19 for the CPU JIT backend (jit/cpu/). Included OPTIONALly by the
-# root CMakeLists after tj_jit is defined. Finds LLVM 19 through llvm-config-19 (or
-# find_package(LLVM 19 CONFIG)), adds its include dirs to tj_jit, defines TJ_HAVE_LLVM=1 there and
-# appends the shared libLLVM to TJ_EXTRA_LIBS. Without LLVM nothing changes and jit/cpu compiles
-# to stubs that report TJ_ERR_UNSUPPORTED.
+# llvm.cmake — optional LLVM 19 for the CPU backend's code generator (jit/cpu/llvm/). Included
+# OPTIONALly by the root CMakeLists. Finds LLVM 19 through llvm-config-19 (or find_package(LLVM 19
+# CONFIG)), sets TJ_LLVM_INCLUDE and TJ_LLVM_LIBS (the root gives them to tj_cpu_llvm) and
+# appends the shared libLLVM to TJ_EXTRA_LIBS. Without LLVM, libtracejit links jit/cpu/none/ as
+# libtracejit_rt does: it runs saved and cached native code and compiles none.
 option(TJ_WITH_LLVM "Build the LLVM CPU JIT backend when LLVM 19 is found" ON)
 if(NOT TJ_WITH_LLVM)
   return()
@@ -44,8 +44,6 @@ endif()
 
 if(TJ_LLVM_LIBS)
   message(STATUS "tracejit: LLVM CPU backend enabled (${TJ_LLVM_LIBS})")
-  target_include_directories(tj_jit SYSTEM PRIVATE ${TJ_LLVM_INCLUDE})
-  target_compile_definitions(tj_jit PRIVATE TJ_HAVE_LLVM=1)
   list(APPEND TJ_EXTRA_LIBS ${TJ_LLVM_LIBS})
 else()
   message(STATUS "tracejit: LLVM 19 not found; CPU JIT backend disabled")

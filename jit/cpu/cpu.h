@@ -1,9 +1,9 @@
 /* cpu.h — private interface of the CPU JIT backend (jit/cpu/; registered as "cpu" by backend.c):
- * LLVM plumbing (llvm.c: host TargetMachines, O3, object emission in memory, linked by tracejit's
- * own loader), elementwise codegen
- * for fused groups (codegen_ew.c) and the compiled program (program.c). Without LLVM
- * (TJ_HAVE_LLVM undefined) every entry reports TJ_ERR_UNSUPPORTED. LLVM types never appear in
- * the part of this header seen outside the backend. */
+ * compiling a graph (compile.c: the plan decided by plan_decide.c and lower_*.c, kernels from the
+ * code cache or the code generator), the program the runtime runs (program.c), images (image.c)
+ * and code objects (code.c, codecache.c, payload.c). None of it needs LLVM: the code generator
+ * (jit/cpu/llvm/, its own header codegen.h) is linked into libtracejit only, behind
+ * jit_cpu_codegen_linked below. */
 #ifndef TJ_JIT_CPU_H
 #define TJ_JIT_CPU_H
 
@@ -70,6 +70,25 @@ typedef struct jit_cpu_stats {
     int from_cache; /* 0: compiled; 1: shared with a loaded program; 2: loaded from disk */
 } jit_cpu_stats;
 jit_cpu_stats jit_cpu_last_stats(void);
+void jit_cpu_stats_set(const jit_cpu_stats *s);
+
+/* ---- the code generator ---------------------------------------------------------------------- */
+/* What turns a decided plan into native code, linked per library: jit/cpu/llvm/ (LLVM) in
+ * libtracejit, jit/cpu/none/ in libtracejit_rt, whose CPU backend runs cached and saved code
+ * and compiles none. Each library holds exactly one definition of jit_cpu_codegen_linked. */
+struct cpu_prog;
+typedef struct jit_cpu_codegen {
+    /* NULL when it generates code here; otherwise why not, a sentence (static) */
+    const char *(*unavailable)(void);
+    /* the target every cache key names ("x86_64-pc-linux-gnu/znver3/+avx2,..."; "none") */
+    const char *(*target_id)(void);
+    /* emits and compiles the kernels cp's plan names (a code-cache miss): fills addrs for the
+     * names (*nk of them; a control-flow step it turns down becomes a node step and loses its
+     * name, so *nk may shrink) and sets cp's shared code */
+    tj_status (*generate)(struct cpu_prog *cp, const jit_cpu_opts *o, const char **names,
+                          void **addrs, uint32_t *nk);
+} jit_cpu_codegen;
+extern const jit_cpu_codegen jit_cpu_codegen_linked;
 
 /* ---- compiled code objects (code.c; no LLVM needed) ------------------------------------------ */
 /* One object blob linked into the process by runtime/objload.c: its bytes (what the disk cache
@@ -158,107 +177,5 @@ tj_status jit_cpu_view_units(const ir_graph *g, uint32_t id, rt_units *plan);
 /* Native control flow (codegen_cf.c): whether COND / WHILE / FOR node id and everything in its
  * regions is scalar arithmetic the codegen lowers (no effects, no tensors beyond one element). */
 bool jit_cpu_cf_supported(const ir_graph *g, uint32_t id);
-
-#ifdef TJ_HAVE_LLVM
-#include <llvm-c/Core.h>
-#include <llvm-c/TargetMachine.h>
-
-/* Process-wide LLVM state, created on first use; TJ_OK or TJ_ERR_UNSUPPORTED/RUNTIME. */
-tj_status jit_cpu_llvm_init(void);
-/* Sets the module's triple and data layout for the host target. */
-void jit_cpu_prepare_module(LLVMModuleRef m);
-/* Verifies, optimises (default<O3>), emits and links module m (consumed, with its context if
- * own_ctx) and looks up syms. NULL with the error set. Records timings in the thread's stats. */
-jit_cpu_code *jit_cpu_code_compile(LLVMModuleRef m, LLVMContextRef ctx, const char *const *syms,
-                                   uint32_t n_syms, void **addrs);
-/* Emits into m a kernel named `name` for fused group gr of g; fills *plan. */
-tj_status jit_cpu_ew_emit(LLVMModuleRef m, const ir_graph *g, const pass_group *gr,
-                          const char *name, bool contract, bool exact_math, rt_units *plan);
-void jit_cpu_stats_set(const jit_cpu_stats *s);
-
-/* Emission state shared by codegen_ew.c (loops) and ew_ops.c (one element of one op). */
-typedef struct jit_cpu_em {
-    LLVMContextRef c;
-    LLVMModuleRef m;
-    LLVMBuilderRef b;
-    bool contract;   /* FMA contraction allowed on fadd/fsub/fmul */
-    bool exact_math; /* transcendentals call libm (bit-identical to the reference kernels) */
-    LLVMTypeRef i1, i8, i16, i32, i64, f32, f64, ptr;
-} jit_cpu_em;
-/* Counted loops (emit.c): for (i = from; i < to; i++), entered only when from < to. */
-typedef struct jit_cpu_loop {
-    LLVMValueRef i;
-    LLVMBasicBlockRef head;
-} jit_cpu_loop;
-LLVMValueRef jit_cpu_c64(jit_cpu_em *e, int64_t v);
-/* A call of intrinsic `name` overloaded on the n_ov types ov. */
-LLVMValueRef jit_cpu_intrinsic(jit_cpu_em *e, const char *name, LLVMTypeRef *ov, unsigned n_ov,
-                               LLVMValueRef *args, unsigned n);
-/* A call of libm's `name` (1 or 2 operands of scalar type t) that LLVM must not treat as a
- * builtin: it would constant-fold tanhf(3.5f) with the host's double tanh, or rewrite pow(2, x)
- * as exp2(x) and x^2 as x*x, giving results other than libm's at run time. */
-LLVMValueRef jit_cpu_libm(jit_cpu_em *e, LLVMBuilderRef b, const char *name, LLVMTypeRef t,
-                          LLVMValueRef *args, unsigned n);
-/* A two-operand intrinsic overloaded on its operands' type (llvm.maximum, ...). */
-LLVMValueRef jit_cpu_intrin2(jit_cpu_em *e, const char *name, LLVMValueRef x, LLVMValueRef y);
-/* Sets fast-math flags f on v if it is a floating-point instruction; returns v. */
-LLVMValueRef jit_cpu_fast(LLVMValueRef v, LLVMFastMathFlags f);
-/* Element `off` of a buffer of dtype dt (bool: i8 in memory, i1 in registers). */
-LLVMValueRef jit_cpu_load_elem(jit_cpu_em *e, LLVMValueRef base, int dt, LLVMValueRef off);
-jit_cpu_loop jit_cpu_loop_begin(jit_cpu_em *e, LLVMValueRef fn, LLVMValueRef from);
-/* Closes l; returns the latch block (for phis carried around the loop). */
-LLVMBasicBlockRef jit_cpu_loop_end(jit_cpu_em *e, LLVMValueRef fn, jit_cpu_loop *l,
-                                   LLVMValueRef to);
-/* A one-element CONST node of a numeric or bool dtype as an immediate; NULL for anything else. */
-LLVMValueRef jit_cpu_const_scalar(jit_cpu_em *e, const ir_graph *g, const ir_node *n);
-/* Register type of a dtype (bool is i1; in memory it is i8). */
-LLVMTypeRef jit_cpu_reg_ty(jit_cpu_em *e, int dt);
-/* One element of node n from its inputs' values a[] (t: dtype of the value operands, i.e. input
- * 0, or input 1 for where). NULL if the op has no lowering. */
-LLVMValueRef jit_cpu_emit_op(jit_cpu_em *e, const ir_node *n, int t, LLVMValueRef *a);
-
-/* Transcendentals (approx.c) on x of type ty: float or double, scalar or vector. Straight-line IR
- * (selects, no calls, no branches) so loops using them vectorize; error bounds at the top of
- * approx.c; NaN, +-inf, +-0, overflow and underflow as libm. With e->exact_math they call libm
- * instead (per lane for vectors), bit-identical to the reference kernels. */
-LLVMValueRef jit_cpu_emit_exp(jit_cpu_em *e, LLVMValueRef x, LLVMTypeRef ty);
-/* e^x for x <= 0 or NaN only (softmax's x - max): the same values as jit_cpu_emit_exp there (a
- * NaN stays a NaN, its payload aside) in fewer instructions. */
-LLVMValueRef jit_cpu_emit_exp_nonpos(jit_cpu_em *e, LLVMValueRef x, LLVMTypeRef ty);
-LLVMValueRef jit_cpu_emit_log(jit_cpu_em *e, LLVMValueRef x, LLVMTypeRef ty);
-LLVMValueRef jit_cpu_emit_tanh(jit_cpu_em *e, LLVMValueRef x, LLVMTypeRef ty);
-LLVMValueRef jit_cpu_emit_sigmoid(jit_cpu_em *e, LLVMValueRef x, LLVMTypeRef ty);
-
-/* Fills e's types and a builder for module m (dispose e->b when done). */
-void jit_cpu_em_init(jit_cpu_em *e, LLVMModuleRef m, bool contract, bool exact_math);
-/* The kernel entry `name(bufs, begin, end)`; positions e->b in its entry block and loads the
- * n_bufs buffer pointers into ptrs. Its arguments 1 and 2 are begin and end. */
-LLVMValueRef jit_cpu_kernel_begin(jit_cpu_em *e, const char *name, uint32_t n_bufs,
-                                  LLVMValueRef *ptrs);
-/* Branches to done, returns and disposes the builder: the end of every kernel. */
-void jit_cpu_kernel_end(jit_cpu_em *e, LLVMBasicBlockRef done);
-/* A kernel over rows of matmul node id (units: batches*m rows of the output); bufs a, b, out. */
-tj_status jit_cpu_mm_emit(LLVMModuleRef m, const ir_graph *g, uint32_t id, const char *name,
-                          const jit_cpu_opts *o, rt_units *plan);
-/* A kernel for reduce group gr (its elementwise producers computed in registers); units are
- * output elements. */
-tj_status jit_cpu_red_emit(LLVMModuleRef m, const ir_graph *g, const pass_group *gr,
-                           const char *name, const jit_cpu_opts *o, rt_units *plan);
-/* A kernel for softmax node id; units are rows. */
-tj_status jit_cpu_softmax_emit(LLVMModuleRef m, const ir_graph *g, uint32_t id, const char *name,
-                               const jit_cpu_opts *o, rt_units *plan);
-/* A kernel copying strided view node id (transpose, slice, broadcast_to); units are rows of the
- * output's last axis. */
-tj_status jit_cpu_view_emit(LLVMModuleRef m, const ir_graph *g, uint32_t id, const char *name,
-                            rt_units *plan);
-/* Emits `name` for control-flow node id (jit_cpu_cf_supported must hold). */
-tj_status jit_cpu_cf_emit(LLVMModuleRef m, const ir_graph *g, uint32_t id, const char *name,
-                          const jit_cpu_opts *o);
-/* One kernel `name` running members in order on one thread (ABI: ins then outs); values that
- * no one outside reads live in stack slots. Member kernels become internal to the module. */
-tj_status jit_cpu_chain_emit(LLVMModuleRef m, const ir_graph *g, const jit_cpu_member *mem,
-                             uint32_t n_mem, const uint32_t *ins, uint32_t n_ins,
-                             const uint32_t *outs, uint32_t n_outs, const char *name);
-#endif
 
 #endif /* TJ_JIT_CPU_H */

@@ -12,10 +12,6 @@
 #include "runtime/kernels/conv.h"
 #include "runtime/kernels/gemm.h"
 
-rt_program *jit_cpu_compile(const ir_graph *g) {
-    return jit_cpu_compile_opts(g, NULL);
-}
-
 static const rt_program_vt cpu_vt;
 
 bool jit_cpu_is_program(const rt_program *p) {
@@ -262,62 +258,3 @@ tj_status jit_cpu_prog_finish(cpu_prog *cp, rt_program *(*region)(const ir_graph
         st = label_steps(cp);
     return st ? st : rt_plan_finish(p, true, region, ctx);
 }
-
-#ifndef TJ_HAVE_LLVM
-
-rt_program *jit_cpu_compile_opts(const ir_graph *g, const jit_cpu_opts *opts) {
-    ir_errorf(TJ_ERR_UNSUPPORTED, "cpu jit: tracejit was built without LLVM");
-    return NULL;
-}
-
-#else
-
-/* A control-flow region: compiled like the graph around it (its kernels native; the loop or
- * branch itself runs in the executor), interpreted where the backend declines. */
-static rt_program *compile_region(const ir_graph *g, void *ctx) {
-    rt_program *p = jit_cpu_compile_opts(g, ctx);
-    if (!p) {
-        ir_clear_error();
-        p = rt_interp_new(g);
-    }
-    return p;
-}
-
-rt_program *jit_cpu_compile_opts(const ir_graph *g, const jit_cpu_opts *opts) {
-    jit_cpu_opts o = opts ? *opts : (jit_cpu_opts){0};
-    o.exact_math = jit_cpu_exact_math(opts);
-    if (!g) {
-        ir_errorf(TJ_ERR_INVALID, "cpu jit: graph is NULL");
-        return NULL;
-    }
-    for (uint32_t i = 0; i < g->n_nodes; i++) {
-        const ir_node *n = ir_node_get(g, i);
-        for (int d = 0; d < n->rank; d++) {
-            if (n->dims[d] < 0) {
-                ir_errorf(TJ_ERR_UNSUPPORTED,
-                          "cpu jit: node %%%u (%s) has unknown dims; only "
-                          "concrete signatures are compiled",
-                          i, ir_ops[n->op].name);
-                return NULL;
-            }
-        }
-        if (n->a.sub[0] && !(ir_ops[n->op].flags & IR_F_CF)) {
-            ir_errorf(TJ_ERR_UNSUPPORTED, "cpu jit: node %%%u (%s) has a subgraph", i,
-                      ir_ops[n->op].name);
-            return NULL;
-        }
-    }
-    if (jit_cpu_llvm_init() != TJ_OK)
-        return NULL;
-    o.par_min = o.par_min > 0 ? o.par_min : 65536;
-    cpu_prog *cp = jit_cpu_prog_new(g, &o);
-    if (!cp)
-        return NULL;
-    if (jit_cpu_plan(cp, &o) != TJ_OK || jit_cpu_prog_finish(cp, compile_region, &o) != TJ_OK) {
-        jit_cpu_prog_free(&cp->rp.base);
-        return NULL;
-    }
-    return &cp->rp.base;
-}
-
-#endif /* TJ_HAVE_LLVM */

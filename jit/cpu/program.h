@@ -1,11 +1,11 @@
-/* program.h — private to plan_decide.c and plan.c (deciding and building), image.c (saving and
- * loading) and program.c (the program around them): the CPU backend's steps as it decides them.
- * plan_decide.c turns the fusion partition into steps (generated kernels, chains of small
- * kernels, OpenBLAS products and direct convolutions with their epilogues, reference-kernel
- * nodes), plan.c emits and compiles the module and fills each step's kernel address, and
- * program.c hands the runtime the plan it runs (runtime/plan.h: each step becomes an rt_step,
- * each epilogue group the step's buffer list). image.c writes these steps and reads them back
- * without LLVM. Only plan.c needs LLVM. */
+/* program.h — private to plan_decide.c and compile.c (deciding and compiling), the code
+ * generator (llvm/generate.c), image.c (saving and loading) and program.c (the program around
+ * them): the CPU backend's steps as it decides them. plan_decide.c turns the fusion partition into
+ * steps (generated kernels, chains of small kernels, OpenBLAS products and direct convolutions
+ * with their epilogues, reference-kernel nodes); compile.c finds their kernels in the code cache
+ * or has the code generator emit them and fills each step's kernel address; program.c hands the
+ * runtime the plan it runs (runtime/plan.h: each step becomes an rt_step, each epilogue group the
+ * step's buffer list). image.c writes these steps and reads them back. Only llvm/ needs LLVM. */
 #ifndef TJ_JIT_CPU_PROGRAM_H
 #define TJ_JIT_CPU_PROGRAM_H
 
@@ -65,8 +65,11 @@ bool jit_cpu_conv_fusable(const ir_graph *g, uint32_t id, const pass_group *epi,
 
 /* The nodes step sp computes, into out (room for the graph's node count); returns how many. */
 uint32_t jit_cpu_step_nodes(const cpu_prog *cp, const step *sp, uint32_t *out);
-/* Partitions cp->base.g, builds cp's steps and consts, compiles (or finds cached) kernels
- * (LLVM: plan.c). o is complete (par_min and exact_math resolved). */
+/* The symbols to look up: the steps with a kernel of their own (not an alias), into names;
+ * returns how many. */
+uint32_t jit_cpu_symbol_names(const cpu_prog *cp, const char **names);
+/* Partitions cp->rp.base.g, builds cp's steps and consts, compiles (or finds cached) kernels
+ * (compile.c). o is complete (par_min and exact_math resolved). */
 tj_status jit_cpu_plan(cpu_prog *cp, const jit_cpu_opts *o);
 /* The plan without LLVM (plan_decide.c): partition, steps, consts, work units, chains and
  * aliases of cp (whose base.g and par_min are set). Names come after, from the key. */

@@ -13,75 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jit/cpu/cpu.h"
-
-/* Reduced-axes geometry, size-1 axes ignored: outer kept elements, then len reduced ones (the
- * reduced axes must be adjacent), then inner kept ones; out[o, i] reduces x[o, 0..len, i]. */
-static bool red_geometry(const ir_graph *g, const ir_node *n, int64_t *outer, int64_t *len,
-                         int64_t *inner) {
-    const ir_node *x = ir_node_get(g, ir_inputs(g, n)[0]);
-    int64_t xn = ir_numel(x->rank, x->dims), on = ir_numel(n->rank, n->dims);
-    if (xn < 0 || on < 0 || n->a.n_list > (uint32_t)x->rank)
-        return false;
-    bool red[IR_MAX_RANK] = {false};
-    for (uint32_t k = 0; k < n->a.n_list; k++) {
-        if (n->a.list[k] < 0 || n->a.list[k] >= x->rank)
-            return false;
-        red[n->a.list[k]] = true;
-    }
-    if (n->a.n_list == 0 && xn != on)
-        for (int d = 0; d < x->rank; d++)
-            red[d] = true;
-    *outer = *len = *inner = 1;
-    int phase = 0; /* 0: outer, 1: reduced, 2: inner */
-    for (int d = 0; d < x->rank; d++) {
-        if (x->dims[d] == 1)
-            continue;
-        if (red[d] && phase == 2)
-            return false; /* reduced axes on both sides of a kept one */
-        phase = red[d] ? 1 : phase == 1 ? 2 : phase;
-        *(phase == 0 ? outer : phase == 1 ? len : inner) *= x->dims[d];
-    }
-    return *outer * *inner == on;
-}
-
-bool jit_cpu_red_supported(const ir_graph *g, uint32_t id) {
-    const ir_node *n = ir_node_get(g, id);
-    if (n->n_in != 1 || n->op < IR_OP_SUM || n->op > IR_OP_PROD)
-        return false;
-    int dt = n->dtype;
-    if (!ir_dtype_is_numeric(dt) || ir_node_get(g, ir_inputs(g, n)[0])->dtype != dt)
-        return false;
-    int64_t outer, len, inner;
-    if (!red_geometry(g, n, &outer, &len, &inner))
-        return false;
-    if (outer * inner == 0)
-        return false; /* an empty result: nothing to generate (the block count would be 0) */
-    bool no_identity =
-        n->op == IR_OP_MAX || n->op == IR_OP_MIN || (n->op == IR_OP_MEAN && ir_dtype_is_int(dt));
-    return !(len == 0 && outer * inner > 0 && no_identity); /* the reference reports that error */
-}
-
-/* Kept axes after the reduced ones: a unit is a block of up to RED_BLOCK consecutive i of one o,
- * whose accumulators live in a stack array updated row by row over k, so the i loop is
- * contiguous (it vectorizes) and every output element still accumulates in input order, as the
- * reference kernel does. */
-enum { RED_BLOCK = 256 };
-
-tj_status jit_cpu_red_units(const ir_graph *g, const pass_group *gr, rt_units *plan) {
-    const ir_node *root = ir_node_get(g, gr->nodes[gr->n_nodes - 1]);
-    int64_t outer, len, inner;
-    if (!gr->reduce || !red_geometry(g, root, &outer, &len, &inner))
-        return ir_errorf(TJ_ERR_UNSUPPORTED, "cpu jit: %s: reduction not generated",
-                         ir_ops[root->op].name);
-    int64_t n_blocks = (inner + RED_BLOCK - 1) / RED_BLOCK,
-            blk = inner < RED_BLOCK ? inner : RED_BLOCK;
-    plan->n_units = inner == 1 ? outer : outer * n_blocks;
-    plan->unit_len = (len ? len : 1) * blk;
-    return TJ_OK;
-}
-
-#ifdef TJ_HAVE_LLVM
+#include "jit/cpu/llvm/codegen.h"
 
 typedef jit_cpu_em em;
 
@@ -209,12 +141,12 @@ tj_status jit_cpu_red_emit(LLVMModuleRef m, const ir_graph *g, const pass_group 
                            const char *name, const jit_cpu_opts *o, rt_units *plan) {
     const ir_node *root = ir_node_get(g, gr->nodes[gr->n_nodes - 1]);
     int64_t outer, len, inner;
-    if (!gr->reduce || !red_geometry(g, root, &outer, &len, &inner))
+    if (!gr->reduce || !jit_cpu_red_geometry(g, root, &outer, &len, &inner))
         return ir_errorf(TJ_ERR_UNSUPPORTED, "cpu jit: %s: reduction not generated",
                          ir_ops[root->op].name);
     if (jit_cpu_red_units(g, gr, plan))
         return ir_last_code();
-    int64_t n_blocks = (inner + RED_BLOCK - 1) / RED_BLOCK;
+    int64_t n_blocks = (inner + JIT_CPU_RED_BLOCK - 1) / JIT_CPU_RED_BLOCK;
     em E;
     jit_cpu_em_init(&E, m, !o->no_contract, o->exact_math);
     em *e = &E;
@@ -238,7 +170,7 @@ tj_status jit_cpu_red_emit(LLVMModuleRef m, const ir_graph *g, const pass_group 
     red_ops r = red_ops_make(e, root->op, root->dtype, o->no_contract, len);
     LLVMValueRef accs = NULL;
     if (inner > 1) {
-        accs = LLVMBuildAlloca(b, LLVMArrayType2(r.at, RED_BLOCK), "acc");
+        accs = LLVMBuildAlloca(b, LLVMArrayType2(r.at, JIT_CPU_RED_BLOCK), "acc");
         LLVMSetAlignment(accs, 64);
     }
     tj_status st = TJ_OK;
@@ -276,11 +208,11 @@ tj_status jit_cpu_red_emit(LLVMModuleRef m, const ir_graph *g, const pass_group 
     } else { /* out[o, i0 + i] = R_k x[o, k, i0 + i] for i < cnt, accumulators in accs */
         LLVMValueRef nb = c64(e, n_blocks);
         LLVMValueRef oi = LLVMBuildSDiv(b, u.i, nb, ""), bi = LLVMBuildSRem(b, u.i, nb, "");
-        LLVMValueRef i0 = LLVMBuildNSWMul(b, bi, c64(e, RED_BLOCK), "");
+        LLVMValueRef i0 = LLVMBuildNSWMul(b, bi, c64(e, JIT_CPU_RED_BLOCK), "");
         LLVMValueRef left = LLVMBuildNSWSub(b, c64(e, inner), i0, "");
         LLVMValueRef cnt =
-            LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, left, c64(e, RED_BLOCK), ""), left,
-                            c64(e, RED_BLOCK), "");
+            LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, left, c64(e, JIT_CPU_RED_BLOCK), ""),
+                            left, c64(e, JIT_CPU_RED_BLOCK), "");
 #define ACC_AT(i) LLVMBuildInBoundsGEP2(b, r.at, accs, (LLVMValueRef[]){i}, 1, "")
         loop li = loop_begin(e, fn, c64(e, 0));
         LLVMBuildStore(b, r.init, ACC_AT(li.i));
@@ -316,5 +248,3 @@ tj_status jit_cpu_red_emit(LLVMModuleRef m, const ir_graph *g, const pass_group 
     free(vals);
     return st;
 }
-
-#endif /* TJ_HAVE_LLVM */

@@ -10,95 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "jit/cpu/cpu.h"
-
-static bool is_num(int dt) {
-    return ir_dtype_is_numeric(dt);
-}
-static bool is_flt(int dt) {
-    return dt == TJ_F32 || dt == TJ_F64;
-}
-
-bool jit_cpu_ew_supported(const ir_graph *g, uint32_t id) {
-    const ir_node *n = ir_node_get(g, id);
-    if (!(ir_ops[n->op].flags & IR_F_EW) || n->a.sub[0])
-        return false;
-    for (int d = 0; d < n->rank; d++)
-        if (n->dims[d] < 0)
-            return false;
-    const uint32_t *in = ir_inputs(g, n);
-    int t = n->n_in ? ir_node_get(g, in[0])->dtype : -1;
-    int r = n->dtype;
-    switch (n->op) {
-    case IR_OP_NEG:
-    case IR_OP_ABS:
-    case IR_OP_SIGN:
-    case IR_OP_RELU:
-    case IR_OP_FLOOR:
-    case IR_OP_CEIL:
-    case IR_OP_ROUND:
-        return is_num(t) && r == t;
-    case IR_OP_SQRT:
-    case IR_OP_RSQRT:
-    case IR_OP_EXP:
-    case IR_OP_LOG:
-    case IR_OP_TANH:
-    case IR_OP_SIGMOID:
-    case IR_OP_SIN:
-    case IR_OP_COS:
-    case IR_OP_ATAN:
-    case IR_OP_ASIN:
-    case IR_OP_ACOS:
-    case IR_OP_ERF:
-        return is_flt(t) && r == t;
-    case IR_OP_LOGICAL_NOT:
-        return t == TJ_BOOL && r == TJ_BOOL;
-    case IR_OP_ISNAN:
-    case IR_OP_ISINF:
-        return (is_num(t) || t == TJ_BOOL) && r == TJ_BOOL;
-    case IR_OP_CAST:
-        return (is_num(t) || t == TJ_BOOL) && (is_num(r) || r == TJ_BOOL);
-    case IR_OP_WHERE: {
-        int a = ir_node_get(g, in[1])->dtype, b = ir_node_get(g, in[2])->dtype;
-        return t == TJ_BOOL && a == b && a == r && (is_num(a) || a == TJ_BOOL);
-    }
-    default:
-        break;
-    }
-    if (n->n_in != 2 || ir_node_get(g, in[1])->dtype != t)
-        return false;
-    switch (n->op) {
-    case IR_OP_ADD:
-    case IR_OP_SUB:
-    case IR_OP_MUL:
-        return is_num(t) && r == t;
-    case IR_OP_DIV:
-    case IR_OP_FLOORDIV:
-    case IR_OP_MOD:
-    case IR_OP_POW:
-        return is_flt(t) && r == t;
-    case IR_OP_MAXIMUM:
-    case IR_OP_MINIMUM:
-        return (is_num(t) || t == TJ_BOOL) && r == t;
-    case IR_OP_EQ:
-    case IR_OP_NE:
-    case IR_OP_LT:
-    case IR_OP_LE:
-    case IR_OP_GT:
-    case IR_OP_GE:
-        return (is_num(t) || t == TJ_BOOL) && r == TJ_BOOL;
-    case IR_OP_LOGICAL_AND:
-    case IR_OP_LOGICAL_OR:
-        return t == TJ_BOOL && r == TJ_BOOL;
-    case IR_OP_SHIFT_LEFT:
-    case IR_OP_SHIFT_RIGHT:
-        return ir_dtype_is_int(t) && r == t;
-    default:
-        return false;
-    }
-}
-
-#ifdef TJ_HAVE_LLVM
+#include "jit/cpu/llvm/codegen.h"
 
 typedef jit_cpu_em em;
 
@@ -163,18 +75,18 @@ static LLVMValueRef emit_cast(em *e, LLVMValueRef x, int from, int to) {
         return x;
     LLVMTypeRef rt = jit_cpu_reg_ty(e, to);
     if (to == TJ_BOOL) {
-        if (is_flt(from))
+        if (jit_cpu_flt(from))
             return LLVMBuildFCmp(b, LLVMRealUNE, x, fconst(LLVMTypeOf(x), 0), "");
         return LLVMBuildICmp(b, LLVMIntNE, x, LLVMConstInt(LLVMTypeOf(x), 0, 0), "");
     }
     bool uns = ir_dtype_is_unsigned(from);
     if (from == TJ_BOOL)
-        return is_flt(to) ? LLVMBuildUIToFP(b, x, rt, "") : LLVMBuildZExt(b, x, rt, "");
-    if (is_flt(from) && is_flt(to))
+        return jit_cpu_flt(to) ? LLVMBuildUIToFP(b, x, rt, "") : LLVMBuildZExt(b, x, rt, "");
+    if (jit_cpu_flt(from) && jit_cpu_flt(to))
         return to == TJ_F64 ? LLVMBuildFPExt(b, x, rt, "") : LLVMBuildFPTrunc(b, x, rt, "");
-    if (!is_flt(from) && is_flt(to))
+    if (!jit_cpu_flt(from) && jit_cpu_flt(to))
         return uns ? LLVMBuildUIToFP(b, x, rt, "") : LLVMBuildSIToFP(b, x, rt, "");
-    if (is_flt(from)) { /* saturating at the target's range, NaN -> 0, as rt_k_f2int */
+    if (jit_cpu_flt(from)) { /* saturating at the target's range, NaN -> 0, as rt_k_f2int */
         LLVMTypeRef tys[2] = {rt, LLVMTypeOf(x)};
         return intrin(e, ir_dtype_is_unsigned(to) ? "llvm.fptoui.sat" : "llvm.fptosi.sat", tys, 2,
                       &x, 1);
@@ -192,7 +104,7 @@ static LLVMValueRef emit_cast(em *e, LLVMValueRef x, int from, int to) {
 LLVMValueRef jit_cpu_emit_op(em *e, const ir_node *n, int t, LLVMValueRef *a) {
     LLVMBuilderRef b = e->b;
     LLVMTypeRef ty = t >= 0 ? jit_cpu_reg_ty(e, t) : NULL;
-    bool fl = is_flt(t), bo = t == TJ_BOOL || ir_dtype_is_unsigned(t); /* unsigned compares */
+    bool fl = jit_cpu_flt(t), bo = t == TJ_BOOL || ir_dtype_is_unsigned(t); /* unsigned compares */
     LLVMValueRef zero = ty ? (fl ? fconst(ty, 0) : LLVMConstInt(ty, 0, 0)) : NULL;
     LLVMValueRef one = ty ? (fl ? fconst(ty, 1) : LLVMConstInt(ty, 1, 0)) : NULL;
     LLVMValueRef x = a[0], y = n->n_in > 1 ? a[1] : NULL;
@@ -348,5 +260,3 @@ LLVMValueRef jit_cpu_emit_op(em *e, const ir_node *n, int t, LLVMValueRef *a) {
         return NULL;
     }
 }
-
-#endif /* TJ_HAVE_LLVM */

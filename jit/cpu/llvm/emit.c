@@ -3,10 +3,9 @@
  * i64 begin, i64 end) with the buffer pointers loaded) and exit, counted loops
  * for (i = from; i < to; i++), entered only when from < to, with the index as a phi, intrinsic
  * calls, fast-math flags and element loads. */
-#ifdef TJ_HAVE_LLVM
 #include <string.h>
 
-#include "jit/cpu/cpu.h"
+#include "jit/cpu/llvm/codegen.h"
 
 void jit_cpu_em_init(jit_cpu_em *e, LLVMModuleRef m, bool contract, bool exact_math) {
     memset(e, 0, sizeof *e);
@@ -115,4 +114,3 @@ LLVMBasicBlockRef jit_cpu_loop_end(jit_cpu_em *e, LLVMValueRef fn, jit_cpu_loop 
     LLVMPositionBuilderAtEnd(e->b, out);
     return cur; /* the latch, for phis carried around the loop */
 }
-#endif

@@ -6,10 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jit/cpu/codegen_cf.h"
+#include "jit/cpu/llvm/codegen_cf.h"
 #include "runtime/kernels/kernels.h"
-
-#ifdef TJ_HAVE_LLVM
 
 /* The element of an input of dims (ir, idims) that output element o of (orank, odims) reads
  * under NumPy broadcasting. */
@@ -190,5 +188,3 @@ tj_status jit_cf_view(const ir_node *n, const ir_node *x, const val *xv, val *ou
     }
     return st;
 }
-
-#endif /* TJ_HAVE_LLVM */

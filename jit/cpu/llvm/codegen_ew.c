@@ -10,107 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jit/cpu/cpu.h"
-
-/* ---- layout: collapsed loop dims and per-input strides --------------------------------------- */
-typedef struct layout {
-    int rank; /* collapsed rank (>= 1) */
-    int64_t dims[IR_MAX_RANK];
-    int64_t (*st)[IR_MAX_RANK]; /* per input: element strides over the collapsed dims */
-    bool *scalar;               /* per input: every stride is 0 */
-    bool flat;                  /* every input full-size (contiguous) or scalar */
-} layout;
-
-static tj_status layout_compute(const ir_graph *g, const pass_group *gr, layout *L) {
-    uint32_t ni = gr->n_inputs;
-    L->st = calloc(ni + 1, sizeof *L->st);
-    L->scalar = calloc(ni + 1, sizeof *L->scalar);
-    if (!L->st || !L->scalar)
-        return ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
-    int r = gr->rank;
-    /* raw broadcast strides over the loop dims, size-1 loop dims dropped */
-    int64_t dims[IR_MAX_RANK];
-    int k = 0;
-    for (int d = 0; d < r; d++)
-        if (gr->dims[d] != 1)
-            dims[k++] = gr->dims[d];
-    int kr = k;
-    for (uint32_t i = 0; i < ni; i++) {
-        const ir_node *in = ir_node_get(g, gr->inputs[i]);
-        int64_t s = 1, raw[IR_MAX_RANK];
-        for (int d = r - 1; d >= 0; d--) {
-            int id = d - (r - in->rank);
-            int64_t dim = id >= 0 ? in->dims[id] : 1;
-            raw[d] = dim == 1 ? 0 : s;
-            s *= dim;
-        }
-        k = 0;
-        for (int d = 0; d < r; d++)
-            if (gr->dims[d] != 1)
-                L->st[i][k++] = raw[d];
-    }
-    /* merge adjacent dims whose strides agree for every input */
-    L->rank = 0;
-    for (int d = 0; d < kr; d++) {
-        int o = L->rank;
-        bool merge = o > 0;
-        for (uint32_t i = 0; i < ni && merge; i++)
-            merge = L->st[i][o - 1] == L->st[i][d] * dims[d];
-        if (merge) {
-            L->dims[o - 1] *= dims[d];
-            for (uint32_t i = 0; i < ni; i++)
-                L->st[i][o - 1] = L->st[i][d];
-        } else {
-            L->dims[o] = dims[d];
-            for (uint32_t i = 0; i < ni; i++)
-                L->st[i][o] = L->st[i][d];
-            L->rank++;
-        }
-    }
-    if (L->rank == 0) { /* every loop dim is 1: one element */
-        L->rank = 1;
-        L->dims[0] = 1;
-        for (uint32_t i = 0; i < ni; i++)
-            L->st[i][0] = 0;
-    }
-    L->flat = L->rank == 1;
-    for (uint32_t i = 0; i < ni; i++) {
-        L->scalar[i] = true;
-        for (int d = 0; d < L->rank; d++)
-            L->scalar[i] &= L->st[i][d] == 0;
-        if (!L->scalar[i] && L->rank > 1)
-            L->flat = false;
-    }
-    return TJ_OK;
-}
-
-bool jit_cpu_ew_flat(const ir_graph *g, const pass_group *gr) {
-    layout L = {0};
-    bool flat = layout_compute(g, gr, &L) == TJ_OK && L.flat;
-    free(L.st);
-    free(L.scalar);
-    return flat;
-}
-
-/* The work units of group gr's kernel: elements of a flat loop, else rows of the collapsed loop
- * shape (the kernel's own split, without LLVM: images and cache hits need it too). */
-tj_status jit_cpu_ew_units(const ir_graph *g, const pass_group *gr, rt_units *plan) {
-    layout L = {0};
-    tj_status st = layout_compute(g, gr, &L);
-    if (!st) {
-        int64_t numel = 1;
-        for (int d = 0; d < L.rank; d++)
-            numel *= L.dims[d];
-        int64_t len = L.flat ? numel : L.dims[L.rank - 1];
-        plan->unit_len = L.flat ? 1 : len;
-        plan->n_units = numel == 0 ? 0 : L.flat ? numel : numel / len;
-    }
-    free(L.st);
-    free(L.scalar);
-    return st;
-}
-
-#ifdef TJ_HAVE_LLVM
+#include "jit/cpu/llvm/codegen.h"
 
 typedef jit_cpu_em em;
 
@@ -220,8 +120,8 @@ static tj_status emit_body(em *e, const ir_graph *g, const pass_group *gr, LLVMV
 
 tj_status jit_cpu_ew_emit(LLVMModuleRef m, const ir_graph *g, const pass_group *gr,
                           const char *name, bool contract, bool exact_math, rt_units *plan) {
-    layout L = {0};
-    tj_status st = layout_compute(g, gr, &L);
+    jit_cpu_layout L = {0};
+    tj_status st = jit_cpu_ew_layout(g, gr, &L);
     uint32_t ni = gr->n_inputs, nb = gr->n_inputs + gr->n_outputs;
     LLVMValueRef *ptrs = calloc(nb + 1, sizeof *ptrs), *pre = calloc(ni + 1, sizeof *pre);
     LLVMValueRef *off = calloc(ni + 1, sizeof *off), *base = calloc(ni + 1, sizeof *base);
@@ -372,5 +272,3 @@ done:
     free(inv);
     return st;
 }
-
-#endif /* TJ_HAVE_LLVM */

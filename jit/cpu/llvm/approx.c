@@ -11,9 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "jit/cpu/cpu.h"
-
-#ifdef TJ_HAVE_LLVM
+#include "jit/cpu/llvm/codegen.h"
 
 /* The type being computed on: float or double, scalar or vector, and its integer twin. */
 typedef struct fk {
@@ -273,10 +271,4 @@ LLVMValueRef jit_cpu_emit_sigmoid(jit_cpu_em *e, LLVMValueRef x, LLVMTypeRef ty)
     LLVMValueRef ex = libm1(&k, "exp", LLVMBuildFNeg(e->b, fabs1(&k, x), ""));
     LLVMValueRef num = sel(&k, cmp(&k, LLVMRealOGE, x, K(&k, 0)), K(&k, 1), ex);
     return LLVMBuildFDiv(e->b, num, add(&k, K(&k, 1), ex), "");
-}
-
-#endif /* TJ_HAVE_LLVM */
-
-bool jit_cpu_exact_math(const jit_cpu_opts *o) {
-    return (o && o->exact_math) || rt_config_get()->exact_math;
 }

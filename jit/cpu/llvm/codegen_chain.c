@@ -8,9 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jit/cpu/cpu.h"
-
-#ifdef TJ_HAVE_LLVM
+#include "jit/cpu/llvm/codegen.h"
 
 static bool contains(const uint32_t *a, uint32_t n, uint32_t id) {
     for (uint32_t k = 0; k < n; k++)
@@ -111,5 +109,3 @@ tj_status jit_cpu_chain_emit(LLVMModuleRef m, const ir_graph *g, const jit_cpu_m
     free(slots);
     return TJ_OK;
 }
-
-#endif /* TJ_HAVE_LLVM */

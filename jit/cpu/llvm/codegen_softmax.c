@@ -9,29 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jit/cpu/cpu.h"
-
-bool jit_cpu_softmax_supported(const ir_graph *g, uint32_t id) {
-    const ir_node *n = ir_node_get(g, id);
-    if ((n->op != IR_OP_SOFTMAX && n->op != IR_OP_LOG_SOFTMAX) || n->n_in != 1)
-        return false;
-    const ir_node *x = ir_node_get(g, ir_inputs(g, n)[0]);
-    return ir_dtype_is_float(n->dtype) && x->dtype == n->dtype && x->rank >= 1 &&
-           n->a.i[0] == x->rank - 1 && ir_numel(x->rank, x->dims) >= 0;
-}
-
-/* Units of softmax node id: rows of its last axis. */
-tj_status jit_cpu_softmax_units(const ir_graph *g, uint32_t id, rt_units *plan) {
-    if (!jit_cpu_softmax_supported(g, id))
-        return ir_errorf(TJ_ERR_UNSUPPORTED, "cpu jit: softmax %%%u not generated", id);
-    const ir_node *x = ir_node_get(g, ir_inputs(g, ir_node_get(g, id))[0]);
-    int64_t len = x->dims[x->rank - 1], numel = ir_numel(x->rank, x->dims);
-    plan->n_units = len ? numel / len : 0;
-    plan->unit_len = len ? len : 1;
-    return TJ_OK;
-}
-
-#ifdef TJ_HAVE_LLVM
+#include "jit/cpu/llvm/codegen.h"
 
 typedef jit_cpu_em em;
 
@@ -371,5 +349,3 @@ tj_status jit_cpu_softmax_emit(LLVMModuleRef m, const ir_graph *g, uint32_t id, 
     jit_cpu_kernel_end(e, done);
     return TJ_OK;
 }
-
-#endif /* TJ_HAVE_LLVM */

@@ -17,29 +17,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "jit/cpu/cpu.h"
-
-static _Thread_local jit_cpu_stats t_stats;
-
-jit_cpu_stats jit_cpu_last_stats(void) {
-    return t_stats;
-}
-
-#ifndef TJ_HAVE_LLVM
-
-bool jit_cpu_available(void) {
-    ir_errorf(TJ_ERR_UNSUPPORTED, "cpu jit: tracejit was built without LLVM");
-    return false;
-}
-const char *jit_cpu_unavailable(void) {
-    return "this library was built without LLVM (libtracejit_rt runs saved native code but "
-           "compiles none: link libtracejit to compile)";
-}
-const char *jit_cpu_target_id(void) {
-    return "none";
-}
-
-#else
+#include "jit/cpu/llvm/codegen.h"
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/BitReader.h>
@@ -140,26 +118,18 @@ tj_status jit_cpu_llvm_init(void) {
     return TJ_OK;
 }
 
-bool jit_cpu_available(void) {
-    return jit_cpu_llvm_init() == TJ_OK;
-}
-
-const char *jit_cpu_unavailable(void) {
+const char *jit_cpu_llvm_unavailable(void) {
     pthread_once(&L.once, init_once);
     return L.status == TJ_OK ? NULL : L.msg;
 }
 
-const char *jit_cpu_target_id(void) {
+const char *jit_cpu_llvm_target_id(void) {
     return jit_cpu_llvm_init() == TJ_OK ? L.target_id : "none";
 }
 
 void jit_cpu_prepare_module(LLVMModuleRef m) {
     LLVMSetTarget(m, L.triple);
     LLVMSetDataLayout(m, L.layout);
-}
-
-void jit_cpu_stats_set(const jit_cpu_stats *s) {
-    t_stats = *s;
 }
 
 /* ---- compiling: one module, or two halves at once -------------------------------------------- */
@@ -284,7 +254,7 @@ static void keep_half(LLVMModuleRef m, const char *const *syms, uint32_t n_syms,
 
 jit_cpu_code *jit_cpu_code_compile(LLVMModuleRef m, LLVMContextRef ctx, const char *const *syms,
                                    uint32_t n_syms, void **addrs) {
-    jit_cpu_stats st = t_stats;
+    jit_cpu_stats st = jit_cpu_last_stats();
     char *msg = NULL;
     void *obj = NULL;
     size_t size = 0;
@@ -384,8 +354,6 @@ done:
     double t3 = now_ms();
     jit_cpu_code *c = jit_cpu_code_adopt(obj, size, syms, n_syms, addrs);
     st.link_ms = now_ms() - t3;
-    t_stats = st;
+    jit_cpu_stats_set(&st);
     return c;
 }
-
-#endif /* TJ_HAVE_LLVM */

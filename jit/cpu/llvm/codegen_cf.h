@@ -4,9 +4,8 @@
 #ifndef TJ_JIT_CPU_CODEGEN_CF_H
 #define TJ_JIT_CPU_CODEGEN_CF_H
 
-#include "jit/cpu/cpu.h"
-
-#ifdef TJ_HAVE_LLVM
+#include "jit/cpu/llvm/codegen.h"
+#include "jit/cpu/lower_cf.h"
 
 typedef struct cfe {
     jit_cpu_em e;
@@ -39,5 +38,4 @@ void jit_cf_reduce(cfe *c, const ir_node *n, const ir_node *x, const val *xv, va
 /* A view op: the reshape family passes elements through, transpose/broadcast/slice map them. */
 tj_status jit_cf_view(const ir_node *n, const ir_node *x, const val *xv, val *out);
 
-#endif /* TJ_HAVE_LLVM */
 #endif /* TJ_JIT_CPU_CODEGEN_CF_H */
