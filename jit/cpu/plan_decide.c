@@ -2,10 +2,10 @@
  * (generated kernels, OpenBLAS products and direct convolutions with their epilogues,
  * reference-kernel nodes, native control flow), each kernel's work units, the chains of small
  * kernels, the kernels' names, and which kernels are the same code (a structural key per kernel:
- * the same ops on the same shapes read the same way, whatever the node ids). plan.c then emits
- * LLVM IR only for what a cached object does not already hold, once per distinct kernel; image.c
- * decides the plan again for a saved program's graph and refuses an image whose plan differs, so
- * nothing a graph determines is taken from a file. */
+ * the same ops on the same shapes read the same way, whatever the node ids). compile.c and
+ * llvm/generate.c then emit LLVM IR only for what a cached object does not already hold, once per
+ * distinct kernel; image.c decides the plan again for a saved program's graph and refuses an image
+ * whose plan differs, so nothing a graph determines is taken from a file. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* program.c — the CPU backend's program: the runtime's plan (runtime/plan.h, which runs it with
- * the one run loop every backend shares) made from the steps plan_decide.c and plan.c decided and
+ * the one run loop every backend shares) made from the steps plan_decide.c decided and compile.c
  * compiled. Each step becomes an rt_step: a generated kernel with its work units, an OpenBLAS or
  * packed product with its epilogue's buffers (and whether the gemm tiles apply a + bias / relu
  * epilogue themselves, whether a constant B is packed), a direct convolution with its epilogue

@@ -1,4 +1,4 @@
-/* A module compiled as two halves on two threads (jit/cpu/llvm.c): the kernels of both halves
+/* A module compiled as two halves on two threads (jit/cpu/llvm/llvm.c): the kernels of both halves
  * are found and give the eager results; the two objects go to the disk cache as one container and
  * come back from it; a malformed container is refused with an error, never linked. Run again with
  * TJ_COMPILE_THREADS=1 (one thread, one object). */

@@ -1,4 +1,4 @@
-/* test_cpu_approx.c — the CPU JIT's vectorized exp, log, tanh and sigmoid (jit/cpu/approx.c):
+/* test_cpu_approx.c — the CPU JIT's vectorized exp, log, tanh and sigmoid (jit/cpu/llvm/approx.c):
  * max error in ULP against the correctly rounded result (double libm for f32, long double for
  * f64) on a sweep over the bit patterns of each range plus uniform random points, at most the
  * bounds stated in approx.c (f32: exp 1.5, log 1, tanh 2.5, sigmoid 2.5; f64 the same); specials

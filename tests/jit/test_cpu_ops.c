@@ -2,9 +2,9 @@
  * random inputs (floats with NaN, +-inf, -0 and halves mixed in) of sizes that are not multiples
  * of the vector width, empty tensors, scalars and NumPy broadcasting, compiled and compared with
  * the interpreter (reference kernels). Tolerance 0: results must be bit-identical (NaN == NaN),
- * except exp, log, tanh and sigmoid, which are approximations (jit/cpu/approx.c, tested on their
- * own in test_cpu_approx.c): within 4e-7 (f32) / 1e-15 (f64) relative (absolute below 1), with
- * NaN and infinities where the reference has them. */
+ * except exp, log, tanh and sigmoid, which are approximations (jit/cpu/llvm/approx.c, tested on
+ * their own in test_cpu_approx.c): within 4e-7 (f32) / 1e-15 (f64) relative (absolute below 1),
+ * with NaN and infinities where the reference has them. */
 #include "check.h"
 #include "test_cpu_util.h"
 

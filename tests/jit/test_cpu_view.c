@@ -1,4 +1,4 @@
-/* test_cpu_view.c — generated strided views (jit/cpu/codegen_view.c): TRANSPOSE (every perm of
+/* test_cpu_view.c — generated strided views (jit/cpu/llvm/codegen_view.c): TRANSPOSE (every perm of
  * rank 3, rank 0, 1, 2 and 4, empty), SLICE (positive and negative steps, bounds past the ends,
  * empty results, a step on the last axis) and BROADCAST_TO (new axes, size-1 axes, a scalar, an
  * empty target) for f32 f64 i32 i64 bool, compiled and compared bit for bit with the interpreter

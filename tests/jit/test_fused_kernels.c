@@ -1,11 +1,11 @@
 /* The CPU program's fused convolution steps and packed-weight products, against eager execution
  * (the reference kernels):
  * - a conv2d read only by its epilogue (bias, activation) and/or a max pool whose windows tile its
- *   rows runs as one step by bands of rows (STEP_CONV, jit/cpu/plan.c): geometries with padding,
- *   strides, channel counts that leave masked vector tails, pooled windows clipped at the edge,
- *   a pool straight behind the convolution, an epilogue without a pool, NaN and -0 in the input;
- *   the pictures name the fused step; where the fusion must not happen (the activation is also a
- *   result, the pool's windows overlap) the values still match;
+ *   rows runs as one step by bands of rows (RT_STEP_CONV, jit/cpu/plan_decide.c): geometries with
+ * padding, strides, channel counts that leave masked vector tails, pooled windows clipped at the
+ * edge, a pool straight behind the convolution, an epilogue without a pool, NaN and -0 in the
+ * input; the pictures name the fused step; where the fusion must not happen (the activation is also
+ * a result, the pool's windows overlap) the values still match;
  * - a product whose right operand is a constant (weights captured by the trace) runs on B packed
  *   once (runtime/kernels/gemm_packed.c): row counts, depths and widths around the tile, panel
  *   and chunk sizes, with and without an epilogue, and a transposed constant, called repeatedly.

@@ -1,5 +1,5 @@
 /* Matrix products whose operands are 2-D transposes read them through OpenBLAS's trans flags
- * (jit/cpu/plan.c, fold_transposes): the values must match eager execution whether the
+ * (jit/cpu/plan_decide.c, fold_transposes): the values must match eager execution whether the
  * transpose is also a result, also read by another op, or followed by an epilogue. */
 #include <tracejit.h>
 

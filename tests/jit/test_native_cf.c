@@ -1,5 +1,5 @@
-/* test_native_cf.c — scalar branches and loops lowered natively (jit/cpu/codegen_cf.c, issue 10):
- * every construct (cond, while with and without maximum_iterations, for_range up, down, to an
+/* test_native_cf.c — scalar branches and loops lowered natively (jit/cpu/llvm/codegen_cf.c, issue
+ * 10): every construct (cond, while with and without maximum_iterations, for_range up, down, to an
  * overflow, nested, captured values), integer division as Python's on i32 and i64 (negative
  * operands, MIN / -1), float and bool carried values. Each function's compiled result equals its
  * eager one (exact: the ops used round alike), and the compile log shows the node went native.

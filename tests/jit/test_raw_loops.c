@@ -1,5 +1,5 @@
 /* test_raw_loops.c — tensor loops on their regions' raw forms (runtime/exec_raw.c,
- * jit/cpu/program_raw.c, issue 10): while, for_range and scan over vectors whose iterations run
+ * runtime/plan_raw.c, issue 10): while, for_range and scan over vectors whose iterations run
  * the compiled kernels on two swapped buffers per loop variable. Each result equals the eager
  * one: vectors of odd byte sizes (no 64-byte rows), a scan whose output is its carried value and
  * whose other outputs are a param and a kernel's value, zero iterations (the operands come back),

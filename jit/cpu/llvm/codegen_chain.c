@@ -1,5 +1,5 @@
-/* codegen_chain.c — one function for a run of small kernels (plan.c decides which): the members
- * are called in order with their buffers, so the program's step loop, tensor allocation and
+/* codegen_chain.c — one function for a run of small kernels (plan_decide.c decides which): the
+ * members are called in order with their buffers, so the program's step loop, tensor allocation and
  * reference counting happen once for the whole run instead of per op. Values read only inside
  * the run live in stack slots (allocas, shared by values whose lives do not overlap), which LLVM
  * knows alias nothing else; the members become internal, so the optimiser inlines them or
