@@ -81,6 +81,8 @@ enum {
     IR_F_FAILS_INT = 1 << 12, /* may fail at run time on integers (a division by zero) */
     IR_F_IDEMP = 1 << 13,     /* idempotent: f(f(x)) = f(x) */
     IR_F_INVOL = 1 << 14,     /* an involution: f(f(x)) = x */
+    IR_F_COMPOSITE = 1 << 15, /* a composite: passes/decompose.c writes it as primitives, so a
+                                 backend may lower those alone and take it as a fast path */
 };
 
 /* The dtype class an op works on (ops.def's dtypes column): its value operands' dtype, or for a

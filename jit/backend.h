@@ -42,6 +42,10 @@ typedef struct jit_backend {
     const char *(*image_target)(void);
     /* What the fusion pass may put into one kernel (passes/fusion.h); NULL: nothing is fused. */
     pass_fusable_fn fusable, reducible;
+    /* Which composite ops (IR_F_COMPOSITE) it lowers itself; the others reach it as primitives
+     * (passes/decompose.c). NULL: it lowers them all. A new backend lowers the primitives first
+     * and opts into each composite's fast path here. */
+    bool (*native)(int op);
     /* Compiles optimized graph g (borrowed: it must outlive the program). NULL with the error
      * set; TJ_ERR_UNSUPPORTED means "declined": this graph is not for this backend (unknown
      * dims, ops it does not lower) and the caller runs it on the interpreter instead. */

@@ -42,7 +42,29 @@ static double now_ms(void) {
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-ir_graph *jit_optimize_graph(const ir_graph *traced, const char *fn_name, uint64_t sig_hash) {
+static bool lowers(int op, void *b) {
+    return ((const jit_backend *)b)->native(op);
+}
+
+/* g with the composites b does not lower (or all of them, TJ_DECOMPOSE=1) as primitives; g is
+ * consumed. NULL with the error set. */
+static ir_graph *primitives_for(ir_graph *g, const jit_backend *b, const char *fn_name) {
+    bool all = rt_config_get()->decompose;
+    if (!all && !(b && b->native))
+        return g;
+    uint32_t n = 0;
+    ir_graph *d = pass_decompose(g, all ? NULL : lowers, (void *)b, &n);
+    if (d == g)
+        return g;
+    ir_graph_free(g);
+    if (d)
+        rt_log(RT_LOG_PASSES, "%s: %u composite ops as primitives (%s)", fn_name, n,
+               all ? "TJ_DECOMPOSE=1" : b->name);
+    return d;
+}
+
+ir_graph *jit_optimize_graph(const ir_graph *traced, const char *fn_name, uint64_t sig_hash,
+                             const jit_backend *b) {
     const rt_config *cfg = rt_config_get();
     pass_options po;
     memset(&po, 0, sizeof po);
@@ -67,7 +89,7 @@ ir_graph *jit_optimize_graph(const ir_graph *traced, const char *fn_name, uint64
         pass_stats_format(&stats, line, sizeof line);
         rt_log(RT_LOG_PASSES, "%s: %s", fn_name, line);
     }
-    return g;
+    return primitives_for(g, b, fn_name);
 }
 
 tj_status jit_fn_backend(const tj_function *f, const jit_backend **out) {
@@ -102,7 +124,7 @@ rt_program *jit_backend_program(const ir_graph *g, const char *fn_name, const ji
 
 rt_program *jit_compile_graph(const ir_graph *traced, const char *fn_name, uint64_t sig_hash,
                               const jit_backend *b, ir_graph **opt) {
-    ir_graph *g = jit_optimize_graph(traced, fn_name, sig_hash);
+    ir_graph *g = jit_optimize_graph(traced, fn_name, sig_hash, b);
     rt_program *p = g ? jit_backend_program(g, fn_name, b) : NULL;
     if (!p) {
         ir_graph_free(g);

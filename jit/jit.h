@@ -159,10 +159,12 @@ tj_status jit_fn_backend(const tj_function *f, const jit_backend **out);
 rt_program *jit_compile_graph(const ir_graph *traced, const char *fn_name, uint64_t sig_hash,
                               const jit_backend *b, ir_graph **opt);
 /* The two halves of jit_compile_graph: the pass pipeline (a new optimized graph, caller frees;
- * NULL with the error set), and backend b's program for an optimized graph (the interpreter's
- * when b declines or fails on it, logged under TJ_LOG=compile). The program reads g, which must
- * outlive it. */
-ir_graph *jit_optimize_graph(const ir_graph *traced, const char *fn_name, uint64_t sig_hash);
+ * NULL with the error set), composites written as primitives where b does not lower them
+ * (b->native) or TJ_DECOMPOSE=1 asks, and backend b's program for an optimized graph (the
+ * interpreter's when b declines or fails on it, logged under TJ_LOG=compile). The program reads g,
+ * which must outlive it. */
+ir_graph *jit_optimize_graph(const ir_graph *traced, const char *fn_name, uint64_t sig_hash,
+                             const jit_backend *b);
 rt_program *jit_backend_program(const ir_graph *g, const char *fn_name, const jit_backend *b);
 
 /* Tiered concrete functions (tracing.c): starts c's background compile thread (c->prog is the

@@ -355,7 +355,7 @@ tj_concrete *jit_build_concrete(tj_function *f, const jit_argsig *sig, uint64_t 
         (f->tiered || rt_config_get()->tiered) && !c->has_unknown && b != jit_backend_interpreter();
     if (tiered) { /* the interpreter now, b's code from a background thread */
         c->tier_backend = b;
-        c->graph = jit_optimize_graph(tr.g, f->name, h);
+        c->graph = jit_optimize_graph(tr.g, f->name, h, b);
         c->prog =
             c->graph ? jit_backend_program(c->graph, f->name, jit_backend_interpreter()) : NULL;
     } else {

@@ -170,6 +170,19 @@ ir_graph *pass_rebuild_end(pass_rebuild *rb, pass_stat *st);
 /* Frees everything after a failure. Returns NULL. */
 ir_graph *pass_rebuild_abort(pass_rebuild *rb);
 
+/* decompose.c: composite ops (IR_F_COMPOSITE in ops.def) as primitives. pass_decompositions[op]
+ * builds in dst, from the dst ids of n's inputs, the primitives computing node n; it returns the
+ * dst id of the value (IR_NONE with the error set); NULL for a primitive. pass_decompose_node
+ * runs op n->op's entry and checks the value has n's dtype and dims. pass_decompose gives g with
+ * every composite the backend does not lower natively (native(op, user) false; native NULL:
+ * none) replaced by its decomposition, g itself when there is none (*n_done: how many). Regions
+ * are left as they are: a backend decomposes each region graph it compiles. */
+typedef uint32_t (*pass_decomp_fn)(ir_graph *dst, const ir_node *n, const uint32_t *in);
+extern const pass_decomp_fn pass_decompositions[IR_N_OPS];
+uint32_t pass_decompose_node(ir_graph *dst, const ir_node *n, const uint32_t *in);
+ir_graph *pass_decompose(const ir_graph *g, bool (*native)(int op, void *user), void *user,
+                         uint32_t *n_done);
+
 /* inline_cond.c: whether g has a COND with a constant predicate, and g with each such COND
  * replaced by the branch it takes (a new graph; NULL with the error set). */
 bool pass_has_const_cond(const ir_graph *g);

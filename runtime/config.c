@@ -63,6 +63,8 @@ static void cfg_init(void) {
     cfg.tiered = ti && *ti && strcmp(ti, "0") != 0;
     const char *x = getenv("TJ_EXACT_MATH");
     cfg.exact_math = x && *x && strcmp(x, "0") != 0;
+    const char *dp = getenv("TJ_DECOMPOSE");
+    cfg.decompose = dp && *dp && strcmp(dp, "0") != 0;
     const char *dc = getenv("TJ_DIRECT_CONV");
     cfg.no_direct_conv = dc && strcmp(dc, "0") == 0;
     const char *ct = getenv("TJ_COMPILE_THREADS");

@@ -47,8 +47,7 @@ tj_tensor *rt_tensor_alloc_on(rt_device *d, int dtype, int rank, const int64_t *
     if (!d || d->host)
         return rt_tensor_alloc_uninit(dtype, rank, dims);
     if (dtype == TJ_STRING)
-        return (void)ir_errorf(TJ_ERR_DTYPE, "alloc: strings live on the host, not on %s",
-                               d->name),
+        return (void)ir_errorf(TJ_ERR_DTYPE, "alloc: strings live on the host, not on %s", d->name),
                NULL;
     tj_tensor *t = rt_tensor_header(dtype, rank, dims);
     rt_buffer *b = t ? calloc(1, sizeof *b) : NULL;

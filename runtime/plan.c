@@ -47,8 +47,8 @@ static tj_tensor *out_tensor(const ir_node *n) {
 }
 
 /* Runs fn over units [u0, u0 + units), split across the pool when the work is large. */
-static void run_unit_range(const rt_plan *p, rt_kernel_fn fn, const rt_units *u,
-                           void *const *bufs, int64_t u0, int64_t units) {
+static void run_unit_range(const rt_plan *p, rt_kernel_fn fn, const rt_units *u, void *const *bufs,
+                           int64_t u0, int64_t units) {
     if (units <= 0)
         return;
     int threads = units * u->unit_len >= p->par_min ? rt_pool_size() : 1;
@@ -539,8 +539,8 @@ static tj_status exec_steps(rt_plan *p, const rt_exec_env *env, tj_tensor **vals
     return st;
 }
 
-tj_status rt_plan_run(rt_program *prog, tj_tensor *const *args, uint32_t n_args,
-                      tj_variable **caps, tj_tensor **outs) {
+tj_status rt_plan_run(rt_program *prog, tj_tensor *const *args, uint32_t n_args, tj_variable **caps,
+                      tj_tensor **outs) {
     rt_plan *p = (rt_plan *)prog;
     const ir_graph *g = prog->g;
     /* small programs keep their per-call state on the stack: the hit path allocates nothing */

@@ -57,7 +57,7 @@ enum { RT_STEP_NODE, RT_STEP_KERNEL, RT_STEP_GEMM, RT_STEP_CF, RT_STEP_CONV };
 struct rt_packed_b;
 typedef struct rt_step {
     int kind;
-    uint32_t id;        /* NODE, GEMM, CONV, CF: the node; KERNEL: its first output */
+    uint32_t id; /* NODE, GEMM, CONV, CF: the node; KERNEL: its first output */
     uint32_t n_in, n_out;
     uint32_t *in, *out; /* node ids: the kernel's buffers, inputs then outputs; NODE: the node's
                            inputs and itself */
@@ -84,9 +84,9 @@ typedef struct rt_plan {
     rt_program base;
     rt_step *steps;
     uint32_t n_steps;
-    tj_tensor **consts; /* per node: materialised CONST payloads (owned) */
-    uint32_t *last_use; /* per node: the last step reading it; UINT32_MAX: a graph output */
-    int32_t *out_slot;  /* per node: the first graph output it is, or -1 */
+    tj_tensor **consts;   /* per node: materialised CONST payloads (owned) */
+    uint32_t *last_use;   /* per node: the last step reading it; UINT32_MAX: a graph output */
+    int32_t *out_slot;    /* per node: the first graph output it is, or -1 */
     rt_program **regions; /* control-flow regions (rt_regions_new) */
     char **labels;        /* per step: what it runs ("s3 fused mul add"); NULL: an interpreted
                              plan, whose profile events and numerics errors name ops */

@@ -361,6 +361,7 @@ typedef struct rt_config {
                             while LLVM compiles in the background (tj_function_options.tiered) */
     int exact_math;      /* TJ_EXACT_MATH=1: compiled transcendentals call libm (bit-exact) */
     int no_direct_conv;  /* TJ_DIRECT_CONV=0: f32 convolutions always use im2col + OpenBLAS */
+    int decompose;       /* TJ_DECOMPOSE=1: every backend gets composite ops as primitives */
     int compile_threads; /* TJ_COMPILE_THREADS: 1 compiles each module on one thread (default 2) */
     int isa_cap;         /* TJ_ISA: the highest RT_ISA_* the kernels may use; -1 when unset */
 } rt_config;

@@ -1,5 +1,5 @@
-/* lower_cf.h — private to native control flow (lower_cf.c decides what is lowered, llvm/codegen_cf.c
- * lowers it): the small predicates both sides share. */
+/* lower_cf.h — private to native control flow (lower_cf.c decides what is lowered,
+ * llvm/codegen_cf.c lowers it): the small predicates both sides share. */
 #ifndef TJ_JIT_CPU_LOWER_CF_H
 #define TJ_JIT_CPU_LOWER_CF_H
 

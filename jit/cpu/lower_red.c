@@ -7,7 +7,7 @@
 /* Reduced-axes geometry, size-1 axes ignored: outer kept elements, then len reduced ones (the
  * reduced axes must be adjacent), then inner kept ones; out[o, i] reduces x[o, 0..len, i]. */
 bool jit_cpu_red_geometry(const ir_graph *g, const ir_node *n, int64_t *outer, int64_t *len,
-                         int64_t *inner) {
+                          int64_t *inner) {
     const ir_node *x = ir_node_get(g, ir_inputs(g, n)[0]);
     int64_t xn = ir_numel(x->rank, x->dims), on = ir_numel(n->rank, n->dims);
     if (xn < 0 || on < 0 || n->a.n_list > (uint32_t)x->rank)

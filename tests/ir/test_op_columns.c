@@ -84,6 +84,11 @@ static void flags(int op) {
     CHECK_MSG(!(f & IR_F_FAILS_INT) || ir_dtype_in_class(TJ_I32, o->dtypes),
               "%s: fails on integers it does not take", nm);
     CHECK_MSG(!(f & IR_F_PLUMB) || !(f & (IR_F_EW | IR_F_RED)), "%s: plumbing does work", nm);
+    /* a composite is pure work on values: passes/decompose.c rewrites it (tests/jit/
+     * test_decompose.c checks it has exactly then a decomposition, and its values both ways) */
+    CHECK_MSG(!(f & IR_F_COMPOSITE) ||
+                  !(f & (IR_F_SRC | IR_F_SIDE | IR_F_RAND | IR_F_CF | IR_F_PLUMB)),
+              "%s: a composite must be pure work", nm);
     CHECK_MSG(o->dtypes != IR_DC_NONE || (f & IR_F_CF) || op == IR_OP_GET, "%s: no class", nm);
     CHECK_MSG(o->result != IR_RES_VOID || (f & IR_F_SIDE), "%s: void results are effects", nm);
     CHECK(strcmp(ir_dtype_class_name(o->dtypes), "?") != 0);

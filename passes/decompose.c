@@ -1,0 +1,201 @@
+/* decompose.c — composite ops written as primitives: the ops ops.def marks IR_F_COMPOSITE each
+ * have an entry in pass_decompositions, indexed by op (NULL: a primitive), that builds the same
+ * value from elementwise ops, reductions and data movement. A backend that lowers only the
+ * primitives runs every composite through it, and takes an op's fast path (a fused softmax
+ * kernel, the reference cross-entropy) by saying it lowers that op natively. The rewrites keep
+ * the reference kernels' numerics: softmaxes and the cross-entropy subtract the row's maximum
+ * first, so no exponential overflows, and the cross-entropy still fails (TJ_ERR_RUNTIME) on a
+ * label outside [0, C), though the message is the gather's that checks it. tests/jit/
+ * test_decompose.c runs every composite both ways and compares. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes/passes.h"
+
+/* ---- building primitives in dst -------------------------------------------------------------- */
+static uint32_t node(ir_graph *g, const ir_node *p, const uint32_t *in, uint32_t n_in) {
+    for (uint32_t k = 0; k < n_in; k++)
+        if (in[k] == IR_NONE)
+            return IR_NONE; /* an earlier node failed: its error is set */
+    return ir_add(g, p, in, n_in);
+}
+
+static uint32_t op1(ir_graph *g, int op, uint32_t x) {
+    ir_node p = {.op = (uint16_t)op};
+    return node(g, &p, &x, 1);
+}
+
+static uint32_t op2(ir_graph *g, int op, uint32_t a, uint32_t b) {
+    ir_node p = {.op = (uint16_t)op};
+    uint32_t in[2] = {a, b};
+    return node(g, &p, in, 2);
+}
+
+/* A reduction of x along one axis, keeping it (size 1) or not. */
+static uint32_t reduce(ir_graph *g, int op, uint32_t x, int64_t axis, bool keep) {
+    ir_node p = {.op = (uint16_t)op};
+    p.a.n_list = 1;
+    p.a.list[0] = axis;
+    p.a.i[0] = keep;
+    return node(g, &p, &x, 1);
+}
+
+/* A rank-0 constant of dtype dt. */
+static uint32_t scalar(ir_graph *g, int dt, double v) {
+    union {
+        float f32;
+        double f64;
+        int32_t i32;
+        int64_t i64;
+        uint8_t u8;
+    } u;
+    size_t size = ir_dtype_size(dt);
+    if (dt == TJ_F32)
+        u.f32 = (float)v;
+    else if (dt == TJ_F64)
+        u.f64 = v;
+    else if (dt == TJ_I32)
+        u.i32 = (int32_t)v;
+    else if (dt == TJ_I64)
+        u.i64 = (int64_t)v;
+    else if (size == 1)
+        u.u8 = (uint8_t)v;
+    else
+        return (void)ir_errorf(TJ_ERR_DTYPE, "decompose: no constant of dtype %s",
+                               ir_dtype_name(dt)),
+               IR_NONE;
+    ir_node p = {.op = IR_OP_CONST, .dtype = (uint8_t)dt};
+    if (!(p.a.blob = ir_add_blob(g, &u, size)))
+        return IR_NONE;
+    return ir_add(g, &p, NULL, 0);
+}
+
+/* ---- the decompositions ---------------------------------------------------------------------- */
+/* relu(x) = maximum(x, 0): NaN stays NaN, as in the reference kernel */
+static uint32_t relu(ir_graph *g, const ir_node *n, const uint32_t *in) {
+    return op2(g, IR_OP_MAXIMUM, in[0], scalar(g, n->dtype, 0));
+}
+
+/* sigmoid(x) = 1 / (1 + exp(-x)): exp(-x) overflows to inf for very negative x, giving 0 */
+static uint32_t sigmoid(ir_graph *g, const ir_node *n, const uint32_t *in) {
+    uint32_t one = scalar(g, n->dtype, 1);
+    uint32_t e = op1(g, IR_OP_EXP, op1(g, IR_OP_NEG, in[0]));
+    return op2(g, IR_OP_DIV, one, op2(g, IR_OP_ADD, one, e));
+}
+
+/* x - max(x) along axis (kept), the shift every softmax starts from */
+static uint32_t shifted(ir_graph *g, uint32_t x, int64_t axis) {
+    return op2(g, IR_OP_SUB, x, reduce(g, IR_OP_MAX, x, axis, true));
+}
+
+/* log(sum(exp(d))) along axis (kept) */
+static uint32_t log_sum_exp(ir_graph *g, uint32_t d, int64_t axis) {
+    return op1(g, IR_OP_LOG, reduce(g, IR_OP_SUM, op1(g, IR_OP_EXP, d), axis, true));
+}
+
+/* softmax(x) = e / sum(e), e = exp(x - max(x)) along the axis */
+static uint32_t softmax(ir_graph *g, const ir_node *n, const uint32_t *in) {
+    uint32_t e = op1(g, IR_OP_EXP, shifted(g, in[0], n->a.i[0]));
+    return op2(g, IR_OP_DIV, e, reduce(g, IR_OP_SUM, e, n->a.i[0], true));
+}
+
+/* log_softmax(x) = d - log(sum(exp(d))), d = x - max(x) along the axis */
+static uint32_t log_softmax(ir_graph *g, const ir_node *n, const uint32_t *in) {
+    uint32_t d = shifted(g, in[0], n->a.i[0]);
+    return op2(g, IR_OP_SUB, d, log_sum_exp(g, d, n->a.i[0]));
+}
+
+/* xent(logits [..., C], labels [...]) = -sum(where(one_hot(labels) != 0, log_softmax(logits), 0))
+ * over the last axis: `where`, not a product with the one-hot, so a -inf logit off the label gives
+ * no NaN. Needs C known. */
+static uint32_t sparse_xent(ir_graph *g, const ir_node *n, const uint32_t *in) {
+    const ir_node *lg = ir_node_get(g, in[0]);
+    int64_t last = lg->rank - 1, C = lg->rank ? lg->dims[last] : -1;
+    if (C < 0)
+        return (void)ir_errorf(TJ_ERR_UNSUPPORTED,
+                               "decompose: sparse_softmax_xent needs the number of classes"),
+               IR_NONE;
+    uint32_t d = shifted(g, in[0], last);
+    uint32_t ls = op2(g, IR_OP_SUB, d, log_sum_exp(g, d, last));
+    ir_node oh = {.op = IR_OP_ONE_HOT, .dtype = TJ_I32};
+    oh.a.i[0] = C;
+    oh.a.f[0] = 1;
+    oh.a.f[1] = 0;
+    uint32_t mask = op2(g, IR_OP_NE, node(g, &oh, &in[1], 1), scalar(g, TJ_I32, 0));
+    ir_node w = {.op = IR_OP_WHERE};
+    uint32_t win[3] = {mask, ls, scalar(g, n->dtype, 0)};
+    uint32_t picked = node(g, &w, win, 3);
+    uint32_t loss = op1(g, IR_OP_NEG, reduce(g, IR_OP_SUM, picked, last, false));
+    /* the op's failure kept: a gather of the labels from C zeros fails on a label outside [0, C)
+     * (TJ_ERR_RUNTIME, naming the label), and adds nothing */
+    ir_node z = {.op = IR_OP_CONST, .dtype = n->dtype, .rank = 1, .dims = {C}};
+    size_t bytes = (size_t)C * ir_dtype_size(n->dtype);
+    void *zeros = calloc(bytes ? bytes : 1, 1);
+    if (!zeros || !(z.a.blob = ir_add_blob(g, zeros, bytes))) {
+        free(zeros);
+        return (void)ir_errorf(TJ_ERR_OOM, "decompose: out of memory"), IR_NONE;
+    }
+    free(zeros);
+    ir_node gather = {.op = IR_OP_GATHER};
+    uint32_t gin[2] = {ir_add(g, &z, NULL, 0), in[1]};
+    return op2(g, IR_OP_ADD, loss, node(g, &gather, gin, 2));
+}
+
+const pass_decomp_fn pass_decompositions[IR_N_OPS] = {
+    [IR_OP_RELU] = relu,
+    [IR_OP_SIGMOID] = sigmoid,
+    [IR_OP_SOFTMAX] = softmax,
+    [IR_OP_LOG_SOFTMAX] = log_softmax,
+    [IR_OP_SPARSE_XENT] = sparse_xent,
+};
+
+uint32_t pass_decompose_node(ir_graph *dst, const ir_node *n, const uint32_t *in) {
+    pass_decomp_fn f = n->op < IR_N_OPS ? pass_decompositions[n->op] : NULL;
+    if (!f)
+        return (void)ir_errorf(TJ_ERR_INVALID, "decompose: %s is a primitive",
+                               n->op < IR_N_OPS ? ir_ops[n->op].name : "?"),
+               IR_NONE;
+    uint32_t r = f(dst, n, in);
+    if (r == IR_NONE)
+        return IR_NONE;
+    const ir_node *d = ir_node_get(dst, r); /* the same value: its dtype and dims */
+    if (d->dtype != n->dtype || d->rank != n->rank ||
+        memcmp(d->dims, n->dims, (size_t)n->rank * sizeof n->dims[0]) != 0)
+        return (void)ir_errorf(TJ_ERR_INVALID, "decompose: %s decomposed to %s of rank %d",
+                               ir_ops[n->op].name, ir_dtype_name(d->dtype), d->rank),
+               IR_NONE;
+    return r;
+}
+
+ir_graph *pass_decompose(const ir_graph *g, bool (*native)(int op, void *user), void *user,
+                         uint32_t *n_done) {
+    uint32_t done = 0;
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        int op = g->nodes[i].op;
+        done += pass_decompositions[op] && !(native && native(op, user));
+    }
+    if (n_done)
+        *n_done = done;
+    if (!done)
+        return (ir_graph *)g;
+    pass_rebuild rb; /* each composite adds at most a dozen nodes */
+    if (pass_rebuild_begin(&rb, g, g->n_nodes + 12 * done, g->n_edges + 24 * done) != TJ_OK)
+        return NULL;
+    uint32_t in[8];
+    for (uint32_t id = 0; id < g->n_nodes; id++) {
+        const ir_node *n = ir_node_get(g, id);
+        uint32_t d;
+        if (pass_decompositions[n->op] && !(native && native(n->op, user)) && n->n_in <= 8) {
+            const uint32_t *src_in = ir_inputs(g, n);
+            for (uint32_t k = 0; k < n->n_in; k++)
+                in[k] = rb.map[src_in[k]];
+            d = pass_decompose_node(rb.dst, n, in);
+        } else {
+            d = pass_copy(&rb, id);
+        }
+        if (d == IR_NONE)
+            return pass_rebuild_abort(&rb);
+        pass_map(&rb, id, d);
+    }
+    return pass_rebuild_end(&rb, NULL);
+}

@@ -1,0 +1,252 @@
+/* test_decompose.c — composite ops as primitives (passes/decompose.c). The table: an op has a
+ * decomposition exactly when ops.def marks it composite, and what a decomposition builds holds
+ * primitives only. Every composite runs both ways on the interpreter, over several dtypes, shapes
+ * and axes, on values that stress it (large magnitudes that overflow a naive exp, -inf, NaN), and
+ * the values must agree: f32 within 2e-6 relative (plus 1e-6 absolute), f64 within 1e-12, NaN
+ * where the op gives NaN. A backend that lowers every composite natively gets the graph back; a
+ * cross-entropy still fails on a label outside its classes; one whose class count is unknown
+ * cannot be decomposed, and says so. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "passes/passes.h"
+#include "runtime/runtime.h"
+
+/* Deterministic inputs: mostly moderate values, some large enough that exp overflows without
+ * the max shift, and (when specials) a -inf and a NaN. */
+static tj_tensor *input(int dt, int rank, const int64_t *dims, int seed, bool specials,
+                        int64_t classes) {
+    tj_tensor *t = rt_tensor_alloc(dt, rank, dims);
+    uint64_t s = 0x9e3779b97f4a7c15ull * (uint64_t)(seed + 1);
+    for (int64_t i = 0; i < t->numel; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        double u = (double)(s >> 11) / 9007199254740992.0; /* [0, 1) */
+        double v = (u - 0.5) * 8;
+        if (i % 7 == 3)
+            v *= dt == TJ_F32 ? 25 : 200; /* +-100 (f32), +-800 (f64): exp overflows */
+        if (specials && i == 5)
+            v = -INFINITY;
+        if (specials && i == 11)
+            v = NAN;
+        if (classes > 0) /* labels */
+            v = (double)(s >> 33) / 2147483648.0 * (double)classes;
+        switch (dt) {
+        case TJ_F32:
+            ((float *)t->data)[i] = (float)v;
+            break;
+        case TJ_F64:
+            ((double *)t->data)[i] = v;
+            break;
+        case TJ_I32:
+            ((int32_t *)t->data)[i] = (int32_t)floor(v);
+            break;
+        default:
+            ((int64_t *)t->data)[i] = (int64_t)floor(v);
+            break;
+        }
+    }
+    return t;
+}
+
+static double elem(const tj_tensor *t, int64_t i) {
+    switch (t->dtype) {
+    case TJ_F32:
+        return ((const float *)t->data)[i];
+    case TJ_F64:
+        return ((const double *)t->data)[i];
+    case TJ_I32:
+        return ((const int32_t *)t->data)[i];
+    default:
+        return (double)((const int64_t *)t->data)[i];
+    }
+}
+
+static tj_tensor *run(const ir_graph *g, tj_tensor **args, uint32_t n) {
+    rt_program *p = rt_interp_new(g);
+    tj_tensor *out[1] = {0};
+    tj_status st = p ? p->vt->run(p, args, n, NULL, out) : TJ_ERR_INVALID;
+    CHECK_MSG(st == TJ_OK, "run: %s", ir_last_error());
+    if (p)
+        p->vt->free(p);
+    return out[0];
+}
+
+/* Runs text (param 0: x of dt and dims; param 1, if any: labels of ldt and ldims) both ways. */
+static void both_ways(const char *name, const char *text, int dt, int rank, const int64_t *dims,
+                      int ldt, int lrank, const int64_t *ldims, int64_t classes) {
+    ir_graph *g = ir_parse(text);
+    CHECK_MSG(g != NULL, "%s: %s", name, ir_last_error());
+    if (!g)
+        return;
+    uint32_t n_done = 0;
+    ir_graph *d = pass_decompose(g, NULL, NULL, &n_done);
+    CHECK_MSG(d != NULL && d != g && n_done == 1, "%s: %s", name, d ? "" : ir_last_error());
+    if (!d || d == g) {
+        ir_graph_free(g);
+        return;
+    }
+    for (uint32_t i = 0; i < d->n_nodes; i++) /* primitives only */
+        CHECK_MSG(!(ir_ops[d->nodes[i].op].flags & IR_F_COMPOSITE), "%s: %s left", name,
+                  ir_ops[d->nodes[i].op].name);
+    for (int specials = 0; specials <= (dt == TJ_F32 || dt == TJ_F64); specials++) {
+        tj_tensor *args[2] = {input(dt, rank, dims, 1 + specials, specials, 0),
+                              ldt ? input(ldt, lrank, ldims, 7, false, classes) : NULL};
+        uint32_t n = ldt ? 2 : 1;
+        tj_tensor *want = run(g, args, n), *got = run(d, args, n);
+        CHECK_MSG(want && got && want->dtype == got->dtype && want->numel == got->numel, "%s",
+                  name);
+        double tol = dt == TJ_F32 ? 2e-6 : 1e-12, worst = 0;
+        for (int64_t i = 0; want && got && i < want->numel; i++) {
+            double a = elem(want, i), b = elem(got, i);
+            if (isnan(a) || isnan(b)) {
+                CHECK_MSG(isnan(a) && isnan(b), "%s[%lld]: %g both ways? %g", name, (long long)i, a,
+                          b);
+                continue;
+            }
+            if (isinf(a) || isinf(b)) {
+                CHECK_MSG(a == b, "%s[%lld]: %g vs %g", name, (long long)i, a, b);
+                continue;
+            }
+            double err = fabs(a - b) / (fabs(a) + (dt == TJ_F32 ? 0.5 : 1e-3));
+            worst = err > worst ? err : worst;
+        }
+        CHECK_MSG(worst <= tol, "%s%s: decomposed differs by %g (relative)", name,
+                  specials ? " (with -inf, NaN)" : "", worst);
+        rt_release(want);
+        rt_release(got);
+        rt_release(args[0]);
+        rt_release(args[1]);
+    }
+    ir_graph_free(d);
+    ir_graph_free(g);
+}
+
+static void table(void) {
+    int n_comp = 0;
+    for (int op = 0; op < IR_N_OPS; op++) {
+        bool comp = (ir_ops[op].flags & IR_F_COMPOSITE) != 0;
+        CHECK_MSG(comp == (pass_decompositions[op] != NULL),
+                  "%s: composite %d but decomposition %s", ir_ops[op].name, comp,
+                  pass_decompositions[op] ? "present" : "missing");
+        n_comp += comp;
+    }
+    CHECK(n_comp == 5); /* relu, sigmoid, softmax, log_softmax, sparse_softmax_xent */
+}
+
+static bool all_native(int op, void *user) {
+    (void)op, (void)user;
+    return true;
+}
+
+int main(void) {
+    ir_graph *g, *d;
+    table();
+    const int64_t d7[1] = {7}, d23[2] = {2, 3}, d5[1] = {5}, d9[1] = {9}, d33[2] = {3, 3},
+                  d45[2] = {4, 5}, d234[3] = {2, 3, 4}, d65[2] = {6, 5}, d6[1] = {6};
+    both_ways("relu f32",
+              "graph @f {\n  %0 = param {index=0} : f32[7]\n"
+              "  %1 = relu %0 : f32[7]\n  return %1\n}\n",
+              TJ_F32, 1, d7, 0, 0, NULL, 0);
+    both_ways("relu f64",
+              "graph @f {\n  %0 = param {index=0} : f64[2,3]\n"
+              "  %1 = relu %0 : f64[2,3]\n  return %1\n}\n",
+              TJ_F64, 2, d23, 0, 0, NULL, 0);
+    both_ways("relu i32",
+              "graph @f {\n  %0 = param {index=0} : i32[5]\n"
+              "  %1 = relu %0 : i32[5]\n  return %1\n}\n",
+              TJ_I32, 1, d5, 0, 0, NULL, 0);
+    both_ways("relu i64",
+              "graph @f {\n  %0 = param {index=0} : i64[5]\n"
+              "  %1 = relu %0 : i64[5]\n  return %1\n}\n",
+              TJ_I64, 1, d5, 0, 0, NULL, 0);
+    both_ways("sigmoid f32",
+              "graph @f {\n  %0 = param {index=0} : f32[9]\n"
+              "  %1 = sigmoid %0 : f32[9]\n  return %1\n}\n",
+              TJ_F32, 1, d9, 0, 0, NULL, 0);
+    both_ways("sigmoid f64",
+              "graph @f {\n  %0 = param {index=0} : f64[3,3]\n"
+              "  %1 = sigmoid %0 : f64[3,3]\n  return %1\n}\n",
+              TJ_F64, 2, d33, 0, 0, NULL, 0);
+    both_ways("softmax f32 axis 1",
+              "graph @f {\n  %0 = param {index=0} : f32[4,5]\n"
+              "  %1 = softmax %0 {axis=1} : f32[4,5]\n  return %1\n}\n",
+              TJ_F32, 2, d45, 0, 0, NULL, 0);
+    both_ways("softmax f32 axis 0",
+              "graph @f {\n  %0 = param {index=0} : f32[4,5]\n"
+              "  %1 = softmax %0 {axis=0} : f32[4,5]\n  return %1\n}\n",
+              TJ_F32, 2, d45, 0, 0, NULL, 0);
+    both_ways("softmax f64 axis 1 of 3",
+              "graph @f {\n  %0 = param {index=0} : f64[2,3,4]\n"
+              "  %1 = softmax %0 {axis=1} : f64[2,3,4]\n"
+              "  return %1\n}\n",
+              TJ_F64, 3, d234, 0, 0, NULL, 0);
+    both_ways("log_softmax f32 axis 1",
+              "graph @f {\n  %0 = param {index=0} : f32[4,5]\n"
+              "  %1 = log_softmax %0 {axis=1} : f32[4,5]\n"
+              "  return %1\n}\n",
+              TJ_F32, 2, d45, 0, 0, NULL, 0);
+    both_ways("log_softmax f64 axis 2",
+              "graph @f {\n  %0 = param {index=0} : f64[2,3,4]\n"
+              "  %1 = log_softmax %0 {axis=2} : f64[2,3,4]\n"
+              "  return %1\n}\n",
+              TJ_F64, 3, d234, 0, 0, NULL, 0);
+    both_ways("sparse_softmax_xent f32",
+              "graph @f {\n  %0 = param {index=0} : f32[6,5]\n"
+              "  %1 = param {index=1} : i32[6]\n"
+              "  %2 = sparse_softmax_xent %0, %1 : f32[6]\n"
+              "  return %2\n}\n",
+              TJ_F32, 2, d65, TJ_I32, 1, d6, 5);
+    both_ways("sparse_softmax_xent f64",
+              "graph @f {\n  %0 = param {index=0} : f64[2,3,4]\n"
+              "  %1 = param {index=1} : i64[2,3]\n"
+              "  %2 = sparse_softmax_xent %0, %1 : f64[2,3]\n"
+              "  return %2\n}\n",
+              TJ_F64, 3, d234, TJ_I64, 2, d23, 4);
+
+    /* the cross-entropy still fails on a label outside [0, C) */
+    g = ir_parse("graph @f {\n  %0 = param {index=0} : f32[2,3]\n"
+                 "  %1 = param {index=1} : i32[2]\n"
+                 "  %2 = sparse_softmax_xent %0, %1 : f32[2]\n  return %2\n}\n");
+    d = g ? pass_decompose(g, NULL, NULL, NULL) : NULL;
+    CHECK(d != NULL);
+    const int64_t d2[1] = {2}, d2x3[2] = {2, 3};
+    tj_tensor *args[2] = {input(TJ_F32, 2, d2x3, 3, false, 0), rt_tensor_alloc(TJ_I32, 1, d2)};
+    ((int32_t *)args[1]->data)[0] = 1;
+    ((int32_t *)args[1]->data)[1] = 3;
+    for (int way = 0; way < 2 && d; way++) {
+        rt_program *p = rt_interp_new(way ? d : g);
+        tj_tensor *out[1] = {0};
+        CHECK(p && p->vt->run(p, args, 2, NULL, out) == TJ_ERR_RUNTIME && !out[0]);
+        CHECK_MSG(strstr(ir_last_error(), way ? "index 3 out of range [0, 3)" : "label 3 of row 1"),
+                  "%s", ir_last_error());
+        if (p)
+            p->vt->free(p);
+    }
+    rt_release(args[0]);
+    rt_release(args[1]);
+    ir_graph_free(d);
+    ir_graph_free(g);
+
+    /* a backend lowering every composite natively gets its graph back */
+    g = ir_parse("graph @f {\n  %0 = param {index=0} : f32[4,5]\n"
+                 "  %1 = softmax %0 {axis=1} : f32[4,5]\n"
+                 "  %2 = relu %1 : f32[4,5]\n  return %2\n}\n");
+    uint32_t n_done = 9;
+    CHECK(g && pass_decompose(g, all_native, NULL, &n_done) == g && n_done == 0);
+    d = g ? pass_decompose(g, NULL, NULL, &n_done) : NULL;
+    CHECK(d && d != g && n_done == 2);
+    ir_graph_free(d);
+    ir_graph_free(g);
+    /* unknown class count: no decomposition, an error naming the op */
+    g = ir_parse("graph @f {\n  %0 = param {index=0} : f32[2,-1]\n"
+                 "  %1 = param {index=1} : i32[2]\n"
+                 "  %2 = sparse_softmax_xent %0, %1 : f32[2]\n  return %2\n}\n");
+    CHECK_MSG(g != NULL, "%s", ir_last_error());
+    CHECK(g && pass_decompose(g, NULL, NULL, NULL) == NULL);
+    CHECK_MSG(strstr(ir_last_error(), "sparse_softmax_xent needs the number of classes") != NULL,
+              "%s", ir_last_error());
+    ir_graph_free(g);
+    return check_done();
+}
