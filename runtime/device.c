@@ -39,10 +39,6 @@ rt_device *rt_buffer_device(const rt_buffer *b) {
     return b && b->device ? b->device : &host;
 }
 
-bool rt_on_host(const tj_tensor *t) {
-    return !t || !t->buf || !t->buf->device || t->buf->device->host;
-}
-
 tj_tensor *rt_tensor_alloc_on(rt_device *d, int dtype, int rank, const int64_t *dims) {
     if (!d || d->host)
         return rt_tensor_alloc_uninit(dtype, rank, dims);
@@ -67,6 +63,7 @@ tj_tensor *rt_tensor_alloc_on(rt_device *d, int dtype, int rank, const int64_t *
     b->device_data = 1;
     t->buf = b;
     t->data = data;
+    t->on_device = 1;
     return t;
 }
 
@@ -106,6 +103,6 @@ tj_status rt_check_host(const char *what, tj_tensor *const *in, uint32_t n) {
     for (uint32_t k = 0; k < n; k++)
         if (!rt_on_host(in[k]))
             return ir_errorf(TJ_ERR_INVALID, "%s: input %u is on %s; it runs on %s", what, k,
-                             in[k]->buf->device->name, host.name);
+                             rt_buffer_device(in[k]->buf)->name, host.name);
     return TJ_OK;
 }

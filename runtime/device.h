@@ -35,8 +35,11 @@ struct rt_device {
 rt_device *rt_device_host(void);
 /* The device b's memory is on (a NULL b or an unset device: the host). */
 rt_device *rt_buffer_device(const rt_buffer *b);
-/* Whether t's elements are host memory (a tensor with no buffer: yes). */
-bool rt_on_host(const tj_tensor *t);
+/* Whether t's elements are host memory (a tensor with no buffer: yes). Reads t's on_device flag,
+ * set with its buffer, not the buffer. */
+static inline bool rt_on_host(const tj_tensor *t) {
+    return !t || !t->on_device;
+}
 /* An uninitialised concrete tensor of that type whose buffer is on d (the caller's reference),
  * or NULL with the error set. */
 tj_tensor *rt_tensor_alloc_on(rt_device *d, int dtype, int rank, const int64_t *dims);

@@ -504,8 +504,7 @@ static tj_status exec_steps(rt_plan *p, const rt_exec_env *env, tj_tensor **vals
     tj_status st = TJ_OK;
     for (uint32_t s = 0; s < p->n_steps && !st; s++) {
         const rt_step *sp = &p->steps[s];
-        bool value = is_value(g, sp);
-        double t0 = RT_PROFILING() && (!value || !p->labels) ? rt_profile_now() : 0;
+        double t0 = RT_PROFILING() && (!p->labels || !is_value(g, sp)) ? rt_profile_now() : 0;
         switch (sp->kind) {
         case RT_STEP_KERNEL:
             st = run_kernel(p, sp, vals, scratch, outs, env->args, env->n_args);
@@ -525,7 +524,7 @@ static tj_status exec_steps(rt_plan *p, const rt_exec_env *env, tj_tensor **vals
         }
         if (t0)
             profile_step(p, s, t0);
-        if (!st && RT_CHECKING_NUMERICS() && (!value || !p->labels))
+        if (!st && RT_CHECKING_NUMERICS() && (!p->labels || !is_value(g, sp)))
             st = check_step(p, s, env, vals);
         /* drop values whose last reader was this step */
         for (uint32_t k = 0; k < sp->n_in; k++) {

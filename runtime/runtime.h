@@ -17,18 +17,18 @@
 #include "ir/ir.h"
 
 /* ---- buffers and tensors --------------------------------------------------------------------- */
-typedef struct rt_buffer {
+typedef struct rt_buffer { /* 56 bytes: the header and its data's first line share a block */
     atomic_int rc;
+    uint8_t inline_data; /* data lives in the same allocation as this header */
+    uint8_t immutable;   /* tj_tensor_adopt or a graph constant: never written, so a trace that
+                            captures the tensor shares it as a blob (rt_const_blob), no copy */
+    uint8_t device_data; /* data came from device->vt->alloc, which frees it */
     void *data;
     size_t size;
     void (*release)(void *user); /* borrowed memory: called instead of free */
     void *user;
     int64_t n_strings;        /* > 0: data holds tj_string elements whose .data this buffer owns */
-    int inline_data;          /* data lives in the same allocation as this header */
-    int immutable;            /* tj_tensor_adopt or a graph constant: never written, so a trace that
-                                 captures the tensor shares it as a blob (rt_const_blob), no copy */
     struct rt_device *device; /* where data lives (device.h); NULL: the host */
-    int device_data;          /* data came from device->vt->alloc, which frees it */
 } rt_buffer;
 
 enum { RT_CONCRETE = 0, RT_SYMBOLIC, RT_ERROR, RT_TUPLE, RT_FREED /* in quarantine */ };
@@ -41,6 +41,8 @@ struct tj_tensor {
     uint8_t is_static;    /* tj_static_*: part of a signature by value */
     uint8_t host_scalar;  /* tj_scalar_* / tj_static_*: takes the other operand's dtype in ops */
     uint8_t tensor_array; /* RT_TUPLE: a tensor array (data, written mask), see tensor_array.c */
+    uint8_t on_device;    /* RT_CONCRETE: buf's memory is not the host's (device.h); kept here, in
+                             the line a call reads anyway, so checking it costs no buffer read */
     int64_t numel;
     int64_t dims[TJ_MAX_RANK];
     /* RT_CONCRETE */

@@ -13,6 +13,7 @@
 /* ---- buffers --------------------------------------------------------------------------------- */
 /* One allocation holds the buffer header and its data (data 64-byte aligned after the header). */
 #define BUF_HEAD ((sizeof(rt_buffer) + 63) & ~(size_t)63)
+_Static_assert(sizeof(rt_buffer) <= 64, "a buffer's header is one cache line before its data");
 static size_t block_size(size_t size) {
     return BUF_HEAD + (size ? (size + 63) & ~(size_t)63 : 64);
 }
@@ -503,6 +504,7 @@ tj_tensor *rt_tensor_view(tj_tensor *t, int rank, const int64_t *dims) {
         return (void)ir_errorf(TJ_ERR_OOM, "out of memory"), NULL;
     set_shape(a, t->dtype, rank, dims);
     a->buf = t->buf;
+    a->on_device = t->on_device;
     atomic_fetch_add(&t->buf->rc, 1);
     a->data = t->data;
     return a;
