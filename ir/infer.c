@@ -281,13 +281,141 @@ static tj_status infer_reduce(const char *name, ir_node *p, const ir_node *x) {
     return TJ_OK;
 }
 
+/* The shape rules in the table's signature: each family's rule for one node. */
+static tj_status shape_source(ir_node *p, const ir_node *const *ins, uint32_t n_in) {
+    (void)ins, (void)n_in;
+    return infer_source(ir_ops[p->op].name, p);
+}
+static tj_status shape_unary(ir_node *p, const ir_node *const *ins, uint32_t n_in) {
+    (void)n_in;
+    return infer_unary(ir_ops[p->op].name, p, ins[0]);
+}
+static tj_status shape_binary(ir_node *p, const ir_node *const *ins, uint32_t n_in) {
+    (void)n_in;
+    return infer_binary(ir_ops[p->op].name, p, ins[0], ins[1]);
+}
+static tj_status shape_where(ir_node *p, const ir_node *const *ins, uint32_t n_in) {
+    (void)n_in;
+    return infer_where(p, ins[0], ins[1], ins[2]);
+}
+static tj_status shape_matmul(ir_node *p, const ir_node *const *ins, uint32_t n_in) {
+    (void)n_in;
+    return infer_matmul(p, ins[0], ins[1]);
+}
+static tj_status shape_reduce(ir_node *p, const ir_node *const *ins, uint32_t n_in) {
+    (void)n_in;
+    return infer_reduce(ir_ops[p->op].name, p, ins[0]);
+}
+static tj_status shape_effect(ir_node *p, const ir_node *const *ins, uint32_t n_in) {
+    (void)ins, (void)n_in;
+    p->dtype = IR_VOID;
+    p->rank = 0;
+    return TJ_OK;
+}
+static tj_status shape_assign(ir_node *p, const ir_node *const *ins, uint32_t n_in) {
+    (void)n_in;
+    if (p->a.i[0] < 0 || p->a.i[0] > INT32_MAX)
+        return ir_errorf(TJ_ERR_INVALID, "assign: invalid slot %lld", (long long)p->a.i[0]);
+    set_like(p, ins[0], ins[0]->dtype);
+    return TJ_OK;
+}
+
+/* Every op's shape rule, indexed by op; NULL for the ops inferred against their graph (control
+ * flow and get: ir_infer_in_graph). tests/jit/test_op_table.c checks every op. */
+const ir_shape_fn ir_shape_rules[IR_N_OPS] = {
+    [IR_OP_CONST] = shape_source,
+    [IR_OP_PARAM] = shape_source,
+    [IR_OP_VAR_READ] = shape_source,
+    [IR_OP_EYE] = shape_source,
+    [IR_OP_RANGE] = shape_source,
+    [IR_OP_RANDOM_UNIFORM] = shape_source,
+    [IR_OP_RANDOM_NORMAL] = shape_source,
+    [IR_OP_NEG] = shape_unary,
+    [IR_OP_ABS] = shape_unary,
+    [IR_OP_SIGN] = shape_unary,
+    [IR_OP_EXP] = shape_unary,
+    [IR_OP_LOG] = shape_unary,
+    [IR_OP_SQRT] = shape_unary,
+    [IR_OP_RSQRT] = shape_unary,
+    [IR_OP_TANH] = shape_unary,
+    [IR_OP_SIGMOID] = shape_unary,
+    [IR_OP_RELU] = shape_unary,
+    [IR_OP_SIN] = shape_unary,
+    [IR_OP_COS] = shape_unary,
+    [IR_OP_ATAN] = shape_unary,
+    [IR_OP_ASIN] = shape_unary,
+    [IR_OP_ACOS] = shape_unary,
+    [IR_OP_ERF] = shape_unary,
+    [IR_OP_FLOOR] = shape_unary,
+    [IR_OP_CEIL] = shape_unary,
+    [IR_OP_ROUND] = shape_unary,
+    [IR_OP_LOGICAL_NOT] = shape_unary,
+    [IR_OP_ISNAN] = shape_unary,
+    [IR_OP_ISINF] = shape_unary,
+    [IR_OP_CAST] = shape_unary,
+    [IR_OP_ADD] = shape_binary,
+    [IR_OP_SUB] = shape_binary,
+    [IR_OP_MUL] = shape_binary,
+    [IR_OP_DIV] = shape_binary,
+    [IR_OP_FLOORDIV] = shape_binary,
+    [IR_OP_MOD] = shape_binary,
+    [IR_OP_POW] = shape_binary,
+    [IR_OP_MAXIMUM] = shape_binary,
+    [IR_OP_MINIMUM] = shape_binary,
+    [IR_OP_EQ] = shape_binary,
+    [IR_OP_NE] = shape_binary,
+    [IR_OP_LT] = shape_binary,
+    [IR_OP_LE] = shape_binary,
+    [IR_OP_GT] = shape_binary,
+    [IR_OP_GE] = shape_binary,
+    [IR_OP_LOGICAL_AND] = shape_binary,
+    [IR_OP_LOGICAL_OR] = shape_binary,
+    [IR_OP_SHIFT_LEFT] = shape_binary,
+    [IR_OP_SHIFT_RIGHT] = shape_binary,
+    [IR_OP_WHERE] = shape_where,
+    [IR_OP_MATMUL] = shape_matmul,
+    [IR_OP_SUM] = shape_reduce,
+    [IR_OP_MEAN] = shape_reduce,
+    [IR_OP_MAX] = shape_reduce,
+    [IR_OP_MIN] = shape_reduce,
+    [IR_OP_PROD] = shape_reduce,
+    [IR_OP_ARGMAX] = shape_reduce,
+    [IR_OP_ARGMIN] = shape_reduce,
+    [IR_OP_SOFTMAX] = shape_reduce,
+    [IR_OP_LOG_SOFTMAX] = shape_reduce,
+    [IR_OP_RESHAPE] = ir_infer_shape_op,
+    [IR_OP_TRANSPOSE] = ir_infer_shape_op,
+    [IR_OP_BROADCAST_TO] = ir_infer_shape_op,
+    [IR_OP_EXPAND_DIMS] = ir_infer_shape_op,
+    [IR_OP_SQUEEZE] = ir_infer_shape_op,
+    [IR_OP_CONCAT] = ir_infer_shape_op,
+    [IR_OP_SLICE] = ir_infer_shape_op,
+    [IR_OP_GATHER] = ir_infer_shape_op,
+    [IR_OP_SLICE_GRAD] = ir_infer_shape_op,
+    [IR_OP_SCATTER_ADD] = ir_infer_shape_op,
+    [IR_OP_CONV2D] = ir_infer_shape_op,
+    [IR_OP_CONV2D_GRAD_INPUT] = ir_infer_shape_op,
+    [IR_OP_CONV2D_GRAD_FILTER] = ir_infer_shape_op,
+    [IR_OP_MAX_POOL2D] = ir_infer_shape_op,
+    [IR_OP_MAX_POOL2D_GRAD] = ir_infer_shape_op,
+    [IR_OP_AVG_POOL2D] = ir_infer_shape_op,
+    [IR_OP_AVG_POOL2D_GRAD] = ir_infer_shape_op,
+    [IR_OP_ONE_HOT] = ir_infer_shape_op,
+    [IR_OP_SPARSE_XENT] = ir_infer_shape_op,
+    [IR_OP_PRINT] = shape_effect,
+    [IR_OP_HOST_CALLBACK] = shape_effect,
+    [IR_OP_ASSIGN] = shape_assign,
+    [IR_OP_UPDATE_INDEX] = ir_infer_shape_op,
+    [IR_OP_READ_INDEX] = ir_infer_shape_op,
+};
+
 tj_status ir_infer(ir_node *p, const ir_node *const *ins, uint32_t n_in) {
     if (!p)
         return ir_errorf(TJ_ERR_INVALID, "ir_infer: NULL node");
     if (p->op >= IR_N_OPS)
         return ir_errorf(TJ_ERR_INVALID, "ir_infer: unknown op %u", (unsigned)p->op);
     const char *name = ir_ops[p->op].name;
-    if ((ir_ops[p->op].flags & IR_F_CF) || p->op == IR_OP_GET)
+    if (!ir_shape_rules[p->op]) /* control flow, get */
         return ir_errorf(TJ_ERR_INVALID, "%s: inferred against its graph (ir_infer_in_graph)",
                          name);
     int want = ir_ops[p->op].n_in;
@@ -309,30 +437,7 @@ tj_status ir_infer(ir_node *p, const ir_node *const *ins, uint32_t n_in) {
     }
     canon_attrs(p->op, &p->a);
     unsigned fl = ir_ops[p->op].flags;
-    tj_status st;
-    if (fl & IR_F_SRC)
-        st = infer_source(name, p);
-    else if (p->op == IR_OP_WHERE)
-        st = infer_where(p, ins[0], ins[1], ins[2]);
-    else if ((fl & IR_F_EW) && n_in == 1)
-        st = infer_unary(name, p, ins[0]);
-    else if (fl & IR_F_EW)
-        st = infer_binary(name, p, ins[0], ins[1]);
-    else if (p->op == IR_OP_MATMUL)
-        st = infer_matmul(p, ins[0], ins[1]);
-    else if ((fl & IR_F_RED) || p->op == IR_OP_SOFTMAX || p->op == IR_OP_LOG_SOFTMAX)
-        st = infer_reduce(name, p, ins[0]);
-    else if (p->op == IR_OP_PRINT || p->op == IR_OP_HOST_CALLBACK) {
-        p->dtype = IR_VOID;
-        p->rank = 0;
-        st = TJ_OK;
-    } else if (p->op == IR_OP_ASSIGN) {
-        if (p->a.i[0] < 0 || p->a.i[0] > INT32_MAX)
-            return ir_errorf(TJ_ERR_INVALID, "assign: invalid slot %lld", (long long)p->a.i[0]);
-        set_like(p, ins[0], ins[0]->dtype);
-        st = TJ_OK;
-    } else
-        st = ir_infer_shape_op(p, ins, n_in);
+    tj_status st = ir_shape_rules[p->op](p, ins, n_in);
     if (st)
         return st;
     /* one checked place for every op's element count: nothing downstream can overflow */

@@ -287,6 +287,11 @@ static inline const ir_blob *ir_blob_get(const ir_graph *g, uint32_t blob) {
  * (only op-independent fields are read). Fills proto's dtype/rank/dims and normalises attrs.
  * Used by ir_add and by eager execution (runtime builds descriptors from tensors). */
 tj_status ir_infer(ir_node *proto, const ir_node *const *ins, uint32_t n_in);
+/* Each op's shape rule, indexed by op (ir/infer.c): fills p's dtype, rank and dims from its
+ * inputs, after ir_infer has checked arity and inputs; NULL for the ops inferred against their
+ * graph (control flow, get). */
+typedef tj_status (*ir_shape_fn)(ir_node *p, const ir_node *const *ins, uint32_t n_in);
+extern const ir_shape_fn ir_shape_rules[IR_N_OPS];
 
 /* ---- regions (regions.c) --------------------------------------------------------------------- */
 /* Whether n has a side effect: a side-effect op, or a control-flow node one of whose regions

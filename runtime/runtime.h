@@ -125,9 +125,14 @@ char *rt_strdup_len(const char *s, size_t n);
 /* ---- reference kernels (runtime/kernels/) ---------------------------------------------------- */
 /* Runs a pure op: `n` carries op, attrs and the concrete output dtype/dims (already inferred);
  * `in` are concrete inputs (n->n_in of them); `out` was allocated by the caller with n's
- * dtype/dims. Ops handled here: everything in ops.def except CONST, PARAM, VAR_READ, PRINT,
- * HOST_CALLBACK, ASSIGN. Returns TJ_OK or an error (set with ir_errorf) naming the op. */
+ * dtype/dims. Ops handled here: every op but the IR_F_PLUMB ones (sources the executor binds,
+ * variables, effects, control flow). Returns TJ_OK or an error (set with ir_errorf) naming the
+ * op. The call checks the operands, then runs rt_ref_kernels[op]. */
 tj_status rt_ref_kernel(const ir_node *n, tj_tensor *const *in, tj_tensor *out);
+/* Each op's reference kernel, indexed by op (runtime/kernels/dispatch.c); NULL for the ops the
+ * executor runs itself. Called only through rt_ref_kernel, which checks the operands first. */
+typedef tj_status (*rt_ref_fn)(const ir_node *n, tj_tensor *const *in, tj_tensor *out);
+extern const rt_ref_fn rt_ref_kernels[IR_N_OPS];
 /* The output buffer of n's reference kernel (n's dtype and dims): uninitialised when the op's
  * kernel writes every element (IR_F_FILLS in ops.def), zeroed for the others, which accumulate.
  * NULL with the error set. */

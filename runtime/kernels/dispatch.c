@@ -1,5 +1,6 @@
-/* dispatch.c — rt_ref_kernel: the reference kernels' single entry, a switch on the op that hands
- * each node to its family (unary, cast, binary, reduce, matmul, shape, source). The reference
+/* dispatch.c — rt_ref_kernel: the reference kernels' single entry, a table indexed by op
+ * (rt_ref_kernels) that hands each node to its family (unary, cast, binary, reduce, matmul,
+ * shape, source). The reference
  * kernels are the semantic oracle for every backend and for constant folding: correctness and
  * clarity first. Checks here guard against malformed calls (wrong arity, non-concrete tensors,
  * an `out` that does not match the node) so a bad caller gets an error, never a crash. */
@@ -51,139 +52,126 @@ static tj_status check_call(const ir_node *n, tj_tensor *const *in, tj_tensor *o
     return TJ_OK;
 }
 
+/* The kernels that take their operands one by one, in the table's signature. */
+#define ONE_IN(k)                                                                                  \
+    static tj_status k##_1(const ir_node *n, tj_tensor *const *in, tj_tensor *out) {               \
+        return k(n, in[0], out);                                                                   \
+    }
+#define NO_IN(k)                                                                                   \
+    static tj_status k##_0(const ir_node *n, tj_tensor *const *in, tj_tensor *out) {               \
+        (void)in;                                                                                  \
+        return k(n, out);                                                                          \
+    }
+NO_IN(rt_k_eye)
+NO_IN(rt_k_range)
+NO_IN(rt_k_random)
+ONE_IN(rt_k_unary)
+ONE_IN(rt_k_cast)
+ONE_IN(rt_k_reduce)
+ONE_IN(rt_k_arg)
+ONE_IN(rt_k_softmax)
+ONE_IN(rt_k_copy)
+ONE_IN(rt_k_transpose)
+ONE_IN(rt_k_broadcast_to)
+ONE_IN(rt_k_slice)
+ONE_IN(rt_k_slice_grad)
+ONE_IN(rt_k_one_hot)
+
+/* Every op's reference kernel, indexed by op. NULL: the executor runs the op itself (sources it
+ * binds, variables, effects, control flow: the IR_F_PLUMB ops), which tests/jit/test_op_table.c
+ * checks for every op. */
+const rt_ref_fn rt_ref_kernels[IR_N_OPS] = {
+    [IR_OP_EYE] = rt_k_eye_0,
+    [IR_OP_RANGE] = rt_k_range_0,
+    [IR_OP_RANDOM_UNIFORM] = rt_k_random_0,
+    [IR_OP_RANDOM_NORMAL] = rt_k_random_0,
+    [IR_OP_NEG] = rt_k_unary_1,
+    [IR_OP_ABS] = rt_k_unary_1,
+    [IR_OP_SIGN] = rt_k_unary_1,
+    [IR_OP_EXP] = rt_k_unary_1,
+    [IR_OP_LOG] = rt_k_unary_1,
+    [IR_OP_SQRT] = rt_k_unary_1,
+    [IR_OP_RSQRT] = rt_k_unary_1,
+    [IR_OP_TANH] = rt_k_unary_1,
+    [IR_OP_SIGMOID] = rt_k_unary_1,
+    [IR_OP_RELU] = rt_k_unary_1,
+    [IR_OP_SIN] = rt_k_unary_1,
+    [IR_OP_COS] = rt_k_unary_1,
+    [IR_OP_ATAN] = rt_k_unary_1,
+    [IR_OP_ASIN] = rt_k_unary_1,
+    [IR_OP_ACOS] = rt_k_unary_1,
+    [IR_OP_ERF] = rt_k_unary_1,
+    [IR_OP_FLOOR] = rt_k_unary_1,
+    [IR_OP_CEIL] = rt_k_unary_1,
+    [IR_OP_ROUND] = rt_k_unary_1,
+    [IR_OP_LOGICAL_NOT] = rt_k_unary_1,
+    [IR_OP_ISNAN] = rt_k_unary_1,
+    [IR_OP_ISINF] = rt_k_unary_1,
+    [IR_OP_CAST] = rt_k_cast_1,
+    [IR_OP_ADD] = rt_k_binary,
+    [IR_OP_SUB] = rt_k_binary,
+    [IR_OP_MUL] = rt_k_binary,
+    [IR_OP_DIV] = rt_k_binary,
+    [IR_OP_FLOORDIV] = rt_k_binary,
+    [IR_OP_MOD] = rt_k_binary,
+    [IR_OP_POW] = rt_k_binary,
+    [IR_OP_MAXIMUM] = rt_k_binary,
+    [IR_OP_MINIMUM] = rt_k_binary,
+    [IR_OP_EQ] = rt_k_binary,
+    [IR_OP_NE] = rt_k_binary,
+    [IR_OP_LT] = rt_k_binary,
+    [IR_OP_LE] = rt_k_binary,
+    [IR_OP_GT] = rt_k_binary,
+    [IR_OP_GE] = rt_k_binary,
+    [IR_OP_LOGICAL_AND] = rt_k_binary,
+    [IR_OP_LOGICAL_OR] = rt_k_binary,
+    [IR_OP_SHIFT_LEFT] = rt_k_binary,
+    [IR_OP_SHIFT_RIGHT] = rt_k_binary,
+    [IR_OP_WHERE] = rt_k_where,
+    [IR_OP_MATMUL] = rt_k_matmul,
+    [IR_OP_SUM] = rt_k_reduce_1,
+    [IR_OP_MEAN] = rt_k_reduce_1,
+    [IR_OP_MAX] = rt_k_reduce_1,
+    [IR_OP_MIN] = rt_k_reduce_1,
+    [IR_OP_PROD] = rt_k_reduce_1,
+    [IR_OP_ARGMAX] = rt_k_arg_1,
+    [IR_OP_ARGMIN] = rt_k_arg_1,
+    [IR_OP_SOFTMAX] = rt_k_softmax_1,
+    [IR_OP_LOG_SOFTMAX] = rt_k_softmax_1,
+    [IR_OP_RESHAPE] = rt_k_copy_1,
+    [IR_OP_EXPAND_DIMS] = rt_k_copy_1,
+    [IR_OP_SQUEEZE] = rt_k_copy_1,
+    [IR_OP_TRANSPOSE] = rt_k_transpose_1,
+    [IR_OP_BROADCAST_TO] = rt_k_broadcast_to_1,
+    [IR_OP_CONCAT] = rt_k_concat,
+    [IR_OP_SLICE] = rt_k_slice_1,
+    [IR_OP_GATHER] = rt_k_gather,
+    [IR_OP_SLICE_GRAD] = rt_k_slice_grad_1,
+    [IR_OP_SCATTER_ADD] = rt_k_scatter_add,
+    [IR_OP_CONV2D] = rt_k_conv2d,
+    [IR_OP_CONV2D_GRAD_INPUT] = rt_k_conv2d,
+    [IR_OP_CONV2D_GRAD_FILTER] = rt_k_conv2d,
+    [IR_OP_MAX_POOL2D] = rt_k_pool2d,
+    [IR_OP_MAX_POOL2D_GRAD] = rt_k_pool2d,
+    [IR_OP_AVG_POOL2D] = rt_k_pool2d,
+    [IR_OP_AVG_POOL2D_GRAD] = rt_k_pool2d,
+    [IR_OP_ONE_HOT] = rt_k_one_hot_1,
+    [IR_OP_SPARSE_XENT] = rt_k_sparse_xent,
+    [IR_OP_UPDATE_INDEX] = rt_k_row,
+    [IR_OP_READ_INDEX] = rt_k_row,
+};
+
 tj_status rt_ref_kernel(const ir_node *n, tj_tensor *const *in, tj_tensor *out) {
     if (!n)
         return ir_errorf(TJ_ERR_INVALID, "ref_kernel: node is NULL");
     if (n->op >= IR_N_OPS)
         return ir_errorf(TJ_ERR_INVALID, "ref_kernel: bad op %u", n->op);
-    switch (n->op) {
-    case IR_OP_CONST:
-    case IR_OP_PARAM:
-    case IR_OP_VAR_READ:
-    case IR_OP_PRINT:
-    case IR_OP_HOST_CALLBACK:
-    case IR_OP_ASSIGN:
+    rt_ref_fn k = rt_ref_kernels[n->op];
+    if (!k)
         return ir_errorf(TJ_ERR_INVALID, "%s: has no reference kernel (handled by the executor)",
                          rt_k_name(n));
-    default:
-        break;
-    }
     tj_status st = check_call(n, in, out);
-    if (st)
-        return st;
-
-    switch (n->op) {
-    case IR_OP_EYE:
-        return rt_k_eye(n, out);
-    case IR_OP_RANGE:
-        return rt_k_range(n, out);
-    case IR_OP_RANDOM_UNIFORM:
-    case IR_OP_RANDOM_NORMAL:
-        return rt_k_random(n, out);
-
-    case IR_OP_NEG:
-    case IR_OP_ABS:
-    case IR_OP_SIGN:
-    case IR_OP_EXP:
-    case IR_OP_LOG:
-    case IR_OP_SQRT:
-    case IR_OP_RSQRT:
-    case IR_OP_TANH:
-    case IR_OP_SIGMOID:
-    case IR_OP_RELU:
-    case IR_OP_SIN:
-    case IR_OP_COS:
-    case IR_OP_ATAN:
-    case IR_OP_ASIN:
-    case IR_OP_ACOS:
-    case IR_OP_ERF:
-    case IR_OP_FLOOR:
-    case IR_OP_CEIL:
-    case IR_OP_ROUND:
-    case IR_OP_LOGICAL_NOT:
-    case IR_OP_ISNAN:
-    case IR_OP_ISINF:
-        return rt_k_unary(n, in[0], out);
-    case IR_OP_CAST:
-        return rt_k_cast(n, in[0], out);
-
-    case IR_OP_ADD:
-    case IR_OP_SUB:
-    case IR_OP_MUL:
-    case IR_OP_DIV:
-    case IR_OP_FLOORDIV:
-    case IR_OP_MOD:
-    case IR_OP_POW:
-    case IR_OP_MAXIMUM:
-    case IR_OP_MINIMUM:
-    case IR_OP_EQ:
-    case IR_OP_NE:
-    case IR_OP_LT:
-    case IR_OP_LE:
-    case IR_OP_GT:
-    case IR_OP_GE:
-    case IR_OP_LOGICAL_AND:
-    case IR_OP_LOGICAL_OR:
-    case IR_OP_SHIFT_LEFT:
-    case IR_OP_SHIFT_RIGHT:
-        return rt_k_binary(n, in, out);
-    case IR_OP_WHERE:
-        return rt_k_where(n, in, out);
-
-    case IR_OP_MATMUL:
-        return rt_k_matmul(n, in, out);
-
-    case IR_OP_SUM:
-    case IR_OP_MEAN:
-    case IR_OP_MAX:
-    case IR_OP_MIN:
-    case IR_OP_PROD:
-        return rt_k_reduce(n, in[0], out);
-    case IR_OP_ARGMAX:
-    case IR_OP_ARGMIN:
-        return rt_k_arg(n, in[0], out);
-    case IR_OP_SOFTMAX:
-    case IR_OP_LOG_SOFTMAX:
-        return rt_k_softmax(n, in[0], out);
-
-    case IR_OP_RESHAPE:
-    case IR_OP_EXPAND_DIMS:
-    case IR_OP_SQUEEZE:
-        return rt_k_copy(n, in[0], out);
-    case IR_OP_TRANSPOSE:
-        return rt_k_transpose(n, in[0], out);
-    case IR_OP_BROADCAST_TO:
-        return rt_k_broadcast_to(n, in[0], out);
-    case IR_OP_CONCAT:
-        return rt_k_concat(n, in, out);
-    case IR_OP_SLICE:
-        return rt_k_slice(n, in[0], out);
-    case IR_OP_GATHER:
-        return rt_k_gather(n, in, out);
-    case IR_OP_SLICE_GRAD:
-        return rt_k_slice_grad(n, in[0], out);
-    case IR_OP_SCATTER_ADD:
-        return rt_k_scatter_add(n, in, out);
-    case IR_OP_CONV2D:
-    case IR_OP_CONV2D_GRAD_INPUT:
-    case IR_OP_CONV2D_GRAD_FILTER:
-        return rt_k_conv2d(n, in, out);
-    case IR_OP_MAX_POOL2D:
-    case IR_OP_MAX_POOL2D_GRAD:
-    case IR_OP_AVG_POOL2D:
-    case IR_OP_AVG_POOL2D_GRAD:
-        return rt_k_pool2d(n, in, out);
-    case IR_OP_ONE_HOT:
-        return rt_k_one_hot(n, in[0], out);
-    case IR_OP_SPARSE_XENT:
-        return rt_k_sparse_xent(n, in, out);
-    case IR_OP_UPDATE_INDEX:
-    case IR_OP_READ_INDEX:
-        return rt_k_row(n, in, out);
-    default:
-        break;
-    }
-    return ir_errorf(TJ_ERR_UNSUPPORTED, "%s: no reference kernel", rt_k_name(n));
+    return st ? st : k(n, in, out);
 }
 
 tj_tensor *rt_kernel_output(const ir_node *n) {

@@ -5,7 +5,11 @@
  *   - the compiled path (LLVM lowering or a reference-kernel step of the CPU plan, and the
  *     executor): the compiled result equals the eager one, and the optimized graph holds the op;
  *   - the printer and the parser: the optimized graph's text parses back to the same text;
- *   - the gradient column: a rule, "no gradient" or a reason (api/grad.c);
+ *   - the per-op code tables, each indexed by op: a gradient rule, "no gradient" or a reason
+ *     (api/grad.c); a shape rule unless the op is inferred against its graph (ir/infer.c); a
+ *     reference kernel unless the executor runs the op (runtime/kernels/dispatch.c); a
+ *     decomposition exactly for the composite ops (passes/decompose.c, whose values
+ *     tests/jit/test_decompose.c checks);
  *   - the dtype class column against the reference kernels: every dtype in the class of an
  *     elementwise op, a reduction, softmax or matmul runs on the op's reference kernel
  *     (inference, which reads the class, refuses the others: tests/ir/test_op_columns.c);
@@ -17,6 +21,7 @@
 #include "api/grad.h"
 #include "check.h"
 #include "ir/ir.h"
+#include "passes/passes.h"
 
 static tj_variable *var;
 static int printed;
@@ -390,8 +395,17 @@ int main(void) {
         const char *name = ir_ops[op].name;
         cur_op = op;
         tj_scope_begin();
-        /* gradient column */
+        /* the per-op code, in tables indexed by op: the gradient rule (api/grad.c), the shape
+         * rule (ir/infer.c), the reference kernel (runtime/kernels/dispatch.c) and the
+         * decomposition (passes/decompose.c); NULL exactly where the op's flags say */
+        unsigned fl = ir_ops[op].flags;
         CHECK_MSG(rt_grad_rules[op].kind != RT_GRAD_MISSING, "%s: no gradient entry", name);
+        CHECK_MSG(!ir_shape_rules[op] == ((fl & IR_F_CF) || op == IR_OP_GET),
+                  "%s: a shape rule exactly unless it is inferred against its graph", name);
+        CHECK_MSG(!rt_ref_kernels[op] == !!(fl & IR_F_PLUMB),
+                  "%s: a reference kernel exactly unless the executor runs it", name);
+        CHECK_MSG(!pass_decompositions[op] == !(fl & IR_F_COMPOSITE),
+                  "%s: a decomposition exactly when composite", name);
         /* an instance, eagerly: inference and the reference kernel */
         tj_tensor *e = instance(op, x);
         CHECK_MSG(e != NULL, "op %s has no instance in tests/jit/test_op_table.c", name);
