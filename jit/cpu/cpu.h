@@ -87,6 +87,9 @@ typedef struct jit_cpu_codegen {
      * name, so *nk may shrink) and sets cp's shared code */
     tj_status (*generate)(struct cpu_prog *cp, const jit_cpu_opts *o, const char **names,
                           void **addrs, uint32_t *nk);
+    /* whether op has an elementwise lowering (its table entry: what a fused kernel computes of
+     * one element); the ops jit_cpu_ew_supported accepts must have one */
+    bool (*lowers)(int op);
 } jit_cpu_codegen;
 extern const jit_cpu_codegen jit_cpu_codegen_linked;
 

@@ -9,7 +9,8 @@
  *     (api/grad.c); a shape rule unless the op is inferred against its graph (ir/infer.c); a
  *     reference kernel unless the executor runs the op (runtime/kernels/dispatch.c); a
  *     decomposition exactly for the composite ops (passes/decompose.c, whose values
- *     tests/jit/test_decompose.c checks);
+ *     tests/jit/test_decompose.c checks); the CPU generator's elementwise lowering exactly for
+ *     the elementwise ops (jit/cpu/llvm/ew_ops.c);
  *   - the dtype class column against the reference kernels: every dtype in the class of an
  *     elementwise op, a reduction, softmax or matmul runs on the op's reference kernel
  *     (inference, which reads the class, refuses the others: tests/ir/test_op_columns.c);
@@ -21,6 +22,7 @@
 #include "api/grad.h"
 #include "check.h"
 #include "ir/ir.h"
+#include "jit/cpu/cpu.h"
 #include "passes/passes.h"
 
 static tj_variable *var;
@@ -406,6 +408,9 @@ int main(void) {
                   "%s: a reference kernel exactly unless the executor runs it", name);
         CHECK_MSG(!pass_decompositions[op] == !(fl & IR_F_COMPOSITE),
                   "%s: a decomposition exactly when composite", name);
+        /* the CPU code generator's elementwise lowering: every elementwise op has one */
+        CHECK_MSG(jit_cpu_unavailable() || jit_cpu_codegen_linked.lowers(op) == !!(fl & IR_F_EW),
+                  "%s: an elementwise lowering exactly for the elementwise ops", name);
         /* an instance, eagerly: inference and the reference kernel */
         tj_tensor *e = instance(op, x);
         CHECK_MSG(e != NULL, "op %s has no instance in tests/jit/test_op_table.c", name);

@@ -67,6 +67,8 @@ LLVMTypeRef jit_cpu_reg_ty(jit_cpu_em *e, int dt);
 /* One element of node n from its inputs' values a[] (t: dtype of the value operands, i.e. input
  * 0, or input 1 for where). NULL if the op has no lowering. */
 LLVMValueRef jit_cpu_emit_op(jit_cpu_em *e, const ir_node *n, int t, LLVMValueRef *a);
+/* Whether op has an entry in ew_ops.c's lowering table. */
+bool jit_cpu_ew_lowered(int op);
 
 /* Transcendentals (approx.c) on x of type ty: float or double, scalar or vector. Straight-line IR
  * (selects, no calls, no branches) so loops using them vectorize; error bounds at the top of

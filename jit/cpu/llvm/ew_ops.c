@@ -100,163 +100,307 @@ static LLVMValueRef emit_cast(em *e, LLVMValueRef x, int from, int to) {
     return uns ? LLVMBuildZExt(b, x, rt, "") : LLVMBuildSExt(b, x, rt, "");
 }
 
+/* What one element's lowering sees: the emitter, the node, the operands' dtype t (input 0's, or
+ * input 1's for where) and register type, whether t is f32/f64 (fl) or compares unsigned (bo),
+ * its 0 and 1, and the operands' values (x, y: the first two of a). */
+typedef struct ew_args {
+    em *e;
+    LLVMBuilderRef b;
+    const ir_node *n;
+    int t;
+    LLVMTypeRef ty;
+    bool fl, bo;
+    LLVMValueRef zero, one, x, y, *a;
+} ew_args;
+
+static LLVMValueRef lower_neg(ew_args *c) {
+    return c->fl ? LLVMBuildFNeg(c->b, c->x, "") : LLVMBuildSub(c->b, c->zero, c->x, "");
+}
+
+static LLVMValueRef lower_abs(ew_args *c) {
+    if (c->fl)
+        return intrin1(c->e, "llvm.fabs", c->x);
+    if (c->bo)
+        return c->x;
+    return LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, c->x, c->zero, ""),
+                           LLVMBuildSub(c->b, c->zero, c->x, ""), c->x, "");
+}
+
+static LLVMValueRef lower_sign(ew_args *c) {
+    if (c->fl)
+        return LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealOGT, c->x, c->zero, ""), c->one,
+                               LLVMBuildSelect(c->b,
+                                               LLVMBuildFCmp(c->b, LLVMRealOLT, c->x, c->zero, ""),
+                                               fconst(c->ty, -1), c->x, ""),
+                               "");
+    if (c->bo)
+        return LLVMBuildZExt(c->b, LLVMBuildICmp(c->b, LLVMIntNE, c->x, c->zero, ""), c->ty, "");
+    return LLVMBuildSub(
+        c->b, LLVMBuildZExt(c->b, LLVMBuildICmp(c->b, LLVMIntSGT, c->x, c->zero, ""), c->ty, ""),
+        LLVMBuildZExt(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, c->x, c->zero, ""), c->ty, ""), "");
+}
+
+static LLVMValueRef lower_relu(ew_args *c) {
+    if (c->fl)
+        return LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealOGT, c->x, c->zero, ""), c->x,
+                               LLVMBuildSelect(c->b,
+                                               LLVMBuildFCmp(c->b, LLVMRealUNO, c->x, c->x, ""),
+                                               c->x, c->zero, ""),
+                               "");
+    return c->bo ? c->x
+                 : LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSGT, c->x, c->zero, ""), c->x,
+                                   c->zero, "");
+}
+
+static LLVMValueRef lower_floor(ew_args *c) {
+    return c->fl ? intrin1(c->e, "llvm.floor", c->x) : c->x;
+}
+
+static LLVMValueRef lower_ceil(ew_args *c) {
+    return c->fl ? intrin1(c->e, "llvm.ceil", c->x) : c->x;
+}
+
+static LLVMValueRef lower_round(ew_args *c) {
+    return c->fl ? intrin1(c->e, "llvm.rint", c->x) : c->x;
+}
+
+static LLVMValueRef lower_sqrt(ew_args *c) {
+    return intrin1(c->e, "llvm.sqrt", c->x);
+}
+
+static LLVMValueRef lower_rsqrt(ew_args *c) {
+    return LLVMBuildFDiv(c->b, c->one, intrin1(c->e, "llvm.sqrt", c->x), "");
+}
+
+static LLVMValueRef lower_exp(ew_args *c) {
+    return jit_cpu_emit_exp(c->e, c->x, LLVMTypeOf(c->x));
+}
+
+static LLVMValueRef lower_log(ew_args *c) {
+    return jit_cpu_emit_log(c->e, c->x, LLVMTypeOf(c->x));
+}
+
+static LLVMValueRef lower_tanh(ew_args *c) {
+    return jit_cpu_emit_tanh(c->e, c->x, LLVMTypeOf(c->x));
+}
+
+static LLVMValueRef lower_sin(ew_args *c) {
+    return libm(c->e, "sin", c->a, 1);
+}
+
+static LLVMValueRef lower_cos(ew_args *c) {
+    return libm(c->e, "cos", c->a, 1);
+}
+
+static LLVMValueRef lower_atan(ew_args *c) {
+    return libm(c->e, "atan", c->a, 1);
+}
+
+static LLVMValueRef lower_asin(ew_args *c) {
+    return libm(c->e, "asin", c->a, 1);
+}
+
+static LLVMValueRef lower_acos(ew_args *c) {
+    return libm(c->e, "acos", c->a, 1);
+}
+
+static LLVMValueRef lower_erf(ew_args *c) {
+    return libm(c->e, "erf", c->a, 1);
+}
+
+static LLVMValueRef lower_sigmoid(ew_args *c) {
+    return jit_cpu_emit_sigmoid(c->e, c->x, LLVMTypeOf(c->x));
+}
+
+static LLVMValueRef lower_logical_not(ew_args *c) {
+    return LLVMBuildNot(c->b, c->x, "");
+}
+
+static LLVMValueRef lower_isnan(ew_args *c) {
+    return c->fl ? LLVMBuildFCmp(c->b, LLVMRealUNO, c->x, c->x, "") : LLVMConstInt(c->e->i1, 0, 0);
+}
+
+static LLVMValueRef lower_isinf(ew_args *c) {
+    return c->fl ? LLVMBuildFCmp(c->b, LLVMRealOEQ, intrin1(c->e, "llvm.fabs", c->x),
+                                 fconst(c->ty, __builtin_inf()), "")
+                 : LLVMConstInt(c->e->i1, 0, 0);
+}
+
+static LLVMValueRef lower_cast(ew_args *c) {
+    return emit_cast(c->e, c->x, c->t, c->n->dtype);
+}
+
+static LLVMValueRef lower_where(ew_args *c) {
+    return LLVMBuildSelect(c->b, c->a[0], c->a[1], c->a[2], "");
+}
+
+static LLVMValueRef lower_add(ew_args *c) {
+    return c->fl ? fmf(c->e, LLVMBuildFAdd(c->b, c->x, c->y, ""))
+                 : LLVMBuildAdd(c->b, c->x, c->y, "");
+}
+
+static LLVMValueRef lower_sub(ew_args *c) {
+    return c->fl ? fmf(c->e, LLVMBuildFSub(c->b, c->x, c->y, ""))
+                 : LLVMBuildSub(c->b, c->x, c->y, "");
+}
+
+static LLVMValueRef lower_mul(ew_args *c) {
+    return c->fl ? fmf(c->e, LLVMBuildFMul(c->b, c->x, c->y, ""))
+                 : LLVMBuildMul(c->b, c->x, c->y, "");
+}
+
+static LLVMValueRef lower_div(ew_args *c) {
+    return LLVMBuildFDiv(c->b, c->x, c->y, "");
+}
+
+static LLVMValueRef lower_floordiv(ew_args *c) {
+    return intrin1(c->e, "llvm.floor", LLVMBuildFDiv(c->b, c->x, c->y, ""));
+}
+
+static LLVMValueRef lower_pow(ew_args *c) {
+    return libm(c->e, "pow", c->a, 2);
+}
+
+static LLVMValueRef lower_mod(ew_args *c) {
+    /* Python's floor mod on fmod, as fmod_py in binary.c */
+    LLVMValueRef r = LLVMBuildFRem(c->b, c->x, c->y, "");
+    LLVMValueRef flip = LLVMBuildXor(c->b, LLVMBuildFCmp(c->b, LLVMRealOLT, r, c->zero, ""),
+                                     LLVMBuildFCmp(c->b, LLVMRealOLT, c->y, c->zero, ""), "");
+    LLVMValueRef adj = LLVMBuildSelect(c->b, flip, LLVMBuildFAdd(c->b, r, c->y, ""), r, "");
+    LLVMValueRef args[2] = {c->zero, c->y};
+    LLVMValueRef z = intrin(c->e, "llvm.copysign", &c->ty, 1, args, 2);
+    return LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealUNE, r, c->zero, ""), adj, z, "");
+}
+
+static LLVMValueRef lower_maximum(ew_args *c) {
+    bool mx = c->n->op == IR_OP_MAXIMUM;
+    if (c->fl) {
+        /* IEEE 754-2019: -0 < +0, as the reference kernel (operand order must not matter) */
+        LLVMTypeRef xt = LLVMTypeOf(c->x);
+        int is_vec = LLVMGetTypeKind(xt) == LLVMVectorTypeKind;
+        LLVMTypeRef et = is_vec ? LLVMGetElementType(xt) : xt;
+        LLVMTypeRef ity = LLVMIntTypeInContext(LLVMGetTypeContext(xt),
+                                               LLVMGetTypeKind(et) == LLVMFloatTypeKind ? 32 : 64);
+        if (is_vec)
+            ity = LLVMVectorType(ity, LLVMGetVectorSize(xt));
+        LLVMValueRef xneg = LLVMBuildICmp(c->b, LLVMIntSLT, LLVMBuildBitCast(c->b, c->x, ity, ""),
+                                          LLVMConstNull(ity), "");
+        LLVMValueRef eq = LLVMBuildFCmp(c->b, LLVMRealOEQ, c->x, c->y, "");
+        LLVMValueRef tie = LLVMBuildAnd(c->b, eq, mx ? LLVMBuildNot(c->b, xneg, "") : xneg, "");
+        LLVMValueRef pick = LLVMBuildOr(
+            c->b, LLVMBuildFCmp(c->b, mx ? LLVMRealOGT : LLVMRealOLT, c->x, c->y, ""), tie, "");
+        LLVMValueRef v = LLVMBuildSelect(c->b, pick, c->x, c->y, "");
+        return LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealUNO, c->x, c->y, ""),
+                               LLVMBuildFAdd(c->b, c->x, c->y, ""), v, "");
+    }
+    LLVMIntPredicate p = mx ? (c->bo ? LLVMIntUGT : LLVMIntSGT) : (c->bo ? LLVMIntULT : LLVMIntSLT);
+    return LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, p, c->x, c->y, ""), c->x, c->y, "");
+}
+
+static LLVMValueRef lower_eq(ew_args *c) {
+    static const LLVMRealPredicate fp[] = {LLVMRealOEQ, LLVMRealUNE, LLVMRealOLT,
+                                           LLVMRealOLE, LLVMRealOGT, LLVMRealOGE};
+    static const LLVMIntPredicate sp[] = {LLVMIntEQ,  LLVMIntNE,  LLVMIntSLT,
+                                          LLVMIntSLE, LLVMIntSGT, LLVMIntSGE};
+    static const LLVMIntPredicate up[] = {LLVMIntEQ,  LLVMIntNE,  LLVMIntULT,
+                                          LLVMIntULE, LLVMIntUGT, LLVMIntUGE};
+    int k = c->n->op - IR_OP_EQ;
+    if (c->fl)
+        return LLVMBuildFCmp(c->b, fp[k], c->x, c->y, "");
+    return LLVMBuildICmp(c->b, c->bo ? up[k] : sp[k], c->x, c->y, "");
+}
+
+static LLVMValueRef lower_logical_and(ew_args *c) {
+    return LLVMBuildAnd(c->b, c->x, c->y, "");
+}
+
+static LLVMValueRef lower_logical_or(ew_args *c) {
+    return LLVMBuildOr(c->b, c->x, c->y, "");
+}
+
+static LLVMValueRef lower_shift_left(ew_args *c) {
+    /* counts outside [0, bits) (unsigned compare) as binary.c */
+    unsigned long long bits = 8 * ir_dtype_size(c->t);
+    LLVMValueRef ok = LLVMBuildICmp(c->b, LLVMIntULT, c->y, LLVMConstInt(c->ty, bits, 0), "");
+    LLVMValueRef k = LLVMBuildAnd(c->b, c->y, LLVMConstInt(c->ty, bits - 1, 0), "");
+    if (c->n->op == IR_OP_SHIFT_LEFT)
+        return LLVMBuildSelect(c->b, ok, LLVMBuildShl(c->b, c->x, k, ""), c->zero, "");
+    if (c->bo)
+        return LLVMBuildSelect(c->b, ok, LLVMBuildLShr(c->b, c->x, k, ""), c->zero, "");
+    return LLVMBuildAShr(c->b, c->x,
+                         LLVMBuildSelect(c->b, ok, k, LLVMConstInt(c->ty, bits - 1, 0), ""), "");
+}
+
+/* Each op's scalar lowering, indexed by op; NULL: not lowered (jit_cpu_ew_supported refuses it
+ * first; tests/jit/test_op_table.c checks the two agree). */
+static LLVMValueRef (*const lowerings[IR_N_OPS])(ew_args *c) = {
+    [IR_OP_NEG] = lower_neg,
+    [IR_OP_ABS] = lower_abs,
+    [IR_OP_SIGN] = lower_sign,
+    [IR_OP_RELU] = lower_relu,
+    [IR_OP_FLOOR] = lower_floor,
+    [IR_OP_CEIL] = lower_ceil,
+    [IR_OP_ROUND] = lower_round,
+    [IR_OP_SQRT] = lower_sqrt,
+    [IR_OP_RSQRT] = lower_rsqrt,
+    [IR_OP_EXP] = lower_exp,
+    [IR_OP_LOG] = lower_log,
+    [IR_OP_TANH] = lower_tanh,
+    [IR_OP_SIN] = lower_sin,
+    [IR_OP_COS] = lower_cos,
+    [IR_OP_ATAN] = lower_atan,
+    [IR_OP_ASIN] = lower_asin,
+    [IR_OP_ACOS] = lower_acos,
+    [IR_OP_ERF] = lower_erf,
+    [IR_OP_SIGMOID] = lower_sigmoid,
+    [IR_OP_LOGICAL_NOT] = lower_logical_not,
+    [IR_OP_ISNAN] = lower_isnan,
+    [IR_OP_ISINF] = lower_isinf,
+    [IR_OP_CAST] = lower_cast,
+    [IR_OP_WHERE] = lower_where,
+    [IR_OP_ADD] = lower_add,
+    [IR_OP_SUB] = lower_sub,
+    [IR_OP_MUL] = lower_mul,
+    [IR_OP_DIV] = lower_div,
+    [IR_OP_FLOORDIV] = lower_floordiv,
+    [IR_OP_POW] = lower_pow,
+    [IR_OP_MOD] = lower_mod,
+    [IR_OP_MAXIMUM] = lower_maximum,
+    [IR_OP_MINIMUM] = lower_maximum,
+    [IR_OP_EQ] = lower_eq,
+    [IR_OP_NE] = lower_eq,
+    [IR_OP_LT] = lower_eq,
+    [IR_OP_LE] = lower_eq,
+    [IR_OP_GT] = lower_eq,
+    [IR_OP_GE] = lower_eq,
+    [IR_OP_LOGICAL_AND] = lower_logical_and,
+    [IR_OP_LOGICAL_OR] = lower_logical_or,
+    [IR_OP_SHIFT_LEFT] = lower_shift_left,
+    [IR_OP_SHIFT_RIGHT] = lower_shift_left,
+};
+
+bool jit_cpu_ew_lowered(int op) {
+    return op >= 0 && op < IR_N_OPS && lowerings[op];
+}
+
 /* One node's value from its inputs' values. */
 LLVMValueRef jit_cpu_emit_op(em *e, const ir_node *n, int t, LLVMValueRef *a) {
-    LLVMBuilderRef b = e->b;
-    LLVMTypeRef ty = t >= 0 ? jit_cpu_reg_ty(e, t) : NULL;
-    bool fl = jit_cpu_flt(t), bo = t == TJ_BOOL || ir_dtype_is_unsigned(t); /* unsigned compares */
-    LLVMValueRef zero = ty ? (fl ? fconst(ty, 0) : LLVMConstInt(ty, 0, 0)) : NULL;
-    LLVMValueRef one = ty ? (fl ? fconst(ty, 1) : LLVMConstInt(ty, 1, 0)) : NULL;
-    LLVMValueRef x = a[0], y = n->n_in > 1 ? a[1] : NULL;
-    switch (n->op) {
-    case IR_OP_NEG:
-        return fl ? LLVMBuildFNeg(b, x, "") : LLVMBuildSub(b, zero, x, "");
-    case IR_OP_ABS:
-        if (fl)
-            return intrin1(e, "llvm.fabs", x);
-        if (bo)
-            return x;
-        return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, x, zero, ""),
-                               LLVMBuildSub(b, zero, x, ""), x, "");
-    case IR_OP_SIGN:
-        if (fl)
-            return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, x, zero, ""), one,
-                                   LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, x, zero, ""),
-                                                   fconst(ty, -1), x, ""),
-                                   "");
-        if (bo)
-            return LLVMBuildZExt(b, LLVMBuildICmp(b, LLVMIntNE, x, zero, ""), ty, "");
-        return LLVMBuildSub(b, LLVMBuildZExt(b, LLVMBuildICmp(b, LLVMIntSGT, x, zero, ""), ty, ""),
-                            LLVMBuildZExt(b, LLVMBuildICmp(b, LLVMIntSLT, x, zero, ""), ty, ""),
-                            "");
-    case IR_OP_RELU:
-        if (fl)
-            return LLVMBuildSelect(
-                b, LLVMBuildFCmp(b, LLVMRealOGT, x, zero, ""), x,
-                LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""), x, zero, ""), "");
-        return bo ? x : LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, x, zero, ""), x, zero, "");
-    case IR_OP_FLOOR:
-        return fl ? intrin1(e, "llvm.floor", x) : x;
-    case IR_OP_CEIL:
-        return fl ? intrin1(e, "llvm.ceil", x) : x;
-    case IR_OP_ROUND:
-        return fl ? intrin1(e, "llvm.rint", x) : x;
-    case IR_OP_SQRT:
-        return intrin1(e, "llvm.sqrt", x);
-    case IR_OP_RSQRT:
-        return LLVMBuildFDiv(b, one, intrin1(e, "llvm.sqrt", x), "");
-    case IR_OP_EXP:
-        return jit_cpu_emit_exp(e, x, LLVMTypeOf(x));
-    case IR_OP_LOG:
-        return jit_cpu_emit_log(e, x, LLVMTypeOf(x));
-    case IR_OP_TANH:
-        return jit_cpu_emit_tanh(e, x, LLVMTypeOf(x));
-    case IR_OP_SIN:
-        return libm(e, "sin", a, 1);
-    case IR_OP_COS:
-        return libm(e, "cos", a, 1);
-    case IR_OP_ATAN:
-        return libm(e, "atan", a, 1);
-    case IR_OP_ASIN:
-        return libm(e, "asin", a, 1);
-    case IR_OP_ACOS:
-        return libm(e, "acos", a, 1);
-    case IR_OP_ERF:
-        return libm(e, "erf", a, 1);
-    case IR_OP_SIGMOID:
-        return jit_cpu_emit_sigmoid(e, x, LLVMTypeOf(x));
-    case IR_OP_LOGICAL_NOT:
-        return LLVMBuildNot(b, x, "");
-    case IR_OP_ISNAN:
-        return fl ? LLVMBuildFCmp(b, LLVMRealUNO, x, x, "") : LLVMConstInt(e->i1, 0, 0);
-    case IR_OP_ISINF:
-        return fl ? LLVMBuildFCmp(b, LLVMRealOEQ, intrin1(e, "llvm.fabs", x),
-                                  fconst(ty, __builtin_inf()), "")
-                  : LLVMConstInt(e->i1, 0, 0);
-    case IR_OP_CAST:
-        return emit_cast(e, x, t, n->dtype);
-    case IR_OP_WHERE:
-        return LLVMBuildSelect(b, a[0], a[1], a[2], "");
-    case IR_OP_ADD:
-        return fl ? fmf(e, LLVMBuildFAdd(b, x, y, "")) : LLVMBuildAdd(b, x, y, "");
-    case IR_OP_SUB:
-        return fl ? fmf(e, LLVMBuildFSub(b, x, y, "")) : LLVMBuildSub(b, x, y, "");
-    case IR_OP_MUL:
-        return fl ? fmf(e, LLVMBuildFMul(b, x, y, "")) : LLVMBuildMul(b, x, y, "");
-    case IR_OP_DIV:
-        return LLVMBuildFDiv(b, x, y, "");
-    case IR_OP_FLOORDIV:
-        return intrin1(e, "llvm.floor", LLVMBuildFDiv(b, x, y, ""));
-    case IR_OP_POW:
-        return libm(e, "pow", a, 2);
-    case IR_OP_MOD: { /* Python's floor mod on fmod, as fmod_py in binary.c */
-        LLVMValueRef r = LLVMBuildFRem(b, x, y, "");
-        LLVMValueRef flip = LLVMBuildXor(b, LLVMBuildFCmp(b, LLVMRealOLT, r, zero, ""),
-                                         LLVMBuildFCmp(b, LLVMRealOLT, y, zero, ""), "");
-        LLVMValueRef adj = LLVMBuildSelect(b, flip, LLVMBuildFAdd(b, r, y, ""), r, "");
-        LLVMValueRef args[2] = {zero, y};
-        LLVMValueRef z = intrin(e, "llvm.copysign", &ty, 1, args, 2);
-        return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNE, r, zero, ""), adj, z, "");
-    }
-    case IR_OP_MAXIMUM:
-    case IR_OP_MINIMUM: {
-        bool mx = n->op == IR_OP_MAXIMUM;
-        if (fl) {
-            /* IEEE 754-2019: -0 < +0, as the reference kernel (operand order must not matter) */
-            LLVMTypeRef xt = LLVMTypeOf(x);
-            int is_vec = LLVMGetTypeKind(xt) == LLVMVectorTypeKind;
-            LLVMTypeRef et = is_vec ? LLVMGetElementType(xt) : xt;
-            LLVMTypeRef ity = LLVMIntTypeInContext(
-                LLVMGetTypeContext(xt), LLVMGetTypeKind(et) == LLVMFloatTypeKind ? 32 : 64);
-            if (is_vec)
-                ity = LLVMVectorType(ity, LLVMGetVectorSize(xt));
-            LLVMValueRef xneg = LLVMBuildICmp(b, LLVMIntSLT, LLVMBuildBitCast(b, x, ity, ""),
-                                              LLVMConstNull(ity), "");
-            LLVMValueRef eq = LLVMBuildFCmp(b, LLVMRealOEQ, x, y, "");
-            LLVMValueRef tie = LLVMBuildAnd(b, eq, mx ? LLVMBuildNot(b, xneg, "") : xneg, "");
-            LLVMValueRef pick =
-                LLVMBuildOr(b, LLVMBuildFCmp(b, mx ? LLVMRealOGT : LLVMRealOLT, x, y, ""), tie, "");
-            LLVMValueRef v = LLVMBuildSelect(b, pick, x, y, "");
-            return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, x, y, ""),
-                                   LLVMBuildFAdd(b, x, y, ""), v, "");
-        }
-        LLVMIntPredicate p = mx ? (bo ? LLVMIntUGT : LLVMIntSGT) : (bo ? LLVMIntULT : LLVMIntSLT);
-        return LLVMBuildSelect(b, LLVMBuildICmp(b, p, x, y, ""), x, y, "");
-    }
-    case IR_OP_EQ:
-    case IR_OP_NE:
-    case IR_OP_LT:
-    case IR_OP_LE:
-    case IR_OP_GT:
-    case IR_OP_GE: {
-        static const LLVMRealPredicate fp[] = {LLVMRealOEQ, LLVMRealUNE, LLVMRealOLT,
-                                               LLVMRealOLE, LLVMRealOGT, LLVMRealOGE};
-        static const LLVMIntPredicate sp[] = {LLVMIntEQ,  LLVMIntNE,  LLVMIntSLT,
-                                              LLVMIntSLE, LLVMIntSGT, LLVMIntSGE};
-        static const LLVMIntPredicate up[] = {LLVMIntEQ,  LLVMIntNE,  LLVMIntULT,
-                                              LLVMIntULE, LLVMIntUGT, LLVMIntUGE};
-        int k = n->op - IR_OP_EQ;
-        if (fl)
-            return LLVMBuildFCmp(b, fp[k], x, y, "");
-        return LLVMBuildICmp(b, bo ? up[k] : sp[k], x, y, "");
-    }
-    case IR_OP_LOGICAL_AND:
-        return LLVMBuildAnd(b, x, y, "");
-    case IR_OP_LOGICAL_OR:
-        return LLVMBuildOr(b, x, y, "");
-    case IR_OP_SHIFT_LEFT:
-    case IR_OP_SHIFT_RIGHT: { /* counts outside [0, bits) (unsigned compare) as binary.c */
-        unsigned long long bits = 8 * ir_dtype_size(t);
-        LLVMValueRef ok = LLVMBuildICmp(b, LLVMIntULT, y, LLVMConstInt(ty, bits, 0), "");
-        LLVMValueRef c = LLVMBuildAnd(b, y, LLVMConstInt(ty, bits - 1, 0), "");
-        if (n->op == IR_OP_SHIFT_LEFT)
-            return LLVMBuildSelect(b, ok, LLVMBuildShl(b, x, c, ""), zero, "");
-        if (bo)
-            return LLVMBuildSelect(b, ok, LLVMBuildLShr(b, x, c, ""), zero, "");
-        return LLVMBuildAShr(b, x, LLVMBuildSelect(b, ok, c, LLVMConstInt(ty, bits - 1, 0), ""),
-                             "");
-    }
-    default:
+    LLVMValueRef (*lower)(ew_args *) = n->op < IR_N_OPS ? lowerings[n->op] : NULL;
+    if (!lower)
         return NULL;
-    }
+    LLVMTypeRef ty = t >= 0 ? jit_cpu_reg_ty(e, t) : NULL;
+    bool fl = jit_cpu_flt(t);
+    ew_args c = {.e = e,
+                 .b = e->b,
+                 .n = n,
+                 .t = t,
+                 .ty = ty,
+                 .fl = fl,
+                 .bo = t == TJ_BOOL || ir_dtype_is_unsigned(t), /* unsigned compares */
+                 .zero = ty ? (fl ? fconst(ty, 0) : LLVMConstInt(ty, 0, 0)) : NULL,
+                 .one = ty ? (fl ? fconst(ty, 1) : LLVMConstInt(ty, 1, 0)) : NULL,
+                 .x = a[0],
+                 .y = n->n_in > 1 ? a[1] : NULL,
+                 .a = a};
+    return lower(&c);
 }

@@ -110,4 +110,5 @@ const jit_cpu_codegen jit_cpu_codegen_linked = {
     .unavailable = jit_cpu_llvm_unavailable,
     .target_id = jit_cpu_llvm_target_id,
     .generate = generate,
+    .lowers = jit_cpu_ew_lowered,
 };

@@ -19,4 +19,9 @@ static tj_status generate(cpu_prog *cp, const jit_cpu_opts *o, const char **name
     return ir_errorf(TJ_ERR_UNSUPPORTED, "cpu jit: %s", unavailable());
 }
 
-const jit_cpu_codegen jit_cpu_codegen_linked = {unavailable, target_id, generate};
+static bool lowers(int op) {
+    (void)op;
+    return false;
+}
+
+const jit_cpu_codegen jit_cpu_codegen_linked = {unavailable, target_id, generate, lowers};
