@@ -170,6 +170,14 @@ ir_graph *pass_rebuild_end(pass_rebuild *rb, pass_stat *st);
 /* Frees everything after a failure. Returns NULL. */
 ir_graph *pass_rebuild_abort(pass_rebuild *rb);
 
+/* simplify.c: each op's rewrites, indexed by op (NULL: none beyond the flags' f(f(x))): the dst
+ * id node n of src (its inputs mapped to m[]; cmask: which are constants) simplifies to, or
+ * IR_NONE. Never an entry for an effect, a random op or control flow (tests/jit/test_op_table.c).
+ */
+typedef uint32_t (*pass_simplify_fn)(pass_rebuild *rb, const ir_node *n, const uint32_t *m,
+                                     unsigned cmask);
+extern const pass_simplify_fn pass_simplify_rules[IR_N_OPS];
+
 /* decompose.c: composite ops (IR_F_COMPOSITE in ops.def) as primitives. pass_decompositions[op]
  * builds in dst, from the dst ids of n's inputs, the primitives computing node n; it returns the
  * dst id of the value (IR_NONE with the error set); NULL for a primitive. pass_decompose_node

@@ -171,44 +171,107 @@ static uint32_t simplify_shape_op(pass_rebuild *rb, const ir_node *n, uint32_t x
     return make_unary(rb, IR_OP_RESHAPE, n, base, NULL);
 }
 
-static uint32_t simplify_binary(pass_rebuild *rb, const ir_node *n, const uint32_t *m,
-                                unsigned cmask) {
-    int dt = n->dtype;
-    bool fl = ir_dtype_is_float(dt), in = ir_dtype_is_int(dt);
-    const ir_graph *d = rb->dst;
-    switch (n->op) {
-    case IR_OP_ADD: /* x + 0 (ints), x + -0.0 (floats); strings are concatenation: skip */
-        for (int s = 0; s < 2 && (fl || in); s++)
-            if (in_is(d, m, cmask, s, in ? K_ZERO : K_NEG_ZERO))
-                return replace_with(rb, n, m[1 - s]);
-        return IR_NONE;
-    case IR_OP_SUB: /* x - 0 (ints), x - +0.0 (floats) */
-        if ((fl || in) && in_is(d, m, cmask, 1, in ? K_ZERO : K_POS_ZERO))
-            return replace_with(rb, n, m[0]);
-        return IR_NONE;
-    case IR_OP_MUL:
-        for (int s = 0; s < 2 && (fl || in); s++)
-            if (in_is(d, m, cmask, s, K_ONE))
-                return replace_with(rb, n, m[1 - s]);
-        return IR_NONE;
-    case IR_OP_DIV:
-    case IR_OP_POW:
-        if ((fl || in) && in_is(d, m, cmask, 1, K_ONE))
-            return replace_with(rb, n, m[0]);
-        return IR_NONE;
-    case IR_OP_FLOORDIV: /* floor(x / 1) is x only for integers */
-        if (in && in_is(d, m, cmask, 1, K_ONE))
-            return replace_with(rb, n, m[0]);
-        return IR_NONE;
-    case IR_OP_MAXIMUM:
-    case IR_OP_MINIMUM:
-    case IR_OP_LOGICAL_AND:
-    case IR_OP_LOGICAL_OR:
-        return m[0] == m[1] ? replace_with(rb, n, m[0]) : IR_NONE;
-    default:
-        return IR_NONE;
-    }
+/* ---- the per-op rewrites, indexed by op (pass_simplify_rules) -------------------------------- */
+/* x + 0 (ints), x + -0.0 (floats); strings are concatenation: skip */
+static uint32_t simp_add(pass_rebuild *rb, const ir_node *n, const uint32_t *m, unsigned cmask) {
+    bool fl = ir_dtype_is_float(n->dtype), in = ir_dtype_is_int(n->dtype);
+    for (int s = 0; s < 2 && (fl || in); s++)
+        if (in_is(rb->dst, m, cmask, s, in ? K_ZERO : K_NEG_ZERO))
+            return replace_with(rb, n, m[1 - s]);
+    return IR_NONE;
 }
+
+/* x - 0 (ints), x - +0.0 (floats) */
+static uint32_t simp_sub(pass_rebuild *rb, const ir_node *n, const uint32_t *m, unsigned cmask) {
+    bool fl = ir_dtype_is_float(n->dtype), in = ir_dtype_is_int(n->dtype);
+    if ((fl || in) && in_is(rb->dst, m, cmask, 1, in ? K_ZERO : K_POS_ZERO))
+        return replace_with(rb, n, m[0]);
+    return IR_NONE;
+}
+
+/* x * 1, 1 * x */
+static uint32_t simp_mul(pass_rebuild *rb, const ir_node *n, const uint32_t *m, unsigned cmask) {
+    bool num = ir_dtype_is_float(n->dtype) || ir_dtype_is_int(n->dtype);
+    for (int s = 0; s < 2 && num; s++)
+        if (in_is(rb->dst, m, cmask, s, K_ONE))
+            return replace_with(rb, n, m[1 - s]);
+    return IR_NONE;
+}
+
+/* x / 1, x ** 1 */
+static uint32_t simp_by_one(pass_rebuild *rb, const ir_node *n, const uint32_t *m, unsigned cmask) {
+    bool num = ir_dtype_is_float(n->dtype) || ir_dtype_is_int(n->dtype);
+    if (num && in_is(rb->dst, m, cmask, 1, K_ONE))
+        return replace_with(rb, n, m[0]);
+    return IR_NONE;
+}
+
+/* floor(x / 1) is x only for integers */
+static uint32_t simp_floordiv(pass_rebuild *rb, const ir_node *n, const uint32_t *m,
+                              unsigned cmask) {
+    if (ir_dtype_is_int(n->dtype) && in_is(rb->dst, m, cmask, 1, K_ONE))
+        return replace_with(rb, n, m[0]);
+    return IR_NONE;
+}
+
+/* max(x, x), min(x, x), x and x, x or x */
+static uint32_t simp_same(pass_rebuild *rb, const ir_node *n, const uint32_t *m, unsigned cmask) {
+    (void)cmask;
+    return m[0] == m[1] ? replace_with(rb, n, m[0]) : IR_NONE;
+}
+
+/* a cast to the dtype it has (replace_with keeps only what has n's type) */
+static uint32_t simp_cast(pass_rebuild *rb, const ir_node *n, const uint32_t *m, unsigned cmask) {
+    (void)cmask;
+    return replace_with(rb, n, m[0]);
+}
+
+static uint32_t simp_transpose(pass_rebuild *rb, const ir_node *n, const uint32_t *m,
+                               unsigned cmask) {
+    (void)cmask;
+    return simplify_transpose(rb, n, m[0]);
+}
+
+static uint32_t simp_shape(pass_rebuild *rb, const ir_node *n, const uint32_t *m, unsigned cmask) {
+    (void)cmask;
+    return simplify_shape_op(rb, n, m[0]);
+}
+
+/* a slice of everything with step 1 */
+static uint32_t simp_slice(pass_rebuild *rb, const ir_node *n, const uint32_t *m, unsigned cmask) {
+    (void)cmask;
+    int r = n->rank;
+    if ((int)n->a.n_list != 3 * r)
+        return IR_NONE;
+    for (int i = 0; i < r; i++)
+        if (n->a.list[2 * r + i] != 1)
+            return IR_NONE;
+    const ir_node *xn = ir_node_get(rb->dst, m[0]);
+    return xn->dtype == n->dtype && pass_same_shape(xn, n) ? m[0] : IR_NONE;
+}
+
+/* where(c, x, x), where(true, x, y), where(false, x, y) */
+static uint32_t simp_where(pass_rebuild *rb, const ir_node *n, const uint32_t *m, unsigned cmask) {
+    if (m[1] == m[2])
+        return replace_with(rb, n, m[1]);
+    if (in_is(rb->dst, m, cmask, 0, K_TRUE))
+        return replace_with(rb, n, m[1]);
+    if (in_is(rb->dst, m, cmask, 0, K_FALSE))
+        return replace_with(rb, n, m[2]);
+    return IR_NONE;
+}
+
+const pass_simplify_fn pass_simplify_rules[IR_N_OPS] = {
+    [IR_OP_ADD] = simp_add,           [IR_OP_SUB] = simp_sub,
+    [IR_OP_MUL] = simp_mul,           [IR_OP_DIV] = simp_by_one,
+    [IR_OP_POW] = simp_by_one,        [IR_OP_FLOORDIV] = simp_floordiv,
+    [IR_OP_MAXIMUM] = simp_same,      [IR_OP_MINIMUM] = simp_same,
+    [IR_OP_LOGICAL_AND] = simp_same,  [IR_OP_LOGICAL_OR] = simp_same,
+    [IR_OP_CAST] = simp_cast,         [IR_OP_TRANSPOSE] = simp_transpose,
+    [IR_OP_RESHAPE] = simp_shape,     [IR_OP_SQUEEZE] = simp_shape,
+    [IR_OP_EXPAND_DIMS] = simp_shape, [IR_OP_BROADCAST_TO] = simp_shape,
+    [IR_OP_SLICE] = simp_slice,       [IR_OP_WHERE] = simp_where,
+};
 
 /* The dst id n simplifies to, or IR_NONE (no rewrite, or an error: check the error code). */
 static uint32_t simplify_rules(pass_rebuild *rb, const ir_node *n, const uint32_t *m,
@@ -223,39 +286,8 @@ static uint32_t simplify_rules(pass_rebuild *rb, const ir_node *n, const uint32_
             return IR_NONE;
         return replace_with(rb, n, (fl & IR_F_INVOL) ? ir_inputs(d, xn)[0] : m[0]);
     }
-    switch (n->op) {
-    case IR_OP_CAST:
-        return replace_with(rb, n, m[0]);
-    case IR_OP_TRANSPOSE:
-        return simplify_transpose(rb, n, m[0]);
-    case IR_OP_RESHAPE:
-    case IR_OP_SQUEEZE:
-    case IR_OP_EXPAND_DIMS:
-    case IR_OP_BROADCAST_TO:
-        return simplify_shape_op(rb, n, m[0]);
-    case IR_OP_SLICE: {
-        int r = n->rank;
-        if ((int)n->a.n_list != 3 * r)
-            return IR_NONE;
-        for (int i = 0; i < r; i++)
-            if (n->a.list[2 * r + i] != 1)
-                return IR_NONE;
-        const ir_node *xn = ir_node_get(d, m[0]);
-        return xn->dtype == n->dtype && pass_same_shape(xn, n) ? m[0] : IR_NONE;
-    }
-    case IR_OP_WHERE:
-        if (m[1] == m[2])
-            return replace_with(rb, n, m[1]);
-        if (in_is(d, m, cmask, 0, K_TRUE))
-            return replace_with(rb, n, m[1]);
-        if (in_is(d, m, cmask, 0, K_FALSE))
-            return replace_with(rb, n, m[2]);
-        return IR_NONE;
-    default:
-        if (n->n_in == 2 && (ir_ops[n->op].flags & IR_F_EW))
-            return simplify_binary(rb, n, m, cmask);
-        return IR_NONE;
-    }
+    pass_simplify_fn rule = pass_simplify_rules[n->op];
+    return rule ? rule(rb, n, m, cmask) : IR_NONE;
 }
 
 /* ---- transposes sink below elementwise ops ----------------------------------------------------

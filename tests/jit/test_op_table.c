@@ -10,7 +10,8 @@
  *     reference kernel unless the executor runs the op (runtime/kernels/dispatch.c); a
  *     decomposition exactly for the composite ops (passes/decompose.c, whose values
  *     tests/jit/test_decompose.c checks); the CPU generator's elementwise lowering exactly for
- *     the elementwise ops (jit/cpu/llvm/ew_ops.c);
+ *     the elementwise ops (jit/cpu/llvm/ew_ops.c); simplifications (passes/simplify.c) never for
+ *     an effect, a random op, control flow or a source;
  *   - the dtype class column against the reference kernels: every dtype in the class of an
  *     elementwise op, a reduction, softmax or matmul runs on the op's reference kernel
  *     (inference, which reads the class, refuses the others: tests/ir/test_op_columns.c);
@@ -408,6 +409,8 @@ int main(void) {
                   "%s: a reference kernel exactly unless the executor runs it", name);
         CHECK_MSG(!pass_decompositions[op] == !(fl & IR_F_COMPOSITE),
                   "%s: a decomposition exactly when composite", name);
+        CHECK_MSG(!pass_simplify_rules[op] || !(fl & (IR_F_SIDE | IR_F_RAND | IR_F_CF | IR_F_SRC)),
+                  "%s: a rewrite for an effect, a random op, control flow or a source", name);
         /* the CPU code generator's elementwise lowering: every elementwise op has one */
         CHECK_MSG(jit_cpu_unavailable() || jit_cpu_codegen_linked.lowers(op) == !!(fl & IR_F_EW),
                   "%s: an elementwise lowering exactly for the elementwise ops", name);
