@@ -97,9 +97,11 @@ int main(void) {
         CHECK_HAS(opt, "then: 3 nodes\\nelse: 2 nodes");    /* param, const, mul | param, neg */
         CHECK_HAS(opt, "result 0");
         CHECK_EQ_INT(check_count_of(opt, "subgraph cluster_"), 0);
-        /* the kernels: mul add tanh fused into one cluster */
-        CHECK(check_count_of(kern, "subgraph cluster_") >= 1);
-        CHECK_HAS(kern, ": mul add tanh"); /* the kernel's label lists its ops */
+        /* the kernels: mul add tanh fused into one cluster (a build without LLVM interprets) */
+        if (!tj_backend_unavailable("cpu")) {
+            CHECK(check_count_of(kern, "subgraph cluster_") >= 1);
+            CHECK_HAS(kern, ": mul add tanh"); /* the kernel's label lists its ops */
+        }
         CHECK_HAS(kern, "tanh");
         CHECK_EQ_INT(check_count_of(kern, " [shape="), check_count_of(opt, " [shape="));
         renders(traced, "traced");

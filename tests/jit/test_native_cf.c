@@ -206,7 +206,7 @@ static tj_tensor *both(tj_function *f, int n, tj_tensor **args, tj_tensor **eage
 
 int main(void) {
     const char *be = getenv("TJ_BACKEND");
-    int native = !be || !*be || strcmp(be, "interp") != 0;
+    int native = (!be || !*be || strcmp(be, "interp") != 0) && !tj_backend_unavailable("cpu");
     tj_set_log(on_log, NULL);
     tj_set_log_topics("compile");
     tj_scope_begin();

@@ -104,11 +104,14 @@ int main(void) {
         CHECK_EQ_INT(check_count_of(s, "\"name\":\"prof_fn\",\"cat\":\"trace\""), 1);
         CHECK_EQ_INT(check_count_of(s, "\"name\":\"prof_fn\",\"cat\":\"passes\""), 1);
         CHECK_EQ_INT(check_count_of(s, "\"name\":\"prof_fn\",\"cat\":\"compile\""), 1);
-        /* mul add tanh sum: one kernel (or a chain) per call, with its ops in the name */
-        CHECK(check_count_of(s, "\"cat\":\"kernel\"") >= 3);
+        /* mul add tanh sum: one kernel (or a chain) per call, with its ops in the name (a build
+         * without LLVM interprets) */
+        if (!tj_backend_unavailable("cpu")) {
+            CHECK(check_count_of(s, "\"cat\":\"kernel\"") >= 3);
+            CHECK_HAS(s, "\"function\":\"prof_fn\"");
+            CHECK_HAS(s, "\"bytes\":");
+        }
         CHECK_HAS(s, "tanh");
-        CHECK_HAS(s, "\"function\":\"prof_fn\"");
-        CHECK_HAS(s, "\"bytes\":");
         CHECK_HAS(s, "\"name\":\"exp\",\"cat\":\"op\"");
         CHECK_HAS(s, "\"eager\":1,\"out\":\"f32[1000]\"");
         CHECK_HAS(s, "\"name\":\"tanh\",\"cat\":\"op\""); /* the interpreter's node */

@@ -165,7 +165,7 @@ static tj_tensor *overwrite(tj_tensor *n, tj_tensor *x, tj_tensor *init) {
 
 int main(void) {
     const char *be = getenv("TJ_BACKEND");
-    int native = !be || !*be || strcmp(be, "interp") != 0;
+    int native = (!be || !*be || strcmp(be, "interp") != 0) && !tj_backend_unavailable("cpu");
     tj_scope_begin();
     uint64_t raw0 = rt_raw_loop_count();
 

@@ -148,7 +148,7 @@ static void errors(void) {
 }
 
 int main(void) {
-    if (getenv("TJ_BACKEND")) /* the tiers are the interpreter and the CPU backend */
+    if (getenv("TJ_BACKEND") || tj_backend_unavailable("cpu")) /* the tiers: interp, then cpu */
         return 77;
     tiers();
     free_while_compiling();

@@ -1128,7 +1128,7 @@ int main(void) {
     values_through_nodes();
     resize_values();
     imports_mlp();
-    if (!getenv("TJ_BACKEND")) /* the tiers are the interpreter and the CPU backend */
+    if (!getenv("TJ_BACKEND") && !tj_backend_unavailable("cpu")) /* tiers: interp, then cpu */
         tiers();
     bad_graphs();
     shape_values();

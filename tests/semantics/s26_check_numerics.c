@@ -54,8 +54,10 @@ int main(void) {
     CHECK_EQ_INT(tj_status_of(r), TJ_ERR_RUNTIME);
     const char *m = tj_error_message(r);
     CHECK_HAS(m, "check_numerics: op %");
-    CHECK_HAS(m, " 'log' (f32[4]) produced NaN at element 2 (kernel '");
-    CHECK_HAS(m, "tanh"); /* the kernel's label lists its ops */
+    if (!tj_backend_unavailable("cpu")) { /* compiled (a build without LLVM interprets) */
+        CHECK_HAS(m, " 'log' (f32[4]) produced NaN at element 2 (kernel '");
+        CHECK_HAS(m, "tanh"); /* the kernel's label lists its ops */
+    }
     CHECK_HAS(m, "in function 'f_fused' called with (TensorSpec(shape=(4,), dtype=float32))");
     tj_release(r);
     tj_tensor *args[2] = {xg, z};

@@ -386,16 +386,21 @@ int main(void) {
     snprintf(cmd, sizeof cmd, "%s show %s 2>&1", TJ_MODULE_CLI, dir);
     o = sh(cmd, out, sizeof out);
     CHECK_HAS(o, "signature 'addprint'");
-    CHECK_HAS(o, "runs on: saved native code");
+    int native = !tj_backend_unavailable("cpu"); /* a build without LLVM saves no native code */
+    if (native)
+        CHECK_HAS(o, "runs on: saved native code");
     CHECK_HAS(o, "demo_module/x");
     snprintf(cmd, sizeof cmd, "%s --graph-only show %s 2>&1", TJ_MODULE_CLI, dir);
-    CHECK_HAS(sh(cmd, out, sizeof out), "runs on: compiled from the graph (graph only, as asked)");
+    if (native)
+        CHECK_HAS(sh(cmd, out, sizeof out),
+                  "runs on: compiled from the graph (graph only, as asked)");
     snprintf(cmd, sizeof cmd, "%s run %s addprint '[1, 2]' 2>&1", TJ_MODULE_CLI, dir);
     CHECK_HAS(sh(cmd, out, sizeof out), "argument 0 has 2 numbers; its input has 1 elements");
     snprintf(cmd, sizeof cmd, "%s run %s addprint '[5]' 2>&1", TJ_MODULE_CLI, dir);
     CHECK_HAS(sh(cmd, out, sizeof out), "11");
 
-    native_code(dir, f, &scalar);
+    if (native)
+        native_code(dir, f, &scalar);
     forged_manifests(dir);
 
     /* refused at save time: a host callback */
