@@ -2,6 +2,7 @@
  * (program.c and the codegen files), images written and read without LLVM (image.c). */
 #include "jit/backend.h"
 #include "jit/cpu/cpu.h"
+#include "runtime/image.h"
 
 static rt_program *compile(const ir_graph *g, const jit_backend_opts *o) {
     /* exact math: results bit-identical to the reference kernels (libm transcendentals, no FMA
@@ -15,7 +16,7 @@ const jit_backend jit_backend_cpu = {
     .what = "native code for this CPU through LLVM",
     .unavailable = jit_cpu_unavailable,
     .cache_key = jit_cpu_target_id,
-    .image_target = jit_cpu_image_target,
+    .image_target = rt_image_target,
     .fusable = jit_cpu_fusable,
     .reducible = jit_cpu_reducible,
     .compile = compile,

@@ -29,9 +29,6 @@ typedef struct jit_cpu_opts {
  * code's cache key: approximate and exact kernels differ. */
 bool jit_cpu_exact_math(const jit_cpu_opts *o);
 
-/* The format version of program images (image.c); a loader refuses any other. */
-#define JIT_CPU_IMAGE_VERSION 4
-
 /* Compiles g (borrowed: must outlive the program) for the host CPU. Returns a program whose
  * run() executes fused groups as native kernels and every other node with the reference
  * kernels, or NULL with the error set: TJ_ERR_UNSUPPORTED when LLVM is absent or g has unknown
@@ -56,8 +53,6 @@ const pass_partition *jit_cpu_program_partition(const rt_program *p);
 bool jit_cpu_available(void);
 /* NULL when it is; otherwise why not, a sentence (static). Sets no error. */
 const char *jit_cpu_unavailable(void);
-/* "x86_64-linux-gnu": the target the images of this build run on (image.c; no LLVM). */
-const char *jit_cpu_image_target(void);
 /* "x86_64-pc-linux-gnu/znver3/+avx2,..." : the target, part of every cache key. Static. */
 const char *jit_cpu_target_id(void);
 

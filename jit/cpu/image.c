@@ -1,163 +1,68 @@
 /* image.c — a compiled CPU program as bytes, and back, without LLVM: what a saved module stores
- * per function (S27) so that a runtime-only build runs the code compiled where it was saved.
- * An image holds everything the plan decided (the fusion groups, the steps with their work
- * units, chains and aliases, the OpenBLAS products) and the object that holds the kernels; the
- * control-flow regions follow as nested images. Loading checks the image against the tracejit
- * build (its code generator id), the host CPU (every ISA feature the code was compiled for) and
- * the graph (its layout hash, ir_graph_layout_hash, and node count), then every index and count in
- * it, before anything runs. Little-endian, versioned: "TJX1" u32 version | str codegen id | str
- * target | u32 cpu[RT_CPU_WORDS] | u64 graph hash hi, lo | u32 n_nodes | str key | i64 par_min | u8
- * exact, no_contract | groups | steps | u64 object size, object | u32 region slots, per slot u8
- * kind (0 none, 1 interpreted, 2 compiled: u64 size, image) Strings are u32 length + bytes; id
- * lists u32 count + u32 ids. */
+ * per function (S27) so that a runtime-only build runs the code compiled where it was saved. The
+ * container is the runtime's (runtime/image.h: the envelope, checked against this build, target,
+ * CPU and graph; one code blob; the regions' nested images); this file writes and reads the CPU
+ * plan section: the cache key and options, everything the plan decided (the fusion groups, the
+ * steps with their work units, chains and aliases, the OpenBLAS products) and the kernels' symbols,
+ * whose code is the container's object. Reading checks every index and count, then decides the
+ * plan again for the graph (plan_decide.c) and refuses an image whose plan differs, before
+ * anything runs: plan section = str key | i64 par_min | u8 exact, no_contract | groups | steps. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "jit/cpu/program.h"
+#include "runtime/image.h"
 #include "runtime/objload.h"
 #include "tj_codegen_id.h"
 
-enum { IMG_VERSION = JIT_CPU_IMAGE_VERSION, MAX_IMG_DEPTH = 16 };
-
-/* The architecture and system the object code is for: images name it and check it, since the
- * code generator's id is the same for every architecture built from the same sources. */
-const char *jit_cpu_image_target(void) {
-#if defined(__x86_64__)
-#define IMG_ARCH "x86_64"
-#elif defined(__aarch64__)
-#define IMG_ARCH "aarch64"
-#else
-#define IMG_ARCH "unknown"
-#endif
-#if defined(__linux__)
-#define IMG_SYS "linux-gnu"
-#else
-#define IMG_SYS "unknown"
-#endif
-    return IMG_ARCH "-" IMG_SYS;
-}
-
 /* ---- writing --------------------------------------------------------------------------------- */
-typedef struct wbuf {
-    unsigned char *p;
-    size_t n, cap;
-    int oom;
-} wbuf;
-
-static void put(wbuf *w, const void *src, size_t n) {
-    if (w->oom || n == 0)
-        return;
-    if (w->n + n > w->cap) {
-        size_t cap = w->cap ? w->cap : 4096;
-        while (cap < w->n + n)
-            cap *= 2;
-        unsigned char *q = realloc(w->p, cap);
-        if (!q) {
-            w->oom = 1;
-            return;
-        }
-        w->p = q, w->cap = cap;
+/* The plan section of CPU program p. */
+static tj_status write_plan(rt_wbuf *w, const rt_program *p) {
+    const cpu_prog *cp = (const cpu_prog *)p;
+    rt_put_str(w, cp->key ? cp->key : "");
+    rt_put_i64(w, cp->rp.par_min);
+    rt_put_u8(w, cp->opts.exact_math);
+    rt_put_u8(w, cp->opts.no_contract);
+    rt_put_u32(w, cp->part->n_groups);
+    for (uint32_t i = 0; i < cp->part->n_groups; i++) {
+        const pass_group *gr = &cp->part->groups[i];
+        rt_put_u8(w, gr->fused);
+        rt_put_u8(w, gr->reduce);
+        rt_put_u32(w, (uint32_t)gr->rank);
+        rt_put(w, gr->dims, sizeof gr->dims);
+        rt_put_ids(w, gr->nodes, gr->n_nodes);
+        rt_put_ids(w, gr->inputs, gr->n_inputs);
+        rt_put_ids(w, gr->outputs, gr->n_outputs);
     }
-    memcpy(w->p + w->n, src, n);
-    w->n += n;
-}
-static void put_u8(wbuf *w, uint8_t v) {
-    put(w, &v, 1);
-}
-static void put_u32(wbuf *w, uint32_t v) {
-    put(w, &v, 4);
-}
-static void put_i64(wbuf *w, int64_t v) {
-    put(w, &v, 8);
-}
-static void put_str(wbuf *w, const char *s) {
-    put_u32(w, (uint32_t)strlen(s));
-    put(w, s, strlen(s));
-}
-static void put_ids(wbuf *w, const uint32_t *ids, uint32_t n) {
-    put_u32(w, n);
-    put(w, ids, (size_t)n * 4);
-}
-
-static tj_status write_image(wbuf *w, const rt_program *p, int depth);
-
-static tj_status write_regions(wbuf *w, const cpu_prog *cp, int depth) {
-    const ir_graph *g = cp->rp.base.g;
-    put_u32(w, cp->rp.regions ? 2 * g->n_nodes : 0);
-    for (uint32_t i = 0; cp->rp.regions && i < 2 * g->n_nodes; i++) {
-        const rt_program *r = cp->rp.regions[i];
-        put_u8(w, !r ? 0 : jit_cpu_is_program(r) ? 2 : 1);
-        if (!r || !jit_cpu_is_program(r))
-            continue;
-        size_t at = w->n;
-        put_i64(w, 0); /* the nested image's size, filled in below */
-        tj_status st = write_image(w, r, depth + 1);
-        if (st)
-            return st;
-        int64_t len = (int64_t)(w->n - at - 8);
-        if (!w->oom)
-            memcpy(w->p + at, &len, 8);
+    rt_put_u32(w, cp->n_steps);
+    for (uint32_t s = 0; s < cp->n_steps; s++) {
+        const step *sp = &cp->steps[s];
+        rt_put_u8(w, (uint8_t)sp->kind);
+        rt_put_u8(w, (uint8_t)sp->sub);
+        rt_put_u32(w, sp->id);
+        rt_put_ids(w, sp->in, sp->n_in);
+        rt_put_ids(w, sp->out, sp->n_out);
+        rt_put_i64(w, sp->plan.n_units);
+        rt_put_i64(w, sp->plan.unit_len);
+        rt_put_str(w, sp->name);
+        rt_put_u32(w, sp->alias);
+        rt_put(w, &sp->mm, sizeof sp->mm);
+        rt_put_u32(w, sp->epi ? (uint32_t)(sp->epi - cp->part->groups) : IR_NONE);
+        rt_put(w, sp->src, sizeof sp->src);
+        rt_put(w, sp->trans, sizeof sp->trans);
+        rt_put_ids(w, sp->chain_nodes, sp->chain_nodes ? sp->n_chain_nodes : 0);
+        rt_put_u32(w, sp->pool);
     }
     return TJ_OK;
 }
 
-static tj_status write_image(wbuf *w, const rt_program *p, int depth) {
+static const void *code_of(const rt_program *p, size_t *size) {
     const cpu_prog *cp = (const cpu_prog *)p;
-    const ir_graph *g = p->g;
-    size_t obj_size = 0;
-    const void *obj = cp->shared ? jit_cpu_shared_object(cp->shared, &obj_size) : NULL;
-    if (depth > MAX_IMG_DEPTH)
-        return ir_errorf(TJ_ERR_UNSUPPORTED, "cpu image: regions nested deeper than %d",
-                         MAX_IMG_DEPTH);
-    put(w, "TJX1", 4);
-    put_u32(w, IMG_VERSION);
-    put_str(w, TJ_CODEGEN_ID);
-    put_str(w, jit_cpu_image_target());
-    uint32_t cpu[RT_CPU_WORDS];
-    rt_cpu_features(cpu);
-    put(w, cpu, sizeof cpu);
-    ir_hash128 h = ir_graph_layout_hash(g); /* the plan's indices are node positions */
-    put(w, &h.hi, 8);
-    put(w, &h.lo, 8);
-    put_u32(w, g->n_nodes);
-    put_str(w, cp->key ? cp->key : "");
-    put_i64(w, cp->rp.par_min);
-    put_u8(w, cp->opts.exact_math);
-    put_u8(w, cp->opts.no_contract);
-    put_u32(w, cp->part->n_groups);
-    for (uint32_t i = 0; i < cp->part->n_groups; i++) {
-        const pass_group *gr = &cp->part->groups[i];
-        put_u8(w, gr->fused);
-        put_u8(w, gr->reduce);
-        put_u32(w, (uint32_t)gr->rank);
-        put(w, gr->dims, sizeof gr->dims);
-        put_ids(w, gr->nodes, gr->n_nodes);
-        put_ids(w, gr->inputs, gr->n_inputs);
-        put_ids(w, gr->outputs, gr->n_outputs);
-    }
-    put_u32(w, cp->n_steps);
-    for (uint32_t s = 0; s < cp->n_steps; s++) {
-        const step *sp = &cp->steps[s];
-        put_u8(w, (uint8_t)sp->kind);
-        put_u8(w, (uint8_t)sp->sub);
-        put_u32(w, sp->id);
-        put_ids(w, sp->in, sp->n_in);
-        put_ids(w, sp->out, sp->n_out);
-        put_i64(w, sp->plan.n_units);
-        put_i64(w, sp->plan.unit_len);
-        put_str(w, sp->name);
-        put_u32(w, sp->alias);
-        put(w, &sp->mm, sizeof sp->mm);
-        put_u32(w, sp->epi ? (uint32_t)(sp->epi - cp->part->groups) : IR_NONE);
-        put(w, sp->src, sizeof sp->src);
-        put(w, sp->trans, sizeof sp->trans);
-        put_ids(w, sp->chain_nodes, sp->chain_nodes ? sp->n_chain_nodes : 0);
-        put_u32(w, sp->pool);
-    }
-    put_i64(w, (int64_t)obj_size);
-    put(w, obj, obj_size);
-    return write_regions(w, cp, depth);
+    *size = 0;
+    return cp->shared ? jit_cpu_shared_object(cp->shared, size) : NULL;
 }
+
+static const rt_image_ops cpu_image_ops;
 
 unsigned char *jit_cpu_program_image(const rt_program *p, size_t *size) {
     *size = 0;
@@ -166,114 +71,10 @@ unsigned char *jit_cpu_program_image(const rt_program *p, size_t *size) {
                   p ? p->vt->name : "none");
         return NULL;
     }
-    wbuf w = {0};
-    tj_status st = write_image(&w, p, 0);
-    if (!st && w.oom)
-        st = ir_errorf(TJ_ERR_OOM, "cpu image: out of memory");
-    if (st) {
-        free(w.p);
-        return NULL;
-    }
-    *size = w.n;
-    return w.p;
+    return rt_image_write(p, &cpu_image_ops, size);
 }
 
 /* ---- reading --------------------------------------------------------------------------------- */
-typedef struct rbuf {
-    const unsigned char *p;
-    size_t n, at;
-    int bad;
-} rbuf;
-
-static const void *get(rbuf *r, size_t n) {
-    if (r->bad || n > r->n - r->at) {
-        r->bad = 1;
-        return NULL;
-    }
-    const void *q = r->p + r->at;
-    r->at += n;
-    return q;
-}
-static uint8_t get_u8(rbuf *r) {
-    const uint8_t *q = get(r, 1);
-    return q ? *q : 0;
-}
-static uint32_t get_u32(rbuf *r) {
-    uint32_t v = 0;
-    const void *q = get(r, 4);
-    if (q)
-        memcpy(&v, q, 4);
-    return v;
-}
-static int64_t get_i64(rbuf *r) {
-    int64_t v = 0;
-    const void *q = get(r, 8);
-    if (q)
-        memcpy(&v, q, 8);
-    return v;
-}
-/* A string into buf (cap bytes with the NUL); too long is bad. */
-static void get_str(rbuf *r, char *buf, size_t cap) {
-    uint32_t n = get_u32(r);
-    const char *q = n < cap ? get(r, n) : NULL;
-    if (!q) {
-        r->bad = 1;
-        buf[0] = 0;
-        return;
-    }
-    memcpy(buf, q, n);
-    buf[n] = 0;
-}
-/* An id list, each id below limit; malloc'd (at least one element), NULL when bad. */
-static uint32_t *get_ids(rbuf *r, uint32_t limit, uint32_t *n_out) {
-    uint32_t n = get_u32(r);
-    const unsigned char *q = (size_t)n <= (r->n - r->at) / 4 ? get(r, (size_t)n * 4) : NULL;
-    uint32_t *ids = q ? malloc(((size_t)n + 1) * 4) : NULL;
-    if (!ids) {
-        r->bad = 1;
-        return NULL;
-    }
-    memcpy(ids, q, (size_t)n * 4);
-    for (uint32_t k = 0; k < n; k++)
-        if (ids[k] >= limit) {
-            r->bad = 1;
-            free(ids);
-            return NULL;
-        }
-    *n_out = n;
-    return ids;
-}
-
-typedef struct region_src {
-    rbuf *r;
-    int depth;
-} region_src;
-
-static rt_program *from_image(const ir_graph *g, rbuf *r, int depth);
-
-/* rt_regions_new's callback: the next region of the image, as it was saved. */
-static rt_program *next_region(const ir_graph *sub, void *ctx) {
-    region_src *rs = ctx;
-    uint8_t kind = 0;
-    while (!rs->r->bad && (kind = get_u8(rs->r)) == 0)
-        ; /* slots without a region */
-    if (rs->r->bad || kind > 2) {
-        ir_errorf(TJ_ERR_CORRUPT, "cpu image: the regions do not match the graph's");
-        return NULL;
-    }
-    if (kind == 1)
-        return rt_interp_new(sub);
-    int64_t len = get_i64(rs->r);
-    const void *q =
-        len >= 0 && (uint64_t)len <= rs->r->n - rs->r->at ? get(rs->r, (size_t)len) : NULL;
-    if (!q) {
-        ir_errorf(TJ_ERR_CORRUPT, "cpu image: a region's image lies past the end");
-        return NULL;
-    }
-    rbuf nested = {q, (size_t)len, 0, 0};
-    return from_image(sub, &nested, rs->depth + 1);
-}
-
 /* Marks x made by step s; a value made twice is damage (a plan makes each value once). */
 static tj_status made(uint8_t *have, uint32_t x, uint32_t s) {
     if (have[x])
@@ -371,10 +172,10 @@ static bool conv_matches(const ir_graph *g, const step *sp, const pass_group *ep
 }
 
 /* Groups and steps of the image into cp, every index checked against g. */
-static tj_status read_plan(cpu_prog *cp, rbuf *r) {
+static tj_status read_plan(cpu_prog *cp, rt_rbuf *r) {
     const ir_graph *g = cp->rp.base.g;
     uint32_t nn = g->n_nodes;
-    uint32_t n_groups = get_u32(r);
+    uint32_t n_groups = rt_get_u32(r);
     if (r->bad || n_groups > nn)
         return ir_errorf(TJ_ERR_CORRUPT, "cpu image: %u fusion groups for %u nodes", n_groups, nn);
     pass_partition *part = calloc(1, sizeof *part);
@@ -387,24 +188,24 @@ static tj_status read_plan(cpu_prog *cp, rbuf *r) {
         part->group_of[i] = IR_NONE;
     for (uint32_t i = 0; i < n_groups && !r->bad; i++) {
         pass_group *gr = &part->groups[part->n_groups++];
-        gr->fused = get_u8(r) != 0;
-        gr->reduce = get_u8(r) != 0;
-        uint32_t rank = get_u32(r);
-        const void *d = get(r, sizeof gr->dims);
+        gr->fused = rt_get_u8(r) != 0;
+        gr->reduce = rt_get_u8(r) != 0;
+        uint32_t rank = rt_get_u32(r);
+        const void *d = rt_get(r, sizeof gr->dims);
         if (!d || rank > IR_MAX_RANK) {
             r->bad = 1;
             break;
         }
         gr->rank = (int)rank;
         memcpy(gr->dims, d, sizeof gr->dims);
-        if (!(gr->nodes = get_ids(r, nn, &gr->n_nodes)) ||
-            !(gr->inputs = get_ids(r, nn, &gr->n_inputs)) ||
-            !(gr->outputs = get_ids(r, nn, &gr->n_outputs)))
+        if (!(gr->nodes = rt_get_ids(r, nn, &gr->n_nodes)) ||
+            !(gr->inputs = rt_get_ids(r, nn, &gr->n_inputs)) ||
+            !(gr->outputs = rt_get_ids(r, nn, &gr->n_outputs)))
             break;
         for (uint32_t k = 0; k < gr->n_nodes; k++)
             part->group_of[gr->nodes[k]] = i;
     }
-    uint32_t n_steps = r->bad ? 0 : get_u32(r);
+    uint32_t n_steps = r->bad ? 0 : rt_get_u32(r);
     if (r->bad || n_steps > nn + 1)
         return ir_errorf(TJ_ERR_CORRUPT, "cpu image: the fusion groups are damaged");
     if (!(cp->steps = calloc(n_steps + 1, sizeof *cp->steps)))
@@ -412,22 +213,22 @@ static tj_status read_plan(cpu_prog *cp, rbuf *r) {
     const rt_blas *blas = NULL;
     for (uint32_t s = 0; s < n_steps && !r->bad; s++) {
         step *sp = &cp->steps[cp->n_steps++];
-        sp->kind = get_u8(r);
-        sp->sub = get_u8(r);
-        sp->id = get_u32(r);
-        sp->in = get_ids(r, nn, &sp->n_in);
-        sp->out = sp->in ? get_ids(r, nn, &sp->n_out) : NULL;
-        sp->plan.n_units = get_i64(r);
-        sp->plan.unit_len = get_i64(r);
-        get_str(r, sp->name, sizeof sp->name);
-        sp->alias = get_u32(r);
-        const void *mm = get(r, sizeof sp->mm);
-        uint32_t epi = get_u32(r);
-        const void *src = get(r, sizeof sp->src), *tr = get(r, sizeof sp->trans);
+        sp->kind = rt_get_u8(r);
+        sp->sub = rt_get_u8(r);
+        sp->id = rt_get_u32(r);
+        sp->in = rt_get_ids(r, nn, &sp->n_in);
+        sp->out = sp->in ? rt_get_ids(r, nn, &sp->n_out) : NULL;
+        sp->plan.n_units = rt_get_i64(r);
+        sp->plan.unit_len = rt_get_i64(r);
+        rt_get_str(r, sp->name, sizeof sp->name);
+        sp->alias = rt_get_u32(r);
+        const void *mm = rt_get(r, sizeof sp->mm);
+        uint32_t epi = rt_get_u32(r);
+        const void *src = rt_get(r, sizeof sp->src), *tr = rt_get(r, sizeof sp->trans);
         uint32_t n_chain = 0;
-        sp->chain_nodes = get_ids(r, nn, &n_chain);
+        sp->chain_nodes = rt_get_ids(r, nn, &n_chain);
         sp->n_chain_nodes = n_chain;
-        sp->pool = get_u32(r);
+        sp->pool = rt_get_u32(r);
         if (r->bad || !mm || !src || !tr)
             break;
         memcpy(&sp->mm, mm, sizeof sp->mm);
@@ -567,13 +368,9 @@ static tj_status check_plan(const cpu_prog *cp, const jit_cpu_opts *o) {
     return st;
 }
 
-/* The kernels: the object mapped by objload, shared with an equal one already loaded. */
-static tj_status read_code(cpu_prog *cp, rbuf *r) {
-    int64_t obj_size = get_i64(r);
-    const void *obj =
-        obj_size >= 0 && (uint64_t)obj_size <= r->n - r->at ? get(r, (size_t)obj_size) : NULL;
-    if (!obj)
-        return ir_errorf(TJ_ERR_CORRUPT, "cpu image: the object lies past the end");
+/* The kernels: the container's object mapped by objload, shared with an equal one already
+ * loaded. */
+static tj_status read_code(cpu_prog *cp, const void *obj, size_t obj_size) {
     uint32_t nk = 0;
     for (uint32_t s = 0; s < cp->n_steps; s++)
         nk += cp->steps[s].name[0] && !cp->steps[s].alias;
@@ -599,66 +396,14 @@ static tj_status read_code(cpu_prog *cp, rbuf *r) {
     return st;
 }
 
-rt_program *jit_cpu_program_from_image(const ir_graph *g, const void *img, size_t size) {
-    if (!g || !img) {
-        ir_errorf(TJ_ERR_INVALID, "cpu image: the graph or the image is NULL");
-        return NULL;
-    }
-    rbuf r = {img, size, 0, 0};
-    return from_image(g, &r, 0);
-}
-
-static rt_program *from_image(const ir_graph *g, rbuf *r, int depth) {
-    const unsigned char *magic = get(r, 4);
-    if (!magic || memcmp(magic, "TJX1", 4) != 0) {
-        ir_errorf(TJ_ERR_CORRUPT, "cpu image: not a tracejit program image");
-        return NULL;
-    }
-    uint32_t version = get_u32(r);
-    char cg[256], target[64], key[2048];
-    get_str(r, cg, sizeof cg);
-    get_str(r, target, sizeof target);
-    uint32_t need[RT_CPU_WORDS], have[RT_CPU_WORDS];
-    const void *words = get(r, sizeof need);
-    uint64_t hi = (uint64_t)get_i64(r), lo = (uint64_t)get_i64(r);
-    uint32_t n_nodes = get_u32(r);
-    if (r->bad || depth > MAX_IMG_DEPTH) {
-        ir_errorf(TJ_ERR_CORRUPT, "cpu image: its header is damaged");
-        return NULL;
-    }
-    if (version != IMG_VERSION || strcmp(cg, TJ_CODEGEN_ID) != 0) {
-        ir_errorf(TJ_ERR_UNSUPPORTED,
-                  "cpu image: made by another tracejit build (format %u, code generator %s; "
-                  "this build: format %d, %s)",
-                  version, cg, IMG_VERSION, TJ_CODEGEN_ID);
-        return NULL;
-    }
-    if (strcmp(target, jit_cpu_image_target()) != 0) {
-        ir_errorf(TJ_ERR_UNSUPPORTED, "cpu image: compiled for %s; this machine is %s", target,
-                  jit_cpu_image_target());
-        return NULL;
-    }
-    memcpy(need, words, sizeof need);
-    rt_cpu_features(have);
-    int word = 0;
-    uint32_t bits = 0;
-    if (!rt_cpu_features_cover(have, need, &word, &bits)) {
-        ir_errorf(TJ_ERR_UNSUPPORTED,
-                  "cpu image: compiled for a CPU with features this one lacks (cpuid word %d, "
-                  "bits %08x)",
-                  word, bits);
-        return NULL;
-    }
-    ir_hash128 h = ir_graph_layout_hash(g);
-    if (h.hi != hi || h.lo != lo || n_nodes != g->n_nodes) {
-        ir_errorf(TJ_ERR_CORRUPT, "cpu image: compiled for another graph (%u nodes; this one %u)",
-                  n_nodes, g->n_nodes);
-        return NULL;
-    }
-    get_str(r, key, sizeof key);
-    jit_cpu_opts o = {.par_min = get_i64(r)};
-    o.exact_math = get_u8(r) != 0;
-    o.no_contract = get_u8(r) != 0;
+/* The program from an image's checked envelope (rt_image_ops.read). */
+static rt_program *read_image(const ir_graph *g, rt_image_in *in) {
+    rt_rbuf *r = &in->plan;
+    char key[2048];
+    rt_get_str(r, key, sizeof key);
+    jit_cpu_opts o = {.par_min = rt_get_i64(r)};
+    o.exact_math = rt_get_u8(r) != 0;
+    o.no_contract = rt_get_u8(r) != 0;
     if (r->bad || o.par_min <= 0) {
         ir_errorf(TJ_ERR_CORRUPT, "cpu image: its options are damaged");
         return NULL;
@@ -672,26 +417,33 @@ static rt_program *from_image(const ir_graph *g, rbuf *r, int depth) {
         st = ir_errorf(TJ_ERR_OOM, "cpu image: out of memory");
     if (!st)
         st = read_plan(cp, r);
+    if (!st && r->at != r->n)
+        st = ir_errorf(TJ_ERR_CORRUPT, "cpu image: %zu bytes after the plan", r->n - r->at);
     if (!st)
         st = check_plan(cp, &o);
     if (!st)
-        st = read_code(cp, r);
-    /* the regions: one kind byte per slot (2 per node), read as rt_regions_new asks for them */
-    uint32_t slots = st ? 0 : get_u32(r);
-    if (!st && (r->bad || (slots != 0 && slots != 2 * g->n_nodes)))
-        st =
-            ir_errorf(TJ_ERR_CORRUPT, "cpu image: %u region slots for %u nodes", slots, g->n_nodes);
-    region_src rs = {r, depth};
+        st = read_code(cp, in->code, in->code_size);
+    /* the regions, read as rt_regions_new asks for them */
     if (!st)
-        st = jit_cpu_prog_finish(cp, next_region, &rs);
-    if (!st && (slots != 0) != (cp->rp.regions != NULL))
-        st = ir_errorf(TJ_ERR_CORRUPT, "cpu image: the regions do not match the graph's");
-    while (!st && r->at < r->n)
-        if (get_u8(r) != 0) /* only empty slots may follow the last region */
-            st = ir_errorf(TJ_ERR_CORRUPT, "cpu image: more regions than the graph has");
+        st = jit_cpu_prog_finish(cp, rt_image_region, in);
+    if (!st)
+        st = rt_image_regions_done(in, cp->rp.regions != NULL);
     if (st) {
         jit_cpu_prog_free(&cp->rp.base);
         return NULL;
     }
     return &cp->rp.base;
+}
+
+static const rt_image_ops cpu_image_ops = {
+    .backend = "cpu",
+    .codegen_id = TJ_CODEGEN_ID,
+    .is_own = jit_cpu_is_program,
+    .plan = write_plan,
+    .code = code_of,
+    .read = read_image,
+};
+
+rt_program *jit_cpu_program_from_image(const ir_graph *g, const void *img, size_t size) {
+    return rt_image_read(g, img, size, &cpu_image_ops);
 }

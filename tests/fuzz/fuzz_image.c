@@ -1,9 +1,10 @@
-/* fuzz_image.c — libFuzzer target for program images (jit/cpu/image.c) and the object loader
- * behind them (runtime/objload.c): what a saved module's <function>.x86_64.tjx holds. The graph
+/* fuzz_image.c — libFuzzer target for program images (runtime/image.c, jit/cpu/image.c) and the
+ * object loader behind them (runtime/objload.c): what a saved module's <function>.cpu.<target>.tjx
+ * holds. The graph
  * is fixed (a small function compiled once at start-up); the input is an image's body and the
- * harness puts the header in front of it (magic, format, this build's code generator id, no CPU
- * feature required, the graph's hash and size), so every input reaches the plan and object
- * parsers whatever build made the corpus. Running saved code means trusting its author, so a
+ * harness puts the header in front of it (magic, format, this build's code generator id, the
+ * backend, no CPU feature required, the graph's hash and size), so every input reaches the plan and
+ * object parsers whatever build made the corpus. Running saved code means trusting its author, so a
  * program that loads runs only when its code is the genuine object (the input holds the seed's
  * object bytes unchanged): then whatever else was mutated (the plan: work units, buffers,
  * symbols, groups) must have been refused or be harmless, and the results must equal the genuine
@@ -19,6 +20,7 @@
 
 #include "jit/cpu/cpu.h"
 #include "jit/jit.h"
+#include "runtime/image.h"
 #include "runtime/objload.h"
 #include "tj_codegen_id.h"
 #include <tracejit.h>
@@ -37,16 +39,18 @@ static tj_tensor *model(tj_tensor *x, tj_tensor *w) {
     return tj_sum(tj_softmax(tj_mul(h, h), -1), 1, (int[]){1}, 0);
 }
 
-/* The header the harness writes: everything up to the key. */
+/* The header the harness writes: the envelope (runtime/image.h) up to the plan section. */
 static size_t header(unsigned char *p, const ir_graph *g) {
     size_t n = 0, cl = strlen(TJ_CODEGEN_ID);
-    uint32_t v = JIT_CPU_IMAGE_VERSION, len = (uint32_t)cl, cpu[RT_CPU_WORDS] = {0};
+    uint32_t v = RT_IMAGE_VERSION, len = (uint32_t)cl, cpu[RT_CPU_WORDS] = {0}, bl = 3;
     ir_hash128 h = ir_graph_layout_hash(g);
     memcpy(p + n, "TJX1", 4), n += 4;
     memcpy(p + n, &v, 4), n += 4;
     memcpy(p + n, &len, 4), n += 4;
     memcpy(p + n, TJ_CODEGEN_ID, cl), n += cl;
-    const char *target = jit_cpu_image_target();
+    memcpy(p + n, &bl, 4), n += 4;
+    memcpy(p + n, "cpu", 3), n += 3;
+    const char *target = rt_image_target();
     uint32_t tl = (uint32_t)strlen(target);
     memcpy(p + n, &tl, 4), n += 4;
     memcpy(p + n, target, tl), n += tl;

@@ -17,6 +17,7 @@
 #include "jit/cpu/program.h"
 #include "jit/jit.h"
 #include "runtime/objload.h"
+#include "runtime/image.h"
 #include "tj_codegen_id.h"
 
 static tj_tensor *dense(tj_tensor *x, tj_tensor *w) {
@@ -220,7 +221,9 @@ static void round_trip(const char *name, void *fn, int64_t n, int truncations) {
     }
     /* a CPU lacking a feature (every bit of word 2, leaf 7's EBX, set), another build, another
      * architecture */
-    size_t tgt = 8 + 4 + strlen(TJ_CODEGEN_ID), cg = tgt + 4 + strlen(jit_cpu_image_target());
+    /* the envelope (runtime/image.h): magic, version, codegen id, backend, target, cpu words */
+    size_t tgt = 8 + 4 + strlen(TJ_CODEGEN_ID) + 4 + strlen("cpu"),
+           cg = tgt + 4 + strlen(rt_image_target());
     if (img && truncations) {
         unsigned char *bad = malloc(size);
         memcpy(bad, img, size);

@@ -250,10 +250,11 @@ static void native_code(const char *dir, tj_function *f, const tj_spec *scalar) 
         0);
     /* compiled for a CPU with features this one lacks: every bit of a CPUID word */
     memcpy(bad, img, n);
-    uint32_t cg_len, tgt_len;
+    uint32_t cg_len, be_len, tgt_len; /* the envelope: codegen id, backend, target, CPU words */
     memcpy(&cg_len, img + 8, 4);
-    memcpy(&tgt_len, img + 12 + cg_len, 4);
-    memset(bad + 12 + cg_len + 4 + tgt_len + 8, 0xff, 4);
+    memcpy(&be_len, img + 12 + cg_len, 4);
+    memcpy(&tgt_len, img + 16 + cg_len + be_len, 4);
+    memset(bad + 16 + cg_len + be_len + 4 + tgt_len + 8, 0xff, 4);
     put_native(dir, bad, n, 1);
     CHECK_NEAR(load_call(dir, 0,
                          "compiled from the graph (cpu image: compiled for a CPU with "
