@@ -2,7 +2,9 @@
  * have an entry in pass_decompositions, indexed by op (NULL: a primitive), that builds the same
  * value from elementwise ops, reductions and data movement. A backend that lowers only the
  * primitives runs every composite through it, and takes an op's fast path (a fused softmax
- * kernel, the reference cross-entropy) by saying it lowers that op natively. The rewrites keep
+ * kernel, the reference cross-entropy) by saying it lowers that op natively. The max-pool
+ * gradient has none: routing each window's gradient to its first maximum needs an argmax per
+ * window, which no primitive gives. The rewrites keep
  * the reference kernels' numerics: softmaxes and the cross-entropy subtract the row's maximum
  * first, so no exponential overflows, and the cross-entropy still fails (TJ_ERR_RUNTIME) on a
  * label outside [0, C), though the message is the gather's that checks it. tests/jit/
@@ -141,12 +143,80 @@ static uint32_t sparse_xent(ir_graph *g, const ir_node *n, const uint32_t *in) {
     return op2(g, IR_OP_ADD, loss, node(g, &gather, gin, 2));
 }
 
+/* A constant of dt and dims [d0, d1, d2, d3] whose element (a, b, c, e) is f(a, b, c, e, ctx). */
+static uint32_t const4(ir_graph *g, int dt, const int64_t *d,
+                       double (*f)(const int64_t *at, const void *ctx), const void *ctx) {
+    int64_t n = d[0] * d[1] * d[2] * d[3];
+    size_t es = ir_dtype_size(dt);
+    unsigned char *v = malloc((size_t)n * es + 1);
+    if (!v)
+        return (void)ir_errorf(TJ_ERR_OOM, "decompose: out of memory"), IR_NONE;
+    int64_t at[4], i = 0;
+    for (at[0] = 0; at[0] < d[0]; at[0]++)
+        for (at[1] = 0; at[1] < d[1]; at[1]++)
+            for (at[2] = 0; at[2] < d[2]; at[2]++)
+                for (at[3] = 0; at[3] < d[3]; at[3]++, i++) {
+                    double x = f(at, ctx);
+                    if (dt == TJ_F32)
+                        ((float *)v)[i] = (float)x;
+                    else
+                        ((double *)v)[i] = x;
+                }
+    ir_node p = {.op = IR_OP_CONST, .dtype = (uint8_t)dt, .rank = 4};
+    memcpy(p.dims, d, 4 * sizeof *d);
+    p.a.blob = ir_add_blob(g, v, (size_t)n * es);
+    free(v);
+    return p.a.blob ? ir_add(g, &p, NULL, 0) : IR_NONE;
+}
+
+static double one_at(const int64_t *at, const void *ctx) {
+    (void)at, (void)ctx;
+    return 1;
+}
+
+/* How many real (unpadded) input elements the window at output (oy, ox) holds. */
+static double window_count(const int64_t *at, const void *ctx) {
+    const ir_node *n = ctx; /* the avg_pool2d_grad node: its dims are the input's */
+    double c = 1;
+    for (int k = 0; k < 2; k++) {
+        int64_t lo = at[1 + k] * n->a.i[k] - n->a.list[2 * k], hi = lo + n->a.i[2 + k];
+        lo = lo < 0 ? 0 : lo;
+        hi = hi > n->dims[1 + k] ? n->dims[1 + k] : hi;
+        c *= (double)(hi - lo);
+    }
+    return c;
+}
+
+/* avg_pool2d_grad(dy) = conv2d_grad_input(dy / count, ones [KH, KW, 1, C]) with the pool's strides
+ * and pads, a depthwise convolution's input gradient: each input element sums dy / count over the
+ * windows that hold it, count being the real elements of each window (padding is not counted, as
+ * in TensorFlow's SAME pooling). Needs the shapes known. */
+static uint32_t avg_pool_grad(ir_graph *g, const ir_node *n, const uint32_t *in) {
+    const ir_node *dy = ir_node_get(g, in[0]);
+    for (int k = 0; k < 4; k++)
+        if (n->dims[k] < 0 || dy->dims[k] < 0)
+            return (void)ir_errorf(TJ_ERR_UNSUPPORTED,
+                                   "decompose: avg_pool2d_grad needs its shapes known"),
+                   IR_NONE;
+    const int64_t cd[4] = {1, dy->dims[1], dy->dims[2], 1},
+                  fd[4] = {n->a.i[2], n->a.i[3], 1, n->dims[3]};
+    uint32_t scaled = op2(g, IR_OP_DIV, in[0], const4(g, n->dtype, cd, window_count, n));
+    ir_node c = {.op = IR_OP_CONV2D_GRAD_INPUT, .dtype = n->dtype, .rank = 4};
+    memcpy(c.dims, n->dims, 4 * sizeof n->dims[0]);
+    c.a.i[0] = n->a.i[0], c.a.i[1] = n->a.i[1], c.a.i[2] = 1, c.a.i[3] = 1;
+    c.a.n_list = 4;
+    memcpy(c.a.list, n->a.list, 4 * sizeof n->a.list[0]);
+    uint32_t cin[2] = {scaled, const4(g, n->dtype, fd, one_at, NULL)};
+    return node(g, &c, cin, 2);
+}
+
 const pass_decomp_fn pass_decompositions[IR_N_OPS] = {
     [IR_OP_RELU] = relu,
     [IR_OP_SIGMOID] = sigmoid,
     [IR_OP_SOFTMAX] = softmax,
     [IR_OP_LOG_SOFTMAX] = log_softmax,
     [IR_OP_SPARSE_XENT] = sparse_xent,
+    [IR_OP_AVG_POOL2D_GRAD] = avg_pool_grad,
 };
 
 uint32_t pass_decompose_node(ir_graph *dst, const ir_node *n, const uint32_t *in) {

@@ -192,6 +192,24 @@ int main(void) {
               "  return %2\n}\n",
               TJ_F64, 3, d234, TJ_I64, 2, d23, 4);
 
+    both_ways("avg_pool2d_grad f32 2x2/2",
+              "graph @f {\n  %0 = param {index=0} : f32[1,2,2,2]\n"
+              "  %1 = avg_pool2d_grad %0 {stride_h=2, stride_w=2, window_h=2, window_w=2, "
+              "pads=[0,0,0,0]} : f32[1,4,4,2]\n  return %1\n}\n",
+              TJ_F32, 4, (const int64_t[]){1, 2, 2, 2}, 0, 0, NULL, 0);
+    both_ways("avg_pool2d_grad f32 3x3/2 padded",
+              "graph @f {\n"
+              "  %0 = param {index=0} : f32[2,3,3,3]\n"
+              "  %1 = avg_pool2d_grad %0 {stride_h=2, stride_w=2, window_h=3, window_w=3, "
+              "pads=[1,1,1,1]} : f32[2,5,5,3]\n  return %1\n}\n",
+              TJ_F32, 4, (const int64_t[]){2, 3, 3, 3}, 0, 0, NULL, 0);
+    both_ways("avg_pool2d_grad f64 2x2/1 padded below",
+              "graph @f {\n"
+              "  %0 = param {index=0} : f64[1,3,4,1]\n"
+              "  %1 = avg_pool2d_grad %0 {stride_h=1, stride_w=1, window_h=2, window_w=2, "
+              "pads=[0,1,0,1]} : f64[1,3,4,1]\n  return %1\n}\n",
+              TJ_F64, 4, (const int64_t[]){1, 3, 4, 1}, 0, 0, NULL, 0);
+
     /* the cross-entropy still fails on a label outside [0, C) */
     g = ir_parse("graph @f {\n  %0 = param {index=0} : f32[2,3]\n"
                  "  %1 = param {index=1} : i32[2]\n"
