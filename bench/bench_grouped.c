@@ -19,8 +19,8 @@ static tj_tensor *conv(tj_tensor *x, tj_tensor *w, int groups) {
     for (int64_t k = 0; k < groups; k++) {
         int64_t xb[4] = {0, 0, 0, k * cg}, xe[4] = {xd[0], xd[1], xd[2], (k + 1) * cg};
         int64_t wb_[4] = {0, 0, 0, k * og}, we[4] = {fd[0], fd[1], fd[2], (k + 1) * og};
-        ys[k] = tj_conv2d(tj_slice(x, xb, xe, NULL), tj_slice(w, wb_, we, NULL), NULL,
-                          TJ_PAD_SAME, NULL);
+        ys[k] = tj_conv2d(tj_slice(x, xb, xe, NULL), tj_slice(w, wb_, we, NULL), NULL, TJ_PAD_SAME,
+                          NULL);
     }
     return tj_concat((int)groups, ys, 3);
 }
@@ -70,7 +70,7 @@ int main(int argc, char **argv) {
     }
     bench_report("shufflenet_units_x8", "ms_per_call", call[0], "ms", "group by group", call[1],
                  call[1] / call[0]);
-    bench_report("shufflenet_units_x8", "ms_first_call", first[0], "ms", "group by group",
-                 first[1], first[1] / first[0]);
+    bench_report("shufflenet_units_x8", "ms_first_call", first[0], "ms", "group by group", first[1],
+                 first[1] / first[0]);
     return 0;
 }

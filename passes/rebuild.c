@@ -204,4 +204,3 @@ bool pass_same_shape(const ir_node *a, const ir_node *b) {
             return false;
     return true;
 }
-

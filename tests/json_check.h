@@ -15,8 +15,7 @@ typedef struct json_in {
 } json_in;
 
 static void json_ws(json_in *j) {
-    while (j->s[j->at] == ' ' || j->s[j->at] == '\t' || j->s[j->at] == '\n' ||
-           j->s[j->at] == '\r')
+    while (j->s[j->at] == ' ' || j->s[j->at] == '\t' || j->s[j->at] == '\n' || j->s[j->at] == '\r')
         j->at++;
 }
 static int json_fail(json_in *j, const char *what) {
@@ -45,7 +44,8 @@ static int json_string(json_in *j) {
             if (c == 'u') {
                 for (int k = 1; k <= 4; k++) {
                     unsigned char h = j->s[j->at + k];
-                    if (!((h >= '0' && h <= '9') || (h >= 'a' && h <= 'f') || (h >= 'A' && h <= 'F')))
+                    if (!((h >= '0' && h <= '9') || (h >= 'a' && h <= 'f') ||
+                          (h >= 'A' && h <= 'F')))
                         return json_fail(j, "a bad \\u escape");
                 }
                 j->at += 5;
@@ -56,8 +56,11 @@ static int json_string(json_in *j) {
             }
             continue;
         }
-        int n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 && c >= 0xc2 ? 2 : (c & 0xf0) == 0xe0 ? 3
-                           : (c & 0xf8) == 0xf0 ? 4 : 0;
+        int n = c < 0x80                          ? 1
+                : (c & 0xe0) == 0xc0 && c >= 0xc2 ? 2
+                : (c & 0xf0) == 0xe0              ? 3
+                : (c & 0xf8) == 0xf0              ? 4
+                                                  : 0;
         for (int k = 1; k < n; k++)
             if ((j->s[j->at + k] & 0xc0) != 0x80)
                 n = 0;
@@ -126,9 +129,9 @@ static int json_value(json_in *j) {
     if (++j->depth > 256)
         return json_fail(j, "nested too deep");
     unsigned char c = j->s[j->at];
-    int ok = c == '{'   ? json_list(j, '}', 1)
-             : c == '[' ? json_list(j, ']', 0)
-             : c == '"' ? json_string(j)
+    int ok = c == '{'                                           ? json_list(j, '}', 1)
+             : c == '['                                         ? json_list(j, ']', 0)
+             : c == '"'                                         ? json_string(j)
              : !strncmp((const char *)j->s + j->at, "true", 4)  ? (j->at += 4, 1)
              : !strncmp((const char *)j->s + j->at, "false", 5) ? (j->at += 5, 1)
              : !strncmp((const char *)j->s + j->at, "null", 4)  ? (j->at += 4, 1)

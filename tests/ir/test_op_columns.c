@@ -70,8 +70,7 @@ static void flags(int op) {
     CHECK_MSG(o->dtypes < IR_N_DC && o->result < IR_N_RES && o->family < IR_N_FAM, "%s", nm);
     CHECK_MSG(!(f & IR_F_EW) == (o->family != IR_FAM_EW), "%s: elementwise family", nm);
     CHECK_MSG(!(f & IR_F_CF) == (o->family != IR_FAM_CF), "%s: control-flow family", nm);
-    CHECK_MSG(!(f & IR_F_CF) == (o->result != IR_RES_TUPLE), "%s: control flow yields tuples",
-              nm);
+    CHECK_MSG(!(f & IR_F_CF) == (o->result != IR_RES_TUPLE), "%s: control flow yields tuples", nm);
     CHECK_MSG(!(f & IR_F_SRC) == (o->family != IR_FAM_SOURCE), "%s: source family", nm);
     CHECK_MSG(!(f & IR_F_SRC) || o->n_in == 0, "%s: a source has no inputs", nm);
     CHECK_MSG(!(f & IR_F_RED) || o->family == IR_FAM_REDUCE, "%s: reduction family", nm);
@@ -100,8 +99,8 @@ static void dtypes(int op) {
     unsigned f = o->flags;
     bool src = op == IR_OP_RANGE || op == IR_OP_RANDOM_UNIFORM || op == IR_OP_RANDOM_NORMAL ||
                op == IR_OP_EYE;
-    bool checked = (f & (IR_F_EW | IR_F_RED)) || op == IR_OP_SOFTMAX ||
-                   op == IR_OP_LOG_SOFTMAX || op == IR_OP_MATMUL || src;
+    bool checked = (f & (IR_F_EW | IR_F_RED)) || op == IR_OP_SOFTMAX || op == IR_OP_LOG_SOFTMAX ||
+                   op == IR_OP_MATMUL || src;
     if (!checked || op == IR_OP_WHERE || op == IR_OP_CAST)
         return;
     for (int dt = 0; dt < TJ_N_DTYPES; dt++) {

@@ -23,8 +23,7 @@ static const char *backend_of(tj_function *f, int64_t n) {
 }
 
 static tj_function *with_backend(const char *spec) {
-    return tj_function_new("affine", (void *)affine, 1,
-                           &(tj_function_options){.backend = spec});
+    return tj_function_new("affine", (void *)affine, 1, &(tj_function_options){.backend = spec});
 }
 
 /* f computes 2x + 1 on [0, 1, 2, 3] */

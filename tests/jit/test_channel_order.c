@@ -16,7 +16,8 @@ static int KH, S, PAD, POOL;
 
 static tj_tensor *conv(tj_tensor *x) {
     int st[2] = {S, S};
-    tj_tensor *y = tj_relu(tj_bias_add(tj_conv2d(x, W, st, PAD ? TJ_PAD_SAME : TJ_PAD_VALID, NULL), B));
+    tj_tensor *y =
+        tj_relu(tj_bias_add(tj_conv2d(x, W, st, PAD ? TJ_PAD_SAME : TJ_PAD_VALID, NULL), B));
     if (POOL) {
         int pk[2] = {2, 2};
         y = tj_max_pool2d(y, pk, pk, TJ_PAD_VALID);

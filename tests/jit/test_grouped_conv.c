@@ -60,7 +60,8 @@ static void run(const gc *g, tj_dtype dt) {
     tj_scope_begin();
     G = g, DT = dt;
     int64_t xd[4] = {g->n, g->h, g->w, g->c}, wd[4] = {g->kh, g->kw, g->c / g->groups, g->o};
-    tj_tensor *x = tj_random_uniform(dt, 4, xd, -1, 1, 3), *w = tj_random_uniform(dt, 4, wd, -1, 1, 4);
+    tj_tensor *x = tj_random_uniform(dt, 4, xd, -1, 1, 3),
+              *w = tj_random_uniform(dt, 4, wd, -1, 1, 4);
     tj_tensor *args[2] = {x, w};
     double tol = dt == TJ_F32 ? 2e-5 : 1e-12;
     char what[200];
@@ -79,7 +80,8 @@ static void run(const gc *g, tj_dtype dt) {
     R = tj_random_uniform(dt, 4, yd, -1, 1, 5);
     tj_function *lg = tj_function_new("loss_grouped", (void *)loss_grouped, 2, NULL);
     tj_function *lb = tj_function_new("loss_by_groups", (void *)loss_by_groups, 2, NULL);
-    tj_function *dg = tj_grad(lg, 2, (int[]){0, 1}, NULL), *db = tj_grad(lb, 2, (int[]){0, 1}, NULL);
+    tj_function *dg = tj_grad(lg, 2, (int[]){0, 1}, NULL),
+                *db = tj_grad(lb, 2, (int[]){0, 1}, NULL);
     tj_tensor *gw = tj_call_eager(db, 2, args);
     for (int eager = 0; eager < 2; eager++) {
         tj_tensor *gg = eager ? tj_call_eager(dg, 2, args) : tj_call(dg, 2, args);
@@ -114,8 +116,8 @@ int main(void) {
     /* shapes that do not group: named */
     tj_scope_begin();
     tj_tensor *x = tj_zeros(TJ_F32, 4, (int64_t[]){1, 5, 5, 6});
-    tj_tensor *w4 = tj_zeros(TJ_F32, 4, (int64_t[]){3, 3, 4, 8}); /* 6 is no multiple of 4 */
-    tj_tensor *w3 = tj_zeros(TJ_F32, 4, (int64_t[]){3, 3, 3, 4}); /* 2 groups, 4 % 2 ok */
+    tj_tensor *w4 = tj_zeros(TJ_F32, 4, (int64_t[]){3, 3, 4, 8});  /* 6 is no multiple of 4 */
+    tj_tensor *w3 = tj_zeros(TJ_F32, 4, (int64_t[]){3, 3, 3, 4});  /* 2 groups, 4 % 2 ok */
     tj_tensor *w3o = tj_zeros(TJ_F32, 4, (int64_t[]){3, 3, 2, 5}); /* 3 groups, 5 % 3 != 0 */
     tj_tensor *r = tj_conv2d(x, w4, NULL, TJ_PAD_VALID, NULL);
     CHECK_EQ_INT(tj_status_of(r), TJ_ERR_SHAPE);

@@ -40,8 +40,8 @@ static tj_tensor *cond_pos(int n, tj_tensor *const *a, void *u) {
     return tj_greater(tj_sum(a[0], 0, NULL, 0), tj_scalar_f32(0)); /* always: sum > 0 */
 }
 static tj_tensor *ret_loop(tj_tensor *x) {
-    return tj_for_range(tj_scalar_i64(0), tj_scalar_i64(3), tj_scalar_i64(1), body_retained, 1,
-                        &x, NULL);
+    return tj_for_range(tj_scalar_i64(0), tj_scalar_i64(3), tj_scalar_i64(1), body_retained, 1, &x,
+                        NULL);
 }
 static tj_tensor *ret_while(tj_tensor *x) {
     return tj_while_loop_max(cond_pos, body_retained, 1, &x, 3, NULL);

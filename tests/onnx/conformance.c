@@ -179,7 +179,6 @@ typedef struct result {
     char why[320];
 } result;
 
-
 /* The model's op types (distinct, in order) and its tier. */
 static void model_ops(const char *path, result *r) {
     size_t n = 0;
@@ -208,8 +207,8 @@ static void model_ops(const char *path, result *r) {
 static tj_tensor *as_declared(tj_tensor *t, const tj_spec *s) {
     if (tj_status_of(t) || s->dtype != TJ_BF16 || tj_tensor_dtype(t) != TJ_U16)
         return t;
-    tj_tensor *r = tj_tensor_from_data(TJ_BF16, tj_tensor_rank(t), tj_tensor_dims(t),
-                                       tj_tensor_data(t));
+    tj_tensor *r =
+        tj_tensor_from_data(TJ_BF16, tj_tensor_rank(t), tj_tensor_dims(t), tj_tensor_data(t));
     tj_release(t);
     return r;
 }

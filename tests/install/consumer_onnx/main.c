@@ -32,8 +32,9 @@ int main(int argc, char **argv) {
     int ok = tj_status_of(y) == TJ_OK && tj_tensor_numel(y) == 4;
     for (int i = 0; ok && i < 4; i++)
         ok = tj_tensor_get_f64(y, i) == want[i];
-    printf("consumer_onnx: relu([-1 2 -3 4]) %s\n",
-           ok ? "= [0 2 0 4]" : tj_status_of(y) ? tj_error_message(y) : "is wrong");
+    printf("consumer_onnx: relu([-1 2 -3 4]) %s\n", ok                ? "= [0 2 0 4]"
+                                                    : tj_status_of(y) ? tj_error_message(y)
+                                                                      : "is wrong");
     tj_release(y);
     tj_release(x);
     tj_onnx_free(m);
