@@ -235,7 +235,8 @@ static void dense_case(int64_t m, int64_t k, int64_t n, int trans, int epilogue)
     /* a product the CPU program hands to a library runs on the packed weights */
     tj_spec s = {TJ_F32, 2, {m, k}, NULL};
     char *dot = tj_concrete_graph_dot(tj_function_get_concrete(f, 1, &s), TJ_GRAPH_KERNELS);
-    int large = m > 64 || k > 64 || n > 64, blas = getenv("TJ_NO_BLAS") == NULL;
+    int large = m > 64 || k > 64 || n > 64,
+        blas = getenv("TJ_NO_BLAS") == NULL && !tj_backend_unavailable("cpu");
     if (large && epilogue == 1 && blas && getenv("TJ_EXACT_MATH") == NULL &&
         strcmp(tj_cpu_isa(), "avx512") == 0) /* a kernel of one node is drawn without its label */
         CHECK_MSG(dot && strstr(dot, "packed: matmul"), "%s: not on packed weights", name);

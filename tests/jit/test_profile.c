@@ -41,7 +41,8 @@ static void hostile_names(const char *path) {
     CHECK_EQ_INT(tj_profile_stop(), TJ_OK);
     valid_json(path);
     char *s = check_slurp(path);
-    CHECK_HAS(s, "\"function\":\"quote\\\"d\"");
+    if (!tj_backend_unavailable("cpu")) /* kernel events name the function */
+        CHECK_HAS(s, "\"function\":\"quote\\\"d\"");
     CHECK_HAS(s, "\"name\":\"new\\u000aline\",\"cat\":\"call\"");
     CHECK_HAS(s, "\"name\":\"tab\\u0009here\",\"cat\":\"call\",\"ph\":\"X\"");
     CHECK_HAS(s, "bytes\\ufffd\\ufffd(");
