@@ -84,7 +84,7 @@ static int wants_promotion(int op) {
     return (f & IR_F_EW) && ir_ops[op].n_in >= 2;
 }
 
-tj_tensor *rt_apply(ir_node *proto, tj_tensor *const *in_args, uint32_t n_in) {
+tj_tensor *api_apply(ir_node *proto, tj_tensor *const *in_args, uint32_t n_in) {
     const char *opname = ir_ops[proto->op].name;
     tj_tensor *conv[4] = {0};
     tj_tensor *stack_in[8];
@@ -128,7 +128,7 @@ tj_tensor *rt_apply(ir_node *proto, tj_tensor *const *in_args, uint32_t n_in) {
                 in[k] = conv[k];
         }
     }
-    rt_trace *tr = rt_trace_current();
+    rt_trace *tr = api_trace_current();
     if (tr) {
         uint32_t ids[64], *pid = n_in <= 64 ? ids : malloc(n_in * sizeof *pid);
         if (!pid) {
@@ -138,17 +138,17 @@ tj_tensor *rt_apply(ir_node *proto, tj_tensor *const *in_args, uint32_t n_in) {
         uint32_t id = IR_NONE;
         uint32_t k = 0;
         for (; k < n_in; k++)
-            if ((pid[k] = rt_trace_lift(tr, in[k])) == IR_NONE)
+            if ((pid[k] = api_trace_lift(tr, in[k])) == IR_NONE)
                 break;
         if (k == n_in)
             id = ir_add(tr->g, proto, pid, n_in);
         if (id == IR_NONE) {
             res = rt_error_from_status(0);
-            rt_trace_fail(tr, ir_last_code());
+            api_trace_fail(tr, ir_last_code());
         } else {
-            res = rt_symbolic(tr, id);
-            if (rt_tape_n_active)
-                rt_tape_on_op(ir_node_get(tr->g, id), in_args, in, n_in, pid, res);
+            res = api_symbolic(tr, id);
+            if (api_tape_n_active)
+                api_tape_on_op(ir_node_get(tr->g, id), in_args, in, n_in, pid, res);
         }
         if (pid != ids)
             free(pid);
@@ -198,8 +198,8 @@ tj_tensor *rt_apply(ir_node *proto, tj_tensor *const *in_args, uint32_t n_in) {
                                      ir_dtype_short(out->dtype),
                                      rt_profile_dims(d, sizeof d, out->rank, out->dims));
                 }
-                if (rt_tape_n_active)
-                    rt_tape_on_op(proto, in_args, in, n_in, NULL, res);
+                if (api_tape_n_active)
+                    api_tape_on_op(proto, in_args, in, n_in, NULL, res);
             }
         }
     }

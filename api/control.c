@@ -23,7 +23,7 @@ static tj_tensor *fail(rt_trace *tr, tj_status code, const char *fmt, ...) {
     ir_verrorf(code, fmt, ap);
     va_end(ap);
     if (tr)
-        rt_trace_fail(tr, code);
+        api_trace_fail(tr, code);
     return rt_scoped(rt_error_from_status(code));
 }
 
@@ -138,7 +138,7 @@ static uint32_t add_param(ir_graph *g, const ir_node *t, uint32_t index) {
     return ir_add(g, &p, NULL, 0);
 }
 
-uint32_t rt_region_capture_param(rt_trace *tr, uint32_t j) {
+uint32_t api_region_capture_param(rt_trace *tr, uint32_t j) {
     if (j >= tr->n_capture_param) {
         uint32_t n = j + 8;
         uint32_t *p = realloc(tr->capture_param, n * sizeof *p);
@@ -164,7 +164,7 @@ typedef struct region {
 
 /* Adds the PARAM nodes of captures the region did not use itself, so every region of a node takes
  * all its operands. */
-static tj_status complete_params(region *r, const rt_captures *c, uint32_t n_explicit,
+static tj_status complete_params(region *r, const api_captures *c, uint32_t n_explicit,
                                  const ir_graph *parent) {
     for (uint32_t j = 0; j < c->n; j++) {
         bool have = false;
@@ -181,7 +181,7 @@ static tj_status complete_params(region *r, const rt_captures *c, uint32_t n_exp
  * as_bool: the single result is a predicate (cast to bool). The region's failure becomes the
  * parent's. */
 static tj_status trace_region(rt_trace *parent, const char *name, tj_body body, void *user, int n,
-                              const ir_node *types, rt_captures *caps, int as_bool, region *out) {
+                              const ir_node *types, api_captures *caps, int as_bool, region *out) {
     memset(out, 0, sizeof *out);
     rt_trace tr;
     memset(&tr, 0, sizeof tr);
@@ -198,17 +198,17 @@ static tj_status trace_region(rt_trace *parent, const char *name, tj_body body, 
         ir_graph_free(tr.g);
         return ir_errorf(TJ_ERR_OOM, "%s: out of memory", name);
     }
-    rt_trace_push(&tr);
+    api_trace_push(&tr);
     tj_scope_begin();
     for (int k = 0; k < n && !st; k++) {
         uint32_t id = add_param(tr.g, &types[k], (uint32_t)k);
         if (id == IR_NONE)
             st = ir_last_code();
         else
-            sym[k] = rt_scoped(rt_symbolic(&tr, id));
+            sym[k] = rt_scoped(api_symbolic(&tr, id));
     }
     for (uint32_t j = 0; j < caps->n && !st; j++) /* captures of earlier regions of the node */
-        if (rt_region_capture_param(&tr, j) == IR_NONE)
+        if (api_region_capture_param(&tr, j) == IR_NONE)
             st = ir_last_code();
     tj_tensor *res = st ? NULL : call_body(body, n, sym, user);
     tj_tensor *const *items = NULL;
@@ -239,17 +239,17 @@ static tj_status trace_region(rt_trace *parent, const char *name, tj_body body, 
                                name, k);
             else if (v->kind == RT_ERROR)
                 st = ir_errorf(v->code, "%s", v->msg);
-            else if ((id = rt_trace_lift(&tr, v)) == IR_NONE || ir_add_output(tr.g, id))
+            else if ((id = api_trace_lift(&tr, v)) == IR_NONE || ir_add_output(tr.g, id))
                 st = ir_last_code();
         }
         if (!st && tr.err) /* a capture failed while lifting the results */
             st = ir_errorf(tr.err, "%s", tr.errmsg);
     }
     tj_scope_end();
-    rt_trace_pop();
+    api_trace_pop();
     if (sym != stack_sym)
         free(sym);
-    rt_trace_free_state(&tr);
+    api_trace_free_state(&tr);
     if (st) {
         ir_graph_free(tr.g);
         return st;
@@ -262,7 +262,7 @@ static tj_status trace_region(rt_trace *parent, const char *name, tj_body body, 
 /* Records node p with operands ops[0..n) + the captures and its regions in tr, then GET nodes
  * for its results; returns them packed (one tensor when `single`) or an error. */
 static tj_tensor *record(rt_trace *tr, ir_node *p, const uint32_t *ops, uint32_t n,
-                         const rt_captures *caps, region *rs, int n_regions, int single) {
+                         const api_captures *caps, region *rs, int n_regions, int single) {
     const char *op = ir_ops[p->op].name;
     uint32_t total = n + caps->n;
     uint32_t *in = malloc((total + 1) * sizeof *in);
@@ -313,11 +313,11 @@ static tj_tensor *record(rt_trace *tr, ir_node *p, const uint32_t *ops, uint32_t
         if (gid == IR_NONE)
             st = ir_last_code();
         else
-            v[k] = rt_scoped(rt_symbolic(tr, gid));
+            v[k] = rt_scoped(api_symbolic(tr, gid));
     }
-    if (!st && rt_tape_n_active) {
+    if (!st && api_tape_n_active) {
         const ir_node *node = ir_node_get(tr->g, id);
-        rt_tape_on_cf(tr, node, ir_inputs(tr->g, node), node->n_in, v, nr);
+        api_tape_on_cf(tr, node, ir_inputs(tr->g, node), node->n_in, v, nr);
     }
     tj_tensor *r = st ? fail(tr, st, "%s", ir_last_error()) : pack((int)nr, v, single);
     if (v != stack_v)
@@ -334,8 +334,8 @@ static tj_status trace_bodies(rt_trace *tr, work *w, int n_regions, const char *
 /* The nodes of values in trace tr (lifting concrete ones); false with the trace failed. */
 static bool lift_all(rt_trace *tr, int n, tj_tensor *const *xs, uint32_t *ids) {
     for (int k = 0; k < n; k++)
-        if ((ids[k] = rt_trace_lift(tr, xs[k])) == IR_NONE) {
-            rt_trace_fail(tr, ir_last_code());
+        if ((ids[k] = api_trace_lift(tr, xs[k])) == IR_NONE) {
+            api_trace_fail(tr, ir_last_code());
             return false;
         }
     return true;
@@ -353,7 +353,7 @@ static void desc_of(const ir_graph *g, uint32_t id, ir_node *d) {
 struct work {
     uint32_t *ids;
     ir_node *types;
-    rt_captures caps;
+    api_captures caps;
     region rs[2];
 };
 
@@ -383,19 +383,19 @@ static void work_free(work *w) {
 }
 
 /* ---- cond ------------------------------------------------------------------------------------ */
-tj_tensor *rt_cond_flat(tj_tensor *pred, tj_body then_fn, tj_body else_fn, int n,
-                        tj_tensor *const *args, void *user) {
+tj_tensor *api_cond_flat(tj_tensor *pred, tj_body then_fn, tj_body else_fn, int n,
+                         tj_tensor *const *args, void *user) {
     tj_tensor *err = check_list("cond", "predicate", 1, &pred);
     if (!err)
         err = check_list("cond", "argument", n, args);
     if (err)
         return err;
-    rt_trace *tr = rt_trace_current();
+    rt_trace *tr = api_trace_current();
     if (!then_fn || !else_fn)
         return fail(tr, TJ_ERR_INVALID, "cond: the %s branch is NULL", then_fn ? "else" : "then");
     tj_tensor *p = as_predicate("cond", pred);
     if (p->kind == RT_ERROR)
-        return tr ? (rt_trace_fail(tr, p->code), p) : p;
+        return tr ? (api_trace_fail(tr, p->code), p) : p;
     if (!tr) { /* eager: one branch runs */
         tj_tensor *r = call_body(tj_tensor_get_f64(p, 0) != 0 ? then_fn : else_fn, n, args, user);
         return r ? r : tj_tuple(0, NULL);
@@ -472,12 +472,12 @@ static tj_tensor *while_eager(tj_body cond_fn, tj_body body_fn, int n, tj_tensor
     return res;
 }
 
-tj_tensor *rt_while_flat(tj_body cond_fn, tj_body body_fn, int n, tj_tensor *const *init,
-                         int64_t maximum_iterations, void *user) {
+tj_tensor *api_while_flat(tj_body cond_fn, tj_body body_fn, int n, tj_tensor *const *init,
+                          int64_t maximum_iterations, void *user) {
     tj_tensor *err = check_list("while_loop", "loop variable", n, init);
     if (err)
         return err;
-    rt_trace *tr = rt_trace_current();
+    rt_trace *tr = api_trace_current();
     if (!cond_fn || !body_fn)
         return fail(tr, TJ_ERR_INVALID, "while_loop: the %s is NULL", cond_fn ? "body" : "cond");
     if (maximum_iterations < 0)
@@ -560,14 +560,14 @@ static tj_tensor *float_range_body(int n, tj_tensor *const *args, void *user) {
 
 static tj_tensor *float_for(tj_tensor *const b[3], tj_body body_fn, int n, tj_tensor *const *init,
                             void *user) {
-    rt_trace *tr = rt_trace_current();
+    rt_trace *tr = api_trace_current();
     static const char *what[3] = {"start", "limit", "delta"};
     double v[3];
     tj_dtype dt = TJ_F32;
     for (int k = 0; k < 3; k++) { /* each a numeric scalar, as the int64 range checks them */
         tj_tensor *e = bound_error(what[k], b[k]);
         if (e)
-            return tr ? (rt_trace_fail(tr, e->code), e) : e;
+            return tr ? (api_trace_fail(tr, e->code), e) : e;
     }
     for (int k = 0; k < 3; k++) {
         if (b[k]->kind != RT_CONCRETE) /* symbolic: known only when the function runs */
@@ -595,15 +595,15 @@ static tj_tensor *float_for(tj_tensor *const b[3], tj_body body_fn, int n, tj_te
     float_range fr = {body_fn, user, v[0], v[2], dt};
     tj_scope_begin(); /* the int64 bounds are this call's */
     tj_tensor *r =
-        tj_keep(rt_for_flat(tj_scalar_i64(0), tj_scalar_i64(steps > 0 ? (int64_t)steps : 0),
-                            tj_scalar_i64(1), float_range_body, n, init, &fr));
+        tj_keep(api_for_flat(tj_scalar_i64(0), tj_scalar_i64(steps > 0 ? (int64_t)steps : 0),
+                             tj_scalar_i64(1), float_range_body, n, init, &fr));
     tj_scope_end();
     return r;
 }
 
-tj_tensor *rt_for_flat(tj_tensor *start, tj_tensor *limit, tj_tensor *delta, tj_body body_fn, int n,
-                       tj_tensor *const *init, void *user) {
-    rt_trace *tr = rt_trace_current();
+tj_tensor *api_for_flat(tj_tensor *start, tj_tensor *limit, tj_tensor *delta, tj_body body_fn,
+                        int n, tj_tensor *const *init, void *user) {
+    rt_trace *tr = api_trace_current();
     tj_tensor *given[3] = {start, limit, delta};
     for (int k = 0; k < 3; k++) /* a float scalar makes it a range over floats */
         if (given[k] && (given[k]->kind == RT_CONCRETE || given[k]->kind == RT_SYMBOLIC) &&
@@ -612,7 +612,7 @@ tj_tensor *rt_for_flat(tj_tensor *start, tj_tensor *limit, tj_tensor *delta, tj_
     tj_tensor *b[3] = {bound("start", start), bound("limit", limit), bound("delta", delta)};
     for (int k = 0; k < 3; k++)
         if (b[k]->kind == RT_ERROR)
-            return tr ? (rt_trace_fail(tr, b[k]->code), b[k]) : b[k];
+            return tr ? (api_trace_fail(tr, b[k]->code), b[k]) : b[k];
     tj_tensor *err = check_list("for_range", "loop variable", n, init);
     if (err)
         return err;
@@ -767,14 +767,14 @@ static tj_tensor *scan_eager(tj_body body_fn, int nc, tj_tensor *const *carry, i
     return res;
 }
 
-tj_tensor *rt_scan_flat(tj_body body_fn, int n_carry, tj_tensor *const *carry, int n_xs,
-                        tj_tensor *const *xs, void *user) {
+tj_tensor *api_scan_flat(tj_body body_fn, int n_carry, tj_tensor *const *carry, int n_xs,
+                         tj_tensor *const *xs, void *user) {
     tj_tensor *err = check_list("scan", "carried value", n_carry, carry);
     if (!err)
         err = check_list("scan", "sequence", n_xs, xs);
     if (err)
         return err;
-    rt_trace *tr = rt_trace_current();
+    rt_trace *tr = api_trace_current();
     if (!body_fn)
         return fail(tr, TJ_ERR_INVALID, "scan: the body is NULL");
     if (n_xs < 1)

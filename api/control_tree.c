@@ -181,11 +181,11 @@ static tj_tensor *cond_unscoped(tj_tensor *pred, tj_body then_fn, tj_body else_f
     tj_tensor *err = prepare("cond", n, args, &in, &flat);
     if (err || !flat || !in.has_tuple || !then_fn || !else_fn) {
         free(flat);
-        return err ? err : rt_cond_flat(pred, then_fn, else_fn, n, args, user);
+        return err ? err : api_cond_flat(pred, then_fn, else_fn, n, args, user);
     }
     adapter a[2] = {{.fn = then_fn, .user = user, .op = "cond", .in = in},
                     {.fn = else_fn, .user = user, .op = "cond", .in = in}};
-    tj_tensor *r = rt_cond_flat(pred, adapted0, adapted_else, in.n_flat, flat, a);
+    tj_tensor *r = api_cond_flat(pred, adapted0, adapted_else, in.n_flat, flat, a);
     free(flat);
     /* the branch that ran (eager) or the then branch (traced) says how results are shaped */
     adapter *ran = a[1].got.n_top || a[1].got.n_flat ? &a[1] : &a[0];
@@ -200,12 +200,12 @@ static tj_tensor *while_loop_max_unscoped(tj_body cond_fn, tj_body body_fn, int 
     tj_tensor *err = prepare("while_loop", n, init, &in, &flat);
     if (err || !flat || !in.has_tuple || !cond_fn || !body_fn) {
         free(flat);
-        return err ? err : rt_while_flat(cond_fn, body_fn, n, init, maximum_iterations, user);
+        return err ? err : api_while_flat(cond_fn, body_fn, n, init, maximum_iterations, user);
     }
     adapter a[2] = {
         {.fn = cond_fn, .user = user, .op = "while_loop", .in = in},
         {.fn = body_fn, .user = user, .op = "while_loop", .in = in, .expect = in, .check = 1}};
-    tj_tensor *r = rt_while_flat(adapted0, adapted1, in.n_flat, flat, maximum_iterations, a);
+    tj_tensor *r = api_while_flat(adapted0, adapted1, in.n_flat, flat, maximum_iterations, a);
     free(flat);
     return unflatten(r, &in, 1);
 }
@@ -222,7 +222,7 @@ static tj_tensor *for_range_unscoped(tj_tensor *start, tj_tensor *limit, tj_tens
     tj_tensor *err = prepare("for_range", n, init, &in, &flat);
     if (err || !flat || !in.has_tuple || !body_fn) {
         free(flat);
-        return err ? err : rt_for_flat(start, limit, delta, body_fn, n, init, user);
+        return err ? err : api_for_flat(start, limit, delta, body_fn, n, init, user);
     }
     /* the body takes the index first: its tree is the loop variables' with one tensor in front */
     adapter a = {.fn = body_fn, .user = user, .op = "for_range", .expect = in, .check = 1};
@@ -234,7 +234,7 @@ static tj_tensor *for_range_unscoped(tj_tensor *start, tj_tensor *limit, tj_tens
         a.in.width[k + 1] = in.width[k];
     }
     a.in.width[0] = 1;
-    tj_tensor *r = rt_for_flat(start, limit, delta, adapted0, in.n_flat, flat, &a);
+    tj_tensor *r = api_for_flat(start, limit, delta, adapted0, in.n_flat, flat, &a);
     free(flat);
     return unflatten(r, &in, 1);
 }
@@ -247,7 +247,7 @@ static tj_tensor *scan_unscoped(tj_body body_fn, int n_carry, tj_tensor *const *
     if (err || !flat || !in.has_tuple || !body_fn || n_xs < 0 || (n_xs && !xs) ||
         in.n_top + n_xs >= TREE_MAX) {
         free(flat);
-        return err ? err : rt_scan_flat(body_fn, n_carry, carry, n_xs, xs, user);
+        return err ? err : api_scan_flat(body_fn, n_carry, carry, n_xs, xs, user);
     }
     tj_tensor **all = realloc(flat, (size_t)(in.n_flat + n_xs + 1) * sizeof *all);
     if (!all) {
@@ -262,7 +262,7 @@ static tj_tensor *scan_unscoped(tj_body body_fn, int n_carry, tj_tensor *const *
     a.in.n_flat += n_xs;
     for (int k = 0; k < n_xs; k++)
         a.in.width[in.n_top + k] = 1;
-    tj_tensor *r = rt_scan_flat(adapted0, in.n_flat, all, n_xs, all + in.n_flat, &a);
+    tj_tensor *r = api_scan_flat(adapted0, in.n_flat, all, n_xs, all + in.n_flat, &a);
     free(all);
     return unflatten(r, &in, 0);
 }

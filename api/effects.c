@@ -35,7 +35,7 @@ static tj_status record_effect(rt_trace *tr, int op, const void *blob, size_t bl
         return ir_errorf(TJ_ERR_OOM, "%s: out of memory", name);
     tj_status st = TJ_OK;
     for (int i = 0; i < n && !st; i++)
-        if ((ids[i] = rt_trace_lift(tr, xs[i])) == IR_NONE)
+        if ((ids[i] = api_trace_lift(tr, xs[i])) == IR_NONE)
             st = ir_last_code();
     if (!st) {
         ir_node p;
@@ -55,14 +55,14 @@ static tj_status record_effect(rt_trace *tr, int op, const void *blob, size_t bl
  * at once). Any failure inside a trace fails the trace: the compiled function must not run
  * without the effect. */
 static tj_status effect(int op, const void *blob, size_t blob_size, int n, tj_tensor *const *xs) {
-    rt_trace *tr = rt_trace_current();
+    rt_trace *tr = api_trace_current();
     tj_status st = effect_args(ir_ops[op].name, n, xs);
     if (!st && !tr)
         return 1;
     if (!st)
         st = record_effect(tr, op, blob, blob_size, n, xs);
     if (st && tr)
-        rt_trace_fail(tr, st);
+        api_trace_fail(tr, st);
     return st;
 }
 
@@ -75,8 +75,8 @@ tj_status tj_print(const char *prefix, int n, tj_tensor *const *xs) {
 tj_status tj_host_callback(void *fn, void *user, int n, tj_tensor *const *xs) {
     if (!fn) {
         tj_status st = ir_errorf(TJ_ERR_INVALID, "host_callback: function is NULL");
-        if (rt_trace_current())
-            rt_trace_fail(rt_trace_current(), st);
+        if (api_trace_current())
+            api_trace_fail(api_trace_current(), st);
         return st;
     }
     void *blob[2] = {fn, user};

@@ -335,7 +335,7 @@ RULE(g_slice) {
     p.op = IR_OP_SLICE_GRAD;
     p.rank = in[0]->rank;
     memcpy(p.dims, in[0]->dims, sizeof p.dims);
-    gin[0] = rt_apply(&p, &g, 1);
+    gin[0] = api_apply(&p, &g, 1);
     return TJ_OK;
 }
 RULE(g_gather) { /* params: the rows added back where they were read; indices: none */
@@ -345,7 +345,7 @@ RULE(g_gather) { /* params: the rows added back where they were read; indices: n
     p.op = IR_OP_SCATTER_ADD;
     p.a.i[0] = n->a.i[0];
     tj_tensor *args[3] = {zeros_like(in[0]), in[1], g};
-    gin[0] = rt_apply(&p, args, 3);
+    gin[0] = api_apply(&p, args, 3);
     return TJ_OK;
 }
 RULE(g_slice_grad) { /* the adjoint of the adjoint: the slice again */
@@ -353,7 +353,7 @@ RULE(g_slice_grad) { /* the adjoint of the adjoint: the slice again */
     ir_node p = *n;
     p.op = IR_OP_SLICE;
     p.rank = 0;
-    gin[0] = rt_apply(&p, &g, 1);
+    gin[0] = api_apply(&p, &g, 1);
     return TJ_OK;
 }
 RULE(g_scatter_add) { /* x: g; updates: g gathered at the indices */
@@ -368,7 +368,7 @@ RULE(g_update_index) { /* x: g with row i zeroed; v: row i of g */
     memset(&p, 0, sizeof p);
     p.op = IR_OP_UPDATE_INDEX;
     tj_tensor *args[3] = {g, in[1], zeros_like(in[2])};
-    gin[0] = rt_apply(&p, args, 3);
+    gin[0] = api_apply(&p, args, 3);
     gin[2] = tj_gather(g, in[1], 0);
     return TJ_OK;
 }
@@ -378,7 +378,7 @@ RULE(g_read_index) { /* x: zeros with row i = g */
     memset(&p, 0, sizeof p);
     p.op = IR_OP_UPDATE_INDEX;
     tj_tensor *args[3] = {zeros_like(in[0]), in[2], g};
-    gin[0] = rt_apply(&p, args, 3);
+    gin[0] = api_apply(&p, args, 3);
     return TJ_OK;
 }
 
@@ -391,7 +391,7 @@ static tj_tensor *conv_like(const ir_node *n, int op, const int64_t *dims, tj_te
     p.rank = 4;
     memcpy(p.dims, dims, 4 * sizeof(int64_t));
     tj_tensor *in[2] = {a, b};
-    return rt_apply(&p, in, b ? 2 : 1);
+    return api_apply(&p, in, b ? 2 : 1);
 }
 RULE(g_conv2d) { /* x: conv2d_grad_input(g, w); w: conv2d_grad_filter(x, g) */
     UNUSED;
@@ -436,14 +436,14 @@ RULE(g_sparse_xent) { /* logits: g (softmax(logits) - one_hot(labels)); labels: 
 }
 
 /* ---- the table ------------------------------------------------------------------------------- */
-#define R(OP, fn) [IR_OP_##OP] = {RT_GRAD_RULE, fn, NULL}
-#define NONE(OP) [IR_OP_##OP] = {RT_GRAD_NONE, NULL, NULL}
+#define R(OP, fn) [IR_OP_##OP] = {API_GRAD_RULE, fn, NULL}
+#define NONE(OP) [IR_OP_##OP] = {API_GRAD_NONE, NULL, NULL}
 #define CF_WHY                                                                                     \
     "gradients through traced while and for loops are not supported yet (cond, switch and scan "   \
     "are; a for over a fixed range is a scan over tj_range)"
-#define UNSUP(OP, why) [IR_OP_##OP] = {RT_GRAD_UNSUPPORTED, NULL, why}
+#define UNSUP(OP, why) [IR_OP_##OP] = {API_GRAD_UNSUPPORTED, NULL, why}
 
-const rt_grad_rule rt_grad_rules[IR_N_OPS] = {
+const api_grad_rule api_grad_rules[IR_N_OPS] = {
     /* sources: no inputs */
     NONE(CONST),
     NONE(PARAM),
@@ -534,9 +534,9 @@ const rt_grad_rule rt_grad_rules[IR_N_OPS] = {
     NONE(HOST_CALLBACK),
     NONE(ASSIGN),
     /* control flow */
-    [IR_OP_COND] = {RT_GRAD_CF, NULL, NULL},
-    [IR_OP_SCAN] = {RT_GRAD_CF, NULL, NULL},
-    [IR_OP_FOR] = {RT_GRAD_CF, NULL, NULL},
+    [IR_OP_COND] = {API_GRAD_CF, NULL, NULL},
+    [IR_OP_SCAN] = {API_GRAD_CF, NULL, NULL},
+    [IR_OP_FOR] = {API_GRAD_CF, NULL, NULL},
     UNSUP(WHILE, CF_WHY),
 
     UNSUP(GET, CF_WHY),

@@ -1,5 +1,5 @@
 /* ops.c — the public op entry points. Each builds a prototype node (op + attributes) and hands
- * it to rt_apply, which records or runs it. Argument checks that need no shapes (NULL lists,
+ * it to api_apply, which records or runs it. Argument checks that need no shapes (NULL lists,
  * counts) happen here; everything shape- and dtype-related happens in ir_infer. */
 #include <stdlib.h>
 #include <string.h>
@@ -15,13 +15,13 @@ static ir_node proto_of(int op) {
 
 static tj_tensor *apply1(int op, tj_tensor *x) {
     ir_node p = proto_of(op);
-    return rt_apply(&p, &x, 1);
+    return api_apply(&p, &x, 1);
 }
 
 static tj_tensor *apply2(int op, tj_tensor *a, tj_tensor *b) {
     ir_node p = proto_of(op);
     tj_tensor *in[2] = {a, b};
-    return rt_apply(&p, in, 2);
+    return api_apply(&p, in, 2);
 }
 
 #define UNARY(fn, OP)                                                                              \
@@ -88,7 +88,7 @@ tj_tensor *tj_str_concat(tj_tensor *a, tj_tensor *b) {
 tj_tensor *tj_where(tj_tensor *cond, tj_tensor *a, tj_tensor *b) {
     ir_node p = proto_of(IR_OP_WHERE);
     tj_tensor *in[3] = {cond, a, b};
-    return rt_apply(&p, in, 3);
+    return api_apply(&p, in, 3);
 }
 
 static tj_tensor *reduce(int op, tj_tensor *x, int n_axes, const int *axes, int keepdims) {
@@ -100,7 +100,7 @@ static tj_tensor *reduce(int op, tj_tensor *x, int n_axes, const int *axes, int 
     for (int i = 0; i < n_axes; i++)
         p.a.list[i] = axes[i];
     p.a.i[0] = keepdims != 0;
-    return rt_apply(&p, &x, 1);
+    return api_apply(&p, &x, 1);
 }
 
 tj_tensor *tj_sum(tj_tensor *x, int n, const int *axes, int kd) {
@@ -122,7 +122,7 @@ tj_tensor *tj_prod(tj_tensor *x, int n, const int *axes, int kd) {
 static tj_tensor *with_axis(int op, tj_tensor *x, int axis) {
     ir_node p = proto_of(op);
     p.a.i[0] = axis;
-    return rt_apply(&p, &x, 1);
+    return api_apply(&p, &x, 1);
 }
 
 tj_tensor *tj_argmax(tj_tensor *x, int axis) {
@@ -162,7 +162,7 @@ static tj_tensor *with_dims(int op, tj_tensor *x, int rank, const int64_t *dims)
     p.rank = (uint8_t)rank;
     for (int i = 0; i < rank; i++)
         p.dims[i] = dims[i];
-    return rt_apply(&p, &x, 1);
+    return api_apply(&p, &x, 1);
 }
 
 tj_tensor *tj_reshape(tj_tensor *x, int rank, const int64_t *dims) {
@@ -179,7 +179,7 @@ tj_tensor *tj_transpose(tj_tensor *x, const int *perm) {
         for (int i = 0; i < x->rank; i++)
             p.a.list[i] = perm[i];
     }
-    return rt_apply(&p, &x, 1);
+    return api_apply(&p, &x, 1);
 }
 
 tj_tensor *tj_squeeze(tj_tensor *x, int n_axes, const int *axes) {
@@ -189,7 +189,7 @@ tj_tensor *tj_squeeze(tj_tensor *x, int n_axes, const int *axes) {
     p.a.n_list = (uint32_t)n_axes;
     for (int i = 0; i < n_axes; i++)
         p.a.list[i] = axes[i];
-    return rt_apply(&p, &x, 1);
+    return api_apply(&p, &x, 1);
 }
 
 tj_tensor *tj_concat(int n, tj_tensor *const *xs, int axis) {
@@ -199,7 +199,7 @@ tj_tensor *tj_concat(int n, tj_tensor *const *xs, int axis) {
         return rt_scoped(rt_errorf(TJ_ERR_INVALID, "concat: the tensor list is NULL (n=%d)", n));
     ir_node p = proto_of(IR_OP_CONCAT);
     p.a.i[0] = axis;
-    return rt_apply(&p, xs, (uint32_t)n);
+    return api_apply(&p, xs, (uint32_t)n);
 }
 
 tj_tensor *tj_slice(tj_tensor *x, const int64_t *begin, const int64_t *end, const int64_t *step) {
@@ -214,21 +214,21 @@ tj_tensor *tj_slice(tj_tensor *x, const int64_t *begin, const int64_t *end, cons
             p.a.list[2 * r + i] = st;
         }
     }
-    return rt_apply(&p, &x, 1);
+    return api_apply(&p, &x, 1);
 }
 
 tj_tensor *tj_gather(tj_tensor *params, tj_tensor *indices, int axis) {
     ir_node p = proto_of(IR_OP_GATHER);
     p.a.i[0] = axis;
     tj_tensor *in[2] = {params, indices};
-    return rt_apply(&p, in, 2);
+    return api_apply(&p, in, 2);
 }
 
 tj_tensor *tj_scatter_add(tj_tensor *x, tj_tensor *indices, tj_tensor *updates, int axis) {
     ir_node p = proto_of(IR_OP_SCATTER_ADD);
     p.a.i[0] = axis;
     tj_tensor *in[3] = {x, indices, updates};
-    return rt_apply(&p, in, 3);
+    return api_apply(&p, in, 3);
 }
 
 tj_tensor *tj_cast(tj_tensor *x, tj_dtype dt) {
@@ -236,7 +236,7 @@ tj_tensor *tj_cast(tj_tensor *x, tj_dtype dt) {
         return rt_scoped(rt_errorf(TJ_ERR_DTYPE, "cast: bad dtype %d", dt));
     ir_node p = proto_of(IR_OP_CAST);
     p.dtype = (uint8_t)dt;
-    return rt_apply(&p, &x, 1);
+    return api_apply(&p, &x, 1);
 }
 
 /* ---- constructors: a source node (eye, range, random) or a broadcast scalar ------------------ */
@@ -250,7 +250,7 @@ static tj_tensor *source(ir_node *p, int dt, int rank, const int64_t *dims) {
     p->rank = (uint8_t)rank;
     for (int i = 0; i < rank; i++)
         p->dims[i] = dims[i];
-    return rt_apply(p, NULL, 0);
+    return api_apply(p, NULL, 0);
 }
 
 /* fill, zeros and ones check their own arguments, so their errors name them, not broadcast_to */
@@ -406,7 +406,7 @@ tj_tensor *tj_conv2d(tj_tensor *x, tj_tensor *filter, const int *strides, tj_pad
     if (err)
         return err;
     tj_tensor *in[2] = {x, filter};
-    return rt_apply(&p, in, 2);
+    return api_apply(&p, in, 2);
 }
 
 tj_tensor *tj_conv2d_transpose(tj_tensor *x, tj_tensor *filter, const int64_t *output_dims,
@@ -450,7 +450,7 @@ tj_tensor *tj_conv2d_transpose(tj_tensor *x, tj_tensor *filter, const int64_t *o
                 ir_fmt_dims(c, sizeof c, 4, output_dims)));
     }
     tj_tensor *in[2] = {x, filter};
-    return rt_apply(&p, in, 2);
+    return api_apply(&p, in, 2);
 }
 
 static tj_tensor *pool(int op, tj_tensor *x, const int *ksize, const int *strides,
@@ -460,7 +460,7 @@ static tj_tensor *pool(int op, tj_tensor *x, const int *ksize, const int *stride
         return rt_scoped(rt_errorf(TJ_ERR_INVALID, "%s: ksize is NULL", ir_ops[op].name));
     int64_t span[2] = {ksize[0], ksize[1]};
     tj_tensor *err = window_attrs(ir_ops[op].name, &p, dims4(x), strides, padding, span, ksize);
-    return err ? err : rt_apply(&p, &x, 1);
+    return err ? err : api_apply(&p, &x, 1);
 }
 
 tj_tensor *tj_max_pool2d(tj_tensor *x, const int *ksize, const int *strides, tj_padding padding) {
@@ -485,7 +485,7 @@ tj_tensor *tj_max_pool2d_dilated(tj_tensor *x, const int *ksize, const int *stri
     p.a.n_list = 6; /* the pads, then the window's dilations */
     p.a.list[4] = d[0];
     p.a.list[5] = d[1];
-    return rt_apply(&p, &x, 1);
+    return api_apply(&p, &x, 1);
 }
 tj_tensor *tj_avg_pool2d(tj_tensor *x, const int *ksize, const int *strides, tj_padding padding) {
     return pool(IR_OP_AVG_POOL2D, x, ksize, strides, padding);
@@ -514,13 +514,13 @@ tj_tensor *tj_one_hot(tj_tensor *indices, int64_t depth, double on, double off, 
     p.a.i[0] = depth;
     p.a.f[0] = on;
     p.a.f[1] = off;
-    return rt_apply(&p, &indices, 1);
+    return api_apply(&p, &indices, 1);
 }
 
 tj_tensor *tj_sparse_softmax_cross_entropy(tj_tensor *labels, tj_tensor *logits) {
     ir_node p = proto_of(IR_OP_SPARSE_XENT);
     tj_tensor *in[2] = {logits, labels};
-    return rt_apply(&p, in, 2);
+    return api_apply(&p, in, 2);
 }
 
 tj_tensor *tj_sparse_categorical_crossentropy(tj_tensor *labels, tj_tensor *output,

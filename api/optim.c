@@ -107,13 +107,13 @@ void tj_optimizer_free(tj_optimizer *o) {
 /* A zero variable shaped like v, made outside any trace (init_scope). */
 static tj_variable *zeros_var(int dt, int rank, const int64_t *dims, const char *base,
                               const char *suffix) {
-    rt_trace *tr = rt_trace_suspend();
+    rt_trace *tr = api_trace_suspend();
     tj_scope_begin();
     char name[256];
     snprintf(name, sizeof name, "%s/%s", base ? base : "variable", suffix);
     tj_variable *z = tj_variable_new(tj_zeros((tj_dtype)dt, rank, dims), name);
     tj_scope_end();
-    rt_trace_resume(tr);
+    api_trace_resume(tr);
     return z;
 }
 

@@ -1,4 +1,4 @@
-/* replay.c — runs a graph's nodes again through the op entry points (rt_apply), so that they are
+/* replay.c — runs a graph's nodes again through the op entry points (api_apply), so that they are
  * recorded into the current trace (or run eagerly) and seen by recording tapes: how a gradient
  * rule differentiates the region of a control-flow node (grad.c, tape.c). Pure nodes only: a
  * region with side effects, nested control flow or tensor arrays' effects is refused with an
@@ -10,7 +10,7 @@
 
 /* The variable of capture slot `slot`: the function's list lives on the root trace. */
 static tj_variable *captured(uint32_t slot) {
-    rt_trace *t = rt_trace_current();
+    rt_trace *t = api_trace_current();
     while (t && t->parent && t->is_region)
         t = t->parent;
     return t && slot < t->n_caps ? t->caps[slot] : NULL;
@@ -27,7 +27,7 @@ static tj_tensor *replay_branch(int k, int n, tj_tensor *const *args, void *user
     tj_tensor **outs = calloc((size_t)g->n_outputs + 1, sizeof *outs);
     if (!outs)
         return tj_error_new(TJ_ERR_OOM, "replay: out of memory");
-    tj_status st = rt_replay_graph(g, args, (uint32_t)n, outs);
+    tj_status st = api_replay_graph(g, args, (uint32_t)n, outs);
     tj_tensor *r = st                  ? tj_error_new(st, "%s", ir_last_error())
                    : g->n_outputs == 1 ? outs[0]
                                        : tj_tuple((int)g->n_outputs, outs);
@@ -41,8 +41,8 @@ static tj_tensor *replay_else(int n, tj_tensor *const *args, void *user) {
     return replay_branch(1, n, args, user);
 }
 
-tj_status rt_replay_graph(const ir_graph *g, tj_tensor *const *params, uint32_t n_params,
-                          tj_tensor **outs) {
+tj_status api_replay_graph(const ir_graph *g, tj_tensor *const *params, uint32_t n_params,
+                           tj_tensor **outs) {
     tj_tensor **v = calloc((size_t)g->n_nodes + 1, sizeof *v);
     if (!v)
         return ir_errorf(TJ_ERR_OOM, "replay: out of memory");
@@ -117,7 +117,7 @@ tj_status rt_replay_graph(const ir_graph *g, tj_tensor *const *params, uint32_t 
             a[k] = v[in[k]];
         ir_node p = *n;
         p.in_off = 0;
-        tj_tensor *r = rt_apply(&p, a, n->n_in);
+        tj_tensor *r = api_apply(&p, a, n->n_in);
         if (a != stack_a)
             free(a);
         if (r->kind == RT_ERROR)

@@ -43,10 +43,10 @@ static tj_tensor *fail(tj_status code, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    rt_trace *tr = rt_trace_current();
+    rt_trace *tr = api_trace_current();
     tj_tensor *e = rt_scoped(rt_errorf(code, "%s", msg));
     if (tr)
-        rt_trace_fail(tr, code);
+        api_trace_fail(tr, code);
     return e;
 }
 
@@ -152,7 +152,7 @@ static tj_tensor *switch_unscoped(tj_tensor *index, int n_branches, const tj_bod
             return fail(TJ_ERR_INVALID, "switch: branch %d of %d is NULL", k, n_branches);
     if (n < 0 || (n > 0 && !args))
         return fail(TJ_ERR_INVALID, "switch: bad argument list (n=%d)", n);
-    if (!rt_trace_current()) { /* eager: the chosen branch runs, nothing else */
+    if (!api_trace_current()) { /* eager: the chosen branch runs, nothing else */
         double v = tj_tensor_get_f64(index, 0);
         int k = v <= 0 ? 0 : v >= n_branches - 1 ? n_branches - 1 : (int)v;
         rt_user_mark um = rt_user_enter();

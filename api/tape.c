@@ -1,5 +1,5 @@
 /* tape.c — gradient tapes (tf.GradientTape). A recording tape sees every op of its thread
- * (rt_apply calls rt_tape_on_op) and keeps those whose inputs it already knows: watched tensors,
+ * (api_apply calls api_tape_on_op) and keeps those whose inputs it already knows: watched tensors,
  * variables read while it records, and the results of ops it kept. tj_tape_gradient walks the
  * kept entries backwards, calling each op's rule (grad.c) and summing the gradients that reach a
  * value. The rules are tracejit ops, so the backward pass is eager on an eager tape and recorded
@@ -16,13 +16,13 @@
 
 #include "api/tape.h"
 
-_Thread_local int rt_tape_n_active;
+_Thread_local int api_tape_n_active;
 static _Thread_local tj_tape *active;
 static rt_arena tape_arena = RT_ARENA_INIT(256);
 
 _Static_assert(sizeof(struct tj_tape) <= 256, "a tape fits its arena slot");
 
-tj_status rt_tape_check(const tj_tape *t, const char *what) {
+tj_status api_tape_check(const tj_tape *t, const char *what) {
     if (!t)
         return ir_errorf(TJ_ERR_INVALID, "%s: tape is NULL", what);
     if (!rt_arena_holds(&tape_arena, t) || t->magic != TAPE_MAGIC)
@@ -31,28 +31,28 @@ tj_status rt_tape_check(const tj_tape *t, const char *what) {
 }
 
 /* ---- keys and the map ------------------------------------------------------------------------ */
-uint64_t rt_tape_node_key(uint64_t serial, uint32_t id) {
+uint64_t api_tape_node_key(uint64_t serial, uint32_t id) {
     return (1ull << 63) | (serial << 32) | id;
 }
 
-uint64_t rt_tape_serial_now(void) {
-    rt_trace *tr = rt_trace_current();
+uint64_t api_tape_serial_now(void) {
+    rt_trace *tr = api_trace_current();
     return tr ? tr->serial : 0;
 }
 
 /* The key of t as the tape sees it, or 0 (t is not a value of the tape's trace). */
-uint64_t rt_tape_key(const tj_tape *tp, tj_tensor *t) {
+uint64_t api_tape_key(const tj_tape *tp, tj_tensor *t) {
     if (!t || (t->kind != RT_CONCRETE && t->kind != RT_SYMBOLIC))
         return 0;
     if (!tp->serial)
         return t->kind == RT_CONCRETE ? (uint64_t)(uintptr_t)t : 0;
-    rt_trace *tr = rt_trace_current();
+    rt_trace *tr = api_trace_current();
     if (!tr || tr->serial != tp->serial)
         return 0;
     if (t->kind == RT_SYMBOLIC)
-        return t->trace_serial == tp->serial ? rt_tape_node_key(tp->serial, t->node) : 0;
-    uint32_t id = rt_trace_lift(tr, t); /* a concrete tensor inside the trace: its CONST node */
-    return id == IR_NONE ? 0 : rt_tape_node_key(tp->serial, id);
+        return t->trace_serial == tp->serial ? api_tape_node_key(tp->serial, t->node) : 0;
+    uint32_t id = api_trace_lift(tr, t); /* a concrete tensor inside the trace: its CONST node */
+    return id == IR_NONE ? 0 : api_tape_node_key(tp->serial, id);
 }
 
 static size_t slot_of(const kmap *m, uint64_t k) {
@@ -62,11 +62,11 @@ static size_t slot_of(const kmap *m, uint64_t k) {
     return i;
 }
 
-int rt_kmap_has(const kmap *m, uint64_t k) {
+int api_kmap_has(const kmap *m, uint64_t k) {
     return m->cap && m->k[slot_of(m, k)] == k;
 }
 
-tj_tensor **rt_kmap_get(kmap *m, uint64_t k) {
+tj_tensor **api_kmap_get(kmap *m, uint64_t k) {
     if (!m->cap)
         return NULL;
     size_t i = slot_of(m, k);
@@ -74,7 +74,7 @@ tj_tensor **rt_kmap_get(kmap *m, uint64_t k) {
 }
 
 /* Inserts k (value NULL) if absent; returns its value slot (NULL on OOM). */
-tj_tensor **rt_kmap_put(kmap *m, uint64_t k) {
+tj_tensor **api_kmap_put(kmap *m, uint64_t k) {
     if ((m->n + 1) * 2 > m->cap) {
         kmap b = {0};
         b.cap = m->cap ? m->cap * 2 : 64;
@@ -105,7 +105,7 @@ tj_tensor **rt_kmap_put(kmap *m, uint64_t k) {
 }
 
 /* Releases the map's tensors and storage. */
-void rt_kmap_free(kmap *m) {
+void api_kmap_free(kmap *m) {
     for (size_t i = 0; i < m->cap; i++)
         if (m->k[i])
             rt_release(m->v[i]);
@@ -116,7 +116,7 @@ void rt_kmap_free(kmap *m) {
 
 /* ---- recording ------------------------------------------------------------------------------- */
 static int records_here(const tj_tape *tp) {
-    return tp->recording && !tp->busy && tp->serial == rt_tape_serial_now();
+    return tp->recording && !tp->busy && tp->serial == api_tape_serial_now();
 }
 
 static int hold(tj_tape *tp, tj_tensor *t) {
@@ -153,7 +153,7 @@ static void add_entry(tj_tape *tp, const ir_node *n, const uint64_t *keys, tj_te
     e->n_in = n_in;
     e->in_keys = malloc((n_in + 1) * sizeof *e->in_keys);
     e->in = calloc(n_in + 1, sizeof *e->in);
-    tj_tensor **slot = rt_kmap_put(&tp->known, out_key);
+    tj_tensor **slot = api_kmap_put(&tp->known, out_key);
     if (!e->in_keys || !e->in || !slot) {
         free(e->in_keys);
         free(e->in);
@@ -170,8 +170,8 @@ static void add_entry(tj_tape *tp, const ir_node *n, const uint64_t *keys, tj_te
     tp->n_e++;
 }
 
-void rt_tape_on_op(const ir_node *n, tj_tensor *const *orig, tj_tensor *const *vals, uint32_t n_in,
-                   const uint32_t *ids, tj_tensor *res) {
+void api_tape_on_op(const ir_node *n, tj_tensor *const *orig, tj_tensor *const *vals, uint32_t n_in,
+                    const uint32_t *ids, tj_tensor *res) {
     if (!res || res->kind == RT_ERROR || res->kind == RT_TUPLE || !ir_dtype_is_float(res->dtype))
         return;
     for (tj_tape *tp = active; tp; tp = tp->next) {
@@ -184,23 +184,23 @@ void rt_tape_on_op(const ir_node *n, tj_tensor *const *orig, tj_tensor *const *v
         }
         int hit = 0;
         for (uint32_t k = 0; k < n_in; k++) {
-            keys[k] = ids ? rt_tape_node_key(tp->serial, ids[k]) : rt_tape_key(tp, orig[k]);
+            keys[k] = ids ? api_tape_node_key(tp->serial, ids[k]) : api_tape_key(tp, orig[k]);
             /* an input the tape does not know gets no gradient; forgetting its key also keeps
              * an eager address that is later reused from meaning this input */
-            if (!keys[k] || !rt_kmap_has(&tp->known, keys[k]))
+            if (!keys[k] || !api_kmap_has(&tp->known, keys[k]))
                 keys[k] = 0;
             hit |= keys[k] != 0;
         }
-        uint64_t ok = rt_tape_key(tp, res);
+        uint64_t ok = api_tape_key(tp, res);
         /* a result the tape knows already is the same value reached again (an interned node) */
-        if (hit && ok && !rt_kmap_has(&tp->known, ok))
+        if (hit && ok && !api_kmap_has(&tp->known, ok))
             add_entry(tp, n, keys, vals, n_in, ok, res);
         if (keys != stack_keys)
             free(keys);
     }
 }
 
-void rt_tape_on_alias(tj_tensor *src, tj_tensor *alias) {
+void api_tape_on_alias(tj_tensor *src, tj_tensor *alias) {
     if (!src || !alias || src == alias || alias->kind != RT_CONCRETE)
         return;
     ir_node n;
@@ -209,16 +209,16 @@ void rt_tape_on_alias(tj_tensor *src, tj_tensor *alias) {
     n.dtype = alias->dtype;
     n.rank = alias->rank;
     memcpy(n.dims, alias->dims, sizeof(int64_t) * alias->rank);
-    rt_tape_on_op(&n, &src, &src, 1, NULL, alias);
+    api_tape_on_op(&n, &src, &src, 1, NULL, alias);
 }
 
-void rt_tape_on_var_read(tj_variable *v, tj_tensor *res) {
+void api_tape_on_var_read(tj_variable *v, tj_tensor *res) {
     if (!res || res->kind == RT_ERROR || !ir_dtype_is_float(res->dtype))
         return;
     for (tj_tape *tp = active; tp; tp = tp->next) {
         if (!records_here(tp))
             continue;
-        uint64_t k = rt_tape_key(tp, res);
+        uint64_t k = api_tape_key(tp, res);
         if (!k)
             continue;
         int seen = 0;
@@ -236,7 +236,7 @@ void rt_tape_on_var_read(tj_variable *v, tj_tensor *res) {
             tp->reads = r;
             tp->cap_reads = c;
         }
-        if (!rt_kmap_put(&tp->known, k) || !hold(tp, res)) {
+        if (!api_kmap_put(&tp->known, k) || !hold(tp, res)) {
             tp->lost = 1;
             continue;
         }
@@ -244,14 +244,14 @@ void rt_tape_on_var_read(tj_variable *v, tj_tensor *res) {
     }
 }
 
-void rt_tape_on_cf(rt_trace *tr, const ir_node *node, const uint32_t *in, uint32_t n_in,
-                   tj_tensor *const *outs, uint32_t n_out) {
+void api_tape_on_cf(rt_trace *tr, const ir_node *node, const uint32_t *in, uint32_t n_in,
+                    tj_tensor *const *outs, uint32_t n_out) {
     for (tj_tape *tp = active; tp; tp = tp->next) {
         if (!records_here(tp) || tp->serial != tr->serial)
             continue;
         int hit = 0;
         for (uint32_t k = 0; k < n_in && !hit; k++)
-            hit = rt_kmap_has(&tp->known, rt_tape_node_key(tp->serial, in[k]));
+            hit = api_kmap_has(&tp->known, api_tape_node_key(tp->serial, in[k]));
         if (!hit)
             continue;
         /* one entry per float result, all with the node's operands (symbolic tensors) */
@@ -260,16 +260,16 @@ void rt_tape_on_cf(rt_trace *tr, const ir_node *node, const uint32_t *in, uint32
         if (!vals || !keys)
             tp->lost = 1;
         for (uint32_t k = 0; vals && keys && k < n_in; k++) {
-            vals[k] = rt_symbolic(tr, in[k]);
-            keys[k] = rt_tape_node_key(tp->serial, in[k]);
-            if (!rt_kmap_has(&tp->known, keys[k]))
+            vals[k] = api_symbolic(tr, in[k]);
+            keys[k] = api_tape_node_key(tp->serial, in[k]);
+            if (!api_kmap_has(&tp->known, keys[k]))
                 keys[k] = 0;
         }
         uint32_t first = (uint32_t)tp->n_e;
         for (uint32_t k = 0; vals && keys && k < n_out; k++) {
-            uint64_t ok = rt_tape_key(tp, outs[k]);
+            uint64_t ok = api_tape_key(tp, outs[k]);
             size_t before = tp->n_e;
-            if (ok && ir_dtype_is_float(outs[k]->dtype) && !rt_kmap_has(&tp->known, ok))
+            if (ok && ir_dtype_is_float(outs[k]->dtype) && !api_kmap_has(&tp->known, ok))
                 add_entry(tp, node, keys, vals, n_in, ok, outs[k]);
             if (tp->n_e > before) {
                 tp->e[before].res = k;
@@ -283,12 +283,12 @@ void rt_tape_on_cf(rt_trace *tr, const ir_node *node, const uint32_t *in, uint32
     }
 }
 
-int rt_tape_wants_eager(int n, tj_tensor *const *args) {
-    if (!rt_tape_n_active || rt_trace_current())
+int api_tape_wants_eager(int n, tj_tensor *const *args) {
+    if (!api_tape_n_active || api_trace_current())
         return 0;
     for (tj_tape *tp = active; tp; tp = tp->next)
         for (int k = 0; k < n && records_here(tp); k++)
-            if (rt_kmap_has(&tp->known, rt_tape_key(tp, args[k])))
+            if (api_kmap_has(&tp->known, api_tape_key(tp, args[k])))
                 return 1;
     return 0;
 }
@@ -303,7 +303,7 @@ static void unlink_tape(tj_tape *tp) {
             break;
         }
     tp->recording = 0;
-    rt_tape_n_active--;
+    api_tape_n_active--;
 }
 
 tj_tape *tj_tape_new(unsigned flags) {
@@ -314,16 +314,16 @@ tj_tape *tj_tape_new(unsigned flags) {
         return NULL;
     tp->magic = TAPE_MAGIC;
     tp->flags = flags;
-    tp->serial = rt_tape_serial_now();
+    tp->serial = api_tape_serial_now();
     tp->recording = 1;
     tp->next = active;
     active = tp;
-    rt_tape_n_active++;
+    api_tape_n_active++;
     return tp;
 }
 
 tj_status tj_tape_watch(tj_tape *tape, tj_tensor *x) {
-    tj_status st = rt_tape_check(tape, "tape_watch");
+    tj_status st = api_tape_check(tape, "tape_watch");
     if (st)
         return st;
     if (!x)
@@ -332,21 +332,21 @@ tj_status tj_tape_watch(tj_tape *tape, tj_tensor *x) {
         return ir_errorf(x->code, "tape_watch: %s", x->msg);
     if (x->kind == RT_TUPLE || (x->kind != RT_CONCRETE && x->kind != RT_SYMBOLIC))
         return ir_errorf(TJ_ERR_INVALID, "tape_watch: expected a tensor, got a tuple");
-    if (tape->serial != rt_tape_serial_now())
+    if (tape->serial != api_tape_serial_now())
         return ir_errorf(TJ_ERR_STATE, "tape_watch: the tape belongs to another trace (a tape "
                                        "made inside a traced function records only that trace)");
-    uint64_t k = rt_tape_key(tape, x);
+    uint64_t k = api_tape_key(tape, x);
     if (!k)
         return ir_errorf(TJ_ERR_STATE, "tape_watch: the tensor is not a value of this trace");
-    if (rt_kmap_has(&tape->known, k))
+    if (api_kmap_has(&tape->known, k))
         return TJ_OK;
-    if (!rt_kmap_put(&tape->known, k) || !hold(tape, x))
+    if (!api_kmap_put(&tape->known, k) || !hold(tape, x))
         return ir_errorf(TJ_ERR_OOM, "tape_watch: out of memory");
     return TJ_OK;
 }
 
 tj_status tj_tape_stop(tj_tape *tape) {
-    tj_status st = rt_tape_check(tape, "tape_stop");
+    tj_status st = api_tape_check(tape, "tape_stop");
     if (st)
         return st;
     unlink_tape(tape);
@@ -354,7 +354,7 @@ tj_status tj_tape_stop(tj_tape *tape) {
 }
 
 void tj_tape_free(tj_tape *tape) {
-    if (!tape || rt_tape_check(tape, "tape_free"))
+    if (!tape || api_tape_check(tape, "tape_free"))
         return;
     unlink_tape(tape);
     for (size_t i = 0; i < tape->n_e; i++) {
@@ -379,8 +379,8 @@ void tj_tape_free(tj_tape *tape) {
 }
 
 /* Adds g (scoped or borrowed) into the gradient of key k. */
-tj_status rt_tape_accumulate(kmap *grads, uint64_t k, tj_tensor *g) {
-    tj_tensor **slot = rt_kmap_put(grads, k);
+tj_status api_tape_accumulate(kmap *grads, uint64_t k, tj_tensor *g) {
+    tj_tensor **slot = api_kmap_put(grads, k);
     if (!slot)
         return ir_errorf(TJ_ERR_OOM, "gradient: out of memory");
     tj_tensor *sum = *slot ? tj_add(*slot, g) : g;

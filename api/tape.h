@@ -50,19 +50,19 @@ struct tj_tape {
 };
 
 /* ---- shared by the tape files ---------------------------------------------------------------- */
-tj_status rt_tape_check(const tj_tape *t, const char *what); /* a live tape, or an error */
-uint64_t rt_tape_serial_now(void);                           /* the current trace's, 0: eager */
-uint64_t rt_tape_node_key(uint64_t serial, uint32_t id);
+tj_status api_tape_check(const tj_tape *t, const char *what); /* a live tape, or an error */
+uint64_t api_tape_serial_now(void);                           /* the current trace's, 0: eager */
+uint64_t api_tape_node_key(uint64_t serial, uint32_t id);
 /* The key of t as the tape sees it, or 0 (t is not a value of the tape's trace). */
-uint64_t rt_tape_key(const tj_tape *tp, tj_tensor *t);
-int rt_kmap_has(const kmap *m, uint64_t k);
-tj_tensor **rt_kmap_get(kmap *m, uint64_t k);
-tj_tensor **rt_kmap_put(kmap *m, uint64_t k); /* inserts k (value NULL) if absent; NULL on OOM */
-void rt_kmap_free(kmap *m);                   /* releases the values and the storage */
+uint64_t api_tape_key(const tj_tape *tp, tj_tensor *t);
+int api_kmap_has(const kmap *m, uint64_t k);
+tj_tensor **api_kmap_get(kmap *m, uint64_t k);
+tj_tensor **api_kmap_put(kmap *m, uint64_t k); /* inserts k (value NULL) if absent; NULL on OOM */
+void api_kmap_free(kmap *m);                   /* releases the values and the storage */
 /* Adds g (scoped or borrowed) into the gradient of key k. */
-tj_status rt_tape_accumulate(kmap *grads, uint64_t k, tj_tensor *g);
+tj_status api_tape_accumulate(kmap *grads, uint64_t k, tj_tensor *g);
 /* The gradient of the control-flow node whose float results are entries [first, last] of tp
  * (tape_cf.c): adds its operands' gradients to grads. */
-tj_status rt_tape_cf_backward(tj_tape *tp, uint32_t first, uint32_t last, kmap *grads);
+tj_status api_tape_cf_backward(tj_tape *tp, uint32_t first, uint32_t last, kmap *grads);
 
 #endif /* TJ_API_TAPE_H */

@@ -38,7 +38,7 @@ static tj_tensor *cf_branch(int which, int n, tj_tensor *const *args, void *user
             st = tj_tape_watch(tape, args[k]);
         }
     if (!st)
-        st = rt_replay_graph(c->region[which], args, c->n_ops, outs);
+        st = api_replay_graph(c->region[which], args, c->n_ops, outs);
     if (tape)
         tj_tape_stop(tape);
     for (uint32_t r = 0, j = c->n_ops; r < c->n_res && !st; r++)
@@ -47,7 +47,7 @@ static tj_tensor *cf_branch(int which, int n, tj_tensor *const *args, void *user
             seeds[n_t++] = args[j++];
         }
     if (!st)
-        st = rt_tape_vjp(tape, n_t, targets, seeds, n_src, srcs, grads);
+        st = api_tape_vjp(tape, n_t, targets, seeds, n_src, srcs, grads);
     if (st)
         res = tj_error_new(st, "%s", ir_last_error());
     else
@@ -105,7 +105,7 @@ static tj_tensor *scan_remat(int n, tj_tensor *const *args, void *user) {
     if (!st)
         body_params(s, p, args, args + s->nc + s->ni, args + s->nc);
     if (!st)
-        st = rt_replay_graph(s->body, p, s->nc + s->nx + s->ni, outs);
+        st = api_replay_graph(s->body, p, s->nc + s->nx + s->ni, outs);
     if (!st) {
         tj_tensor **items = calloc((size_t)(2 * s->nc + s->ni) + 1, sizeof *items);
         if (!items) {
@@ -162,7 +162,7 @@ static tj_tensor *scan_reverse(int n, tj_tensor *const *args, void *user) {
         }
     }
     if (!st)
-        st = rt_replay_graph(s->body, p, np, outs);
+        st = api_replay_graph(s->body, p, np, outs);
     if (tape)
         tj_tape_stop(tape);
     for (uint32_t k = 0, jc = 0, jy = 0; !st && k < no; k++) {
@@ -172,7 +172,7 @@ static tj_tensor *scan_reverse(int n, tj_tensor *const *args, void *user) {
         }
     }
     if (!st)
-        st = rt_tape_vjp(tape, nt, tg, sd, ns, src, g);
+        st = api_tape_vjp(tape, nt, tg, sd, ns, src, g);
     if (!st) { /* carry': g_c, g_inv + this step's, inv; then g_x_t */
         uint32_t m = 0, j = 0, jc = 0, ji = 0, jx = 0;
         tj_tensor **gc = calloc((size_t)s->nc + 1, sizeof *gc),
@@ -229,7 +229,7 @@ static tj_tensor *reversed(tj_tensor *t) {
 static tj_status scan_backward(tj_tape *tp, uint32_t first, uint32_t last, kmap *grads) {
     entry *e0 = &tp->e[first];
     const ir_node *node = &e0->n;
-    rt_trace *tr = rt_trace_current();
+    rt_trace *tr = api_trace_current();
     scan_bwd s = {ir_region(tr->g, node, 0), 0, 0, 0, 0, NULL, NULL, NULL, NULL, 0, 0, 0};
     if (!s.body)
         return ir_errorf(TJ_ERR_INVALID, "scan gradient: no body");
@@ -277,9 +277,9 @@ static tj_status scan_backward(tj_tape *tp, uint32_t first, uint32_t last, kmap 
             in[s.nc + 1 + k] = e0->in[3 + s.nc + k], keys[s.nc + 1 + k] = e0->in_keys[3 + s.nc + k];
         if (!st0 && range->dims[0] == 0) { /* no iteration: the carries pass through */
             for (uint32_t i = first; i <= last && !st0; i++) {
-                tj_tensor **gp = rt_kmap_get(grads, tp->e[i].out_key);
+                tj_tensor **gp = api_kmap_get(grads, tp->e[i].out_key);
                 if (gp && *gp && keys[tp->e[i].res])
-                    st0 = rt_tape_accumulate(grads, keys[tp->e[i].res], *gp);
+                    st0 = api_tape_accumulate(grads, keys[tp->e[i].res], *gp);
             }
             done = 1;
         }
@@ -325,7 +325,7 @@ static tj_status scan_backward(tj_tape *tp, uint32_t first, uint32_t last, kmap 
     /* the gradient of result r, zeros where none reached it */
     tj_tensor **gres = calloc((size_t)(s.nc + s.ny) + 1, sizeof *gres);
     for (uint32_t i = first; gres && i <= last; i++) {
-        tj_tensor **gp = rt_kmap_get(grads, tp->e[i].out_key);
+        tj_tensor **gp = api_kmap_get(grads, tp->e[i].out_key);
         if (gp && *gp)
             gres[tp->e[i].res] = *gp;
     }
@@ -381,22 +381,22 @@ static tj_status scan_backward(tj_tape *tp, uint32_t first, uint32_t last, kmap 
     /* 3. the operands' gradients: init carries, sequences (reversed back), invariants */
     for (uint32_t k = 0, j = 0; !st && k < s.nc; k++)
         if (s.fc[k] && keys[k])
-            st = rt_tape_accumulate(grads, keys[k], tj_tuple_get(bwd, (int)j++));
+            st = api_tape_accumulate(grads, keys[k], tj_tuple_get(bwd, (int)j++));
         else if (s.fc[k])
             j++;
     uint32_t base_x = s.nfc + s.nfi + s.ni;
     for (uint32_t k = 0, j = 0; !st && k < s.nx; k++)
         if (s.fx[k]) {
             if (keys[s.nc + k])
-                st = rt_tape_accumulate(grads, keys[s.nc + k],
-                                        reversed(tj_tuple_get(bwd, (int)(base_x + j))));
+                st = api_tape_accumulate(grads, keys[s.nc + k],
+                                         reversed(tj_tuple_get(bwd, (int)(base_x + j))));
             j++;
         }
     for (uint32_t k = 0, j = 0; !st && k < s.ni; k++)
         if (s.fi[k]) {
             if (keys[s.nc + s.nx + k])
-                st = rt_tape_accumulate(grads, keys[s.nc + s.nx + k],
-                                        tj_tuple_get(bwd, (int)(s.nfc + j)));
+                st = api_tape_accumulate(grads, keys[s.nc + s.nx + k],
+                                         tj_tuple_get(bwd, (int)(s.nfc + j)));
             j++;
         }
     tj_scope_end();
@@ -411,10 +411,10 @@ static tj_status scan_backward(tj_tape *tp, uint32_t first, uint32_t last, kmap 
 }
 
 /* Entries [first, last] are the float results of one cond, scan or for node. */
-tj_status rt_tape_cf_backward(tj_tape *tp, uint32_t first, uint32_t last, kmap *grads) {
+tj_status api_tape_cf_backward(tj_tape *tp, uint32_t first, uint32_t last, kmap *grads) {
     entry *e0 = &tp->e[first];
     const ir_node *node = &e0->n;
-    rt_trace *tr = rt_trace_current();
+    rt_trace *tr = api_trace_current();
     if (tr && (node->op == IR_OP_SCAN || node->op == IR_OP_FOR))
         return scan_backward(tp, first, last, grads);
     if (node->op != IR_OP_COND || !tr)
@@ -447,7 +447,7 @@ tj_status rt_tape_cf_backward(tj_tape *tp, uint32_t first, uint32_t last, kmap *
         tj_tensor *g = NULL;
         for (uint32_t i = first; i <= last && !g; i++)
             if (tp->e[i].res == r) {
-                tj_tensor **gp = rt_kmap_get(grads, tp->e[i].out_key);
+                tj_tensor **gp = api_kmap_get(grads, tp->e[i].out_key);
                 g = gp && *gp ? *gp
                               : tj_zeros((tj_dtype)tp->e[i].out->dtype, tp->e[i].out->rank,
                                          tp->e[i].out->dims);
@@ -465,7 +465,7 @@ tj_status rt_tape_cf_backward(tj_tape *tp, uint32_t first, uint32_t last, kmap *
             tj_tensor *gk = n_float == 1 ? r : tj_tuple_get(r, (int)j);
             j++;
             if (e0->in_keys[1 + k])
-                st = rt_tape_accumulate(grads, e0->in_keys[1 + k], gk);
+                st = api_tape_accumulate(grads, e0->in_keys[1 + k], gk);
         }
     }
     tj_scope_end();

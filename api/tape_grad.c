@@ -1,7 +1,7 @@
 /* tape_grad.c — the backward pass: seeds the targets, walks a tape's entries backwards calling
  * each op's rule (grad.c) or, for a control-flow node, tape_cf.c, and sums the gradients that
  * reach each value; then the entry points tj_tape_gradient, tj_tape_gradient_vars and
- * rt_tape_vjp collect the sources' gradients. */
+ * api_tape_vjp collect the sources' gradients. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,7 +17,7 @@ static tj_status fail(const char *what, tj_tensor *t) {
  * the target's gradient. */
 static tj_status seed_target(tj_tape *tp, tj_tensor *target, tj_tensor *seed, kmap *grads) {
     const char *what = "tape_gradient";
-    uint64_t tk = rt_tape_key(tp, target);
+    uint64_t tk = api_tape_key(tp, target);
     tj_tensor *s = seed;
     if (!s) {
         if (target->numel != 1 || target->rank != 0)
@@ -38,7 +38,7 @@ static tj_status seed_target(tj_tape *tp, tj_tensor *target, tj_tensor *seed, km
                 ir_dtype_name(target->dtype), ir_fmt_dims(b, sizeof b, target->rank, target->dims));
     }
     /* a target that is not a value of this tape's trace: nothing depends on it */
-    return tk ? rt_tape_accumulate(grads, tk, s) : TJ_OK;
+    return tk ? api_tape_accumulate(grads, tk, s) : TJ_OK;
 }
 
 /* Runs the backward pass from the seeded targets; every reached key's gradient is left in grads. */
@@ -50,22 +50,22 @@ static tj_status backward(tj_tape *tp, uint32_t n_t, tj_tensor *const *targets,
         st = seed_target(tp, targets[t], seeds ? seeds[t] : NULL, grads);
     for (size_t i = tp->n_e; i-- > 0 && !st;) {
         entry *e = &tp->e[i];
-        tj_tensor **gp = rt_kmap_get(grads, e->out_key);
+        tj_tensor **gp = api_kmap_get(grads, e->out_key);
         if (!gp || !*gp)
             continue;
-        const rt_grad_rule *r = &rt_grad_rules[e->n.op];
+        const api_grad_rule *r = &api_grad_rules[e->n.op];
         const char *op = ir_ops[e->n.op].name;
-        if (r->kind == RT_GRAD_NONE)
+        if (r->kind == API_GRAD_NONE)
             continue;
-        if (r->kind == RT_GRAD_CF && e->first != UINT32_MAX) {
+        if (r->kind == API_GRAD_CF && e->first != UINT32_MAX) {
             /* every result of the node at once; then skip its other entries */
-            st = rt_tape_cf_backward(tp, e->first, (uint32_t)i, grads);
+            st = api_tape_cf_backward(tp, e->first, (uint32_t)i, grads);
             if (st)
                 st = ir_errorf(st, "%s: gradient of '%s': %s", what, op, ir_last_error());
             i = e->first;
             continue;
         }
-        if (r->kind != RT_GRAD_RULE)
+        if (r->kind != API_GRAD_RULE)
             return ir_errorf(TJ_ERR_UNSUPPORTED, "%s: no gradient for op '%s'%s%s", what, op,
                              r->why ? ": " : " (no rule)", r->why ? r->why : "");
         tj_tensor *stack_gin[8] = {0},
@@ -92,7 +92,7 @@ static tj_status backward(tj_tape *tp, uint32_t n_t, tj_tensor *const *targets,
                                ir_dtype_name(e->in[k]->dtype),
                                ir_fmt_dims(b, sizeof b, e->in[k]->rank, e->in[k]->dims));
             else
-                st = rt_tape_accumulate(grads, e->in_keys[k], gin[k]);
+                st = api_tape_accumulate(grads, e->in_keys[k], gin[k]);
         }
         if (gin != stack_gin)
             free(gin);
@@ -122,7 +122,7 @@ static tj_status gradient(tj_tape *tp, const char *what, uint32_t n_t, tj_tensor
     for (int k = 0; k < n && !st; k++) {
         tj_tensor *sum = NULL;
         for (uint32_t j = sk->off[k]; j < sk->off[k + 1] && !st; j++) {
-            tj_tensor **g = rt_kmap_get(&grads_of, sk->keys[j]);
+            tj_tensor **g = api_kmap_get(&grads_of, sk->keys[j]);
             if (g && *g)
                 sum = sum ? tj_add(sum, *g) : *g;
         }
@@ -134,7 +134,7 @@ static tj_status gradient(tj_tape *tp, const char *what, uint32_t n_t, tj_tensor
     }
     tj_scope_end();
     tp->busy = 0;
-    rt_kmap_free(&grads_of);
+    api_kmap_free(&grads_of);
     for (int k = 0; k < n; k++) {
         if (st) {
             rt_release(grads[k]);
@@ -149,7 +149,7 @@ static tj_status gradient(tj_tape *tp, const char *what, uint32_t n_t, tj_tensor
 /* Checks the call's common arguments and clears grads. */
 static tj_status check_call(tj_tape *tp, const char *what, tj_tensor *target, int n,
                             const void *list, tj_tensor **grads) {
-    tj_status st = rt_tape_check(tp, what);
+    tj_status st = api_tape_check(tp, what);
     if (st)
         return st;
     if (n < 0 || (n > 0 && (!list || !grads)))
@@ -165,7 +165,7 @@ static tj_status check_call(tj_tape *tp, const char *what, tj_tensor *target, in
     if (!ir_dtype_is_float(target->dtype))
         return ir_errorf(TJ_ERR_DTYPE, "%s: the target must be a float tensor, got %s", what,
                          ir_dtype_name(target->dtype));
-    if (tp->serial != rt_tape_serial_now())
+    if (tp->serial != api_tape_serial_now())
         return ir_errorf(TJ_ERR_STATE, "%s: the tape belongs to another trace", what);
     if (tp->busy)
         return ir_errorf(TJ_ERR_STATE, "%s: called from inside the same tape's gradient", what);
@@ -197,7 +197,7 @@ static tj_status sk_alloc(source_keys *sk, int n, size_t n_keys, const char *wha
  * and shape. */
 static void sk_source(source_keys *sk, const tj_tape *tape, uint32_t k, tj_tensor *t) {
     sk->off[k] = k;
-    sk->keys[k] = rt_tape_key(tape, t);
+    sk->keys[k] = api_tape_key(tape, t);
     if (!sk->keys[k])
         sk->keys[k] = ~0ull; /* not a value of this tape: unconnected */
     sk->dtype[k] = t->dtype;
@@ -261,11 +261,11 @@ tj_status tj_tape_gradient_vars(tj_tape *tape, tj_tensor *target, tj_tensor *see
     return st;
 }
 
-tj_status rt_tape_vjp(tj_tape *tape, uint32_t n_t, tj_tensor *const *targets,
-                      tj_tensor *const *seeds, uint32_t n, tj_tensor *const *sources,
-                      tj_tensor **grads) {
+tj_status api_tape_vjp(tj_tape *tape, uint32_t n_t, tj_tensor *const *targets,
+                       tj_tensor *const *seeds, uint32_t n, tj_tensor *const *sources,
+                       tj_tensor **grads) {
     const char *what = "gradient";
-    tj_status st = rt_tape_check(tape, what);
+    tj_status st = api_tape_check(tape, what);
     if (st)
         return st;
     source_keys sk;

@@ -80,8 +80,8 @@ tj_tensor *tj_tensor_array_write(tj_tensor *ta, tj_tensor *index, tj_tensor *val
     ir_node p;
     memset(&p, 0, sizeof p);
     p.op = IR_OP_UPDATE_INDEX;
-    tj_tensor *d = rt_apply(&p, (tj_tensor *[]){data, i, value}, 3);
-    tj_tensor *w = rt_apply(&p, (tj_tensor *[]){written, i, tj_scalar_bool(1)}, 3);
+    tj_tensor *d = api_apply(&p, (tj_tensor *[]){data, i, value}, 3);
+    tj_tensor *w = api_apply(&p, (tj_tensor *[]){written, i, tj_scalar_bool(1)}, 3);
     tj_tensor *r = tj_keep(d->kind == RT_ERROR ? d : w->kind == RT_ERROR ? w : make(d, w));
     tj_scope_end();
     return r;
@@ -97,7 +97,7 @@ tj_tensor *tj_tensor_array_read(tj_tensor *ta, tj_tensor *index) {
     ir_node p;
     memset(&p, 0, sizeof p);
     p.op = IR_OP_READ_INDEX;
-    return rt_apply(&p, (tj_tensor *[]){data, written, i}, 3);
+    return api_apply(&p, (tj_tensor *[]){data, written, i}, 3);
 }
 
 tj_tensor *tj_tensor_array_stack(tj_tensor *ta) {

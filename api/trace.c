@@ -10,7 +10,7 @@
 static _Thread_local rt_trace *cur;
 static atomic_uint_fast64_t next_serial = 1;
 
-rt_trace *rt_trace_current(void) {
+rt_trace *api_trace_current(void) {
     return cur;
 }
 
@@ -43,7 +43,7 @@ static void symbolic_name(const tj_tensor *t, char *buf, size_t size) {
 
 static void symbolic_refused(const tj_tensor *t) {
     if (cur && rt_trace_is_live(t))
-        rt_trace_fail(cur, ir_last_code());
+        api_trace_fail(cur, ir_last_code());
 }
 
 static const rt_symbolic_ops symbolic_ops = {symbolic_name, symbolic_refused};
@@ -52,20 +52,20 @@ static void register_ops(void) {
     rt_set_symbolic_ops(&symbolic_ops);
 }
 
-void rt_trace_push(rt_trace *t) {
+void api_trace_push(rt_trace *t) {
     pthread_once(&ops_once, register_ops); /* before the first symbolic tensor */
     t->serial = atomic_fetch_add(&next_serial, 1);
     t->parent = cur;
     set_cur(t);
 }
 
-rt_trace *rt_trace_suspend(void) {
+rt_trace *api_trace_suspend(void) {
     rt_trace *t = cur;
     set_cur(NULL);
     return t;
 }
 
-void rt_trace_resume(rt_trace *t) {
+void api_trace_resume(rt_trace *t) {
     set_cur(t);
 }
 
@@ -73,7 +73,7 @@ static _Thread_local rt_trace *init_stack[64];
 static _Thread_local int init_depth;
 
 void tj_init_scope_begin(void) {
-    rt_trace *t = rt_trace_suspend();
+    rt_trace *t = api_trace_suspend();
     if (init_depth < 64)
         init_stack[init_depth] = t;
     init_depth++;
@@ -83,15 +83,15 @@ void tj_init_scope_end(void) {
     if (init_depth == 0)
         return;
     init_depth--;
-    rt_trace_resume(init_depth < 64 ? init_stack[init_depth] : NULL);
+    api_trace_resume(init_depth < 64 ? init_stack[init_depth] : NULL);
 }
 
-void rt_trace_pop(void) {
+void api_trace_pop(void) {
     if (cur)
         set_cur(cur->parent);
 }
 
-tj_tensor *rt_symbolic(rt_trace *tr, uint32_t id) {
+tj_tensor *api_symbolic(rt_trace *tr, uint32_t id) {
     tj_tensor *t = calloc(1, sizeof *t);
     if (!t)
         return rt_errorf(TJ_ERR_OOM, "trace: out of memory");
@@ -111,13 +111,13 @@ tj_tensor *rt_symbolic(rt_trace *tr, uint32_t id) {
 /* A symbolic tensor of an enclosing trace, used inside region tr: the value becomes an operand
  * of the control-flow node (lifted into the parent first, recursively) and a param here. */
 static uint32_t capture_outer(rt_trace *tr, tj_tensor *t) {
-    uint32_t outer = rt_trace_lift(tr->parent, t);
+    uint32_t outer = api_trace_lift(tr->parent, t);
     if (outer == IR_NONE)
         return IR_NONE;
-    rt_captures *c = tr->captures;
+    api_captures *c = tr->captures;
     for (uint32_t j = 0; j < c->n; j++)
         if (c->outer[j] == outer)
-            return rt_region_capture_param(tr, j);
+            return api_region_capture_param(tr, j);
     if (c->n == c->cap) {
         uint32_t cap = c->cap ? 2 * c->cap : 8;
         uint32_t *o = realloc(c->outer, cap * sizeof *o);
@@ -129,10 +129,10 @@ static uint32_t capture_outer(rt_trace *tr, tj_tensor *t) {
         c->cap = cap;
     }
     c->outer[c->n++] = outer;
-    return rt_region_capture_param(tr, c->n - 1);
+    return api_region_capture_param(tr, c->n - 1);
 }
 
-uint32_t rt_trace_lift(rt_trace *tr, tj_tensor *t) {
+uint32_t api_trace_lift(rt_trace *tr, tj_tensor *t) {
     if (t->kind == RT_SYMBOLIC) {
         if ((t->trace != tr || t->trace_serial != tr->serial) && tr->is_region &&
             rt_trace_is_live(t))
@@ -178,7 +178,7 @@ static bool var_state(rt_trace *tr, uint32_t n) {
     return true;
 }
 
-uint32_t rt_trace_capture(rt_trace *tr, tj_variable *v) {
+uint32_t api_trace_capture(rt_trace *tr, tj_variable *v) {
     rt_trace *root = tr;
     while (root->is_region && root->parent)
         root = root->parent;
@@ -201,7 +201,7 @@ uint32_t rt_trace_capture(rt_trace *tr, tj_variable *v) {
     return var_state(tr, slot + 1) ? slot : IR_NONE;
 }
 
-void rt_trace_free_state(rt_trace *tr) {
+void api_trace_free_state(rt_trace *tr) {
     free(tr->cap_value);
     free(tr->cap_version);
     free(tr->capture_param);
@@ -209,14 +209,14 @@ void rt_trace_free_state(rt_trace *tr) {
     tr->n_var_state = tr->n_capture_param = 0;
 }
 
-void rt_trace_fail(rt_trace *tr, tj_status code) {
+void api_trace_fail(rt_trace *tr, tj_status code) {
     if (tr->err)
         return;
     tr->err = code ? code : TJ_ERR_INVALID;
     snprintf(tr->errmsg, sizeof tr->errmsg, "%s", ir_last_error());
 }
 
-int rt_trace_owner_active(const void *owner) {
+int api_trace_owner_active(const void *owner) {
     for (rt_trace *tr = cur; tr; tr = tr->parent)
         if (tr->owner == owner)
             return 1;

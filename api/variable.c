@@ -15,33 +15,33 @@ tj_variable *tj_variable_new(tj_tensor *init, const char *name) {
         return (void)ir_errorf(init->code, "%s", init->msg), NULL;
     if (init->kind == RT_TUPLE)
         return (void)ir_errorf(TJ_ERR_INVALID, "variable_new: init is a tuple"), NULL;
-    rt_trace *tr = rt_trace_current();
+    rt_trace *tr = api_trace_current();
     tj_tensor *value = NULL;
     if (tr) {
         if (tr->is_region) {
             ir_errorf(TJ_ERR_STATE, "variable_new: variables cannot be created inside a "
                                     "control-flow body (cond, while_loop, for_range, scan); "
                                     "create them outside it");
-            rt_trace_fail(tr, TJ_ERR_STATE);
+            api_trace_fail(tr, TJ_ERR_STATE);
             return NULL;
         }
         if (!tr->allow_var_create) {
             ir_errorf(TJ_ERR_STATE,
                       "variable_new: a traced function tried to create a variable on a non-first "
                       "trace; create variables outside the function, or only on its first call");
-            rt_trace_fail(tr, TJ_ERR_STATE);
+            api_trace_fail(tr, TJ_ERR_STATE);
             return NULL;
         }
         if (init->kind == RT_SYMBOLIC) {
             if (!tr->args) {
                 ir_errorf(TJ_ERR_STATE, "variable_new: the initial value depends on the function's "
                                         "inputs, which are unknown while tracing for a spec");
-                rt_trace_fail(tr, TJ_ERR_STATE);
+                api_trace_fail(tr, TJ_ERR_STATE);
                 return NULL;
             }
             value = rt_eval_node(tr->g, init->node, tr->args, tr->n_args, tr->caps);
             if (!value) {
-                rt_trace_fail(tr, ir_last_code());
+                api_trace_fail(tr, ir_last_code());
                 return NULL;
             }
         }
@@ -56,7 +56,7 @@ tj_variable *tj_variable_new(tj_tensor *init, const char *name) {
         !(created = realloc(tr->created, (size_t)(tr->n_vars_created + 1) * sizeof *created))) {
         rt_release(value);
         ir_errorf(TJ_ERR_OOM, "variable_new: out of memory");
-        rt_trace_fail(tr, TJ_ERR_OOM);
+        api_trace_fail(tr, TJ_ERR_OOM);
         return NULL;
     }
     if (tr)
@@ -64,7 +64,7 @@ tj_variable *tj_variable_new(tj_tensor *init, const char *name) {
     tj_variable *v = rt_variable_create(value, name, tr != NULL);
     if (!v) {
         if (tr)
-            rt_trace_fail(tr, TJ_ERR_OOM);
+            api_trace_fail(tr, TJ_ERR_OOM);
         return NULL;
     }
     if (tr) /* the trace's function owns this reference */
@@ -76,14 +76,14 @@ tj_variable *tj_variable_new(tj_tensor *init, const char *name) {
 static tj_tensor *read_value(tj_variable *v) {
     if (rt_variable_check(v, "variable_read"))
         return rt_error_from_status(0);
-    rt_trace *tr = rt_trace_current();
+    rt_trace *tr = api_trace_current();
     if (!tr)
         return rt_variable_get(v);
-    uint32_t slot = rt_trace_capture(tr, v);
+    uint32_t slot = api_trace_capture(tr, v);
     if (slot == IR_NONE)
         return rt_errorf(TJ_ERR_OOM, "variable_read: out of memory");
     if (tr->cap_value[slot] != IR_NONE)
-        return rt_symbolic(tr, tr->cap_value[slot]);
+        return api_symbolic(tr, tr->cap_value[slot]);
     ir_node p;
     memset(&p, 0, sizeof p);
     p.op = IR_OP_VAR_READ;
@@ -95,12 +95,12 @@ static tj_tensor *read_value(tj_variable *v) {
     uint32_t id = ir_add(tr->g, &p, NULL, 0);
     if (id == IR_NONE)
         return rt_error_from_status(0);
-    return rt_symbolic(tr, id);
+    return api_symbolic(tr, id);
 }
 
 tj_tensor *tj_variable_read(tj_variable *v) {
     tj_tensor *r = read_value(v);
-    if (rt_tape_n_active) {
+    if (api_tape_n_active) {
         /* recording tapes watch the variables read; eagerly the read gets an identity of its
          * own, so a tensor that is also the variable's value (its initial value, say) is not
          * mistaken for the variable */
@@ -111,7 +111,7 @@ tj_tensor *tj_variable_read(tj_variable *v) {
                 r = a;
             }
         }
-        rt_tape_on_var_read(v, r);
+        api_tape_on_var_read(v, r);
     }
     return rt_scoped(r);
 }
@@ -123,21 +123,21 @@ tj_tensor *tj_assign(tj_variable *v, tj_tensor *value) {
         return rt_scoped(rt_errorf(TJ_ERR_INVALID, "assign: value is NULL"));
     if (value->kind == RT_ERROR)
         return rt_scoped(rt_retain(value));
-    rt_trace *tr = rt_trace_current();
+    rt_trace *tr = api_trace_current();
     if (!tr) {
         rt_variable_lock(v);
         tj_status st = rt_variable_set(v, value);
         rt_variable_unlock(v);
         return rt_scoped(st ? rt_error_from_status(st) : rt_retain(value));
     }
-    uint32_t slot = rt_trace_capture(tr, v);
-    uint32_t in = slot == IR_NONE ? IR_NONE : rt_trace_lift(tr, value);
+    uint32_t slot = api_trace_capture(tr, v);
+    uint32_t in = slot == IR_NONE ? IR_NONE : api_trace_lift(tr, value);
     if (in == IR_NONE)
         return rt_scoped(rt_error_from_status(0));
     const ir_node *vn = &tr->g->nodes[in];
     tj_status bad = rt_variable_check_value(v, vn->dtype, vn->rank, vn->dims);
     if (bad) {
-        rt_trace_fail(tr, bad);
+        api_trace_fail(tr, bad);
         return rt_scoped(rt_error_from_status(bad));
     }
     ir_node p;
@@ -148,13 +148,13 @@ tj_tensor *tj_assign(tj_variable *v, tj_tensor *value) {
     if (id == IR_NONE)
         return rt_scoped(rt_error_from_status(0));
     tr->cap_value[slot] = id;
-    return rt_scoped(rt_symbolic(tr, id));
+    return rt_scoped(api_symbolic(tr, id));
 }
 
 static tj_tensor *assign_op(tj_variable *v, tj_tensor *delta, int sub) {
     if (rt_variable_check(v, sub ? "assign_sub" : "assign_add"))
         return rt_scoped(rt_error_from_status(0));
-    int eager = rt_trace_current() == NULL;
+    int eager = api_trace_current() == NULL;
     if (eager)
         rt_variable_lock(v); /* read, add and assign as one update */
     tj_scope_begin();

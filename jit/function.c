@@ -387,7 +387,7 @@ tj_status jit_check_fn(const char *what, const tj_function *f) {
 }
 
 tj_status jit_check_not_tracing(const char *what, const tj_function *f) {
-    if (rt_trace_owner_active(f))
+    if (api_trace_owner_active(f))
         return ir_errorf(TJ_ERR_STATE,
                          "%s: '%s' is being traced on this thread (called from inside its own "
                          "trace); this would wait for itself",
@@ -519,8 +519,8 @@ tj_tensor *tj_call(tj_function *f, int nargs, tj_tensor *const *args) {
     tj_tensor *err = jit_check_args("call", f, nargs, args);
     if (err)
         return rt_scoped(err);
-    if (f->eager || tj_get_eager() || rt_trace_current() ||
-        (rt_tape_n_active && rt_tape_wants_eager(nargs, args))) {
+    if (f->eager || tj_get_eager() || api_trace_current() ||
+        (api_tape_n_active && api_tape_wants_eager(nargs, args))) {
         /* eager mode, a nested call while tracing, or a call a tape records: run the C code
          * inline (S9, S20) */
         return tj_call_eager(f, nargs, args);
@@ -575,8 +575,8 @@ tj_status tj_call_into(tj_function *f, int nargs, tj_tensor *const *args, int n_
     for (int k = 0; k < n_out; k++)
         if ((st = rt_check_output(outs[k], "call_into", k)))
             return st;
-    int taped = rt_tape_n_active && rt_tape_wants_eager(nargs, args);
-    if (f->eager || tj_get_eager() || rt_trace_current() || taped) {
+    int taped = api_tape_n_active && api_tape_wants_eager(nargs, args);
+    if (f->eager || tj_get_eager() || api_trace_current() || taped) {
         /* as tj_call: eagerly, so a tape watching the arguments records the ops; each output is
          * then recorded as a copy of its result */
         tj_scope_begin(); /* own the result whether or not the caller has a scope open */
@@ -594,7 +594,7 @@ tj_status tj_call_into(tj_function *f, int nargs, tj_tensor *const *args, int n_
                 snprintf(msg, sizeof msg, "%s", ir_last_error());
                 st = ir_errorf(st, "call_into: '%s' output %d: %s", f->name, k, msg);
             } else if (taped) {
-                rt_tape_on_alias(item, outs[k]);
+                api_tape_on_alias(item, outs[k]);
             }
         }
         tj_scope_end();

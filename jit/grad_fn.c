@@ -37,10 +37,10 @@ static tj_tensor *grad_body(int nargs, tj_tensor *const *args, void *user) {
         a[k] = args[k];
     for (int j = 0; j < gf->n; j++) {
         int k = gf->argnums[j];
-        if (args[k] && args[k]->kind == RT_CONCRETE && !rt_trace_current()) {
+        if (args[k] && args[k]->kind == RT_CONCRETE && !api_trace_current()) {
             a[k] = rt_scoped(rt_tensor_alias(args[k]));
-            if (rt_tape_n_active) /* enclosing tapes: a higher-order gradient flows through */
-                rt_tape_on_alias(args[k], a[k]);
+            if (api_tape_n_active) /* enclosing tapes: a higher-order gradient flows through */
+                api_tape_on_alias(args[k], a[k]);
         }
         srcs[j] = a[k];
     }

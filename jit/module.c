@@ -240,7 +240,7 @@ tj_status tj_module_save(tj_module *m, const char *dir) {
     if (m->loaded)
         return ir_errorf(TJ_ERR_UNSUPPORTED, "%s: '%s' was loaded; save the module you built", what,
                          m->name);
-    if (rt_trace_current())
+    if (api_trace_current())
         return ir_errorf(TJ_ERR_STATE, "%s: called inside a trace", what);
     /* refusals before anything is written */
     for (uint32_t i = 0; i < m->n_fns && !st; i++) {

@@ -50,7 +50,7 @@ static tj_status add_output(rt_trace *tr, const char *fn, int k, tj_tensor *t) {
                          "%s: result %d is a tuple (nested tuples are not "
                          "supported: return one flat tuple)",
                          fn, k);
-    uint32_t id = rt_trace_lift(tr, t);
+    uint32_t id = api_trace_lift(tr, t);
     if (id == IR_NONE)
         return ir_last_code();
     return ir_add_output(tr->g, id);
@@ -91,7 +91,7 @@ static tj_status trace_once(tj_function *f, const jit_argsig *sig, tj_tensor *co
         ir_graph_free(tr.g);
         return ir_errorf(TJ_ERR_OOM, "%s: out of memory", f->name);
     }
-    rt_trace_push(&tr);
+    api_trace_push(&tr);
     tj_scope_begin();
     for (int i = 0; i < f->nargs && !st; i++) {
         if (sig[i].is_static) {
@@ -109,7 +109,7 @@ static tj_status trace_once(tj_function *f, const jit_argsig *sig, tj_tensor *co
         if (id == IR_NONE)
             st = ir_last_code();
         else
-            sym[i] = rt_scoped(rt_symbolic(&tr, id));
+            sym[i] = rt_scoped(api_symbolic(&tr, id));
     }
     tj_tensor *res = st ? NULL : call_user(f, sym);
     if (!st && tr.err) {
@@ -127,12 +127,12 @@ static tj_status trace_once(tj_function *f, const jit_argsig *sig, tj_tensor *co
         st = add_output(&tr, f->name, 0, res);
     }
     tj_scope_end();
-    rt_trace_pop();
+    api_trace_pop();
     if (sym != stack_sym)
         free(sym);
     out->vars_created = tr.n_vars_created;
     adopt_variables(f, tr.created, tr.n_vars_created);
-    rt_trace_free_state(&tr);
+    api_trace_free_state(&tr);
     if (st) {
         for (uint32_t i = 0; i < tr.n_caps; i++)
             rt_variable_release(tr.caps[i]);
@@ -452,7 +452,7 @@ tj_tensor *tj_call_eager(tj_function *f, int nargs, tj_tensor *const *args) {
             TJ_ERR_STATE, "call: '%s': functions nested %d deep%s (unbounded recursion?)", f->name,
             call_depth, call_depth >= MAX_CALL_DEPTH ? "" : " exhaust the thread's stack"));
     call_depth++;
-    double t0 = RT_PROFILING() && !rt_trace_current() ? rt_profile_now() : 0;
+    double t0 = RT_PROFILING() && !api_trace_current() ? rt_profile_now() : 0;
     tj_scope_begin();
     /* a host scalar passed as an argument is a tensor argument, as in a trace (where it becomes
      * a parameter): the callee must not promote it */

@@ -327,7 +327,7 @@ int main(void) {
     CHECK(tj_status_of(r) != TJ_OK);
     /* BUG: used inside the trace of another function, the escaped tensor's dangling trace pointer
      * can equal the new trace's (same stack frame) and its node id is silently taken from the
-     * new graph (api/trace.c rt_trace_lift compares only t->trace == tr). */
+     * new graph (api/trace.c api_trace_lift compares only t->trace == tr). */
     tj_function *ue = tj_function_new("uses_escaped", (void *)uses_escaped, 1, NULL);
     r = tj_call(ue, 1, (tj_tensor *[]){tj_scalar_i32(5)});
     CHECK_MSG(tj_status_of(r) == TJ_ERR_STATE, "escaped symbolic tensor accepted: %g",

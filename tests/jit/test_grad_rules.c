@@ -379,11 +379,11 @@ static void second_order(void) {
 /* ---- the table and the errors ---------------------------------------------------------------- */
 static void table(void) {
     for (int op = 0; op < IR_N_OPS; op++) {
-        const rt_grad_rule *r = &rt_grad_rules[op];
-        CHECK_MSG(r->kind != RT_GRAD_MISSING, "op %s has no gradient entry", ir_ops[op].name);
-        CHECK_MSG(r->kind != RT_GRAD_RULE || r->fn, "op %s: a rule without a function",
+        const api_grad_rule *r = &api_grad_rules[op];
+        CHECK_MSG(r->kind != API_GRAD_MISSING, "op %s has no gradient entry", ir_ops[op].name);
+        CHECK_MSG(r->kind != API_GRAD_RULE || r->fn, "op %s: a rule without a function",
                   ir_ops[op].name);
-        CHECK_MSG(r->kind != RT_GRAD_UNSUPPORTED || r->why, "op %s: refused without a reason",
+        CHECK_MSG(r->kind != API_GRAD_UNSUPPORTED || r->why, "op %s: refused without a reason",
                   ir_ops[op].name);
     }
 }

@@ -402,7 +402,7 @@ int main(void) {
          * rule (ir/infer.c), the reference kernel (runtime/kernels/dispatch.c) and the
          * decomposition (passes/decompose.c); NULL exactly where the op's flags say */
         unsigned fl = ir_ops[op].flags;
-        CHECK_MSG(rt_grad_rules[op].kind != RT_GRAD_MISSING, "%s: no gradient entry", name);
+        CHECK_MSG(api_grad_rules[op].kind != API_GRAD_MISSING, "%s: no gradient entry", name);
         CHECK_MSG(!ir_shape_rules[op] == ((fl & IR_F_CF) || op == IR_OP_GET),
                   "%s: a shape rule exactly unless it is inferred against its graph", name);
         CHECK_MSG(!rt_ref_kernels[op] == !!(fl & IR_F_PLUMB),
