@@ -39,16 +39,14 @@ enum { RT_TILE_BIG = 12 };
 /* the largest block per NV */
 static const int rt_tile_big[4] = {12, 12, 8, 6};
 
-/* Instantiates T(NV, B) for every tile. */
+/* Instantiates T(NV, B) for every tile. (clang-format re-indents this list on every pass.) */
+// clang-format off
 #define RT_TILES(T)                                                                                \
-    T(1, 1)                                                                                        \
-    T(1, 2)                                                                                        \
-    T(1, 3)                                                                                        \
-    T(1, 4)                                                                                        \
-    T(1, 5) T(1, 6) T(1, 7) T(1, 8) T(1, 9) T(1, 10) T(1, 11) T(1, 12) T(2, 1) T(2, 2) T(2, 3)     \
-        T(2, 4) T(2, 5) T(2, 6) T(2, 7) T(2, 8) T(2, 9) T(2, 10) T(2, 11) T(2, 12) T(3, 1) T(3, 2) \
-            T(3, 3) T(3, 4) T(3, 5) T(3, 6) T(3, 7) T(3, 8) T(4, 1) T(4, 2) T(4, 3) T(4, 4)        \
-                T(4, 5) T(4, 6)
+    T(1, 1) T(1, 2) T(1, 3) T(1, 4) T(1, 5) T(1, 6) T(1, 7) T(1, 8) T(1, 9) T(1, 10) T(1, 11)      \
+    T(1, 12) T(2, 1) T(2, 2) T(2, 3) T(2, 4) T(2, 5) T(2, 6) T(2, 7) T(2, 8) T(2, 9) T(2, 10)      \
+    T(2, 11) T(2, 12) T(3, 1) T(3, 2) T(3, 3) T(3, 4) T(3, 5) T(3, 6) T(3, 7) T(3, 8) T(4, 1)      \
+    T(4, 2) T(4, 3) T(4, 4) T(4, 5) T(4, 6)
+// clang-format on
 
 /* The dispatch table [NV - 1][B] of the functions p##_NV_B (NULL where B is 0 or too large). */
 #define RT_TILE_TABLE(fn_type, name, p)                                                            \
