@@ -206,59 +206,56 @@ static tj_status pool(ir_node *p, const ir_node *const *ins) {
     }
 }
 
-tj_status ir_infer_nn_op(ir_node *p, const ir_node *const *ins, uint32_t n_in) {
+/* The rules in the shape table's signature (ir_shape_rules, ir/infer.c). */
+tj_status ir_shape_conv(ir_node *p, const ir_node *const *ins, uint32_t n_in) {
+    (void)n_in;
+    return conv(p, ins);
+}
+
+tj_status ir_shape_pool(ir_node *p, const ir_node *const *ins, uint32_t n_in) {
+    (void)n_in;
+    return pool(p, ins);
+}
+
+tj_status ir_shape_one_hot(ir_node *p, const ir_node *const *ins, uint32_t n_in) {
+    (void)n_in;
+    char s1[DB];
+    const ir_node *i = ins[0];
+    if (!ir_dtype_is_index(i->dtype))
+        return ir_errorf(TJ_ERR_DTYPE, "one_hot: indices must be int32 or int64, got %s",
+                         ir_dtype_name(i->dtype));
+    if (p->a.i[0] < 0)
+        return ir_errorf(TJ_ERR_INVALID, "one_hot: depth %lld must be >= 0", (long long)p->a.i[0]);
+    if (i->rank + 1 > IR_MAX_RANK)
+        return ir_errorf(TJ_ERR_SHAPE, "one_hot: indices %s leave no room for the depth axis",
+                         ir_fmt_dims(s1, DB, i->rank, i->dims));
+    if (!ir_dtype_is_numeric(p->dtype))
+        return ir_errorf(TJ_ERR_DTYPE, "one_hot: the result dtype must be numeric, got %s",
+                         ir_dtype_name(p->dtype));
+    memcpy(p->dims, i->dims, sizeof(int64_t) * i->rank);
+    p->dims[i->rank] = p->a.i[0];
+    p->rank = (uint8_t)(i->rank + 1);
+    return TJ_OK;
+}
+
+tj_status ir_shape_sparse_xent(ir_node *p, const ir_node *const *ins, uint32_t n_in) {
     (void)n_in;
     char s1[DB], s2[DB];
-    switch (p->op) {
-    case IR_OP_CONV2D:
-    case IR_OP_CONV2D_GRAD_INPUT:
-    case IR_OP_CONV2D_GRAD_FILTER:
-        return conv(p, ins);
-    case IR_OP_MAX_POOL2D:
-    case IR_OP_MAX_POOL2D_GRAD:
-    case IR_OP_AVG_POOL2D:
-    case IR_OP_AVG_POOL2D_GRAD:
-        return pool(p, ins);
-    case IR_OP_ONE_HOT: {
-        const ir_node *i = ins[0];
-        if (!ir_dtype_is_index(i->dtype))
-            return ir_errorf(TJ_ERR_DTYPE, "one_hot: indices must be int32 or int64, got %s",
-                             ir_dtype_name(i->dtype));
-        if (p->a.i[0] < 0)
-            return ir_errorf(TJ_ERR_INVALID, "one_hot: depth %lld must be >= 0",
-                             (long long)p->a.i[0]);
-        if (i->rank + 1 > IR_MAX_RANK)
-            return ir_errorf(TJ_ERR_SHAPE, "one_hot: indices %s leave no room for the depth axis",
-                             ir_fmt_dims(s1, DB, i->rank, i->dims));
-        if (!ir_dtype_is_numeric(p->dtype))
-            return ir_errorf(TJ_ERR_DTYPE, "one_hot: the result dtype must be numeric, got %s",
-                             ir_dtype_name(p->dtype));
-        memcpy(p->dims, i->dims, sizeof(int64_t) * i->rank);
-        p->dims[i->rank] = p->a.i[0];
-        p->rank = (uint8_t)(i->rank + 1);
-        return TJ_OK;
-    }
-    case IR_OP_SPARSE_XENT: {
-        const ir_node *lg = ins[0], *lb = ins[1];
-        if (!ir_dtype_is_float(lg->dtype))
-            return ir_errorf(TJ_ERR_DTYPE, "sparse_softmax_xent: logits must be float, got %s",
-                             ir_dtype_name(lg->dtype));
-        if (!ir_dtype_is_index(lb->dtype))
-            return ir_errorf(TJ_ERR_DTYPE,
-                             "sparse_softmax_xent: labels must be int32 or int64, got %s",
-                             ir_dtype_name(lb->dtype));
-        if (lg->rank < 1 || lb->rank != lg->rank - 1 || !same_dims(lg->dims, lb->dims, lb->rank))
-            return ir_errorf(TJ_ERR_SHAPE,
-                             "sparse_softmax_xent: labels %s must be the logits' %s without "
-                             "their last (class) axis",
-                             ir_fmt_dims(s1, DB, lb->rank, lb->dims),
-                             ir_fmt_dims(s2, DB, lg->rank, lg->dims));
-        memcpy(p->dims, lg->dims, sizeof(int64_t) * lb->rank);
-        p->rank = lb->rank;
-        p->dtype = lg->dtype;
-        return TJ_OK;
-    }
-    default:
-        return ir_errorf(TJ_ERR_UNSUPPORTED, "%s: no shape rule", ir_ops[p->op].name);
-    }
+    const ir_node *lg = ins[0], *lb = ins[1];
+    if (!ir_dtype_is_float(lg->dtype))
+        return ir_errorf(TJ_ERR_DTYPE, "sparse_softmax_xent: logits must be float, got %s",
+                         ir_dtype_name(lg->dtype));
+    if (!ir_dtype_is_index(lb->dtype))
+        return ir_errorf(TJ_ERR_DTYPE, "sparse_softmax_xent: labels must be int32 or int64, got %s",
+                         ir_dtype_name(lb->dtype));
+    if (lg->rank < 1 || lb->rank != lg->rank - 1 || !same_dims(lg->dims, lb->dims, lb->rank))
+        return ir_errorf(TJ_ERR_SHAPE,
+                         "sparse_softmax_xent: labels %s must be the logits' %s without "
+                         "their last (class) axis",
+                         ir_fmt_dims(s1, DB, lb->rank, lb->dims),
+                         ir_fmt_dims(s2, DB, lg->rank, lg->dims));
+    memcpy(p->dims, lg->dims, sizeof(int64_t) * lb->rank);
+    p->rank = lb->rank;
+    p->dtype = lg->dtype;
+    return TJ_OK;
 }

@@ -345,32 +345,47 @@ static tj_status row_ops(ir_node *p, const ir_node *const *ins) {
     return TJ_OK;
 }
 
-tj_status ir_infer_shape_op(ir_node *p, const ir_node *const *ins, uint32_t n_in) {
-    switch (p->op) {
-    case IR_OP_RESHAPE:
-        return reshape(p, ins[0]);
-    case IR_OP_TRANSPOSE:
-        return transpose(p, ins[0]);
-    case IR_OP_BROADCAST_TO:
-        return broadcast_to(p, ins[0]);
-    case IR_OP_EXPAND_DIMS:
-        return expand_dims(p, ins[0]);
-    case IR_OP_SQUEEZE:
-        return squeeze(p, ins[0]);
-    case IR_OP_CONCAT:
-        return concat(p, ins, n_in);
-    case IR_OP_SLICE:
-        return slice(p, ins[0]);
-    case IR_OP_GATHER:
-        return gather(p, ins[0], ins[1]);
-    case IR_OP_SLICE_GRAD:
-        return slice_grad(p, ins[0]);
-    case IR_OP_SCATTER_ADD:
-        return scatter_add(p, ins);
-    case IR_OP_UPDATE_INDEX:
-    case IR_OP_READ_INDEX:
-        return row_ops(p, ins);
-    default:
-        return ir_infer_nn_op(p, ins, n_in);
-    }
+/* The rules in the shape table's signature (ir_shape_rules, ir/infer.c). */
+tj_status ir_shape_reshape(ir_node *p, const ir_node *const *ins, uint32_t n_in) {
+    (void)n_in;
+    return reshape(p, ins[0]);
+}
+tj_status ir_shape_transpose(ir_node *p, const ir_node *const *ins, uint32_t n_in) {
+    (void)n_in;
+    return transpose(p, ins[0]);
+}
+tj_status ir_shape_broadcast_to(ir_node *p, const ir_node *const *ins, uint32_t n_in) {
+    (void)n_in;
+    return broadcast_to(p, ins[0]);
+}
+tj_status ir_shape_expand_dims(ir_node *p, const ir_node *const *ins, uint32_t n_in) {
+    (void)n_in;
+    return expand_dims(p, ins[0]);
+}
+tj_status ir_shape_squeeze(ir_node *p, const ir_node *const *ins, uint32_t n_in) {
+    (void)n_in;
+    return squeeze(p, ins[0]);
+}
+tj_status ir_shape_concat(ir_node *p, const ir_node *const *ins, uint32_t n_in) {
+    return concat(p, ins, n_in);
+}
+tj_status ir_shape_slice(ir_node *p, const ir_node *const *ins, uint32_t n_in) {
+    (void)n_in;
+    return slice(p, ins[0]);
+}
+tj_status ir_shape_gather(ir_node *p, const ir_node *const *ins, uint32_t n_in) {
+    (void)n_in;
+    return gather(p, ins[0], ins[1]);
+}
+tj_status ir_shape_slice_grad(ir_node *p, const ir_node *const *ins, uint32_t n_in) {
+    (void)n_in;
+    return slice_grad(p, ins[0]);
+}
+tj_status ir_shape_scatter_add(ir_node *p, const ir_node *const *ins, uint32_t n_in) {
+    (void)n_in;
+    return scatter_add(p, ins);
+}
+tj_status ir_shape_row(ir_node *p, const ir_node *const *ins, uint32_t n_in) {
+    (void)n_in;
+    return row_ops(p, ins);
 }

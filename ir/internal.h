@@ -13,8 +13,25 @@ tj_status ir_check_payload(const ir_graph *g, const ir_node *n);
 int64_t ir_string_count(const void *data, size_t size);
 
 /* Inference for the shape ops (reshape ... gather); ir_infer dispatches to it. */
-tj_status ir_infer_shape_op(ir_node *p, const ir_node *const *ins, uint32_t n_in);
-tj_status ir_infer_nn_op(ir_node *p, const ir_node *const *ins, uint32_t n_in); /* infer_nn.c */
+/* The shape rules of the data-movement ops (infer_shape.c) and the nn ops (infer_nn.c), in the
+ * shape table's signature (ir_shape_fn, indexed by op in ir/infer.c). */
+#define IR_SHAPE_RULE(name) tj_status name(ir_node *p, const ir_node *const *ins, uint32_t n_in);
+IR_SHAPE_RULE(ir_shape_reshape)
+IR_SHAPE_RULE(ir_shape_transpose)
+IR_SHAPE_RULE(ir_shape_broadcast_to)
+IR_SHAPE_RULE(ir_shape_expand_dims)
+IR_SHAPE_RULE(ir_shape_squeeze)
+IR_SHAPE_RULE(ir_shape_concat)
+IR_SHAPE_RULE(ir_shape_slice)
+IR_SHAPE_RULE(ir_shape_gather)
+IR_SHAPE_RULE(ir_shape_slice_grad)
+IR_SHAPE_RULE(ir_shape_scatter_add)
+IR_SHAPE_RULE(ir_shape_row)
+IR_SHAPE_RULE(ir_shape_conv)
+IR_SHAPE_RULE(ir_shape_pool)
+IR_SHAPE_RULE(ir_shape_one_hot)
+IR_SHAPE_RULE(ir_shape_sparse_xent)
+#undef IR_SHAPE_RULE
 /* Python slice length of an axis of length `len` (>= 0); begin/end may be any int64. */
 int64_t ir_slice_len(int64_t len, int64_t begin, int64_t end, int64_t step);
 
