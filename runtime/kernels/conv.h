@@ -33,7 +33,7 @@ int rt_conv_direct_filter_grad(const rt_conv_geom *g, const float *x, const floa
 int rt_conv_direct_input_grad(const rt_conv_geom *g, const float *dy, const float *w, float *dx);
 /* Max pooling of sample b (window kh x kw, strides sh, sw, pads pt, pl; no dilation), the
  * channels as vector lanes: 0 when it wrote sample b's outputs, 1 when it did not run (no
- * AVX-512). NaN wins, as in conv.c's loops. */
+ * AVX-512). NaN wins, as in pool.c's loops. */
 int rt_max_pool_direct(const rt_conv_geom *p, const float *x, float *y, int64_t b);
 
 /* The forward convolution by bands of output rows, for a consumer fused behind it (the CPU

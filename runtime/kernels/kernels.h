@@ -31,8 +31,8 @@ tj_status rt_k_gather(const ir_node *n, tj_tensor *const *in, tj_tensor *out);
 tj_status rt_k_row(const ir_node *n, tj_tensor *const *in, tj_tensor *out); /* update/read_index */
 tj_status rt_k_slice_grad(const ir_node *n, const tj_tensor *dy, tj_tensor *out); /* grad.c */
 tj_status rt_k_scatter_add(const ir_node *n, tj_tensor *const *in, tj_tensor *out);
-tj_status rt_k_conv2d(const ir_node *n, tj_tensor *const *in, tj_tensor *out); /* conv.c */
-tj_status rt_k_pool2d(const ir_node *n, tj_tensor *const *in, tj_tensor *out);
+tj_status rt_k_conv2d(const ir_node *n, tj_tensor *const *in, tj_tensor *out);  /* conv.c */
+tj_status rt_k_pool2d(const ir_node *n, tj_tensor *const *in, tj_tensor *out);  /* pool.c */
 tj_status rt_k_one_hot(const ir_node *n, const tj_tensor *idx, tj_tensor *out); /* nn.c */
 tj_status rt_k_sparse_xent(const ir_node *n, tj_tensor *const *in, tj_tensor *out);
 tj_status rt_k_eye(const ir_node *n, tj_tensor *out); /* source.c */
