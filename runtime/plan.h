@@ -133,10 +133,21 @@ size_t rt_plan_raw_bytes(const rt_program *p);
 tj_status rt_plan_run_raw(rt_program *p, void *const *in, void *const *out, void *scratch);
 int32_t rt_plan_raw_inplace(const rt_program *p, uint32_t k);
 
-/* What the steps run, for both forms (plan.c): fn over [0, units) split across the pool when
- * large; a GEMM step C = A x B then its epilogue on bufs (the epilogue's buffers, C in the
- * product's place); a CONV step x (*) w, then its epilogue on bufs, then its pool into pool_out. */
+/* Whether step s has an epilogue (GEMM, CONV). */
+static inline bool rt_step_has_epi(const rt_step *s) {
+    return s->epi.n_in + s->epi.n_out > 0;
+}
+
+/* What the steps run, for both forms (plan.c, plan_lib.c): fn over units [u0, u0 + units), or
+ * [0, n_units), split across the pool when large; a GEMM step C = A x B then its epilogue on bufs
+ * (the epilogue's buffers, C in the product's place); a CONV step x (*) w, then its epilogue on
+ * bufs, then its pool into pool_out. */
+void rt_plan_run_range(const rt_plan *p, rt_kernel_fn fn, const rt_units *u, void *const *bufs,
+                       int64_t u0, int64_t units);
 void rt_plan_run_units(const rt_plan *p, rt_kernel_fn fn, const rt_units *u, void *const *bufs);
+/* The run loop's GEMM and CONV steps: buffers from vals (one slot per node), outputs allocated. */
+tj_status rt_plan_run_gemm(rt_plan *p, const rt_step *s, tj_tensor **vals, void **bufs);
+tj_status rt_plan_run_conv(rt_plan *p, const rt_step *s, tj_tensor **vals, void **bufs);
 void rt_plan_gemm(rt_plan *p, const rt_step *s, const char *A, const char *B, char *C,
                   void *const *bufs);
 size_t rt_plan_gemm_bytes(const rt_step *s);

@@ -111,7 +111,7 @@ tj_status rt_plan_raw_prepare(rt_plan *pl) {
         }
         const uint32_t *outs = sp->out;
         uint32_t n_out = sp->n_out;
-        if (sp->kind == RT_STEP_GEMM && sp->epi.n_in + sp->epi.n_out) { /* the product: a slot */
+        if (sp->kind == RT_STEP_GEMM && rt_step_has_epi(sp)) { /* the product: a slot */
             off[sp->id] = (int64_t)at;
             at += ALIGN64(rt_plan_gemm_bytes(sp) + 1);
             outs = sp->epi.out;

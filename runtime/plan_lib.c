@@ -1,0 +1,282 @@
+/* plan_lib.c — the plan's library steps (plan.h): RT_STEP_GEMM, a matrix product by OpenBLAS or
+ * the packed f32 kernels followed by its epilogue kernel block by block while the product is in
+ * cache (or a + bias / relu epilogue applied by the gemm tiles), and RT_STEP_CONV, an f32
+ * convolution by bands of output rows on the direct kernels with its epilogue and a max pool per
+ * band. plan.c's run loop calls them; the raw form (plan_raw.c) calls rt_plan_gemm and
+ * rt_plan_conv on its own buffers. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/kernels/conv.h"
+#include "runtime/kernels/gemm.h"
+#include "runtime/plan.h"
+#include "runtime/rt_pool.h"
+
+/* An output tensor on the caching allocator, uninitialised: the step writes every element. */
+static tj_tensor *out_tensor(const ir_node *n) {
+    return rt_tensor_alloc_uninit(n->dtype, n->rank, n->dims); /* NULL: the error is set */
+}
+
+void rt_mm_batch(const rt_mm *s, int64_t bi, int64_t *a_off, int64_t *b_off) {
+    int64_t oa = 0, ob = 0;
+    for (int d = s->rank - 1; d >= 0; d--) {
+        int64_t idx = bi % s->dims[d];
+        bi /= s->dims[d];
+        oa += idx * s->sa[d];
+        ob += idx * s->sb[d];
+    }
+    size_t es = ir_dtype_size(s->dt);
+    *a_off = oa * s->m * s->k * (int64_t)es;
+    *b_off = ob * s->k * s->n * (int64_t)es;
+}
+
+/* ---- RT_STEP_GEMM ---------------------------------------------------------------------------- */
+/* Rows of the product per gemm call when an epilogue follows: about 2 MiB of output, so the
+ * epilogue reads it from cache; a multiple of what keeps the epilogue's units whole. 0: the
+ * epilogue's units do not align with rows (it then runs once, after every gemm). */
+static int64_t gemm_block_rows(const rt_step *s) {
+    const rt_mm *mm = &s->mm;
+    int64_t ul = s->units.unit_len, n = mm->n, step_rows = 1;
+    if (!rt_step_has_epi(s))
+        return mm->m;
+    if (n % ul != 0) {
+        if (ul % n != 0 || mm->m % (ul / n) != 0)
+            return 0;
+        step_rows = ul / n;
+    }
+    int64_t rows = ((int64_t)2 << 20) / (n * (int64_t)ir_dtype_size(mm->dt) + 1);
+    rows = rows < 16 ? 16 : rows;
+    rows = (rows + step_rows - 1) / step_rows * step_rows;
+    return rows;
+}
+
+bool rt_plan_own_gemm(const rt_step *s) {
+    return s->kind == RT_STEP_GEMM && s->mm.dt == TJ_F32 && !s->trans[0] && !s->trans[1] &&
+           rt_gemm_f32_takes(s->mm.m, s->mm.n, s->mm.k);
+}
+
+static const rt_packed_b *packed_b(rt_plan *p, const rt_step *s, const char *B) {
+    const rt_mm *mm = &s->mm;
+    if (!s->packs)
+        return NULL;
+    rt_step *w = &p->steps[s - p->steps]; /* the plan's own step: its cache is mutable */
+    rt_packed_b *pb = __atomic_load_n(&w->packed, __ATOMIC_ACQUIRE), *none = NULL;
+    if (pb || __atomic_load_n(&w->no_pack, __ATOMIC_RELAXED))
+        return pb;
+    if (!(pb = rt_gemm_pack((const float *)B, mm->k, mm->n, s->trans[1] ? mm->k : mm->n,
+                            s->trans[1]))) {
+        __atomic_store_n(&w->no_pack, 1, __ATOMIC_RELAXED);
+        return NULL;
+    }
+    if (!__atomic_compare_exchange_n(&w->packed, &none, pb, false, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE)) { /* another call packed it first */
+        rt_gemm_packed_free(pb);
+        pb = none;
+    }
+    return pb;
+}
+
+void rt_plan_gemm(rt_plan *p, const rt_step *s, const char *A, const char *B, char *C,
+                  void *const *bufs) {
+    const rt_mm *mm = &s->mm;
+    const rt_packed_b *pb = packed_b(p, s, B);
+    bool epi = rt_step_has_epi(s);
+    /* a bias/relu epilogue applied by the tiles: the product goes to the epilogue's output */
+    rt_gemm_epi ge = {s->epi_bias >= 0 ? (const float *)bufs[s->epi_bias] : NULL, s->epi_relu};
+    const rt_gemm_epi *gep = s->epi_simple && (pb || rt_plan_own_gemm(s)) ? &ge : NULL;
+    if (gep)
+        C = (char *)bufs[s->epi.n_in];
+    if (pb) { /* the product on the pool, then (unless the tiles did) the epilogue on the pool */
+        rt_gemm_packed(pb, mm->m, (const float *)A, mm->k, (float *)C, mm->n, gep);
+        if (epi && !gep)
+            rt_plan_run_units(p, s->fn, &s->units, bufs);
+        return;
+    }
+    size_t es = ir_dtype_size(mm->dt), bytes = (size_t)(mm->batches * mm->m * mm->n) * es;
+    int64_t rb = gemm_block_rows(s), m = mm->m, n = mm->n, k = mm->k;
+    int64_t ul = s->units.unit_len ? s->units.unit_len : 1;
+    /* f32 without transposed operands: gemm_packed.c's kernels on B as it lies */
+    int own = rt_plan_own_gemm(s);
+    if (k == 0)
+        memset(C, 0, bytes);
+    for (int64_t bi = 0; bi < mm->batches && m * n > 0; bi++) {
+        int64_t ao, bo;
+        rt_mm_batch(mm, bi, &ao, &bo);
+        int64_t step_rows = rb > 0 ? rb : m;
+        for (int64_t r0 = 0; r0 < m; r0 += step_rows) {
+            int64_t r1 = r0 + step_rows < m ? r0 + step_rows : m;
+            char *c = C + (size_t)((bi * m + r0) * n) * es;
+            /* a transposed operand (s->trans) is stored [k, m] / [n, k]: rows of op(A) are its
+             * columns */
+            const char *a = A + ao + (size_t)(s->trans[0] ? r0 : r0 * k) * es, *b = B + bo;
+            int lda = (int)(s->trans[0] ? m : k), ldb = (int)(s->trans[1] ? k : n);
+            int ta = s->trans[0] ? 112 : 111, tb = s->trans[1] ? 112 : 111;
+            if (own) { /* the packed kernels, then the epilogue of the block on the pool */
+                rt_gemm_f32(r1 - r0, n, k, (const float *)a, k, (const float *)b, n, (float *)c, n,
+                            gep);
+                if (epi && rb > 0 && !gep)
+                    rt_plan_run_range(p, s->fn, &s->units, bufs, (bi * m + r0) * n / ul,
+                                      (r1 - r0) * n / ul);
+                continue;
+            }
+            if (k > 0 && mm->dt == TJ_F32)
+                s->blas->sgemm(101, ta, tb, (int)(r1 - r0), (int)n, (int)k, 1.0f, (const float *)a,
+                               lda, (const float *)b, ldb, 0.0f, (float *)c, (int)n);
+            else if (k > 0)
+                s->blas->dgemm(101, ta, tb, (int)(r1 - r0), (int)n, (int)k, 1.0, (const double *)a,
+                               lda, (const double *)b, ldb, 0.0, (double *)c, (int)n);
+            /* the epilogue on this thread while the block is in cache; OpenBLAS's threads are
+             * idle (spinning) meanwhile, so the pool would only compete with them */
+            if (epi && rb > 0)
+                s->fn(bufs, (bi * m + r0) * n / ul, (bi * m + r1) * n / ul);
+        }
+    }
+    if (epi && rb == 0 && !gep)
+        rt_plan_run_units(p, s->fn, &s->units, bufs);
+}
+
+size_t rt_plan_gemm_bytes(const rt_step *s) {
+    return (size_t)(s->mm.batches * s->mm.m * s->mm.n) * ir_dtype_size(s->mm.dt);
+}
+
+tj_status rt_plan_run_gemm(rt_plan *p, const rt_step *s, tj_tensor **vals, void **bufs) {
+    const ir_graph *g = p->base.g;
+    size_t bytes = rt_plan_gemm_bytes(s);
+    char *C;
+    void *tmp = NULL;
+    if (rt_step_has_epi(s)) {
+        if (!(C = tmp = rt_alloc(bytes)))
+            return ir_errorf(TJ_ERR_OOM, "%s: out of memory for matmul %%%u", p->who, s->id);
+        for (uint32_t k = 0; k < s->epi.n_in; k++)
+            bufs[k] = s->epi.in[k] == s->id ? (void *)C : vals[s->epi.in[k]]->data;
+        for (uint32_t k = 0; k < s->epi.n_out; k++) {
+            tj_tensor *t = out_tensor(ir_node_get(g, s->epi.out[k]));
+            if (!t) {
+                rt_free(tmp, bytes);
+                return TJ_ERR_OOM;
+            }
+            vals[s->epi.out[k]] = t;
+            bufs[s->epi.n_in + k] = t->data;
+        }
+    } else {
+        tj_tensor *t = out_tensor(ir_node_get(g, s->id));
+        if (!t)
+            return TJ_ERR_OOM;
+        vals[s->id] = t;
+        C = t->data;
+    }
+    rt_plan_gemm(p, s, vals[s->src[0]]->data, vals[s->src[1]]->data, C, bufs);
+    if (tmp)
+        rt_free(tmp, bytes);
+    return TJ_OK;
+}
+
+/* ---- RT_STEP_CONV ---------------------------------------------------------------------------- */
+void rt_plan_conv_geoms(const ir_graph *g, uint32_t id, uint32_t pool_id, rt_conv_geom *cg,
+                        rt_conv_geom *pg) {
+    const ir_node *n = ir_node_get(g, id);
+    *cg = rt_conv_geom_of(n, ir_node_get(g, ir_inputs(g, n)[0])->dims,
+                          ir_node_get(g, ir_inputs(g, n)[1])->dims, n->dims);
+    if (pool_id != IR_NONE)
+        *pg = rt_pool_geom_of(ir_node_get(g, pool_id), n->dims, ir_node_get(g, pool_id)->dims);
+}
+
+typedef struct conv_ctx {
+    const rt_step *s;
+    void *const *bufs;
+    uint32_t n_bufs, ci, eo; /* the convolution's index in bufs; the pooled output's (or n_bufs) */
+    int64_t oh, row, ul;     /* output rows per image, elements per row, per epilogue unit */
+    rt_conv_geom pg;
+    float *pool_out;
+} conv_ctx;
+
+static void conv_band(void *ctx, int64_t b, int64_t r0, int64_t nr, float *buf) {
+    const conv_ctx *c = ctx;
+    int64_t t0 = b * c->oh + r0;
+    if (rt_step_has_epi(
+            c->s)) { /* the kernel indexes whole tensors: the band's rows sit at their offset */
+        void *lb[RT_PLAN_CONV_MAX_BUFS];
+        memcpy(lb, c->bufs, c->n_bufs * sizeof *lb);
+        void *at = (void *)((uintptr_t)buf - (uintptr_t)(t0 * c->row) * sizeof(float));
+        lb[c->ci] = at;
+        if (c->eo < c->n_bufs)
+            lb[c->eo] = at; /* elementwise, in place */
+        c->s->fn(lb, t0 * c->row / c->ul, (t0 + nr) * c->row / c->ul);
+    }
+    if (c->pool_out)
+        rt_max_pool_band(&c->pg, buf, nr,
+                         c->pool_out + (b * c->pg.oh + r0 / c->pg.sh) * c->pg.ow * c->pg.c);
+}
+
+/* Without the direct kernels (exact math, TJ_NO_DIRECT_CONV, no memory) or with epilogue units
+ * across rows: the reference kernels and the whole epilogue, one after the other. */
+static tj_status conv_unfused(rt_plan *p, const rt_step *s, const void *x, const void *w,
+                              void **bufs, const conv_ctx *c) {
+    const ir_graph *g = p->base.g;
+    const ir_node *n = ir_node_get(g, s->id);
+    size_t bytes = (size_t)ir_numel(n->rank, n->dims) * sizeof(float);
+    void *tmp = rt_alloc(bytes);
+    if (!tmp)
+        return ir_errorf(TJ_ERR_OOM, "%s: out of memory for conv2d %%%u", p->who, s->id);
+    tj_tensor h[3], *hp[2] = {&h[0], &h[1]};
+    rt_plan_header(&h[0], ir_node_get(g, s->src[0]), (void *)x);
+    rt_plan_header(&h[1], ir_node_get(g, s->src[1]), (void *)w);
+    rt_plan_header(&h[2], n, tmp);
+    tj_status st = rt_ref_kernel(n, hp, &h[2]);
+    if (!st && rt_step_has_epi(s)) {
+        bufs[c->ci] = tmp;
+        if (c->eo < c->n_bufs)
+            bufs[c->eo] = tmp;
+        rt_plan_run_units(p, s->fn, &s->units, bufs);
+    }
+    if (!st && s->pool) {
+        const ir_node *pn = ir_node_get(g, s->pool - 1);
+        rt_plan_header(&h[0], ir_node_get(g, ir_inputs(g, pn)[0]), tmp);
+        rt_plan_header(&h[1], pn, c->pool_out);
+        st = rt_ref_kernel(pn, hp, &h[1]);
+    }
+    rt_free(tmp, bytes);
+    return st;
+}
+
+tj_status rt_plan_conv(rt_plan *p, const rt_step *s, const void *x, const void *w, void **bufs,
+                       void *pool_out) {
+    const ir_graph *g = p->base.g;
+    rt_conv_geom cg;
+    conv_ctx c = {s, bufs, 0, 0, 0, 0, 0, 1, {0}, pool_out};
+    rt_plan_conv_geoms(g, s->id, s->pool ? s->pool - 1 : IR_NONE, &cg, &c.pg);
+    c.oh = cg.oh, c.row = cg.ow * cg.o, c.ul = s->units.unit_len > 0 ? s->units.unit_len : 1;
+    if (rt_step_has_epi(s)) {
+        c.n_bufs = c.eo = s->epi.n_in + s->epi.n_out;
+        for (uint32_t k = 0; k < s->epi.n_in; k++)
+            if (s->epi.in[k] == s->id)
+                c.ci = k;
+        if (s->pool)
+            c.eo = s->epi.n_in; /* its one output, which the pool reads */
+    }
+    const rt_config *cfg = rt_config_get();
+    int64_t band = s->pool ? c.pg.kh : RT_CONV_BAND_FLOATS / c.row;
+    int64_t used = s->pool ? (c.pg.oh * c.pg.kh < cg.oh ? c.pg.oh * c.pg.kh : cg.oh) : cg.oh;
+    if (!cfg->exact_math && !cfg->no_direct_conv && c.row % c.ul == 0 &&
+        rt_conv_direct_fwd_bands(&cg, x, w, band, used, conv_band, &c) == 0)
+        return TJ_OK;
+    return conv_unfused(p, s, x, w, bufs, &c);
+}
+
+tj_status rt_plan_run_conv(rt_plan *p, const rt_step *s, tj_tensor **vals, void **bufs) {
+    const ir_graph *g = p->base.g;
+    tj_tensor *pooled = NULL;
+    if (s->pool && !(vals[s->pool - 1] = pooled = out_tensor(ir_node_get(g, s->pool - 1))))
+        return TJ_ERR_OOM;
+    for (uint32_t k = 0; k < s->epi.n_in; k++)
+        bufs[k] = s->epi.in[k] == s->id ? NULL : vals[s->epi.in[k]]->data;
+    for (uint32_t k = 0; !s->pool && k < s->epi.n_out; k++) {
+        tj_tensor *t = out_tensor(ir_node_get(g, s->epi.out[k]));
+        if (!t)
+            return TJ_ERR_OOM;
+        vals[s->epi.out[k]] = t;
+        bufs[s->epi.n_in + k] = t->data;
+    }
+    return rt_plan_conv(p, s, vals[s->src[0]]->data, vals[s->src[1]]->data, bufs,
+                        pooled ? pooled->data : NULL);
+}
