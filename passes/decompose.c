@@ -42,34 +42,50 @@ static uint32_t reduce(ir_graph *g, int op, uint32_t x, int64_t axis, bool keep)
     return node(g, &p, &x, 1);
 }
 
-/* A rank-0 constant of dtype dt. */
-static uint32_t scalar(ir_graph *g, int dt, double v) {
-    union {
-        float f32;
-        double f64;
-        int32_t i32;
-        int64_t i64;
-        uint8_t u8;
-    } u;
-    size_t size = ir_dtype_size(dt);
-    if (dt == TJ_F32)
-        u.f32 = (float)v;
-    else if (dt == TJ_F64)
-        u.f64 = v;
-    else if (dt == TJ_I32)
-        u.i32 = (int32_t)v;
-    else if (dt == TJ_I64)
-        u.i64 = (int64_t)v;
-    else if (size == 1)
-        u.u8 = (uint8_t)v;
-    else
+/* A constant of dtype dt (f32, f64, i32, i64 or a 1-byte type) and dims[0..rank) whose element at
+ * index at[] is f(at, ctx). */
+static uint32_t constant(ir_graph *g, int dt, int rank, const int64_t *dims,
+                         double (*f)(const int64_t *at, const void *ctx), const void *ctx) {
+    size_t es = ir_dtype_size(dt);
+    if (dt != TJ_F32 && dt != TJ_F64 && dt != TJ_I32 && dt != TJ_I64 && es != 1)
         return (void)ir_errorf(TJ_ERR_DTYPE, "decompose: no constant of dtype %s",
                                ir_dtype_name(dt)),
                IR_NONE;
-    ir_node p = {.op = IR_OP_CONST, .dtype = (uint8_t)dt};
-    if (!(p.a.blob = ir_add_blob(g, &u, size)))
-        return IR_NONE;
-    return ir_add(g, &p, NULL, 0);
+    int64_t n = ir_numel(rank, dims), at[IR_MAX_RANK] = {0};
+    unsigned char *v = malloc((size_t)n * es + 1);
+    if (!v)
+        return (void)ir_errorf(TJ_ERR_OOM, "decompose: out of memory"), IR_NONE;
+    for (int64_t i = 0; i < n; i++) {
+        double x = f(at, ctx);
+        if (dt == TJ_F32)
+            ((float *)v)[i] = (float)x;
+        else if (dt == TJ_F64)
+            ((double *)v)[i] = x;
+        else if (dt == TJ_I32)
+            ((int32_t *)v)[i] = (int32_t)x;
+        else if (dt == TJ_I64)
+            ((int64_t *)v)[i] = (int64_t)x;
+        else
+            v[i] = (uint8_t)x;
+        for (int d = rank - 1; d >= 0 && ++at[d] == dims[d]; d--) /* the next index */
+            at[d] = 0;
+    }
+    ir_node p = {.op = IR_OP_CONST, .dtype = (uint8_t)dt, .rank = (uint8_t)rank};
+    if (rank)
+        memcpy(p.dims, dims, (size_t)rank * sizeof *dims);
+    p.a.blob = ir_add_blob(g, v, (size_t)n * es);
+    free(v);
+    return p.a.blob ? ir_add(g, &p, NULL, 0) : IR_NONE;
+}
+
+static double value_at(const int64_t *at, const void *ctx) {
+    (void)at;
+    return *(const double *)ctx;
+}
+
+/* A rank-0 constant v of dtype dt. */
+static uint32_t scalar(ir_graph *g, int dt, double v) {
+    return constant(g, dt, 0, NULL, value_at, &v);
 }
 
 /* ---- the decompositions ---------------------------------------------------------------------- */
@@ -130,48 +146,10 @@ static uint32_t sparse_xent(ir_graph *g, const ir_node *n, const uint32_t *in) {
     uint32_t loss = op1(g, IR_OP_NEG, reduce(g, IR_OP_SUM, picked, last, false));
     /* the op's failure kept: a gather of the labels from C zeros fails on a label outside [0, C)
      * (TJ_ERR_RUNTIME, naming the label), and adds nothing */
-    ir_node z = {.op = IR_OP_CONST, .dtype = n->dtype, .rank = 1, .dims = {C}};
-    size_t bytes = (size_t)C * ir_dtype_size(n->dtype);
-    void *zeros = calloc(bytes ? bytes : 1, 1);
-    if (!zeros || !(z.a.blob = ir_add_blob(g, zeros, bytes))) {
-        free(zeros);
-        return (void)ir_errorf(TJ_ERR_OOM, "decompose: out of memory"), IR_NONE;
-    }
-    free(zeros);
+    static const double zero = 0;
     ir_node gather = {.op = IR_OP_GATHER};
-    uint32_t gin[2] = {ir_add(g, &z, NULL, 0), in[1]};
+    uint32_t gin[2] = {constant(g, n->dtype, 1, &C, value_at, &zero), in[1]};
     return op2(g, IR_OP_ADD, loss, node(g, &gather, gin, 2));
-}
-
-/* A constant of dt and dims [d0, d1, d2, d3] whose element (a, b, c, e) is f(a, b, c, e, ctx). */
-static uint32_t const4(ir_graph *g, int dt, const int64_t *d,
-                       double (*f)(const int64_t *at, const void *ctx), const void *ctx) {
-    int64_t n = d[0] * d[1] * d[2] * d[3];
-    size_t es = ir_dtype_size(dt);
-    unsigned char *v = malloc((size_t)n * es + 1);
-    if (!v)
-        return (void)ir_errorf(TJ_ERR_OOM, "decompose: out of memory"), IR_NONE;
-    int64_t at[4], i = 0;
-    for (at[0] = 0; at[0] < d[0]; at[0]++)
-        for (at[1] = 0; at[1] < d[1]; at[1]++)
-            for (at[2] = 0; at[2] < d[2]; at[2]++)
-                for (at[3] = 0; at[3] < d[3]; at[3]++, i++) {
-                    double x = f(at, ctx);
-                    if (dt == TJ_F32)
-                        ((float *)v)[i] = (float)x;
-                    else
-                        ((double *)v)[i] = x;
-                }
-    ir_node p = {.op = IR_OP_CONST, .dtype = (uint8_t)dt, .rank = 4};
-    memcpy(p.dims, d, 4 * sizeof *d);
-    p.a.blob = ir_add_blob(g, v, (size_t)n * es);
-    free(v);
-    return p.a.blob ? ir_add(g, &p, NULL, 0) : IR_NONE;
-}
-
-static double one_at(const int64_t *at, const void *ctx) {
-    (void)at, (void)ctx;
-    return 1;
 }
 
 /* How many real (unpadded) input elements the window at output (oy, ox) holds. */
@@ -200,13 +178,14 @@ static uint32_t avg_pool_grad(ir_graph *g, const ir_node *n, const uint32_t *in)
                    IR_NONE;
     const int64_t cd[4] = {1, dy->dims[1], dy->dims[2], 1},
                   fd[4] = {n->a.i[2], n->a.i[3], 1, n->dims[3]};
-    uint32_t scaled = op2(g, IR_OP_DIV, in[0], const4(g, n->dtype, cd, window_count, n));
+    uint32_t scaled = op2(g, IR_OP_DIV, in[0], constant(g, n->dtype, 4, cd, window_count, n));
     ir_node c = {.op = IR_OP_CONV2D_GRAD_INPUT, .dtype = n->dtype, .rank = 4};
     memcpy(c.dims, n->dims, 4 * sizeof n->dims[0]);
     c.a.i[0] = n->a.i[0], c.a.i[1] = n->a.i[1], c.a.i[2] = 1, c.a.i[3] = 1;
     c.a.n_list = 4;
     memcpy(c.a.list, n->a.list, 4 * sizeof n->a.list[0]);
-    uint32_t cin[2] = {scaled, const4(g, n->dtype, fd, one_at, NULL)};
+    static const double one = 1;
+    uint32_t cin[2] = {scaled, constant(g, n->dtype, 4, fd, value_at, &one)};
     return node(g, &c, cin, 2);
 }
 

@@ -14,11 +14,20 @@
 #include "passes/passes.h"
 #include "runtime/runtime.h"
 
-/* Deterministic inputs: mostly moderate values, some large enough that exp overflows without
- * the max shift, and (when specials) a -inf and a NaN. */
-static tj_tensor *input(int dt, int rank, const int64_t *dims, int seed, bool specials,
-                        int64_t classes) {
-    tj_tensor *t = rt_tensor_alloc(dt, rank, dims);
+/* Param `index` of g. */
+static const ir_node *param(const ir_graph *g, int64_t index) {
+    for (uint32_t i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].op == IR_OP_PARAM && g->nodes[i].a.i[0] == index)
+            return &g->nodes[i];
+    return NULL;
+}
+
+/* Deterministic values for param node x: mostly moderate, some large enough that exp overflows
+ * without the max shift, and (when specials) a -inf and a NaN; labels in [0, classes) when
+ * classes > 0. */
+static tj_tensor *input(const ir_node *x, int seed, bool specials, int64_t classes) {
+    int dt = x->dtype;
+    tj_tensor *t = rt_tensor_alloc(dt, x->rank, x->dims);
     uint64_t s = 0x9e3779b97f4a7c15ull * (uint64_t)(seed + 1);
     for (int64_t i = 0; i < t->numel; i++) {
         s = s * 6364136223846793005ull + 1442695040888963407ull;
@@ -32,35 +41,16 @@ static tj_tensor *input(int dt, int rank, const int64_t *dims, int seed, bool sp
             v = NAN;
         if (classes > 0) /* labels */
             v = (double)(s >> 33) / 2147483648.0 * (double)classes;
-        switch (dt) {
-        case TJ_F32:
+        if (dt == TJ_F32)
             ((float *)t->data)[i] = (float)v;
-            break;
-        case TJ_F64:
+        else if (dt == TJ_F64)
             ((double *)t->data)[i] = v;
-            break;
-        case TJ_I32:
+        else if (dt == TJ_I32)
             ((int32_t *)t->data)[i] = (int32_t)floor(v);
-            break;
-        default:
+        else
             ((int64_t *)t->data)[i] = (int64_t)floor(v);
-            break;
-        }
     }
     return t;
-}
-
-static double elem(const tj_tensor *t, int64_t i) {
-    switch (t->dtype) {
-    case TJ_F32:
-        return ((const float *)t->data)[i];
-    case TJ_F64:
-        return ((const double *)t->data)[i];
-    case TJ_I32:
-        return ((const int32_t *)t->data)[i];
-    default:
-        return (double)((const int64_t *)t->data)[i];
-    }
 }
 
 static tj_tensor *run(const ir_graph *g, tj_tensor **args, uint32_t n) {
@@ -73,9 +63,9 @@ static tj_tensor *run(const ir_graph *g, tj_tensor **args, uint32_t n) {
     return out[0];
 }
 
-/* Runs text (param 0: x of dt and dims; param 1, if any: labels of ldt and ldims) both ways. */
-static void both_ways(const char *name, const char *text, int dt, int rank, const int64_t *dims,
-                      int ldt, int lrank, const int64_t *ldims, int64_t classes) {
+/* Runs graph text both ways: as it is and decomposed. Param 0 is the op's value input; a param
+ * 1 holds labels over param 0's last axis (the cross-entropy). */
+static void both_ways(const char *name, const char *text) {
     ir_graph *g = ir_parse(text);
     CHECK_MSG(g != NULL, "%s: %s", name, ir_last_error());
     if (!g)
@@ -90,16 +80,18 @@ static void both_ways(const char *name, const char *text, int dt, int rank, cons
     for (uint32_t i = 0; i < d->n_nodes; i++) /* primitives only */
         CHECK_MSG(!(ir_ops[d->nodes[i].op].flags & IR_F_COMPOSITE), "%s: %s left", name,
                   ir_ops[d->nodes[i].op].name);
+    const ir_node *x = param(g, 0), *labels = param(g, 1);
+    int dt = x->dtype;
     for (int specials = 0; specials <= (dt == TJ_F32 || dt == TJ_F64); specials++) {
-        tj_tensor *args[2] = {input(dt, rank, dims, 1 + specials, specials, 0),
-                              ldt ? input(ldt, lrank, ldims, 7, false, classes) : NULL};
-        uint32_t n = ldt ? 2 : 1;
+        tj_tensor *args[2] = {input(x, 1 + specials, specials, 0),
+                              labels ? input(labels, 7, false, x->dims[x->rank - 1]) : NULL};
+        uint32_t n = labels ? 2 : 1;
         tj_tensor *want = run(g, args, n), *got = run(d, args, n);
         CHECK_MSG(want && got && want->dtype == got->dtype && want->numel == got->numel, "%s",
                   name);
         double tol = dt == TJ_F32 ? 2e-6 : 1e-12, worst = 0;
         for (int64_t i = 0; want && got && i < want->numel; i++) {
-            double a = elem(want, i), b = elem(got, i);
+            double a = tj_tensor_get_f64(want, i), b = tj_tensor_get_f64(got, i);
             if (isnan(a) || isnan(b)) {
                 CHECK_MSG(isnan(a) && isnan(b), "%s[%lld]: %g both ways? %g", name, (long long)i, a,
                           b);
@@ -130,85 +122,46 @@ static bool all_native(int op, void *user) {
 
 int main(void) {
     ir_graph *g, *d;
-    const int64_t d7[1] = {7}, d23[2] = {2, 3}, d5[1] = {5}, d9[1] = {9}, d33[2] = {3, 3},
-                  d45[2] = {4, 5}, d234[3] = {2, 3, 4}, d65[2] = {6, 5}, d6[1] = {6};
-    both_ways("relu f32",
-              "graph @f {\n  %0 = param {index=0} : f32[7]\n"
-              "  %1 = relu %0 : f32[7]\n  return %1\n}\n",
-              TJ_F32, 1, d7, 0, 0, NULL, 0);
-    both_ways("relu f64",
-              "graph @f {\n  %0 = param {index=0} : f64[2,3]\n"
-              "  %1 = relu %0 : f64[2,3]\n  return %1\n}\n",
-              TJ_F64, 2, d23, 0, 0, NULL, 0);
-    both_ways("relu i32",
-              "graph @f {\n  %0 = param {index=0} : i32[5]\n"
-              "  %1 = relu %0 : i32[5]\n  return %1\n}\n",
-              TJ_I32, 1, d5, 0, 0, NULL, 0);
-    both_ways("relu i64",
-              "graph @f {\n  %0 = param {index=0} : i64[5]\n"
-              "  %1 = relu %0 : i64[5]\n  return %1\n}\n",
-              TJ_I64, 1, d5, 0, 0, NULL, 0);
-    both_ways("sigmoid f32",
-              "graph @f {\n  %0 = param {index=0} : f32[9]\n"
-              "  %1 = sigmoid %0 : f32[9]\n  return %1\n}\n",
-              TJ_F32, 1, d9, 0, 0, NULL, 0);
-    both_ways("sigmoid f64",
-              "graph @f {\n  %0 = param {index=0} : f64[3,3]\n"
-              "  %1 = sigmoid %0 : f64[3,3]\n  return %1\n}\n",
-              TJ_F64, 2, d33, 0, 0, NULL, 0);
-    both_ways("softmax f32 axis 1",
-              "graph @f {\n  %0 = param {index=0} : f32[4,5]\n"
-              "  %1 = softmax %0 {axis=1} : f32[4,5]\n  return %1\n}\n",
-              TJ_F32, 2, d45, 0, 0, NULL, 0);
-    both_ways("softmax f32 axis 0",
-              "graph @f {\n  %0 = param {index=0} : f32[4,5]\n"
-              "  %1 = softmax %0 {axis=0} : f32[4,5]\n  return %1\n}\n",
-              TJ_F32, 2, d45, 0, 0, NULL, 0);
-    both_ways("softmax f64 axis 1 of 3",
-              "graph @f {\n  %0 = param {index=0} : f64[2,3,4]\n"
-              "  %1 = softmax %0 {axis=1} : f64[2,3,4]\n"
-              "  return %1\n}\n",
-              TJ_F64, 3, d234, 0, 0, NULL, 0);
-    both_ways("log_softmax f32 axis 1",
-              "graph @f {\n  %0 = param {index=0} : f32[4,5]\n"
-              "  %1 = log_softmax %0 {axis=1} : f32[4,5]\n"
-              "  return %1\n}\n",
-              TJ_F32, 2, d45, 0, 0, NULL, 0);
-    both_ways("log_softmax f64 axis 2",
-              "graph @f {\n  %0 = param {index=0} : f64[2,3,4]\n"
-              "  %1 = log_softmax %0 {axis=2} : f64[2,3,4]\n"
-              "  return %1\n}\n",
-              TJ_F64, 3, d234, 0, 0, NULL, 0);
-    both_ways("sparse_softmax_xent f32",
-              "graph @f {\n  %0 = param {index=0} : f32[6,5]\n"
-              "  %1 = param {index=1} : i32[6]\n"
-              "  %2 = sparse_softmax_xent %0, %1 : f32[6]\n"
-              "  return %2\n}\n",
-              TJ_F32, 2, d65, TJ_I32, 1, d6, 5);
-    both_ways("sparse_softmax_xent f64",
-              "graph @f {\n  %0 = param {index=0} : f64[2,3,4]\n"
-              "  %1 = param {index=1} : i64[2,3]\n"
-              "  %2 = sparse_softmax_xent %0, %1 : f64[2,3]\n"
-              "  return %2\n}\n",
-              TJ_F64, 3, d234, TJ_I64, 2, d23, 4);
-
-    both_ways("avg_pool2d_grad f32 2x2/2",
-              "graph @f {\n  %0 = param {index=0} : f32[1,2,2,2]\n"
-              "  %1 = avg_pool2d_grad %0 {stride_h=2, stride_w=2, window_h=2, window_w=2, "
-              "pads=[0,0,0,0]} : f32[1,4,4,2]\n  return %1\n}\n",
-              TJ_F32, 4, (const int64_t[]){1, 2, 2, 2}, 0, 0, NULL, 0);
-    both_ways("avg_pool2d_grad f32 3x3/2 padded",
-              "graph @f {\n"
-              "  %0 = param {index=0} : f32[2,3,3,3]\n"
-              "  %1 = avg_pool2d_grad %0 {stride_h=2, stride_w=2, window_h=3, window_w=3, "
-              "pads=[1,1,1,1]} : f32[2,5,5,3]\n  return %1\n}\n",
-              TJ_F32, 4, (const int64_t[]){2, 3, 3, 3}, 0, 0, NULL, 0);
-    both_ways("avg_pool2d_grad f64 2x2/1 padded below",
-              "graph @f {\n"
-              "  %0 = param {index=0} : f64[1,3,4,1]\n"
-              "  %1 = avg_pool2d_grad %0 {stride_h=1, stride_w=1, window_h=2, window_w=2, "
-              "pads=[0,1,0,1]} : f64[1,3,4,1]\n  return %1\n}\n",
-              TJ_F64, 4, (const int64_t[]){1, 3, 4, 1}, 0, 0, NULL, 0);
+    static const struct {
+        const char *name, *text; /* the graph's body: params, then %1, its output */
+    } cases[] = {
+        {"relu f32", "%0 = param {index=0} : f32[7]\n  %1 = relu %0 : f32[7]"},
+        {"relu f64", "%0 = param {index=0} : f64[2,3]\n  %1 = relu %0 : f64[2,3]"},
+        {"relu i32", "%0 = param {index=0} : i32[5]\n  %1 = relu %0 : i32[5]"},
+        {"relu i64", "%0 = param {index=0} : i64[5]\n  %1 = relu %0 : i64[5]"},
+        {"sigmoid f32", "%0 = param {index=0} : f32[9]\n  %1 = sigmoid %0 : f32[9]"},
+        {"sigmoid f64", "%0 = param {index=0} : f64[3,3]\n  %1 = sigmoid %0 : f64[3,3]"},
+        {"softmax f32 axis 1",
+         "%0 = param {index=0} : f32[4,5]\n  %1 = softmax %0 {axis=1} : f32[4,5]"},
+        {"softmax f32 axis 0",
+         "%0 = param {index=0} : f32[4,5]\n  %1 = softmax %0 {axis=0} : f32[4,5]"},
+        {"softmax f64 axis 1 of 3",
+         "%0 = param {index=0} : f64[2,3,4]\n  %1 = softmax %0 {axis=1} : f64[2,3,4]"},
+        {"log_softmax f32 axis 1",
+         "%0 = param {index=0} : f32[4,5]\n  %1 = log_softmax %0 {axis=1} : f32[4,5]"},
+        {"log_softmax f64 axis 2",
+         "%0 = param {index=0} : f64[2,3,4]\n  %1 = log_softmax %0 {axis=2} : f64[2,3,4]"},
+        {"sparse_softmax_xent f32", "%0 = param {index=0} : f32[6,5]\n"
+                                    "  %2 = param {index=1} : i32[6]\n"
+                                    "  %1 = sparse_softmax_xent %0, %2 : f32[6]"},
+        {"sparse_softmax_xent f64", "%0 = param {index=0} : f64[2,3,4]\n"
+                                    "  %2 = param {index=1} : i64[2,3]\n"
+                                    "  %1 = sparse_softmax_xent %0, %2 : f64[2,3]"},
+        {"avg_pool2d_grad f32 2x2/2",
+         "%0 = param {index=0} : f32[1,2,2,2]\n  %1 = avg_pool2d_grad %0 {stride_h=2, "
+         "stride_w=2, window_h=2, window_w=2, pads=[0,0,0,0]} : f32[1,4,4,2]"},
+        {"avg_pool2d_grad f32 3x3/2 padded",
+         "%0 = param {index=0} : f32[2,3,3,3]\n  %1 = avg_pool2d_grad %0 {stride_h=2, "
+         "stride_w=2, window_h=3, window_w=3, pads=[1,1,1,1]} : f32[2,5,5,3]"},
+        {"avg_pool2d_grad f64 2x2/1 padded below",
+         "%0 = param {index=0} : f64[1,3,4,1]\n  %1 = avg_pool2d_grad %0 {stride_h=1, "
+         "stride_w=1, window_h=2, window_w=2, pads=[0,1,0,1]} : f64[1,3,4,1]"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char text[512];
+        snprintf(text, sizeof text, "graph @f {\n  %s\n  return %%1\n}\n", cases[k].text);
+        both_ways(cases[k].name, text);
+    }
 
     /* the cross-entropy still fails on a label outside [0, C) */
     g = ir_parse("graph @f {\n  %0 = param {index=0} : f32[2,3]\n"
@@ -216,8 +169,9 @@ int main(void) {
                  "  %2 = sparse_softmax_xent %0, %1 : f32[2]\n  return %2\n}\n");
     d = g ? pass_decompose(g, NULL, NULL, NULL) : NULL;
     CHECK(d != NULL);
-    const int64_t d2[1] = {2}, d2x3[2] = {2, 3};
-    tj_tensor *args[2] = {input(TJ_F32, 2, d2x3, 3, false, 0), rt_tensor_alloc(TJ_I32, 1, d2)};
+    const int64_t d2[1] = {2};
+    tj_tensor *args[2] = {g ? input(param(g, 0), 3, false, 0) : NULL,
+                          rt_tensor_alloc(TJ_I32, 1, d2)};
     ((int32_t *)args[1]->data)[0] = 1;
     ((int32_t *)args[1]->data)[1] = 3;
     for (int way = 0; way < 2 && d; way++) {
