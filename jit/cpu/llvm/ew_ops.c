@@ -184,28 +184,10 @@ static LLVMValueRef lower_tanh(ew_args *c) {
     return jit_cpu_emit_tanh(c->e, c->x, LLVMTypeOf(c->x));
 }
 
-static LLVMValueRef lower_sin(ew_args *c) {
-    return libm(c->e, "sin", c->a, 1);
-}
-
-static LLVMValueRef lower_cos(ew_args *c) {
-    return libm(c->e, "cos", c->a, 1);
-}
-
-static LLVMValueRef lower_atan(ew_args *c) {
-    return libm(c->e, "atan", c->a, 1);
-}
-
-static LLVMValueRef lower_asin(ew_args *c) {
-    return libm(c->e, "asin", c->a, 1);
-}
-
-static LLVMValueRef lower_acos(ew_args *c) {
-    return libm(c->e, "acos", c->a, 1);
-}
-
-static LLVMValueRef lower_erf(ew_args *c) {
-    return libm(c->e, "erf", c->a, 1);
+/* sin, cos, atan, asin, acos, erf, pow: libm's function of the op's name, as the reference
+ * kernel calls it */
+static LLVMValueRef lower_libm(ew_args *c) {
+    return libm(c->e, ir_ops[c->n->op].name, c->a, c->n->n_in);
 }
 
 static LLVMValueRef lower_sigmoid(ew_args *c) {
@@ -255,10 +237,6 @@ static LLVMValueRef lower_div(ew_args *c) {
 
 static LLVMValueRef lower_floordiv(ew_args *c) {
     return intrin1(c->e, "llvm.floor", LLVMBuildFDiv(c->b, c->x, c->y, ""));
-}
-
-static LLVMValueRef lower_pow(ew_args *c) {
-    return libm(c->e, "pow", c->a, 2);
 }
 
 static LLVMValueRef lower_mod(ew_args *c) {
@@ -346,12 +324,12 @@ static LLVMValueRef (*const lowerings[IR_N_OPS])(ew_args *c) = {
     [IR_OP_EXP] = lower_exp,
     [IR_OP_LOG] = lower_log,
     [IR_OP_TANH] = lower_tanh,
-    [IR_OP_SIN] = lower_sin,
-    [IR_OP_COS] = lower_cos,
-    [IR_OP_ATAN] = lower_atan,
-    [IR_OP_ASIN] = lower_asin,
-    [IR_OP_ACOS] = lower_acos,
-    [IR_OP_ERF] = lower_erf,
+    [IR_OP_SIN] = lower_libm,
+    [IR_OP_COS] = lower_libm,
+    [IR_OP_ATAN] = lower_libm,
+    [IR_OP_ASIN] = lower_libm,
+    [IR_OP_ACOS] = lower_libm,
+    [IR_OP_ERF] = lower_libm,
     [IR_OP_SIGMOID] = lower_sigmoid,
     [IR_OP_LOGICAL_NOT] = lower_logical_not,
     [IR_OP_ISNAN] = lower_isnan,
@@ -363,7 +341,7 @@ static LLVMValueRef (*const lowerings[IR_N_OPS])(ew_args *c) = {
     [IR_OP_MUL] = lower_mul,
     [IR_OP_DIV] = lower_div,
     [IR_OP_FLOORDIV] = lower_floordiv,
-    [IR_OP_POW] = lower_pow,
+    [IR_OP_POW] = lower_libm,
     [IR_OP_MOD] = lower_mod,
     [IR_OP_MAXIMUM] = lower_maximum,
     [IR_OP_MINIMUM] = lower_maximum,
