@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "jit/jit.h"
 #include "passes/passes.h"
 #include "runtime/runtime.h"
 
@@ -115,6 +116,18 @@ static void both_ways(const char *name, const char *text) {
     ir_graph_free(g);
 }
 
+/* A backend that lowers softmax itself and every other composite as primitives. */
+static bool softmax_only(int op) {
+    return op == IR_OP_SOFTMAX;
+}
+
+static int count_op(const ir_graph *g, int op) {
+    int n = 0;
+    for (uint32_t i = 0; g && i < g->n_nodes; i++)
+        n += g->nodes[i].op == op;
+    return n;
+}
+
 static bool all_native(int op, void *user) {
     (void)op, (void)user;
     return true;
@@ -197,6 +210,29 @@ int main(void) {
     d = g ? pass_decompose(g, NULL, NULL, &n_done) : NULL;
     CHECK(d && d != g && n_done == 2);
     ir_graph_free(d);
+    ir_graph_free(g);
+    /* the compile pipeline hands a backend the composites it does not lower as primitives */
+    g = ir_parse("graph @f {\n  %0 = param {index=0} : f32[4,5]\n"
+                 "  %1 = softmax %0 {axis=1} : f32[4,5]\n"
+                 "  %2 = relu %1 : f32[4,5]\n  return %2\n}\n");
+    jit_backend partial = {.name = "partial", .native = softmax_only};
+    d = g ? jit_optimize_graph(g, "f", 1, &partial) : NULL;
+    CHECK_MSG(d != NULL, "%s", ir_last_error());
+    CHECK(count_op(d, IR_OP_SOFTMAX) == 1 && count_op(d, IR_OP_RELU) == 0 &&
+          count_op(d, IR_OP_MAXIMUM) == 1);
+    ir_graph_free(d);
+    d = g ? jit_optimize_graph(g, "f", 1, jit_backend_find("cpu")) : NULL; /* lowers them all */
+    CHECK(count_op(d, IR_OP_SOFTMAX) == 1 && count_op(d, IR_OP_RELU) == 1);
+    ir_graph_free(d);
+    ir_graph_free(g);
+    /* unknown shapes: no decomposition, an error naming the op */
+    g = ir_parse("graph @f {\n  %0 = param {index=0} : f32[-1,2,2,2]\n"
+                 "  %1 = avg_pool2d_grad %0 {stride_h=2, stride_w=2, window_h=2, window_w=2, "
+                 "pads=[0,0,0,0]} : f32[-1,4,4,2]\n  return %1\n}\n");
+    CHECK_MSG(g != NULL, "%s", ir_last_error());
+    CHECK(g && pass_decompose(g, NULL, NULL, NULL) == NULL);
+    CHECK_MSG(strstr(ir_last_error(), "avg_pool2d_grad needs its shapes known") != NULL, "%s",
+              ir_last_error());
     ir_graph_free(g);
     /* unknown class count: no decomposition, an error naming the op */
     g = ir_parse("graph @f {\n  %0 = param {index=0} : f32[2,-1]\n"

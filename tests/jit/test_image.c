@@ -242,6 +242,16 @@ static void round_trip(const char *name, void *fn, int64_t n, int truncations) {
         CHECK_EQ_INT(ir_last_code(), TJ_ERR_UNSUPPORTED);
         CHECK_HAS(tj_last_error(), "cpu image: compiled for ");
         CHECK_HAS(tj_last_error(), "; this machine is ");
+        memcpy(bad, img, size);
+        bad[tgt - 3] ^= 0x20; /* another backend's: "cpu" -> "Cpu" */
+        CHECK(!jit_cpu_program_from_image(c->graph, bad, size));
+        CHECK_EQ_INT(ir_last_code(), TJ_ERR_UNSUPPORTED);
+        CHECK_HAS(tj_last_error(), "cpu image: written by the Cpu backend");
+        memcpy(bad, img, size);
+        memset(bad + cg + sizeof(uint32_t) * RT_CPU_WORDS + 20, 0x7f, 8); /* plan size: too big */
+        CHECK(!jit_cpu_program_from_image(c->graph, bad, size));
+        CHECK_EQ_INT(ir_last_code(), TJ_ERR_CORRUPT);
+        CHECK_HAS(tj_last_error(), "cpu image: its plan lies past the end");
         free(bad);
     }
     free(img);
