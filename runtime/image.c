@@ -1,5 +1,6 @@
 /* image.c — the program image container (image.h): the envelope every backend's images share,
  * its checks, and the regions' nested images. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -147,6 +148,14 @@ static tj_status write_image(rt_wbuf *w, const rt_program *p, const rt_image_ops
     if (!st)
         put_section(w, plan.p, plan.n);
     free(plan.p);
+    rt_wbuf steps = {0}; /* the steps for the runtime alone, when the backend names its kernels */
+    if (!st && ops->symbol)
+        st = rt_plan_write_steps(&steps, (const rt_plan *)p, ops->symbol);
+    if (!st && steps.oom)
+        st = ir_errorf(TJ_ERR_OOM, "%s image: out of memory", ops->backend);
+    if (!st)
+        put_section(w, steps.p, steps.n);
+    free(steps.p);
     if (st)
         return st;
     size_t code_size = 0;
@@ -196,7 +205,7 @@ static const void *get_section(rt_rbuf *r, size_t *n) {
 }
 
 static rt_program *read_image(const ir_graph *g, rt_rbuf *r, const rt_image_ops *ops, int depth) {
-    const char *be = ops->backend;
+    const char *be = ops->backend ? ops->backend : "program";
     const unsigned char *magic = rt_get(r, 4);
     if (!magic || memcmp(magic, "TJX1", 4) != 0) {
         ir_errorf(TJ_ERR_CORRUPT, "%s image: not a tracejit program image", be);
@@ -205,11 +214,13 @@ static rt_program *read_image(const ir_graph *g, rt_rbuf *r, const rt_image_ops 
     uint32_t version = rt_get_u32(r);
     char cg[256], backend[64], target[64];
     rt_get_str(r, cg, sizeof cg);
-    if (!r->bad && (version != RT_IMAGE_VERSION || strcmp(cg, ops->codegen_id) != 0)) {
+    if (!r->bad &&
+        (version != RT_IMAGE_VERSION || (ops->codegen_id && strcmp(cg, ops->codegen_id) != 0))) {
         ir_errorf(TJ_ERR_UNSUPPORTED,
                   "%s image: made by another tracejit build (format %u, code generator %s; "
                   "this build: format %d, %s)",
-                  be, version, cg, RT_IMAGE_VERSION, ops->codegen_id);
+                  be, version, cg, RT_IMAGE_VERSION,
+                  ops->codegen_id ? ops->codegen_id : "any code generator");
         return NULL;
     }
     rt_get_str(r, backend, sizeof backend);
@@ -222,6 +233,8 @@ static rt_program *read_image(const ir_graph *g, rt_rbuf *r, const rt_image_ops 
         ir_errorf(TJ_ERR_CORRUPT, "%s image: its header is damaged", be);
         return NULL;
     }
+    if (!ops->backend)
+        be = backend;
     if (strcmp(backend, be) != 0) {
         ir_errorf(TJ_ERR_UNSUPPORTED, "%s image: written by the %s backend", be, backend);
         return NULL;
@@ -249,14 +262,20 @@ static rt_program *read_image(const ir_graph *g, rt_rbuf *r, const rt_image_ops 
         return NULL;
     }
     rt_image_in in = {.ops = ops, .depth = depth};
-    size_t plan_n = 0;
+    snprintf(in.backend, sizeof in.backend, "%s", backend);
+    size_t plan_n = 0, steps_n = 0;
     const void *plan = get_section(r, &plan_n);
-    in.code = get_section(r, &in.code_size);
-    if (!plan || !in.code) {
-        ir_errorf(TJ_ERR_CORRUPT, "%s image: its %s lies past the end", be, plan ? "code" : "plan");
+    const void *steps = plan ? get_section(r, &steps_n) : NULL;
+    in.code = steps ? get_section(r, &in.code_size) : NULL;
+    if (!in.code) {
+        ir_errorf(TJ_ERR_CORRUPT, "%s image: its %s lies past the end", be,
+                  !plan    ? "plan"
+                  : !steps ? "steps"
+                           : "code");
         return NULL;
     }
     in.plan = (rt_rbuf){plan, plan_n, 0, 0};
+    in.steps = (rt_rbuf){steps, steps_n, 0, 0};
     in.slots = rt_get_u32(r);
     if (r->bad || (in.slots != 0 && in.slots != 2 * g->n_nodes)) {
         ir_errorf(TJ_ERR_CORRUPT, "%s image: %u region slots for %u nodes", be, in.slots,

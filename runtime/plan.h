@@ -42,6 +42,8 @@ typedef struct rt_mm {
     int rank; /* batch rank of the output */
     int64_t dims[IR_MAX_RANK], sa[IR_MAX_RANK], sb[IR_MAX_RANK];
 } rt_mm;
+/* Fills s for MATMUL node id of g; false if it is not a matmul of concrete numeric shapes. */
+bool rt_mm_of(const ir_graph *g, uint32_t id, rt_mm *s);
 /* Byte offsets of batch bi's operands. */
 void rt_mm_batch(const rt_mm *s, int64_t bi, int64_t *a_off, int64_t *b_off);
 
@@ -158,6 +160,17 @@ enum { RT_PLAN_CONV_MAX_BUFS = 16 }; /* a CONV step's epilogue buffers at most *
 /* Conv node id's geometry and, when pool_id is a node (not IR_NONE), its max pool's. */
 void rt_plan_conv_geoms(const ir_graph *g, uint32_t id, uint32_t pool_id, struct rt_conv_geom *cg,
                         struct rt_conv_geom *pg);
+/* Whether GEMM step s is what the plan makes of its node: a matmul of f32 or f64 whose operands
+ * are the node's inputs, or what a 2-D transpose of one reads (trans 1). s->mm is not read. */
+bool rt_plan_gemm_matches(const ir_graph *g, const rt_step *s);
+/* Whether f32 conv node id with its max pool pool_id (IR_NONE: none) and an epilogue of epi_in
+ * inputs and epi_out outputs (0, 0: none; at least one of epilogue and pool) runs as one CONV
+ * step on this CPU's direct kernels; and whether CONV step s is such a step: its operands the
+ * node's, its epilogue reading the convolution, its pool the epilogue's one output (or the
+ * convolution). */
+bool rt_plan_conv_usable(const ir_graph *g, uint32_t id, uint32_t pool_id, uint32_t epi_in,
+                         uint32_t epi_out);
+bool rt_plan_conv_matches(const ir_graph *g, const rt_step *s);
 /* Whether the packed f32 kernels run GEMM step s on B as it lies (not OpenBLAS). */
 bool rt_plan_own_gemm(const rt_step *s);
 /* A concrete tensor header of node n's type over data (nothing to release). */

@@ -30,6 +30,47 @@ void rt_mm_batch(const rt_mm *s, int64_t bi, int64_t *a_off, int64_t *b_off) {
     *b_off = ob * s->k * s->n * (int64_t)es;
 }
 
+bool rt_mm_of(const ir_graph *g, uint32_t id, rt_mm *s) {
+    const ir_node *n = ir_node_get(g, id);
+    if (n->op != IR_OP_MATMUL || n->n_in != 2)
+        return false;
+    const uint32_t *in = ir_inputs(g, n);
+    const ir_node *a = ir_node_get(g, in[0]), *b = ir_node_get(g, in[1]);
+    int dt = n->dtype;
+    if (a->dtype != dt || b->dtype != dt || !(ir_dtype_is_float(dt) || ir_dtype_is_index(dt)) ||
+        a->rank < 1 || b->rank < 1 || ir_numel(n->rank, n->dims) < 0 ||
+        ir_numel(a->rank, a->dims) < 0 || ir_numel(b->rank, b->dims) < 0)
+        return false;
+    memset(s, 0, sizeof *s);
+    s->dt = dt;
+    s->m = a->rank >= 2 ? a->dims[a->rank - 2] : 1;
+    s->k = a->dims[a->rank - 1];
+    s->n = b->rank >= 2 ? b->dims[b->rank - 1] : 1;
+    if ((b->rank >= 2 ? b->dims[b->rank - 2] : b->dims[0]) != s->k)
+        return false;
+    int ra = a->rank >= 2 ? a->rank - 2 : 0, rb = b->rank >= 2 ? b->rank - 2 : 0;
+    s->rank = ra > rb ? ra : rb;
+    s->batches = 1;
+    for (int d = 0; d < s->rank; d++) {
+        int da = d - (s->rank - ra), db = d - (s->rank - rb);
+        int64_t xa = da >= 0 ? a->dims[da] : 1, xb = db >= 0 ? b->dims[db] : 1;
+        if (xa != xb && xa != 1 && xb != 1)
+            return false;
+        s->dims[d] = xa == 1 ? xb : xa;
+        s->batches *= s->dims[d];
+    }
+    int64_t ma = 1, mb = 1;
+    for (int d = s->rank - 1; d >= 0; d--) {
+        int da = d - (s->rank - ra), db = d - (s->rank - rb);
+        int64_t xa = da >= 0 ? a->dims[da] : 1, xb = db >= 0 ? b->dims[db] : 1;
+        s->sa[d] = xa == 1 ? 0 : ma;
+        s->sb[d] = xb == 1 ? 0 : mb;
+        ma *= xa;
+        mb *= xb;
+    }
+    return s->batches * s->m * s->n == ir_numel(n->rank, n->dims);
+}
+
 /* ---- RT_STEP_GEMM ---------------------------------------------------------------------------- */
 /* Rows of the product per gemm call when an epilogue follows: about 2 MiB of output, so the
  * epilogue reads it from cache; a multiple of what keeps the epilogue's units whole. 0: the
@@ -279,4 +320,64 @@ tj_status rt_plan_run_conv(rt_plan *p, const rt_step *s, tj_tensor **vals, void 
     }
     return rt_plan_conv(p, s, vals[s->src[0]]->data, vals[s->src[1]]->data, bufs,
                         pooled ? pooled->data : NULL);
+}
+
+/* ---- what a library step may be: the plan's and an image's checks ------------------------------
+ */
+bool rt_plan_gemm_matches(const ir_graph *g, const rt_step *s) {
+    const ir_node *n = ir_node_get(g, s->id);
+    rt_mm mm;
+    if (n->op != IR_OP_MATMUL || !rt_mm_of(g, s->id, &mm) || (mm.dt != TJ_F32 && mm.dt != TJ_F64))
+        return false;
+    for (int k = 0; k < 2; k++) {
+        uint32_t in = ir_inputs(g, n)[k];
+        const ir_node *t = ir_node_get(g, in);
+        if (s->trans[k] > 1 || (s->trans[k] == 0 && s->src[k] != in) ||
+            (s->trans[k] == 1 && (t->op != IR_OP_TRANSPOSE || t->rank != 2 || t->a.n_list != 2 ||
+                                  t->a.list[0] != 1 || s->src[k] != ir_inputs(g, t)[0])))
+            return false;
+    }
+    return true;
+}
+
+bool rt_plan_conv_usable(const ir_graph *g, uint32_t id, uint32_t pool_id, uint32_t epi_in,
+                         uint32_t epi_out) {
+    const ir_node *n = ir_node_get(g, id);
+    bool epi = epi_in + epi_out > 0;
+    if (n->op != IR_OP_CONV2D || n->n_in != 2 || n->dtype != TJ_F32 || n->rank != 4 ||
+        ir_node_get(g, ir_inputs(g, n)[0])->dtype != TJ_F32 ||
+        ir_node_get(g, ir_inputs(g, n)[1])->dtype != TJ_F32 || (!epi && pool_id == IR_NONE) ||
+        epi_in + epi_out > RT_PLAN_CONV_MAX_BUFS)
+        return false;
+    rt_conv_geom cg, pg;
+    rt_plan_conv_geoms(g, id, pool_id, &cg, &pg);
+    if (!rt_conv_direct_usable(&cg) || cg.ow * cg.o > RT_CONV_BAND_FLOATS || cg.n * cg.oh == 0)
+        return false;
+    if (pool_id == IR_NONE)
+        return true;
+    const ir_node *p = ir_node_get(g, pool_id);
+    /* a band of kh rows is exactly one pooled row: windows that tile the rows from the top */
+    return p->op == IR_OP_MAX_POOL2D && pg.dh == 1 && pg.dw == 1 && p->dtype == TJ_F32 &&
+           (!epi || epi_out == 1) && pg.kh == pg.sh && pg.pt == 0 && pg.oh >= 1 && pg.ow >= 1 &&
+           pg.kh * cg.ow * cg.o <= RT_CONV_BAND_FLOATS;
+}
+
+bool rt_plan_conv_matches(const ir_graph *g, const rt_step *s) {
+    const ir_node *n = ir_node_get(g, s->id);
+    if (n->op != IR_OP_CONV2D || n->n_in != 2 || s->src[0] != ir_inputs(g, n)[0] ||
+        s->src[1] != ir_inputs(g, n)[1])
+        return false;
+    bool epi = rt_step_has_epi(s), reads = !epi;
+    for (uint32_t k = 0; epi && k < s->epi.n_in; k++)
+        reads = reads || s->epi.in[k] == s->id;
+    if (!reads || (epi && s->epi.n_out == 0))
+        return false;
+    uint32_t pool = s->pool ? s->pool - 1 : IR_NONE;
+    if (pool != IR_NONE) {
+        const ir_node *p = ir_node_get(g, pool);
+        if (p->op != IR_OP_MAX_POOL2D || p->n_in != 1 ||
+            ir_inputs(g, p)[0] != (epi ? s->epi.out[0] : s->id))
+            return false;
+    }
+    return rt_plan_conv_usable(g, s->id, pool, s->epi.n_in, s->epi.n_out);
 }

@@ -138,9 +138,7 @@ bool jit_cpu_reducible(const ir_graph *g, uint32_t id, void *user);
 /* OpenBLAS: runtime/blas.c (rt_blas_get), shared with the eager kernels */
 
 /* ---- matrix products (codegen_mm.c) ------------------------------------------------------- */
-/* A MATMUL node's geometry: rt_mm (runtime/plan.h). */
-/* Fills s for node id; false if it is not a matmul of concrete numeric shapes. */
-bool jit_cpu_mm_shape(const ir_graph *g, uint32_t id, rt_mm *s);
+/* A MATMUL node's geometry: rt_mm_of (runtime/plan.h). */
 /* Every dimension at most 64: generated inline, no BLAS. */
 bool jit_cpu_mm_small(const rt_mm *s);
 

@@ -4,9 +4,12 @@
  * CPU and graph; one code blob; the regions' nested images); this file writes and reads the CPU
  * plan section: the cache key and options, everything the plan decided (the fusion groups, the
  * steps with their work units, chains and aliases, the OpenBLAS products) and the kernels' symbols,
- * whose code is the container's object. Reading checks every index and count, then decides the
- * plan again for the graph (plan_decide.c) and refuses an image whose plan differs, before
- * anything runs: plan section = str key | i64 par_min | u8 exact, no_contract | groups | steps. */
+ * whose code is the container's object; the container adds the steps as the runtime runs them
+ * (symbol_of names their kernels), for a library without this backend. Reading checks every index
+ * and count, then decides the plan again for the graph (plan_decide.c) and refuses an image whose
+ * plan differs, and last checks the runtime's plan as any image's steps are checked
+ * (rt_plan_check), before anything runs: plan section = str key | i64 par_min |
+ * u8 exact, no_contract | groups | steps. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,102 +78,6 @@ unsigned char *jit_cpu_program_image(const rt_program *p, size_t *size) {
 }
 
 /* ---- reading --------------------------------------------------------------------------------- */
-/* Marks x made by step s; a value made twice is damage (a plan makes each value once). */
-static tj_status made(uint8_t *have, uint32_t x, uint32_t s) {
-    if (have[x])
-        return ir_errorf(TJ_ERR_CORRUPT, "cpu image: step %u makes %%%u again", s, x);
-    have[x] = 1;
-    return TJ_OK;
-}
-
-/* The steps' data flow: every input a step reads was made before it (a parameter, a source run
- * by an earlier step, or an earlier step's output) and every value is made once, so a damaged
- * image cannot run a kernel on a buffer that does not exist. */
-static tj_status check_flow(const cpu_prog *cp) {
-    const ir_graph *g = cp->rp.base.g;
-    uint8_t *have = calloc(g->n_nodes + 1, 1);
-    if (!have)
-        return ir_errorf(TJ_ERR_OOM, "cpu image: out of memory");
-    tj_status st = TJ_OK;
-    for (uint32_t s = 0; s < cp->n_steps && !st; s++) {
-        const step *sp = &cp->steps[s];
-        const ir_node *n = ir_node_get(g, sp->id);
-        for (uint32_t k = 0; k < sp->n_in && !st; k++)
-            if (!have[sp->in[k]])
-                st = ir_errorf(TJ_ERR_CORRUPT, "cpu image: step %u reads %%%u before it is made", s,
-                               sp->in[k]);
-        if (sp->kind == STEP_NODE || sp->kind == STEP_CF)
-            for (uint32_t k = 0; k < n->n_in && !st; k++)
-                if (!have[ir_inputs(g, n)[k]])
-                    st = ir_errorf(TJ_ERR_CORRUPT, "cpu image: node %%%u runs before its inputs",
-                                   sp->id);
-        bool fused = sp->kind == STEP_BLAS || sp->kind == STEP_CONV;
-        if (fused && (!have[sp->src[0]] || !have[sp->src[1]]))
-            st = ir_errorf(TJ_ERR_CORRUPT, "cpu image: product %%%u runs before its operands",
-                           sp->id);
-        for (uint32_t k = 0; fused && sp->epi && k < sp->epi->n_inputs && !st; k++)
-            if (sp->epi->inputs[k] != sp->id && !have[sp->epi->inputs[k]])
-                st =
-                    ir_errorf(TJ_ERR_CORRUPT, "cpu image: an epilogue reads %%%u before it is made",
-                              sp->epi->inputs[k]);
-        if (!st && sp->kind != STEP_GEN)
-            st = made(have, sp->id, s);
-        for (uint32_t k = 0; !st && fused && !sp->pool && sp->epi && k < sp->epi->n_outputs; k++)
-            st = made(have, sp->epi->outputs[k], s);
-        if (!st && sp->kind == STEP_CONV && sp->pool) /* what it pools stays inside the step */
-            st = made(have, sp->pool - 1, s);
-        for (uint32_t k = 0; !st && sp->kind == STEP_GEN && k < sp->n_out; k++)
-            st = made(have, sp->out[k], s);
-    }
-    for (uint32_t k = 0; k < g->n_outputs && !st; k++)
-        if (!have[g->outputs[k]])
-            st = ir_errorf(TJ_ERR_CORRUPT, "cpu image: output %u is never made", k);
-    free(have);
-    return st;
-}
-
-/* A product step as the plan makes it: its geometry the graph's (taken from the graph, not the
- * image), each operand the node's input, or what that input transposes (2-D, read through
- * BLAS's trans flag). */
-static bool blas_matches(const ir_graph *g, step *sp) {
-    const ir_node *n = ir_node_get(g, sp->id);
-    if (n->op != IR_OP_MATMUL || !jit_cpu_mm_shape(g, sp->id, &sp->mm) ||
-        (sp->mm.dt != TJ_F32 && sp->mm.dt != TJ_F64))
-        return false;
-    for (int k = 0; k < 2; k++) {
-        uint32_t in = ir_inputs(g, n)[k];
-        const ir_node *t = ir_node_get(g, in);
-        if (sp->trans[k] > 1 || (sp->trans[k] == 0 && sp->src[k] != in) ||
-            (sp->trans[k] == 1 && (t->op != IR_OP_TRANSPOSE || t->rank != 2 || t->a.n_list != 2 ||
-                                   t->a.list[0] != 1 || sp->src[k] != ir_inputs(g, t)[0])))
-            return false;
-    }
-    return true;
-}
-
-/* A convolution step as the plan makes it: a conv2d reading the step's operands, its epilogue
- * a group reading the convolution, its pool reading the epilogue's one output (or the
- * convolution), and a geometry the direct kernels take on this CPU. */
-static bool conv_matches(const ir_graph *g, const step *sp, const pass_group *epi) {
-    const ir_node *n = ir_node_get(g, sp->id);
-    if (n->op != IR_OP_CONV2D || n->n_in != 2 || sp->src[0] != ir_inputs(g, n)[0] ||
-        sp->src[1] != ir_inputs(g, n)[1])
-        return false;
-    bool reads = !epi;
-    for (uint32_t k = 0; epi && k < epi->n_inputs; k++)
-        reads = reads || epi->inputs[k] == sp->id;
-    if (!reads)
-        return false;
-    uint32_t pool = sp->pool ? sp->pool - 1 : IR_NONE;
-    if (pool != IR_NONE) {
-        const ir_node *p = ir_node_get(g, pool);
-        if (p->op != IR_OP_MAX_POOL2D || p->n_in != 1 ||
-            ir_inputs(g, p)[0] != (epi ? epi->outputs[0] : sp->id))
-            return false;
-    }
-    return jit_cpu_conv_fusable(g, sp->id, epi, pool);
-}
-
 /* Groups and steps of the image into cp, every index checked against g. */
 static tj_status read_plan(cpu_prog *cp, rt_rbuf *r) {
     const ir_graph *g = cp->rp.base.g;
@@ -244,12 +151,6 @@ static tj_status read_plan(cpu_prog *cp, rt_rbuf *r) {
             (epi == IR_NONE || (fused && epi < part->n_groups)) &&
             (sp->pool == 0 || (sp->kind == STEP_CONV && sp->pool <= nn)) &&
             (!sp->alias || (cp->steps[sp->alias - 1].name[0] && !cp->steps[sp->alias - 1].alias));
-        if (sp->kind == STEP_BLAS)
-            ok = ok && blas_matches(g, sp);
-        if (sp->kind == STEP_CF)
-            ok = ok && (ir_ops[ir_node_get(g, sp->id)->op].flags & IR_F_CF);
-        if (sp->kind == STEP_CONV && ok)
-            ok = conv_matches(g, sp, epi == IR_NONE ? NULL : &part->groups[epi]);
         if (!ok)
             return ir_errorf(TJ_ERR_CORRUPT, "cpu image: step %u is damaged", s);
         if (sp->kind == STEP_CONV)
@@ -265,14 +166,12 @@ static tj_status read_plan(cpu_prog *cp, rt_rbuf *r) {
         }
         if (sp->kind == STEP_NODE) {
             const ir_node *n = ir_node_get(g, sp->id);
-            if (n->op == IR_OP_CONST && !cp->rp.consts[sp->id] && /* twice: check_flow refuses */
+            if (n->op == IR_OP_CONST && !cp->rp.consts[sp->id] && /* twice: refused below */
                 !(cp->rp.consts[sp->id] = rt_const_tensor(g, n)))
                 return ir_last_code() ? ir_last_code() : TJ_ERR_OOM;
         }
     }
-    if (r->bad)
-        return ir_errorf(TJ_ERR_CORRUPT, "cpu image: the steps are damaged");
-    return check_flow(cp);
+    return r->bad ? ir_errorf(TJ_ERR_CORRUPT, "cpu image: the steps are damaged") : TJ_OK;
 }
 
 /* ---- the plan against its graph -------------------------------------------------------------- */
@@ -428,6 +327,8 @@ static rt_program *read_image(const ir_graph *g, rt_image_in *in) {
         st = jit_cpu_prog_finish(cp, rt_image_region, in);
     if (!st)
         st = rt_image_regions_done(in, cp->rp.regions != NULL);
+    if (!st) /* what the runtime checks of any image's steps, as it will run them */
+        st = rt_plan_check(&cp->rp);
     if (st) {
         jit_cpu_prog_free(&cp->rp.base);
         return NULL;
@@ -435,9 +336,17 @@ static rt_program *read_image(const ir_graph *g, rt_image_in *in) {
     return &cp->rp.base;
 }
 
+/* The symbol of step s's kernel (an alias calls its original's). */
+static const char *symbol_of(const rt_program *p, uint32_t s) {
+    const cpu_prog *cp = (const cpu_prog *)p;
+    const step *sp = &cp->steps[s];
+    return sp->alias ? cp->steps[sp->alias - 1].name : sp->name;
+}
+
 static const rt_image_ops cpu_image_ops = {
     .backend = "cpu",
     .codegen_id = TJ_CODEGEN_ID,
+    .symbol = symbol_of,
     .is_own = jit_cpu_is_program,
     .plan = write_plan,
     .code = code_of,

@@ -50,7 +50,7 @@ static tj_status build_steps(cpu_prog *cp, const jit_cpu_opts *o) {
             const char *why = "no generated lowering";
             if ((ir_ops[n->op].flags & IR_F_CF) && jit_cpu_cf_supported(g, id)) {
                 sp->kind = STEP_CF;
-            } else if (n->op == IR_OP_MATMUL && jit_cpu_mm_shape(g, id, &sp->mm)) {
+            } else if (n->op == IR_OP_MATMUL && rt_mm_of(g, id, &sp->mm)) {
                 if (ir_dtype_is_float(sp->mm.dt) && !jit_cpu_mm_small(&sp->mm) && !o->exact_math) {
                     if (!blas_asked)
                         blas = rt_blas_get();

@@ -70,24 +70,8 @@ static bool simple_epilogue(const cpu_prog *cp, const step *s, int32_t *bias_in,
 
 bool jit_cpu_conv_fusable(const ir_graph *g, uint32_t id, const pass_group *epi, uint32_t pool_id) {
     const ir_node *n = ir_node_get(g, id);
-    if (n->op != IR_OP_CONV2D || n->dtype != TJ_F32 || n->rank != 4 ||
-        ir_node_get(g, ir_inputs(g, n)[0])->dtype != TJ_F32 ||
-        ir_node_get(g, ir_inputs(g, n)[1])->dtype != TJ_F32 || (!epi && pool_id == IR_NONE))
-        return false;
-    rt_conv_geom cg, pg;
-    rt_plan_conv_geoms(g, id, pool_id, &cg, &pg);
-    if (!rt_conv_direct_usable(&cg) || cg.ow * cg.o > RT_CONV_BAND_FLOATS || cg.n * cg.oh == 0)
-        return false;
-    if (epi && (epi->n_inputs + epi->n_outputs > RT_PLAN_CONV_MAX_BUFS || epi->rank != 4 ||
-                memcmp(epi->dims, n->dims, sizeof n->dims[0] * 4) != 0))
-        return false;
-    if (pool_id == IR_NONE)
-        return true;
-    const ir_node *p = ir_node_get(g, pool_id);
-    /* a band of kh rows is exactly one pooled row: windows that tile the rows from the top */
-    return p->op == IR_OP_MAX_POOL2D && pg.dh == 1 && pg.dw == 1 && p->dtype == TJ_F32 &&
-           (!epi || epi->n_outputs == 1) && pg.kh == pg.sh && pg.pt == 0 && pg.oh >= 1 &&
-           pg.ow >= 1 && pg.kh * cg.ow * cg.o <= RT_CONV_BAND_FLOATS;
+    return rt_plan_conv_usable(g, id, pool_id, epi ? epi->n_inputs : 0, epi ? epi->n_outputs : 0) &&
+           (!epi || (epi->rank == 4 && memcmp(epi->dims, n->dims, sizeof n->dims[0] * 4) == 0));
 }
 
 void jit_cpu_prog_free(rt_program *p) {

@@ -8,8 +8,9 @@
  * program that loads runs only when its code is the genuine object (the input holds the seed's
  * object bytes unchanged): then whatever else was mutated (the plan: work units, buffers,
  * symbols, groups) must have been refused or be harmless, and the results must equal the genuine
- * program's bit for bit; anything else aborts. The seed input (the body of the function's own
- * image) is written to $FUZZ_IMAGE_SEED when set. */
+ * program's bit for bit; anything else aborts. The runtime's own reader (rt_image_read_steps, what
+ * the runtime-only library loads) parses every input too, and runs the genuine one. The seed input
+ * (the body of the function's own image) is written to $FUZZ_IMAGE_SEED when set. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* memmem */
 #endif
@@ -32,6 +33,8 @@ static ir_graph *graph;       /* the compiled function's graph, kept; the functi
 static unsigned char *object; /* the genuine program's object (its code), and its size */
 static size_t object_size;
 static tj_tensor *args[2], *want; /* fixed inputs and the genuine program's result */
+static unsigned char *seed_body;  /* the genuine image's body (what the seed holds) */
+static size_t seed_size;
 static int ready;
 
 static tj_tensor *model(tj_tensor *x, tj_tensor *w) {
@@ -64,6 +67,7 @@ static size_t header(unsigned char *p, const ir_graph *g) {
 static void teardown(void) {
     ir_graph_free(graph);
     free(object);
+    free(seed_body);
     tj_release(args[0]);
     tj_release(args[1]);
     tj_release(want);
@@ -105,18 +109,28 @@ static void setup(void) {
         if (c->prog->vt->run(c->prog, args, 2, c->caps, &want) != TJ_OK)
             want = NULL;
     }
-    if (!seed) {
-        free(img);
-        img = NULL;
-    }
     size_t hn = graph ? header(hdr, graph) : 0;
-    FILE *f = img && size > hn ? fopen(seed, "wb") : NULL;
+    if (img && size > hn && (seed_body = malloc(size - hn))) {
+        memcpy(seed_body, img + hn, size - hn);
+        seed_size = size - hn;
+    }
+    FILE *f = seed && img && size > hn ? fopen(seed, "wb") : NULL;
     if (f) {
         fwrite(img + hn, 1, size - hn, f);
         fclose(f);
     }
     free(img);
     tj_function_free(fn);
+}
+
+/* A refusal must be one of the statuses a damaged or foreign image gets. */
+static void refused(const char *by) {
+    if (ir_last_code() != TJ_ERR_CORRUPT && ir_last_code() != TJ_ERR_UNSUPPORTED &&
+        ir_last_code() != TJ_ERR_OOM) {
+        fprintf(stderr, "fuzz_image: %s refused it with an unexpected status %d: %s\n", by,
+                ir_last_code(), ir_last_error());
+        abort();
+    }
 }
 
 /* libFuzzer sets up before the first input (what that input allocates must be freed by it);
@@ -151,12 +165,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     if (p)
         p->vt->free(p);
-    else if (ir_last_code() != TJ_ERR_CORRUPT && ir_last_code() != TJ_ERR_UNSUPPORTED &&
-             ir_last_code() != TJ_ERR_OOM) {
-        fprintf(stderr, "fuzz_image: refused with an unexpected status %d: %s\n", ir_last_code(),
-                ir_last_error());
-        abort();
+    else
+        refused("the cpu backend");
+    ir_clear_error();
+    /* the runtime alone (its steps section): parsed and checked; run only when genuine, since it
+     * trusts the image's steps as it trusts its code */
+    p = rt_image_read_steps(graph, img, hn + size);
+    if (p && seed_body && size == seed_size && !memcmp(data, seed_body, size)) {
+        tj_tensor *got = NULL;
+        tj_status st = p->vt->run(p, args, 2, NULL, &got);
+        if (st != TJ_OK || !got ||
+            memcmp(tj_tensor_data(got), tj_tensor_data(want),
+                   (size_t)tj_tensor_numel(want) * sizeof(float))) {
+            fprintf(stderr, "fuzz_image: the genuine image read by the runtime alone gave %s\n",
+                    st ? tj_last_error() : "other results");
+            abort();
+        }
+        tj_release(got);
     }
+    if (p)
+        p->vt->free(p);
+    else
+        refused("the runtime alone");
     ir_clear_error();
     free(img);
     return 0;

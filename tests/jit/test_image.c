@@ -8,7 +8,10 @@
  * end, an unknown relocation type, an undefined symbol; and forged plans, well-formed images
  * whose steps say other work units, other buffers, another symbol or alias, or whose fusion
  * groups read their inputs in another order (issue 23: 15 such forgeries crashed, 1 hung and 18
- * gave wrong answers): the loader plans the graph again and compares. */
+ * gave wrong answers): the loader plans the graph again and compares. The runtime alone reads the
+ * same images from their steps section (what the runtime-only library runs), with the same bits;
+ * it refuses truncations and steps whose structure is damaged (read before made, made twice,
+ * other operands, an epilogue's bias out of range, empty units, a kernel without code). */
 #include <elf.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +21,7 @@
 #include "jit/jit.h"
 #include "runtime/objload.h"
 #include "runtime/image.h"
+#include "runtime/plan.h"
 #include "tj_codegen_id.h"
 
 static tj_tensor *dense(tj_tensor *x, tj_tensor *w) {
@@ -188,7 +192,69 @@ static void forged_plans(const char *name, const tj_concrete *c, const unsigned 
     CHECK_MSG(loaded == 0, "%s: %d of %d forged plans loaded", name, loaded, tried);
 }
 
-/* The image of f's program, loaded again: the same bits; then the damaged variants. */
+/* Damages the runtime's plan p one field at a time (on a fresh read each time) and checks it as
+ * the runtime reads any image's steps: every damage is refused, naming the step. */
+typedef enum { M_READ_LATER, M_MADE_TWICE, M_SRC, M_BIAS, M_UNIT_LEN, M_KIND, M_N } mutation;
+static int mutate(rt_plan *p, uint32_t s, mutation m) {
+    rt_step *sp = &p->steps[s];
+    switch (m) {
+    case M_READ_LATER: /* an input a later step makes */
+        for (uint32_t r = s + 1; sp->n_in && r < p->n_steps; r++)
+            if (p->steps[r].kind == RT_STEP_KERNEL && p->steps[r].n_out) {
+                sp->in[0] = p->steps[r].out[0];
+                return 1;
+            }
+        return 0;
+    case M_MADE_TWICE: /* an output an earlier step made */
+        for (uint32_t r = 0; sp->kind == RT_STEP_KERNEL && r < s; r++)
+            if (p->steps[r].kind == RT_STEP_KERNEL && p->steps[r].n_out) {
+                sp->out[0] = p->steps[r].out[0];
+                return 1;
+            }
+        return 0;
+    case M_SRC: /* a product or convolution reading what its node does not */
+        if (sp->kind != RT_STEP_GEMM && sp->kind != RT_STEP_CONV)
+            return 0;
+        sp->src[0] = sp->src[1];
+        return 1;
+    case M_BIAS:
+        return rt_step_has_epi(sp) ? (sp->epi_bias = (int32_t)sp->epi.n_in, 1) : 0;
+    case M_UNIT_LEN:
+        return sp->units.n_units > 0 ? (sp->units.unit_len = 0, 1) : 0;
+    case M_KIND: /* a reference step said to be a kernel without one, or the reverse */
+        if (sp->kind == RT_STEP_NODE)
+            return sp->kind = RT_STEP_KERNEL, 1;
+        return sp->kind == RT_STEP_KERNEL ? (sp->kind = RT_STEP_NODE, 1) : 0;
+    default:
+        return 0;
+    }
+}
+static void damaged_steps(const char *name, const tj_concrete *c, const unsigned char *img,
+                          size_t size) {
+    int tried = 0;
+    for (int m = 0; m < M_N; m++)
+        for (uint32_t s = 0;; s++) {
+            rt_program *q = rt_image_read_steps(c->graph, img, size);
+            rt_plan *p = (rt_plan *)q;
+            bool more = q && s < p->n_steps, applied = more && mutate(p, s, (mutation)m);
+            if (applied) {
+                tried++;
+                tj_status st = rt_plan_check(p);
+                CHECK_MSG(st == TJ_ERR_CORRUPT, "%s: damage %d of step %u passed the check", name,
+                          m, s);
+                if (st == TJ_ERR_CORRUPT && m != M_READ_LATER && m != M_MADE_TWICE)
+                    CHECK_HAS(tj_last_error(), "is damaged");
+            }
+            if (q) /* the mutation leaves every pointer the plan owns in place */
+                q->vt->free(q);
+            if (!more)
+                break;
+        }
+    CHECK_MSG(tried >= 4, "%s: only %d damages applied", name, tried);
+}
+
+/* The image of f's program, loaded again: the same bits; then the damaged variants. The same
+ * image read by the runtime alone (its steps section, no CPU backend): the same bits too. */
 static void round_trip(const char *name, void *fn, int64_t n, int truncations) {
     tj_function *f = tj_function_new(name, fn, 2, NULL);
     tj_tensor *x = rand2(n, n, 1), *w = rand2(n, n, 2);
@@ -209,6 +275,26 @@ static void round_trip(const char *name, void *fn, int64_t n, int truncations) {
         p->vt->free(p);
         if (truncations)
             forged_plans(name, c, img, size);
+    }
+    rt_program *rp = img ? rt_image_read_steps(c->graph, img, size) : NULL;
+    CHECK_MSG(rp && rt_is_saved_program(rp), "%s: the runtime alone: %s", name, tj_last_error());
+    if (rp) {
+        tj_tensor *a = run(c->prog, c, x, w), *b = run(rp, c, x, w);
+        same_bits(a, b);
+        tj_release(a);
+        tj_release(b);
+        rp->vt->free(rp);
+        if (truncations)
+            damaged_steps(name, c, img, size);
+    }
+    for (size_t k = 0; img && truncations && k < size; k += k < 4096 ? 7 : 211) {
+        rt_program *q = rt_image_read_steps(c->graph, img, k);
+        CHECK_MSG(!q && ir_last_code() == TJ_ERR_CORRUPT,
+                  "%s: a %zu-byte prefix loaded by the runtime alone", name, k);
+        if (q) {
+            q->vt->free(q);
+            break;
+        }
     }
     /* every truncation is refused (all of them in the header and plan, then a sample) */
     for (size_t k = 0; img && truncations && k < size; k += k < 8192 ? 1 : 61) {

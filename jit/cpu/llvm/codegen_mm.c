@@ -67,7 +67,7 @@ static void emit_segment(em *e, LLVMValueRef fn, const rt_mm *s, LLVMValueRef A,
 tj_status jit_cpu_mm_emit(LLVMModuleRef mod, const ir_graph *g, uint32_t id, const char *name,
                           const jit_cpu_opts *o, rt_units *plan) {
     rt_mm s;
-    if (!jit_cpu_mm_shape(g, id, &s))
+    if (!rt_mm_of(g, id, &s))
         return ir_errorf(TJ_ERR_UNSUPPORTED, "cpu jit: matmul %%%u: no generated lowering", id);
     bool strict = o->no_contract;
     em E;
