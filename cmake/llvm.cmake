@@ -1,8 +1,8 @@
 # llvm.cmake — optional LLVM 19 for the CPU backend's code generator (jit/cpu/llvm/). Included
 # OPTIONALly by the root CMakeLists. Finds LLVM 19 through llvm-config-19 (or find_package(LLVM 19
 # CONFIG)), sets TJ_LLVM_INCLUDE and TJ_LLVM_LIBS (the root gives them to tj_cpu_llvm) and
-# appends the shared libLLVM to TJ_EXTRA_LIBS. Without LLVM, libtracejit links jit/cpu/none/ as
-# libtracejit_rt does: it runs saved and cached native code and compiles none.
+# appends the shared libLLVM to TJ_EXTRA_LIBS. Without LLVM, libtracejit links jit/cpu/none/: it
+# runs saved and cached native code and compiles none.
 option(TJ_WITH_LLVM "Build the LLVM CPU JIT backend when LLVM 19 is found" ON)
 if(NOT TJ_WITH_LLVM)
   return()

@@ -89,13 +89,17 @@ tj_tensor *jit_concrete_check_args(const tj_concrete *c, int nargs, tj_tensor *c
     return NULL;
 }
 
-tj_tensor *tj_concrete_call(tj_concrete *c, int nargs, tj_tensor *const *args) {
+tj_tensor *jit_concrete_call(tj_concrete *c, int nargs, tj_tensor *const *args) {
     if (!c)
-        return rt_scoped(rt_errorf(TJ_ERR_INVALID, "concrete_call: concrete function is NULL"));
+        return rt_errorf(TJ_ERR_INVALID, "concrete_call: concrete function is NULL");
     tj_tensor *err = jit_check_args("concrete_call", c->fn, nargs, args);
     if (!err)
         err = jit_concrete_check_args(c, nargs, args);
-    return rt_scoped(err ? err : jit_run_concrete(c, args));
+    return err ? err : jit_run_concrete(c, args);
+}
+
+tj_tensor *tj_concrete_call(tj_concrete *c, int nargs, tj_tensor *const *args) {
+    return rt_scoped(jit_concrete_call(c, nargs, args));
 }
 
 char *tj_concrete_graph_text(const tj_concrete *c) {

@@ -334,12 +334,8 @@ static tj_concrete *lookup(tj_function *f, uint64_t h, tj_tensor *const *args, i
  * tensors), the tier released after the first call. A check-numerics failure names the function
  * and the signature it was called with. */
 static tj_status run_program(tj_concrete *c, tj_tensor *const *args, tj_tensor **outs) {
-    for (uint32_t i = 0; i < c->n_locks; i++)
-        rt_variable_lock(c->locks[i]);
-    rt_program *prog = jit_concrete_program(c);
-    tj_status st = prog->vt->run(prog, args, c->nargs, c->caps, outs);
-    for (uint32_t i = c->n_locks; i-- > 0;)
-        rt_variable_unlock(c->locks[i]);
+    tj_status st =
+        rt_run_locked(jit_concrete_program(c), args, c->nargs, c->caps, c->locks, c->n_locks, outs);
     jit_tier_go(c, 1);
     if (st && strncmp(ir_last_error(), "check_numerics:", 15) == 0) {
         char sig[512] = "", a[160], msg[1024]; /* the signature as tj_function_signatures has it */
@@ -360,16 +356,7 @@ tj_tensor *jit_run_concrete(tj_concrete *c, tj_tensor *const *args) {
     if (!outs)
         return rt_errorf(TJ_ERR_OOM, "%s: out of memory", c->name);
     tj_status st = run_program(c, args, outs);
-    tj_tensor *res;
-    if (st) {
-        res = rt_error_from_status(st);
-    } else if (c->result_kind == JIT_RESULT_SINGLE) {
-        res = outs[0];
-    } else {
-        res = rt_tuple_new((int)n_out, outs);
-        for (uint32_t k = 0; k < n_out; k++)
-            rt_release(outs[k]);
-    }
+    tj_tensor *res = st ? rt_error_from_status(st) : rt_result_of(c->result_kind, n_out, outs);
     if (outs != stack_outs)
         free(outs);
     return res;

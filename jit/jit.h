@@ -13,6 +13,7 @@
 #include "jit/backend.h"
 #include "passes/passes.h"
 #include "api/api.h"
+#include "runtime/module.h"
 
 /* One argument of a call signature: a tensor's dtype and dims, or a static value. */
 typedef struct jit_argsig {
@@ -23,7 +24,11 @@ typedef struct jit_argsig {
     tj_tensor *value;          /* static value (retained), else NULL */
 } jit_argsig;
 
-enum { JIT_RESULT_NONE = 0, JIT_RESULT_SINGLE, JIT_RESULT_TUPLE };
+enum {
+    JIT_RESULT_NONE = RT_RESULT_NONE,
+    JIT_RESULT_SINGLE = RT_RESULT_SINGLE,
+    JIT_RESULT_TUPLE = RT_RESULT_TUPLE
+};
 
 /* TJ_DUMP: writes the concrete function's traced graph and its kernels as DOT beside the
  * text IR (<dir>/<function>.<signature hash>.traced.dot, .kernels.dot). */
@@ -137,6 +142,8 @@ tj_concrete *jit_build_concrete(tj_function *f, const jit_argsig *sig, uint64_t 
 tj_status jit_fn_publish(tj_function *f, tj_concrete *c);
 void jit_concrete_free(tj_concrete *c);
 tj_tensor *jit_run_concrete(tj_concrete *c, tj_tensor *const *args);
+/* tj_concrete_call's result unscoped (a new reference). */
+tj_tensor *jit_concrete_call(tj_concrete *c, int nargs, tj_tensor *const *args);
 /* NULL when args[0..nargs) match c's signature, else the error tensor naming the input. */
 tj_tensor *jit_concrete_check_args(const tj_concrete *c, int nargs, tj_tensor *const *args);
 /* A concrete function for a graph that was not traced here (a saved module's): `name`

@@ -190,32 +190,9 @@ static void log_retrace(tj_function *f, const jit_argsig *sig, uint64_t call_idx
     }
 }
 
-static int by_id(const void *a, const void *b) {
-    uint64_t x = (*(tj_variable *const *)a)->id, y = (*(tj_variable *const *)b)->id;
-    return x < y ? -1 : x > y;
-}
-
 /* The variables c's graph assigns, sorted by id so concurrent runs lock them in one order. */
 static tj_status collect_locks(tj_concrete *c) {
-    uint8_t *assigned = calloc((size_t)c->n_caps + 1, 1); /* inside regions too */
-    if (!assigned)
-        return ir_errorf(TJ_ERR_OOM, "out of memory");
-    ir_assigned_slots(c->graph, assigned, c->n_caps);
-    uint32_t n = 0;
-    for (uint32_t s = 0; s < c->n_caps; s++)
-        n += assigned[s];
-    c->locks = n ? malloc(n * sizeof *c->locks) : NULL;
-    if (n && !c->locks) {
-        free(assigned);
-        return ir_errorf(TJ_ERR_OOM, "out of memory");
-    }
-    for (uint32_t s = 0; s < c->n_caps; s++)
-        if (assigned[s])
-            c->locks[c->n_locks++] = c->caps[s];
-    free(assigned);
-    if (c->n_locks > 1)
-        qsort(c->locks, c->n_locks, sizeof *c->locks, by_id);
-    return TJ_OK;
+    return rt_assigned_vars(c->graph, c->caps, c->n_caps, &c->locks, &c->n_locks);
 }
 
 /* ---- tiered compilation ------------------------------------------------------------------------
