@@ -7,10 +7,13 @@
  * backend: so this half cannot run `model` itself; no libLLVM on its link line, and none mapped:
  * checked through /proc/self/maps), loads that module, and checks that every function runs the
  * saved code, read by the runtime from the image's steps, and matches the eager values. Loading
- * the graph only must fall back to the interpreter here, and say so. */
+ * the graph only must fall back to the interpreter here, and say so; so must an image for a CPU
+ * with other features; a cut image is an error naming its file, and a call with another signature
+ * one naming the input. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "check.h"
 #include <tracejit.h>
@@ -131,6 +134,82 @@ static int mapped(const char *name) {
     return found;
 }
 
+static uint64_t fnv1a(const unsigned char *p, size_t n) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static void put_file(const char *path, const void *p, size_t n) {
+    FILE *f = fopen(path, "wb");
+    CHECK(f && fwrite(p, 1, n, f) == n);
+    if (f)
+        fclose(f);
+}
+
+/* A copy of the module in src as dst, its native image changed by damage(image, &size) and the
+ * manifest's checksums made to match (what a hostile or foreign image looks like once past the
+ * file checks). */
+static void copy_damaged(const char *src, const char *dst,
+                         void (*damage)(unsigned char *, size_t *)) {
+    const char *files[] = {"variables.ckpt", "model.tjir", NULL};
+    char a[4096], b[4096], img_name[512] = "";
+    check_rm_dir(dst);
+    mkdir(dst, 0755);
+    for (int k = 0; files[k]; k++) {
+        size_t n = 0;
+        snprintf(a, sizeof a, "%s/%s", src, files[k]);
+        snprintf(b, sizeof b, "%s/%s", dst, files[k]);
+        char *p = check_slurp_n(a, &n);
+        put_file(b, p, n);
+        free(p);
+    }
+    snprintf(a, sizeof a, "%s/module.tjm", src);
+    char *man = check_slurp(a), *line = man ? strstr(man, "\nnative ") : NULL;
+    CHECK(line && sscanf(line + 8, "%511s", img_name) == 1);
+    if (!line)
+        return free(man);
+    size_t n = 0;
+    snprintf(a, sizeof a, "%s/%s", src, img_name);
+    unsigned char *img = (unsigned char *)check_slurp_n(a, &n);
+    damage(img, &n);
+    snprintf(b, sizeof b, "%s/%s", dst, img_name);
+    put_file(b, img, n);
+    /* the native line's checksum, then the manifest's own (its last line) */
+    char *sum = line + 8 + strlen(img_name) + 1, hex[17];
+    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)fnv1a(img, n));
+    memcpy(sum, hex, 16);
+    char *last = strstr(man, "checksum ");
+    while (last && strstr(last + 1, "checksum "))
+        last = strstr(last + 1, "checksum ");
+    snprintf(hex, sizeof hex, "%016llx",
+             (unsigned long long)fnv1a((unsigned char *)man, (size_t)(last - man)));
+    memcpy(last + 9, hex, 16);
+    snprintf(b, sizeof b, "%s/module.tjm", dst);
+    put_file(b, man, strlen(man));
+    free(img);
+    free(man);
+}
+
+/* The image's CPU feature words, every bit of one set: compiled for a CPU this one is not. */
+static void other_cpu(unsigned char *img, size_t *n) {
+    size_t at = 8;
+    for (int s = 0; s < 3; s++) { /* code generator id, backend, target */
+        uint32_t len;
+        memcpy(&len, img + at, 4);
+        at += 4 + len;
+    }
+    if (at + 12 <= *n)
+        memset(img + at + 8, 0xff, 4);
+}
+
+/* The image cut inside its sections. */
+static void cut_short(unsigned char *img, size_t *n) {
+    (void)img;
+    *n = *n * 2 / 3;
+}
+
 static void compare(tj_tensor *got, tj_tensor *want) {
     CHECK_EQ_INT(tj_tensor_numel(got), tj_tensor_numel(want));
     const float *a = tj_tensor_data(got), *b = tj_tensor_data(want);
@@ -188,6 +267,35 @@ int main(int argc, char **argv) {
         tj_release(gi);
         tj_module_free(mg);
     }
+    /* an image for a CPU with other features: the graph on the interpreter, saying why */
+    char dir2[4200];
+    snprintf(dir2, sizeof dir2, "%s-damaged", argv[1]);
+    copy_damaged(argv[1], dir2, other_cpu);
+    tj_module *mc = tj_module_load(dir2);
+    CHECK_MSG(mc != NULL, "%s", tj_last_error());
+    if (mc) {
+        CHECK_HAS(tj_module_runs_on(mc, "model"), "interpreter (");
+        CHECK_HAS(tj_module_runs_on(mc, "model"),
+                  "compiled for a CPU with features this one lacks");
+        tj_tensor *gc = tj_module_call(mc, "model", 1, &x);
+        compare(gc, want);
+        tj_release(gc);
+        tj_module_free(mc);
+    }
+    /* a damaged image is an error naming the file, never run */
+    copy_damaged(argv[1], dir2, cut_short);
+    CHECK(tj_module_load(dir2) == NULL);
+    CHECK_HAS(tj_last_error(), "module_load: ");
+    CHECK_HAS(tj_last_error(), ".tjx: ");
+    CHECK_HAS(tj_last_error(), "lies past the end");
+    /* a call with another signature names the input */
+    int64_t bad_d[2] = {B, K + 1};
+    tj_tensor *bad = ramp(2, bad_d, 1.0f), *r = tj_module_call(m, "model", 1, &bad);
+    CHECK_EQ_INT(tj_status_of(r), TJ_ERR_SIGNATURE);
+    CHECK_HAS(tj_error_message(r), "input #0(zero-based)");
+    tj_release(r);
+    tj_release(bad);
+    check_rm_dir(dir2);
     CHECK(!mapped("libLLVM"));
     tj_release(want);
     tj_release(got);
