@@ -73,11 +73,26 @@ enum { RT_MODULE_MAX_MANIFEST = 1 << 20 };
 tj_status rt_assigned_vars(const ir_graph *g, tj_variable *const *caps, uint32_t n_caps,
                            tj_variable ***out, uint32_t *n_out);
 /* Runs p under the locks of locks[0..n_locks) (rt_assigned_vars), outputs into outs as
- * rt_program_vt.run does. */
-tj_status rt_run_locked(rt_program *p, tj_tensor *const *args, uint32_t n_args, tj_variable **caps,
-                        tj_variable *const *locks, uint32_t n_locks, tj_tensor **outs);
+ * rt_program_vt.run does. Inline: every call of a compiled function passes here. */
+static inline tj_status rt_run_locked(rt_program *p, tj_tensor *const *args, uint32_t n_args,
+                                      tj_variable **caps, tj_variable *const *locks,
+                                      uint32_t n_locks, tj_tensor **outs) {
+    for (uint32_t i = 0; i < n_locks; i++)
+        rt_variable_lock(locks[i]);
+    tj_status st = p->vt->run(p, args, n_args, caps, outs);
+    for (uint32_t i = n_locks; i-- > 0;)
+        rt_variable_unlock(locks[i]);
+    return st;
+}
 /* A function's result from its program's outputs outs[0..n) (references consumed): outs[0]
  * (RT_RESULT_SINGLE), else a tuple of them. */
-tj_tensor *rt_result_of(int kind, uint32_t n, tj_tensor **outs);
+static inline tj_tensor *rt_result_of(int kind, uint32_t n, tj_tensor **outs) {
+    if (kind == RT_RESULT_SINGLE)
+        return outs[0];
+    tj_tensor *res = rt_tuple_new((int)n, outs);
+    for (uint32_t k = 0; k < n; k++)
+        rt_release(outs[k]);
+    return res;
+}
 
 #endif /* TJ_RUNTIME_MODULE_H */
