@@ -1,8 +1,9 @@
 /* tiles.h — private to runtime/kernels/: the register tiles shared by the direct convolutions
- * (conv_direct.c) and the f32 products (gemm_packed.c). A tile is NV vectors (1 to 4, the last
- * one masked) by a block of B pixels, taps or rows, at most 24 accumulators of 32 registers;
- * every block size is compiled so that a run splits into near-equal blocks (14 = 5 + 5 + 4, not
- * 6 + 6 + 1 + 1: a one-row block has too few accumulators to hide the FMA latency). */
+ * and the f32 products (direct_kernels.inc). A tile is NV vectors (1 to 4, the last one masked)
+ * by a block of B pixels, taps or rows, at most 24 accumulators (of AVX-512's 32 registers; 12
+ * of AVX2's 16); every block size is compiled so that a run splits into near-equal blocks
+ * (14 = 5 + 5 + 4, not 6 + 6 + 1 + 1: a one-row block has too few accumulators to hide the FMA
+ * latency). */
 #ifndef TJ_RT_TILES_H
 #define TJ_RT_TILES_H
 
@@ -10,34 +11,7 @@
 
 #include "runtime/runtime.h"
 
-/* AVX-512 code is compiled per function (TGT) and picked at run time (__builtin_cpu_supports) */
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-#define HAVE_X86 1
-#define TGT __attribute__((target("avx512f")))
-#else
-#define HAVE_X86 0
-#endif
-
-#if HAVE_X86
-/* The lanes of a vector that n elements (n >= 1) fill: all 16 from n = 16 on. */
-static inline __mmask16 rt_lanes(int64_t n) {
-    return (__mmask16)(n >= 16 ? 0xffff : (1u << n) - 1);
-}
-#endif
-
-/* 1 when the kernels may use AVX-512 F here (rt_isa(): the CPU, the OS and TJ_ISA agree) */
-static inline int rt_avx512(void) {
-#if HAVE_X86
-    return rt_isa() >= RT_ISA_AVX512;
-#else
-    return 0;
-#endif
-}
-
-enum { RT_TILE_BIG = 12 };
-/* the largest block per NV */
-static const int rt_tile_big[4] = {12, 12, 8, 6};
+enum { RT_TILE_BIG = 12 }; /* the largest block of any ISA (direct.h: rt_simd_kernels.tile_big) */
 
 /* Instantiates T(NV, B) for every tile. (clang-format re-indents this list on every pass.) */
 // clang-format off
