@@ -74,6 +74,29 @@ static void warm_up(void) {
     LLVMContextDispose(ctx);
 }
 
+/* The host's features, limited to what TJ_ISA allows (rt_isa(): the same query the hand-written
+ * kernels and the planner ask): below AVX-512 its instructions are turned off, below AVX2 AVX
+ * itself (LLVM turns off what implies a feature it turns off), so generated code runs on a CPU
+ * of that kind and one machine tests every path it can execute. A new string (LLVM's). */
+static char *limited_features(char *host) {
+#if defined(__x86_64__)
+    const char *has = NULL, *off = NULL;
+    if (rt_isa() < RT_ISA_AVX512)
+        has = "+avx512f", off = ",-avx512f";
+    if (rt_isa() < RT_ISA_AVX2)
+        has = "+avx", off = ",-avx";
+    char *s = has && strstr(host, has) ? malloc(strlen(host) + strlen(off) + 1) : NULL;
+    if (s) {
+        strcpy(s, host);
+        strcat(s, off);
+        LLVMDisposeMessage(host);
+        host = LLVMCreateMessage(s); /* disposed as LLVM's strings are */
+        free(s);
+    }
+#endif
+    return host;
+}
+
 static void init_once(void) {
     L.status = TJ_ERR_UNSUPPORTED;
     if (LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter()) {
@@ -82,7 +105,7 @@ static void init_once(void) {
     }
     L.triple = LLVMGetDefaultTargetTriple();
     L.cpu = LLVMGetHostCPUName();
-    L.features = LLVMGetHostCPUFeatures();
+    L.features = limited_features(LLVMGetHostCPUFeatures());
     LLVMTargetRef target;
     char *err = NULL;
     if (LLVMGetTargetFromTriple(L.triple, &target, &err)) {
