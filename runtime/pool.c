@@ -1,10 +1,15 @@
 /* pool.c — the process-wide thread pool behind rt_parallel_for. Workers are started lazily on
  * the first parallel loop; one loop runs at a time (others, and nested loops, run inline on their
- * caller, so a task may itself call rt_parallel_for without deadlock). Tasks are handed out by an
- * atomic counter; the caller takes part and returns only once every worker has left the loop.
+ * caller, so a task may itself call rt_parallel_for without deadlock). Tasks are handed out from
+ * one atomic word, the loop's tag beside the next task's index, so only a thread that joins
+ * while the loop still has work takes any; the caller takes part and returns once every task
+ * has finished, not once every worker has looked. A worker another process keeps off its core
+ * (a shared machine) then costs the loop nothing: the others take its share, and the caller
+ * does not wait for it to wake up only to find the loop done (that wait, a scheduler slice of
+ * milliseconds per loop, made 2 threads slower than 1 beside a busy process).
  *
  * A worker that finished a loop spins for up to SPIN_NS watching for the next one before it
- * sleeps on the condition variable, and the caller spins the same way for the workers to finish:
+ * sleeps on the condition variable, and the caller spins the same way for the tasks to finish:
  * a futex wake-up costs 5-50 us on a VM, as much as a small layer's whole product, and loops come
  * back to back inside a call. rt_pool_quiet() sends spinning workers to sleep at once: called
  * before OpenBLAS runs, whose own threads would otherwise compete with ours for the cores. */
@@ -23,6 +28,13 @@
 #include "runtime/rt_pool.h"
 #include "runtime/runtime.h"
 
+/* The hand-out word: the loop's tag (its generation, modulo 2^TAG_BITS) in the high bits, the
+ * next task's index below. A thread takes tasks only by a compare-and-swap that finds its own
+ * loop's tag, so one that read the loop late (preempted between reading and taking) can never
+ * take a later loop's tasks with this loop's function. */
+enum { TAG_BITS = 24, INDEX_BITS = 64 - TAG_BITS };
+#define INDEX_MASK (((uint64_t)1 << INDEX_BITS) - 1)
+
 typedef struct pool {
     pthread_mutex_t mu;
     pthread_cond_t cv_work, cv_done;
@@ -30,11 +42,13 @@ typedef struct pool {
     int n_workers;
     int stop;
     atomic_uint_fast64_t gen; /* bumped for every loop (release: fn, ctx, n_tasks are set) */
-    atomic_int n_finished;    /* workers done with the current generation */
-    rt_task_fn fn;
-    void *ctx;
-    int64_t n_tasks;
-    atomic_int_fast64_t next;
+    atomic_int_fast64_t done; /* tasks of the current loop finished */
+    /* the current loop: atomics because a late worker may read them while the next loop's are
+     * written (it then finds the word's tag changed and uses none of them) */
+    _Atomic(rt_task_fn) fn;
+    _Atomic(void *) ctx;
+    atomic_int_fast64_t n_tasks;
+    atomic_uint_fast64_t next; /* tag | index of the next task */
 } pool;
 
 static pthread_mutex_t g_submit = PTHREAD_MUTEX_INITIALIZER; /* held while a loop runs */
@@ -74,7 +88,7 @@ static int new_gen(const pool *p, uint64_t seen) {
     return atomic_load_explicit(&p->gen, memory_order_acquire) != seen;
 }
 static int all_done(const pool *p, uint64_t n) {
-    return (uint64_t)atomic_load_explicit(&p->n_finished, memory_order_acquire) >= n;
+    return (uint64_t)atomic_load_explicit(&p->done, memory_order_acquire) >= n;
 }
 
 void rt_pool_quiet(void) {
@@ -97,23 +111,35 @@ int rt_pool_size(void) {
  * so a loop of many small tasks (a convolution's 700 bands of two rows) touches the shared
  * counter a few dozen times instead of once per task (a cache line that crosses cores each
  * time), and the chunks shrink to single tasks at the end, where the balance is made (1/4, not
- * 1/2: a thread that another process slows then holds less of the work). */
-static void run_tasks(pool *p, rt_task_fn fn, void *ctx, int64_t n) {
+ * 1/2: a thread that another process slows then holds less of the work). Runs the tasks of loop
+ * `tag` (fn, ctx, n read for it) while it has any; the thread that finishes the last one wakes
+ * the caller should it sleep. */
+static void run_tasks(pool *p, uint64_t tag, rt_task_fn fn, void *ctx, int64_t n) {
     int64_t parts = 4 * ((int64_t)p->n_workers + 1);
-    int64_t i = atomic_load_explicit(&p->next, memory_order_relaxed);
+    uint64_t w = atomic_load_explicit(&p->next, memory_order_acquire);
     for (;;) {
-        int64_t chunk;
+        int64_t i, chunk;
         do {
-            if (i >= n)
-                return;
+            i = (int64_t)(w & INDEX_MASK);
+            if (w >> INDEX_BITS != tag || i >= n)
+                return; /* another loop's word, or nothing left of this one */
             chunk = (n - i) / parts;
             chunk = chunk < 1 ? 1 : chunk;
         } while (!atomic_compare_exchange_weak_explicit(
-            &p->next, &i, i + chunk, memory_order_relaxed, memory_order_relaxed));
+            &p->next, &w, w + (uint64_t)chunk, memory_order_acquire, memory_order_acquire));
         for (int64_t e = i + chunk; i < e; i++)
             fn(ctx, i);
-        i = atomic_load_explicit(&p->next, memory_order_relaxed);
+        if (atomic_fetch_add_explicit(&p->done, chunk, memory_order_acq_rel) + chunk == n) {
+            pthread_mutex_lock(&p->mu); /* the caller may be asleep: wake it under the mutex */
+            pthread_cond_signal(&p->cv_done);
+            pthread_mutex_unlock(&p->mu);
+        }
+        w = atomic_load_explicit(&p->next, memory_order_acquire);
     }
+}
+
+static uint64_t tag_of(uint64_t gen) {
+    return gen & (((uint64_t)1 << TAG_BITS) - 1);
 }
 
 static void *worker(void *arg) {
@@ -132,13 +158,10 @@ static void *worker(void *arg) {
         seen = atomic_load_explicit(&p->gen, memory_order_acquire);
         if (seen == UINT64_MAX) /* rt_pool_shutdown's generation */
             break;
-        run_tasks(p, p->fn, p->ctx, p->n_tasks);
-        if (atomic_fetch_add_explicit(&p->n_finished, 1, memory_order_acq_rel) + 1 ==
-            p->n_workers) { /* the caller may be asleep: wake it under the mutex */
-            pthread_mutex_lock(&p->mu);
-            pthread_cond_signal(&p->cv_done);
-            pthread_mutex_unlock(&p->mu);
-        }
+        /* read for loop `seen`; used only if the hand-out word still carries its tag */
+        run_tasks(p, tag_of(seen), atomic_load_explicit(&p->fn, memory_order_relaxed),
+                  atomic_load_explicit(&p->ctx, memory_order_relaxed),
+                  atomic_load_explicit(&p->n_tasks, memory_order_relaxed));
     }
     return NULL;
 }
@@ -181,7 +204,7 @@ static pool *pool_get(void) {
 void rt_parallel_for(int64_t n_tasks, rt_task_fn fn, void *ctx) {
     if (n_tasks <= 0)
         return;
-    if (n_tasks == 1 || pthread_mutex_trylock(&g_submit) != 0) {
+    if (n_tasks == 1 || (uint64_t)n_tasks > INDEX_MASK || pthread_mutex_trylock(&g_submit) != 0) {
         for (int64_t i = 0; i < n_tasks; i++)
             fn(ctx, i);
         return;
@@ -194,20 +217,21 @@ void rt_parallel_for(int64_t n_tasks, rt_task_fn fn, void *ctx) {
         return;
     }
     pthread_mutex_lock(&p->mu);
-    p->fn = fn;
-    p->ctx = ctx;
-    p->n_tasks = n_tasks;
-    atomic_store(&p->n_finished, 0);
-    atomic_store(&p->next, 0);
-    atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
+    atomic_store_explicit(&p->fn, fn, memory_order_relaxed);
+    atomic_store_explicit(&p->ctx, ctx, memory_order_relaxed);
+    atomic_store_explicit(&p->n_tasks, n_tasks, memory_order_relaxed);
+    atomic_store(&p->done, 0);
+    uint64_t gen = atomic_load(&p->gen) + 1;
+    atomic_store_explicit(&p->next, tag_of(gen) << INDEX_BITS, memory_order_release);
+    atomic_store_explicit(&p->gen, gen, memory_order_release);
     pthread_cond_broadcast(&p->cv_work);
     pthread_mutex_unlock(&p->mu);
 
-    run_tasks(p, fn, ctx, n_tasks);
+    run_tasks(p, tag_of(gen), fn, ctx, n_tasks);
 
-    if (!spin_until(all_done, p, (uint64_t)p->n_workers)) {
+    if (!spin_until(all_done, p, (uint64_t)n_tasks)) {
         pthread_mutex_lock(&p->mu);
-        while (atomic_load(&p->n_finished) < p->n_workers)
+        while (atomic_load(&p->done) < n_tasks)
             pthread_cond_wait(&p->cv_done, &p->mu);
         pthread_mutex_unlock(&p->mu);
     }
