@@ -7,8 +7,9 @@
  * spin (sched_yield) for 2^28 cycles by default, taking the cores the runtime's pool needs between
  * two products (pooling, im2col, fused kernels: a training step alternates them); unless the
  * user set OPENBLAS_THREAD_TIMEOUT it is set to 12 (2^12 cycles, ~1 us) for the dlopen: the seed
- * CNN's step went from 31-37 to 27-28 ms (bench/RESULTS.md). Its thread count
- * is the runtime pool's (TJ_NUM_THREADS). TJ_NO_BLAS=1, read at each compile, turns it off. */
+ * CNN's step went from 31-37 to 27-28 ms (bench/RESULTS.md). It runs single-threaded inside the
+ * runtime pool's tasks (SPLIT_GEMM), so one set of threads (TJ_NUM_THREADS) runs everything.
+ * TJ_NO_BLAS=1, read at each compile, turns it off. */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -67,24 +68,66 @@ enum { ROW_MAJOR = 101, TRANS = 112, PAD_COLS = 16 };
         free(cp);                                                                                  \
         return true;                                                                               \
     }
-PADDED_GEMM(padded_sgemm, float, real_sgemm)
-PADDED_GEMM(padded_dgemm, double, real_dgemm)
 
-/* OpenBLAS's threads take the cores: the pool's spinning workers sleep first (pool.c) */
-static void quiet_sgemm(int order, int ta, int tb, int m, int n, int k, float alpha, const float *a,
-                        int lda, const float *b, int ldb, float beta, float *c, int ldc) {
-    rt_pool_quiet();
+/* One set of threads: OpenBLAS runs single-threaded inside the runtime pool's tasks, each task a
+ * block of at least ROWS_MIN of C's rows, handed out dynamically like every loop of the pool.
+ * OpenBLAS's own threads split a product statically and spin between products: beside a busy
+ * process, or beside the pool's threads, 2 threads ran slower than 1 (issue 25). Rows, never
+ * columns: a row is then computed by one call, so all its columns by the same kernels (blocks of
+ * columns went through OpenBLAS's narrower or small-matrix kernels, and equal weights gave
+ * channels a float step apart again, the case PAD_COLS fixes); each task packs B again, at most
+ * 1/ROWS_MIN of its work. A product below SPLIT_MIN multiply-adds, or of fewer than 2·ROWS_MIN
+ * rows, runs as one call. */
+enum { SPLIT_MIN = 1 << 18, ROWS_MIN = 32 };
+
+#define SPLIT_GEMM(name, T, real)                                                                  \
+    typedef struct name##_job {                                                                    \
+        int ta, tb, m, n, k, lda, ldb, ldc;                                                        \
+        int64_t block;                                                                             \
+        T alpha, beta;                                                                             \
+        const T *a, *b;                                                                            \
+        T *c;                                                                                      \
+    } name##_job;                                                                                  \
+    static void name##_task(void *ctx, int64_t t) { /* rows x0 .. of A ([k][m] if TRANS) and C */  \
+        const name##_job *j = ctx;                                                                 \
+        int64_t x0 = t * j->block;                                                                 \
+        int w = (int)(x0 + j->block < j->m ? j->block : j->m - x0);                                \
+        real(ROW_MAJOR, j->ta, j->tb, w, j->n, j->k, j->alpha,                                     \
+             j->a + (j->ta == TRANS ? x0 : x0 * j->lda), j->lda, j->b, j->ldb, j->beta,            \
+             j->c + x0 * j->ldc, j->ldc);                                                          \
+    }                                                                                              \
+    static void name(int order, int ta, int tb, int m, int n, int k, T alpha, const T *a, int lda, \
+                     const T *b, int ldb, T beta, T *c, int ldc) {                                 \
+        int64_t threads = rt_pool_size();                                                          \
+        if (order != ROW_MAJOR || threads < 2 || m < 2 * ROWS_MIN ||                               \
+            (int64_t)m * n * k < SPLIT_MIN) {                                                      \
+            real(order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);                     \
+            return;                                                                                \
+        }                                                                                          \
+        name##_job j = {ta, tb, m, n, k, lda, ldb, ldc, 0, alpha, beta, a, b, c};                  \
+        int64_t parts = 2 * threads;                                                               \
+        j.block = (m + parts - 1) / parts;                                                         \
+        j.block = j.block < ROWS_MIN ? ROWS_MIN : j.block;                                         \
+        rt_parallel_for((m + j.block - 1) / j.block, name##_task, &j);                             \
+    }
+SPLIT_GEMM(split_sgemm, float, real_sgemm)
+SPLIT_GEMM(split_dgemm, double, real_dgemm)
+PADDED_GEMM(padded_sgemm, float, split_sgemm)
+PADDED_GEMM(padded_dgemm, double, split_dgemm)
+
+static void pooled_sgemm(int order, int ta, int tb, int m, int n, int k, float alpha,
+                         const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                         int ldc) {
     if (order != ROW_MAJOR || n < 2 || n % PAD_COLS == 0 || n > INT32_MAX - PAD_COLS ||
         !padded_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
-        real_sgemm(order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        split_sgemm(order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
-static void quiet_dgemm(int order, int ta, int tb, int m, int n, int k, double alpha,
-                        const double *a, int lda, const double *b, int ldb, double beta, double *c,
-                        int ldc) {
-    rt_pool_quiet();
+static void pooled_dgemm(int order, int ta, int tb, int m, int n, int k, double alpha,
+                         const double *a, int lda, const double *b, int ldb, double beta, double *c,
+                         int ldc) {
     if (order != ROW_MAJOR || n < 2 || n % PAD_COLS == 0 || n > INT32_MAX - PAD_COLS ||
         !padded_dgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
-        real_dgemm(order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        split_dgemm(order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 static void load(void) {
@@ -112,8 +155,8 @@ static void load(void) {
     }
     real_sgemm = (rt_sgemm_fn)dlsym(h, "cblas_sgemm");
     real_dgemm = (rt_dgemm_fn)dlsym(h, "cblas_dgemm");
-    lib.sgemm = quiet_sgemm;
-    lib.dgemm = quiet_dgemm;
+    lib.sgemm = pooled_sgemm;
+    lib.dgemm = pooled_dgemm;
     void (*set_threads)(int) = (void (*)(int))dlsym(h, "openblas_set_num_threads");
     char *(*corename)(void) = (char *(*)(void))dlsym(h, "openblas_get_corename");
     if (!real_sgemm || !real_dgemm) {
@@ -121,12 +164,12 @@ static void load(void) {
         free(saved);
         return;
     }
+    if (set_threads) /* each call single-threaded: the runtime's pool runs them (SPLIT_GEMM) */
+        set_threads(1);
     int threads = rt_pool_size();
-    if (set_threads)
-        set_threads(threads);
-    snprintf(info, sizeof info, "openblas core=%s threads=%d%s%s%s%s", corename ? corename() : "?",
-             threads, preloaded ? " (preloaded)" : "", saved ? " (OPENBLAS_CORETYPE=" : "",
-             saved ? saved : "", saved ? " ignored)" : "");
+    snprintf(info, sizeof info, "openblas core=%s threads=1 per task, %d tasks at once%s%s%s%s",
+             corename ? corename() : "?", threads, preloaded ? " (preloaded)" : "",
+             saved ? " (OPENBLAS_CORETYPE=" : "", saved ? saved : "", saved ? " ignored)" : "");
     free(saved);
     have = true;
 }

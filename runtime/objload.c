@@ -324,8 +324,26 @@ static void free_ins(elf_in *objs, int n) {
     }
 }
 
+static rt_obj *load_aligned(const void *blob, size_t size, const char *const *syms, uint32_t n_syms,
+                            void **addrs);
+
+/* The ELF structures are read in place: a blob at an address that is not 8-byte aligned (one
+ * inside a program image, after sections of any length) is copied first. */
 rt_obj *rt_obj_load(const void *blob, size_t size, const char *const *syms, uint32_t n_syms,
                     void **addrs) {
+    if (!blob || ((uintptr_t)blob & 7) == 0)
+        return load_aligned(blob, size, syms, n_syms, addrs);
+    void *copy = malloc(size ? size : 1);
+    if (!copy)
+        return (void)ir_errorf(TJ_ERR_OOM, "object loader: out of memory (%zu bytes)", size), NULL;
+    memcpy(copy, blob, size);
+    rt_obj *o = load_aligned(copy, size, syms, n_syms, addrs);
+    free(copy);
+    return o;
+}
+
+static rt_obj *load_aligned(const void *blob, size_t size, const char *const *syms, uint32_t n_syms,
+                            void **addrs) {
     elf_in objs[MAX_OBJS];
     memset(objs, 0, sizeof objs);
     if (!blob)
