@@ -9,9 +9,13 @@
  *                       cache), and the peak RSS;
  *   mlp_train_step      64x784 -> 256 relu -> 10, sparse softmax cross-entropy, SGD 0.1, compiled,
  *                       against the same step written by hand in C on OpenBLAS.
- * Inputs are seeded random tensors (no dataset needed). */
+ * Inputs are seeded random tensors (no dataset needed). With --load, instead: each workload on 1
+ * and on 2 threads, conv2d on an idle machine (the scaling) and the training steps beside a
+ * process spinning at normal priority (a shared machine: 2 threads must not be slower than 1). */
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -29,6 +33,9 @@
 #endif
 
 static int quick;
+/* --load: the run's thread count (0: the normal rows) and where a child leaves its time */
+static int mode_threads;
+static double *shared_ms;
 
 static double peak_rss_mib(void) {
     struct rusage ru;
@@ -128,6 +135,11 @@ static void bench_conv(void) {
     tj_function *f = tj_function_new("conv2d_200x200x100", (void *)conv_bias, 3, NULL);
     int reps = quick ? 5 : 15;
     double ms = time_calls(f, 3, args, reps);
+    if (mode_threads) {
+        *shared_ms = ms;
+        tj_function_free(f);
+        return;
+    }
     /* eager: the same kernel, op by op */
     double te[32];
     for (int r = -1; r < reps; r++) {
@@ -192,24 +204,29 @@ static void bench_cnn(void) {
     double ms = time_calls(f, 2, args, quick ? 5 : 20);
     /* eager: the same step op by op (the reference kernels: naive products) */
     double te[3];
-    int ne = quick ? 1 : 3;
+    int ne = mode_threads ? 0 : quick ? 1 : 3;
     for (int r = 0; r < ne; r++) {
         double t1 = bench_now();
         tj_release(tj_call_eager(f, 2, args));
         te[r] = 1e3 * (bench_now() - t1);
     }
-    double ms_e = bench_median(te, ne);
+    double ms_e = ne ? bench_median(te, ne) : 0;
     tj_set_log_topics("");
     tj_set_log(NULL, NULL);
-    printf("  # cnn_train_step_b50: %d nodes traced, %d after the passes; first call %.0f ms "
-           "(compile %.0f ms, no disk cache)\n",
-           nodes_before, nodes_after, first, compile_ms);
-    bench_report("cnn_train_step_b50", "ms_compiled", ms, "ms", "eager", ms_e, ms_e / ms);
-    bench_report("cnn_train_step_b50", "ms_eager", ms_e, "ms", "compiled", ms, ms / ms_e);
-    bench_report("cnn_train_step_b50", "compile_ms_cold", compile_ms, "ms", NULL, 0, 0);
-    bench_report("cnn_train_step_b50", "nodes_traced", nodes_before, "nodes", NULL, 0, 0);
-    bench_report("cnn_train_step_b50", "nodes_optimized", nodes_after, "nodes", NULL, 0, 0);
-    bench_report("cnn_train_step_b50", "peak_rss", peak_rss_mib(), "MiB", NULL, 0, 0);
+    if (mode_threads) {
+        *shared_ms = ms;
+        ne = 0;
+    } else {
+        printf("  # cnn_train_step_b50: %d nodes traced, %d after the passes; first call %.0f ms "
+               "(compile %.0f ms, no disk cache)\n",
+               nodes_before, nodes_after, first, compile_ms);
+        bench_report("cnn_train_step_b50", "ms_compiled", ms, "ms", "eager", ms_e, ms_e / ms);
+        bench_report("cnn_train_step_b50", "ms_eager", ms_e, "ms", "compiled", ms, ms / ms_e);
+        bench_report("cnn_train_step_b50", "compile_ms_cold", compile_ms, "ms", NULL, 0, 0);
+        bench_report("cnn_train_step_b50", "nodes_traced", nodes_before, "nodes", NULL, 0, 0);
+        bench_report("cnn_train_step_b50", "nodes_optimized", nodes_after, "nodes", NULL, 0, 0);
+        bench_report("cnn_train_step_b50", "peak_rss", peak_rss_mib(), "MiB", NULL, 0, 0);
+    }
     tj_function_free(f);
     cnn_free(&cnn_model);
     tj_release(x);
@@ -334,7 +351,9 @@ static void bench_mlp(void) {
         tc[r] = 1e3 * (bench_now() - t0);
     }
     double mc = bl ? bench_median(tc, nc) : 0;
-    if (bl)
+    if (mode_threads)
+        *shared_ms = ms;
+    else if (bl)
         bench_report("mlp_train_step", "ms_compiled", ms, "ms", "C + OpenBLAS", mc, mc / ms);
     else
         bench_report("mlp_train_step", "ms_compiled", ms, "ms", NULL, 0, 0);
@@ -368,8 +387,59 @@ static void cold_cnn(void) {
     bench_cnn();
 }
 
+/* ---- --load: thread counts, idle and beside a busy process -------------------------------- */
+static void (*mode_fn)(void);
+static void mode_child(void) {
+    char n[16];
+    snprintf(n, sizeof n, "%d", mode_threads); /* read at tracejit's first call in this child */
+    setenv("TJ_NUM_THREADS", n, 1);
+    mode_fn();
+}
+
+/* fn's time on 1 and on 2 threads (each in its own child), beside a process of normal priority
+ * spinning on one core when `busy`: rows <row> ms_<idle|loaded>_<n>t, the 2-thread one with the
+ * 1-thread one as its baseline (a ratio above 1: the second thread helps). */
+static void thread_rows(const char *row, void (*fn)(void), int busy) {
+    double ms[3] = {0};
+    for (int t = 1; t <= 2; t++) {
+        pid_t spin = busy ? fork() : 0;
+        if (busy && spin == 0)
+            for (volatile uint64_t x = 0;; x++)
+                ;
+        mode_threads = t, mode_fn = fn, *shared_ms = 0;
+        in_child(mode_child);
+        ms[t] = *shared_ms;
+        if (busy && spin > 0) {
+            kill(spin, SIGKILL);
+            waitpid(spin, NULL, 0);
+        }
+    }
+    mode_threads = 0;
+    char m1[32], m2[32];
+    const char *how = busy ? "loaded" : "idle";
+    snprintf(m1, sizeof m1, "ms_%s_1t", how);
+    snprintf(m2, sizeof m2, "ms_%s_2t", how);
+    bench_report(row, m1, ms[1], "ms", NULL, 0, 0);
+    bench_report(row, m2, ms[2], "ms", busy ? "1 thread, loaded" : "1 thread, idle", ms[1],
+                 ms[2] > 0 ? ms[1] / ms[2] : 0);
+}
+
 int main(int argc, char **argv) {
     quick = bench_quick(argc, argv);
+    int load = 0;
+    for (int i = 1; i < argc; i++)
+        load |= strcmp(argv[i], "--load") == 0;
+    if (load) { /* issue 25: one set of threads, robust when the machine is shared */
+        shared_ms = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (shared_ms == MAP_FAILED)
+            return 1;
+        printf("%-24s %-14s %12s %-8s %-26s %12s  %7s\n", "bench", "metric", "value", "unit",
+               "baseline", "base value", "ratio");
+        thread_rows("conv2d_200x200x100", bench_conv, 0);
+        thread_rows("mlp_train_step", bench_mlp, 1);
+        thread_rows("cnn_train_step_b50", bench_cnn, 1);
+        return 0;
+    }
     printf("%-24s %-14s %12s %-8s %-26s %12s  %7s\n", "bench", "metric", "value", "unit",
            "baseline", "base value", "ratio");
     in_child(bench_conv);

@@ -11,8 +11,8 @@
  * A worker that finished a loop spins for up to SPIN_NS watching for the next one before it
  * sleeps on the condition variable, and the caller spins the same way for the tasks to finish:
  * a futex wake-up costs 5-50 us on a VM, as much as a small layer's whole product, and loops come
- * back to back inside a call. rt_pool_quiet() sends spinning workers to sleep at once: called
- * before OpenBLAS runs, whose own threads would otherwise compete with ours for the cores. */
+ * back to back inside a call. OpenBLAS runs inside the pool's tasks (blas.c), so no other pool of
+ * threads spins beside these. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -55,7 +55,6 @@ static pthread_mutex_t g_submit = PTHREAD_MUTEX_INITIALIZER; /* held while a loo
 static pthread_mutex_t g_init = PTHREAD_MUTEX_INITIALIZER;
 static pool *g_pool;
 static int g_size;
-static atomic_uint g_quiet; /* bumped by rt_pool_quiet: spinning workers sleep */
 
 enum { SPIN_NS = 50000 };
 
@@ -65,9 +64,8 @@ static int64_t now_ns(void) {
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* Spins until done(arg) holds (1), SPIN_NS pass or rt_pool_quiet is called (0). */
+/* Spins until done(arg) holds (1) or SPIN_NS pass (0). */
 static int spin_until(int (*done)(const pool *, uint64_t), const pool *p, uint64_t v) {
-    unsigned quiet = atomic_load_explicit(&g_quiet, memory_order_relaxed);
     int64_t t0 = 0;
     for (uint32_t i = 0;; i++) {
         if (done(p, v))
@@ -76,8 +74,7 @@ static int spin_until(int (*done)(const pool *, uint64_t), const pool *p, uint64
             int64_t t = now_ns();
             if (!t0)
                 t0 = t;
-            else if (t - t0 > SPIN_NS ||
-                     atomic_load_explicit(&g_quiet, memory_order_relaxed) != quiet)
+            else if (t - t0 > SPIN_NS)
                 return 0;
         }
         CPU_RELAX();
@@ -89,10 +86,6 @@ static int new_gen(const pool *p, uint64_t seen) {
 }
 static int all_done(const pool *p, uint64_t n) {
     return (uint64_t)atomic_load_explicit(&p->done, memory_order_acquire) >= n;
-}
-
-void rt_pool_quiet(void) {
-    atomic_fetch_add_explicit(&g_quiet, 1, memory_order_relaxed);
 }
 
 int rt_pool_size(void) {

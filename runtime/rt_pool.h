@@ -18,9 +18,6 @@ int rt_pool_size(void);
  * every task has finished. Safe to call from any thread: a call made while the pool is busy
  * (another thread's loop, or a nested call from a task) runs its tasks inline on the caller. */
 void rt_parallel_for(int64_t n_tasks, rt_task_fn fn, void *ctx);
-/* Workers spinning for the next loop go to sleep now: call before handing the cores to another
- * pool of threads (OpenBLAS). */
-void rt_pool_quiet(void);
 /* Joins the worker threads (for leak checkers and tests); the next parallel_for restarts them. */
 void rt_pool_shutdown(void);
 

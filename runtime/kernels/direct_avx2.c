@@ -13,6 +13,7 @@
 #include "runtime/kernels/direct.h"
 #include "runtime/kernels/simd.h"
 
+enum { GROUP_NV = 2 };
 static const int TILE_BIG[4] = {12, 6, 4, 3};
 
 #include "runtime/kernels/direct_kernels.inc"

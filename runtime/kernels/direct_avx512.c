@@ -12,6 +12,7 @@
 #include "runtime/kernels/direct.h"
 #include "runtime/kernels/simd.h"
 
+enum { GROUP_NV = 4 };
 static const int TILE_BIG[4] = {12, 12, 8, 6};
 
 #include "runtime/kernels/direct_kernels.inc"
