@@ -54,6 +54,9 @@ typedef struct rt_simd_kernels {
     int lanes;           /* floats per vector */
     int group;           /* output channels (columns) per register tile: 4 vectors */
     const int *tile_big; /* the largest block of pixels, taps or rows per tile of 1-4 vectors */
+    /* whether f32 products run on these tiles rather than OpenBLAS (measured per ISA:
+     * bench/RESULTS.md; gemm_packed.c) */
+    int products;
     /* forward output row (b, oy) of d into yrow ([OW][O]) */
     void (*fwd_row_into)(const rt_dconv *d, int64_t b, int64_t oy, float *yrow);
     /* filter-gradient task t of plan ctx (an rt_dw_plan) */

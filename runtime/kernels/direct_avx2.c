@@ -14,6 +14,9 @@
 #include "runtime/kernels/simd.h"
 
 enum { GROUP_NV = 2 };
+/* products stay with OpenBLAS: its Haswell kernels beat these tiles (an MLP step 1.31x and the
+ * seed CNN's 1.12x slower on them, bench/RESULTS.md) */
+enum { OWN_PRODUCTS = 0 };
 static const int TILE_BIG[4] = {12, 6, 4, 3};
 
 #include "runtime/kernels/direct_kernels.inc"

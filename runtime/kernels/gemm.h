@@ -19,7 +19,8 @@ typedef struct rt_gemm_epi {
     int relu;
 } rt_gemm_epi;
 
-/* 1 when this CPU runs the packed kernels (AVX-512). */
+/* 1 when f32 products run on the runtime's own tiles here (AVX-512; on AVX2 OpenBLAS is faster:
+ * direct.h's rt_simd_kernels.products). */
 int rt_gemm_packed_usable(void);
 /* 1 when an f32 product of this size should run on these kernels (rt_gemm_f32) rather than
  * OpenBLAS: up to 2^30 multiply-adds they match or beat it here (bench/RESULTS.md); beyond,

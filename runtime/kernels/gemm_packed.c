@@ -24,7 +24,8 @@
 enum { PANEL = RT_PANEL };
 
 int rt_gemm_packed_usable(void) {
-    return rt_simd() != NULL;
+    const rt_simd_kernels *k = rt_simd();
+    return k && k->products;
 }
 
 int rt_gemm_f32_takes(int64_t m, int64_t n, int64_t k) {
