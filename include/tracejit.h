@@ -779,8 +779,8 @@ TJ_API tj_status tj_profile_stop(void);
  * TJ_DUMP=dir, TJ_PASSES=..., TJ_CACHE_DIR, TJ_CACHE=0, TJ_CACHE_MAX_BYTES (disk bound, default
  * 1G), TJ_NUM_THREADS, TJ_EXACT_MATH=1, TJ_BACKEND=interp, TJ_DIRECT_CONV=0 (convolutions by
  * im2col + OpenBLAS), TJ_COMPILE_THREADS=1 (compile on one thread), TJ_PROFILE=file.json,
- * TJ_CHECK_NUMERICS=1, TJ_ISA=avx512|avx2|generic (the most the hand-written CPU kernels may
- * use; never more than the CPU has; an unknown name means generic). */
+ * TJ_CHECK_NUMERICS=1, TJ_ISA=avx512|avx2|neon|generic (the most the hand-written CPU kernels
+ * and the generated code may use; never more than the CPU has; an unknown name means generic). */
 TJ_API void tj_set_eager(int on); /* force eager execution of all functions (S9) */
 TJ_API int tj_get_eager(void);
 typedef void (*tj_log_fn)(const char *topic, const char *msg, void *user);
@@ -796,7 +796,8 @@ TJ_API tj_status tj_cache_clear(void);
 
 TJ_API const char *tj_version(void);
 /* The vector instruction set tracejit's hand-written CPU kernels (direct convolutions, packed
- * products, pooling) use on this machine: "avx512", "avx2" or "generic", after TJ_ISA. Static.
+ * products, pooling) use on this machine: "avx512", "avx2", "neon" or "generic", after TJ_ISA.
+ * Static.
  * Tests and benchmarks ask this rather than the CPU, so they expect what the planner plans. */
 TJ_API const char *tj_cpu_isa(void);
 

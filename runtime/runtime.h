@@ -384,12 +384,13 @@ const rt_config *rt_config_get(void);
 
 /* ---- the CPU's vector instruction set (isa.c) -------------------------------------------------
  */
-/* In order: each includes what the one before it can do. */
-enum { RT_ISA_GENERIC = 0, RT_ISA_AVX2 = 1, RT_ISA_AVX512 = 2 };
+/* x86-64's in order (each includes what the one before it can do), then aarch64's Advanced SIMD,
+ * which TJ_ISA can only lower to generic. */
+enum { RT_ISA_GENERIC = 0, RT_ISA_AVX2 = 1, RT_ISA_AVX512 = 2, RT_ISA_NEON = 3 };
 /* The instruction set the hand-written kernels use here: the best the CPU and OS support,
  * lowered by TJ_ISA. Read once; the planner, the kernels and the tests all ask this. */
 int rt_isa(void);
-const char *rt_isa_name(int isa); /* "generic", "avx2", "avx512" (static) */
+const char *rt_isa_name(int isa); /* "generic", "avx2", "avx512", "neon" (static) */
 int rt_isa_parse(const char *s);  /* RT_ISA_* for a name, -1 for anything else */
 /* Set by a thread that compiles in the background (a tiered function's tier-up): its LLVM
  * compiles run on that thread alone, leaving the other cores to the calls. */

@@ -19,7 +19,7 @@
  * the direct loops in the last bits; TJ_EXACT_MATH keeps the oracle. Dilated convolutions, f64,
  * strided input gradients and CPUs without a vector ISA of direct.h take the im2col path
  * (conv.c). This file is the ISA-neutral half (padding, tasks, bands); the tiles are in
- * direct_kernels.inc. */
+ * direct_kernels.inc, compiled for AVX-512, AVX2 + FMA and aarch64's NEON. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,13 +28,18 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 extern const rt_simd_kernels rt_simd_avx512, rt_simd_avx2;
+#elif defined(__aarch64__) && (defined(__GNUC__) || defined(__clang__))
+extern const rt_simd_kernels rt_simd_neon;
 #endif
 
 const rt_simd_kernels *rt_simd(void) {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
     int isa = rt_isa();
-    return isa >= RT_ISA_AVX512 ? &rt_simd_avx512 : isa >= RT_ISA_AVX2 ? &rt_simd_avx2 : NULL;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    return isa == RT_ISA_AVX512 ? &rt_simd_avx512 : isa == RT_ISA_AVX2 ? &rt_simd_avx2 : NULL;
+#elif defined(__aarch64__) && (defined(__GNUC__) || defined(__clang__))
+    return isa == RT_ISA_NEON ? &rt_simd_neon : NULL;
 #else
+    (void)isa;
     return NULL;
 #endif
 }

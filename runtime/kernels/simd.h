@@ -1,6 +1,7 @@
 /* simd.h — private to runtime/kernels/: the vector operations the direct kernels
  * (direct_kernels.inc) are written in, for one instruction set per translation unit. A unit
- * defines RT_SIMD_AVX512 or RT_SIMD_AVX2 (compiling for it with a target pragma), includes this
+ * defines RT_SIMD_AVX512, RT_SIMD_AVX2 (compiling for it with a target pragma) or RT_SIMD_NEON
+ * (aarch64's Advanced SIMD, always there), includes this
  * header, then the kernels; the kernels never name an intrinsic. Per ISA:
  *
  *   vf, vm          a vector of RT_VL floats and a lane mask
@@ -18,8 +19,10 @@
 #ifndef TJ_RT_SIMD_H
 #define TJ_RT_SIMD_H
 
-#include <immintrin.h>
 #include <stdint.h>
+#if defined(RT_SIMD_AVX512) || defined(RT_SIMD_AVX2)
+#include <immintrin.h>
+#endif
 
 #if defined(RT_SIMD_AVX512)
 #define RT_VL 16
@@ -72,8 +75,60 @@ static inline vm m_lanes(int64_t n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n >= 8 ? 8 : n)),
                               _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
+#elif defined(RT_SIMD_NEON)
+#include <arm_neon.h>
+#define RT_VL 4
+#define RT_ISA_SUFFIX neon
+typedef float32x4_t vf;
+typedef uint32x4_t vm; /* all ones in a lane that is on */
+#define v_zero() vdupq_n_f32(0.0f)
+#define v_set1(x) vdupq_n_f32(x)
+#define v_load(p) vld1q_f32(p)
+#define v_store(p, x) vst1q_f32((p), (x))
+#define v_fma(a, b, c) vfmaq_f32((c), (a), (b))
+#define v_add(a, b) vaddq_f32((a), (b))
+#define v_max(v, m) vbslq_f32(vcgtq_f32((v), (m)), (v), (m)) /* NaN on either side: m */
+#define v_unord(x) vmvnq_u32(vceqq_f32((x), (x)))
+#define v_gt0u(x) vmvnq_u32(vcleq_f32((x), vdupq_n_f32(0.0f)))
+#define v_blend(m, a, b) vbslq_f32((m), (b), (a))
+#define v_and(m, x) vreinterpretq_f32_u32(vandq_u32((m), vreinterpretq_u32_f32(x)))
+#define m_all() vdupq_n_u32(~0u)
+#define m_or(a, b) vorrq_u32((a), (b))
+#define m_andnot(a, b) vbicq_u32((a), (b))
+#define m_any(a) (vmaxvq_u32(a) != 0)
+static inline vm m_lanes(int64_t n) {
+    static const uint32_t iota[4] = {0, 1, 2, 3};
+    return vcltq_u32(vld1q_u32(iota), vdupq_n_u32((uint32_t)(n >= 4 ? 4 : n)));
+}
+/* NEON has no masked loads and stores: a whole vector when every lane is on (the common case),
+ * else lane by lane (lanes off: not read, loaded as 0; not written) */
+static inline vf v_loadm(vm m, const float *p) {
+    if (vminvq_u32(m))
+        return vld1q_f32(p);
+    float t[4] = {0, 0, 0, 0};
+    uint32_t on[4];
+    vst1q_u32(on, m);
+    for (int i = 0; i < 4; i++)
+        if (on[i])
+            t[i] = p[i];
+    return vld1q_f32(t);
+}
+static inline void v_storem(float *p, vm m, vf x) {
+    if (vminvq_u32(m)) {
+        vst1q_f32(p, x);
+        return;
+    }
+    float t[4];
+    uint32_t on[4];
+    vst1q_f32(t, x);
+    vst1q_u32(on, m);
+    for (int i = 0; i < 4; i++)
+        if (on[i])
+            p[i] = t[i];
+}
 #else
-#error "simd.h: define the instruction set of this unit (RT_SIMD_AVX512 or RT_SIMD_AVX2)"
+#error                                                                                             \
+    "simd.h: define the instruction set of this unit (RT_SIMD_AVX512, RT_SIMD_AVX2, RT_SIMD_NEON)"
 #endif
 
 #define RT_SIMD_CAT2(a, b) a##b

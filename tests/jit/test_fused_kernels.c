@@ -269,7 +269,8 @@ static void dense_cases(void) {
 int main(void) {
     /* TJ_ISA lowers the capability query, never raises it */
     const char *want = getenv("TJ_ISA"), *isa = tj_cpu_isa();
-    CHECK_MSG(!strcmp(isa, "avx512") || !strcmp(isa, "avx2") || !strcmp(isa, "generic"),
+    CHECK_MSG(!strcmp(isa, "avx512") || !strcmp(isa, "avx2") || !strcmp(isa, "neon") ||
+                  !strcmp(isa, "generic"),
               "tj_cpu_isa: '%s'", isa);
     if (want && !strcmp(want, "generic"))
         CHECK_MSG(!strcmp(isa, "generic"), "TJ_ISA=generic, tj_cpu_isa says '%s'", isa);
