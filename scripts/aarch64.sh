@@ -4,8 +4,8 @@
 # and the arm64 multiarch libraries. Without an arm64 LLVM the build has no code generator
 # (TJ_WITH_LLVM=OFF): what runs is the runtime (the NEON direct kernels, the reference kernels),
 # the interpreter, tracing, the passes and the ONNX-free API. Runs: the IR, pass and runtime
-# unit tests, the seed semantics tests (S1-S29) and the NN-op, fused-kernel and channel-order
-# tests, each once as the CPU has it (neon) and the kernel tests again under TJ_ISA=generic.
+# unit tests and the seed semantics tests (all but four, below), as the CPU has it (neon), and
+# the kernel tests again under TJ_ISA=generic.
 # Usage: scripts/aarch64.sh [build dir] (default build-aarch64).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -29,10 +29,17 @@ fi
 cmake -S "$ROOT" -B "$B" -DCMAKE_TOOLCHAIN_FILE="$ROOT/cmake/aarch64-linux-gnu.cmake" \
       -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTJ_WITH_LLVM=OFF -DTJ_BUILD_BENCH=OFF -DTJ_WERROR=ON
 cmake --build "$B" -j"$JOBS"
-TESTS='^(ir_|passes_|runtime_|semantics_|jit_test_nn_ops|jit_test_fused_kernels|jit_test_channel_order)'
-(cd "$B" && ctest -j"$JOBS" --output-on-failure -R "$TESTS" -E '_(avx2|isa_target)')
+# Under qemu-aarch64 the pool's worker threads hang the emulator (a loop's atomics beside a
+# spinning thread; seen with this pool and the one before it, never natively): the tests run on
+# one thread. Emulation is 20-50x slower, so the heaviest tests are left out: S9, S22, S29 (minutes
+# each), S27 (it runs the tj_module CLI through the shell, which cannot exec an aarch64 binary)
+# and the jit kernel suites (over 5 minutes each); runtime_test_direct_kernels checks the NEON
+# kernels against naive loops instead.
+export TJ_NUM_THREADS=1
+TESTS='^(ir_|passes_|runtime_|semantics_)'
+SLOW='(_avx2|_generic|semantics_s09_|semantics_s22_|semantics_s27_|semantics_s29_)'
+(cd "$B" && ctest -j"$JOBS" --output-on-failure -R "$TESTS" -E "$SLOW")
 (cd "$B" && TJ_ISA=generic ctest -j"$JOBS" --output-on-failure \
-    -R '^(runtime_test_kernels|jit_test_nn_ops|jit_test_channel_order)$')
-# the runtime tells which kernels it runs: NEON on aarch64
-out=$(cd "$B" && qemu-aarch64 -L /usr/aarch64-linux-gnu ./tests/jit_test_fused_kernels 2>&1 | tail -1)
-echo "aarch64: $out"
+    -R '^(runtime_test_kernels|runtime_test_direct_kernels)$')
+# the runtime says which kernels it runs: NEON on aarch64
+(cd "$B" && qemu-aarch64 -L /usr/aarch64-linux-gnu ./tests/runtime_test_direct_kernels | head -1)

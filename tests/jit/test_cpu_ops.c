@@ -34,7 +34,7 @@ static void run_case(int op, int dt, int dt_out, const char *what) {
     int dts[3 * N_SHAPES];
     for (int s = 0; s < N_SHAPES; s++) {
         const shp *sh = &shapes[s];
-        uint32_t in[3];
+        uint32_t in[3] = {IR_NONE, IR_NONE, IR_NONE};
         for (int k = 0; k < n_in; k++) {
             /* unary: shape a; binary: a, b; where: cond b-shaped, a, b */
             int use_b = n_in == 1 ? 0 : n_in == 2 ? k == 1 : k != 1;

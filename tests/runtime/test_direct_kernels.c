@@ -1,0 +1,236 @@
+/* The direct vector kernels (runtime/kernels/direct_kernels.inc) of the ISA rt_isa() picks here
+ * (AVX-512, AVX2, NEON; ctest runs this again under TJ_ISA=avx2 and generic, and
+ * scripts/aarch64.sh under qemu), against naive loops on small shapes: the forward convolution
+ * (strides, pads, channel counts that leave a tail vector, the short-row tap path), the filter
+ * and input gradients, the fused bands, max pooling (with a NaN that must win) and the f32
+ * products on the ISA's tiles where they run them. Sums differ from the loops only by fused
+ * multiply-adds: a relative tolerance of 1e-4. Where no vector ISA is there, every kernel must
+ * decline (return 1) and write nothing. Small enough to run in seconds under emulation. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "runtime/kernels/conv.h"
+#include "runtime/kernels/gemm.h"
+#include "runtime/runtime.h"
+
+static float frand(uint32_t *s) {
+    *s = *s * 1664525u + 1013904223u;
+    return (float)((*s >> 8) & 0xffff) / 32768.0f - 1.0f;
+}
+
+static float *rnd(size_t n, uint32_t seed) {
+    float *p = malloc((n ? n : 1) * sizeof *p);
+    for (size_t i = 0; i < n; i++)
+        p[i] = frand(&seed);
+    return p;
+}
+
+static int close_to(const float *a, const float *b, size_t n, const char *what) {
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!(fabsf(a[i] - b[i]) <= 1e-4f * (1.0f + fabsf(b[i]))) && !(isnan(a[i]) && isnan(b[i])))
+            bad++;
+    CHECK_MSG(bad == 0, "%s: %zu of %zu values differ", what, bad, n);
+    return bad == 0;
+}
+
+/* naive NHWC x HWIO forward convolution */
+static void conv_ref(const rt_conv_geom *g, const float *x, const float *w, float *y) {
+    for (int64_t b = 0; b < g->n; b++)
+        for (int64_t oy = 0; oy < g->oh; oy++)
+            for (int64_t ox = 0; ox < g->ow; ox++)
+                for (int64_t o = 0; o < g->o; o++) {
+                    float s = 0;
+                    for (int64_t ky = 0; ky < g->kh; ky++)
+                        for (int64_t kx = 0; kx < g->kw; kx++) {
+                            int64_t iy = oy * g->sh + ky - g->pt, ix = ox * g->sw + kx - g->pl;
+                            if (iy < 0 || iy >= g->h || ix < 0 || ix >= g->w)
+                                continue;
+                            for (int64_t c = 0; c < g->c; c++)
+                                s += x[((b * g->h + iy) * g->w + ix) * g->c + c] *
+                                     w[((ky * g->kw + kx) * g->c + c) * g->o + o];
+                        }
+                    y[((b * g->oh + oy) * g->ow + ox) * g->o + o] = s;
+                }
+}
+
+static void dw_ref(const rt_conv_geom *g, const float *x, const float *dy, float *dw) {
+    memset(dw, 0, (size_t)(g->kh * g->kw * g->c * g->o) * sizeof *dw);
+    for (int64_t b = 0; b < g->n; b++)
+        for (int64_t oy = 0; oy < g->oh; oy++)
+            for (int64_t ox = 0; ox < g->ow; ox++)
+                for (int64_t ky = 0; ky < g->kh; ky++)
+                    for (int64_t kx = 0; kx < g->kw; kx++) {
+                        int64_t iy = oy * g->sh + ky - g->pt, ix = ox * g->sw + kx - g->pl;
+                        if (iy < 0 || iy >= g->h || ix < 0 || ix >= g->w)
+                            continue;
+                        for (int64_t c = 0; c < g->c; c++)
+                            for (int64_t o = 0; o < g->o; o++)
+                                dw[((ky * g->kw + kx) * g->c + c) * g->o + o] +=
+                                    x[((b * g->h + iy) * g->w + ix) * g->c + c] *
+                                    dy[((b * g->oh + oy) * g->ow + ox) * g->o + o];
+                    }
+}
+
+static void dx_ref(const rt_conv_geom *g, const float *dy, const float *w, float *dx) {
+    memset(dx, 0, (size_t)(g->n * g->h * g->w * g->c) * sizeof *dx);
+    for (int64_t b = 0; b < g->n; b++)
+        for (int64_t oy = 0; oy < g->oh; oy++)
+            for (int64_t ox = 0; ox < g->ow; ox++)
+                for (int64_t ky = 0; ky < g->kh; ky++)
+                    for (int64_t kx = 0; kx < g->kw; kx++) {
+                        int64_t iy = oy * g->sh + ky - g->pt, ix = ox * g->sw + kx - g->pl;
+                        if (iy < 0 || iy >= g->h || ix < 0 || ix >= g->w)
+                            continue;
+                        for (int64_t c = 0; c < g->c; c++)
+                            for (int64_t o = 0; o < g->o; o++)
+                                dx[((b * g->h + iy) * g->w + ix) * g->c + c] +=
+                                    dy[((b * g->oh + oy) * g->ow + ox) * g->o + o] *
+                                    w[((ky * g->kw + kx) * g->c + c) * g->o + o];
+                    }
+}
+
+static rt_conv_geom geom(int64_t n, int64_t h, int64_t w, int64_t c, int64_t k, int64_t o,
+                         int64_t s, int64_t pad) {
+    rt_conv_geom g = {.n = n,
+                      .h = h,
+                      .w = w,
+                      .c = c,
+                      .kh = k,
+                      .kw = k,
+                      .o = o,
+                      .sh = s,
+                      .sw = s,
+                      .dh = 1,
+                      .dw = 1,
+                      .pt = pad,
+                      .pl = pad};
+    g.oh = (h + 2 * pad - k) / s + 1;
+    g.ow = (w + 2 * pad - k) / s + 1;
+    return g;
+}
+
+typedef struct band_ctx {
+    const rt_conv_geom *g;
+    float *y;
+} band_ctx;
+
+static void band_copy(void *ctx, int64_t b, int64_t r0, int64_t rows, float *buf) {
+    const band_ctx *bc = ctx;
+    size_t row = (size_t)(bc->g->ow * bc->g->o);
+    memcpy(bc->y + ((size_t)b * bc->g->oh + (size_t)r0) * row, buf, rows * row * sizeof *buf);
+}
+
+static void conv_case(int64_t n, int64_t h, int64_t c, int64_t k, int64_t o, int64_t s, int64_t pad,
+                      int vec) {
+    rt_conv_geom g = geom(n, h, h, c, k, o, s, pad);
+    char name[96];
+    snprintf(name, sizeof name, "conv n%lld h%lld c%lld k%lld o%lld s%lld p%lld", (long long)n,
+             (long long)h, (long long)c, (long long)k, (long long)o, (long long)s, (long long)pad);
+    size_t nx = (size_t)(n * h * h * c), nw = (size_t)(k * k * c * o),
+           ny = (size_t)(n * g.oh * g.ow * o);
+    float *x = rnd(nx, 1), *w = rnd(nw, 2), *dy = rnd(ny, 3);
+    float *y = calloc(ny, 4), *yr = calloc(ny, 4), *dw = calloc(nw, 4), *dwr = calloc(nw, 4),
+          *dx = calloc(nx, 4), *dxr = calloc(nx, 4);
+    conv_ref(&g, x, w, yr);
+    dw_ref(&g, x, dy, dwr);
+    dx_ref(&g, dy, w, dxr);
+    int ran = rt_conv_direct_fwd(&g, x, w, y) == 0;
+    CHECK_MSG(ran == vec, "%s: the forward kernel %s", name, ran ? "ran" : "declined");
+    if (ran)
+        close_to(y, yr, ny, name);
+    if (rt_conv_direct_filter_grad(&g, x, dy, dw) == 0) {
+        CHECK_MSG(vec, "%s: a filter gradient without a vector ISA", name);
+        close_to(dw, dwr, nw, "filter gradient");
+    }
+    if (rt_conv_direct_input_grad(&g, dy, w, dx) == 0) {
+        CHECK_MSG(vec && s == 1, "%s: an input gradient it does not take", name);
+        close_to(dx, dxr, nx, "input gradient");
+    }
+    memset(y, 0, ny * 4);
+    band_ctx bc = {&g, y};
+    if (g.ow * g.o * 2 <= RT_CONV_BAND_FLOATS &&
+        rt_conv_direct_fwd_bands(&g, x, w, 2, g.oh, band_copy, &bc) == 0)
+        close_to(y, yr, ny, "bands");
+    free(x), free(w), free(dy), free(y), free(yr), free(dw), free(dwr), free(dx), free(dxr);
+}
+
+static void pool_case(int64_t c, int64_t k, int64_t s, int64_t pad, int vec) {
+    rt_conv_geom p = geom(2, 9, 9, c, k, c, s, pad);
+    size_t nx = (size_t)(2 * 9 * 9 * c), ny = (size_t)(2 * p.oh * p.ow * c);
+    float *x = rnd(nx, 4), *y = calloc(ny, 4), *yr = calloc(ny, 4);
+    x[5 * c + c / 2] = NAN; /* a NaN wins its windows */
+    for (int64_t b = 0; b < 2; b++)
+        for (int64_t oy = 0; oy < p.oh; oy++)
+            for (int64_t ox = 0; ox < p.ow; ox++)
+                for (int64_t ch = 0; ch < c; ch++) {
+                    float m = 0;
+                    int first = 1;
+                    for (int64_t ky = 0; ky < k; ky++)
+                        for (int64_t kx = 0; kx < k; kx++) {
+                            int64_t iy = oy * s + ky - pad, ix = ox * s + kx - pad;
+                            if (iy < 0 || iy >= 9 || ix < 0 || ix >= 9)
+                                continue;
+                            float v = x[((b * 9 + iy) * 9 + ix) * c + ch];
+                            if (first || (!isnan(m) && (isnan(v) || v > m)))
+                                m = v; /* the first maximum, the first NaN */
+                            first = 0;
+                        }
+                    yr[((b * p.oh + oy) * p.ow + ox) * c + ch] = m;
+                }
+    int ran = 1;
+    for (int64_t b = 0; b < 2; b++)
+        ran &= rt_max_pool_direct(&p, x, y, b) == 0;
+    CHECK_MSG(ran == vec, "max pool c%lld: the kernel %s", (long long)c, ran ? "ran" : "declined");
+    if (ran)
+        close_to(y, yr, ny, "max pool");
+    free(x), free(y), free(yr);
+}
+
+static void gemm_case(int64_t m, int64_t n, int64_t k) {
+    float *a = rnd((size_t)(m * k), 5), *b = rnd((size_t)(k * n), 6),
+          *c = calloc((size_t)(m * n), 4), *cr = calloc((size_t)(m * n), 4);
+    float *bias = malloc((size_t)n * 4);
+    for (int64_t j = 0; j < n; j++)
+        bias[j] = 0.5f;
+    for (int64_t i = 0; i < m; i++) /* relu(a·b + 0.5) */
+        for (int64_t j = 0; j < n; j++) {
+            float s = 0.5f;
+            for (int64_t q = 0; q < k; q++)
+                s += a[i * k + q] * b[q * n + j];
+            cr[i * n + j] = s > 0 ? s : 0.0f;
+        }
+    rt_gemm_epi epi = {bias, 1};
+    int own = rt_gemm_f32(m, n, k, a, k, b, n, c, n, &epi) == 0;
+    CHECK_MSG(own == rt_gemm_packed_usable(), "gemm %lldx%lldx%lld: %s", (long long)m, (long long)n,
+              (long long)k, own ? "ran" : "declined");
+    if (own)
+        close_to(c, cr, (size_t)(m * n), "gemm + bias + relu");
+    rt_packed_b *pb = rt_gemm_pack(b, k, n, n, 0);
+    CHECK(!pb == !rt_gemm_packed_usable());
+    if (pb) {
+        memset(c, 0, (size_t)(m * n) * 4);
+        rt_gemm_packed(pb, m, a, k, c, n, &epi);
+        close_to(c, cr, (size_t)(m * n), "packed gemm + bias + relu");
+        rt_gemm_packed_free(pb);
+    }
+    free(a), free(b), free(c), free(cr), free(bias);
+}
+
+int main(void) {
+    const char *isa = rt_isa_name(rt_isa());
+    int vec = rt_isa() != RT_ISA_GENERIC;
+    printf("direct kernels: %s\n", isa);
+    conv_case(2, 7, 3, 3, 5, 1, 1, vec);   /* short rows: the tap path; a tail vector */
+    conv_case(1, 9, 17, 3, 37, 1, 0, vec); /* channels past one group of vectors */
+    conv_case(2, 8, 8, 5, 70, 2, 2, vec);  /* stride 2 (no input gradient), two groups */
+    conv_case(1, 6, 32, 1, 16, 1, 0, vec); /* 1x1 */
+    pool_case(5, 2, 2, 0, vec);
+    pool_case(37, 3, 2, 1, vec);
+    gemm_case(7, 37, 19);
+    gemm_case(50, 130, 64);
+    return check_done();
+}
