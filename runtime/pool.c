@@ -107,9 +107,9 @@ int rt_pool_size(void) {
  * counter a few dozen times instead of once per task (a cache line that crosses cores each
  * time), and the chunks shrink to single tasks at the end, where the balance is made (1/4, not
  * 1/2: a thread that another process slows then holds less of the work). Runs the tasks of loop
- * `tag` (fn, ctx, n read for it) while it has any; the thread that finishes the last one wakes
- * the caller should it sleep. */
-static void run_tasks(pool *p, uint64_t tag, rt_task_fn fn, void *ctx, int64_t n) {
+ * `tag` (fn, ctx, n read for it) while it has any; a worker that finishes the last one wakes the
+ * caller should it sleep (the caller finishing it needs no wake-up, nor the mutex). */
+static void run_tasks(pool *p, uint64_t tag, rt_task_fn fn, void *ctx, int64_t n, int worker) {
     int64_t parts = 4 * ((int64_t)p->n_workers + 1);
     uint64_t w = atomic_load_explicit(&p->next, memory_order_acquire);
     for (;;) {
@@ -124,7 +124,8 @@ static void run_tasks(pool *p, uint64_t tag, rt_task_fn fn, void *ctx, int64_t n
             &p->next, &w, w + (uint64_t)chunk, memory_order_acquire, memory_order_acquire));
         for (int64_t e = i + chunk; i < e; i++)
             fn(ctx, i);
-        if (atomic_fetch_add_explicit(&p->done, chunk, memory_order_acq_rel) + chunk == n) {
+        if (atomic_fetch_add_explicit(&p->done, chunk, memory_order_acq_rel) + chunk == n &&
+            worker) {
             pthread_mutex_lock(&p->mu); /* the caller may be asleep: wake it under the mutex */
             pthread_cond_signal(&p->cv_done);
             pthread_mutex_unlock(&p->mu);
@@ -156,7 +157,7 @@ static void *worker(void *arg) {
         /* read for loop `seen`; used only if the hand-out word still carries its tag */
         run_tasks(p, tag_of(seen), atomic_load_explicit(&p->fn, memory_order_relaxed),
                   atomic_load_explicit(&p->ctx, memory_order_relaxed),
-                  atomic_load_explicit(&p->n_tasks, memory_order_relaxed));
+                  atomic_load_explicit(&p->n_tasks, memory_order_relaxed), 1);
     }
     return NULL;
 }
@@ -222,7 +223,7 @@ void rt_parallel_for(int64_t n_tasks, rt_task_fn fn, void *ctx) {
     pthread_cond_broadcast(&p->cv_work);
     pthread_mutex_unlock(&p->mu);
 
-    run_tasks(p, tag_of(gen), fn, ctx, n_tasks);
+    run_tasks(p, tag_of(gen), fn, ctx, n_tasks, 0);
 
     if (!spin_until(all_done, p, (uint64_t)n_tasks)) {
         pthread_mutex_lock(&p->mu);

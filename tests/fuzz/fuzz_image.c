@@ -123,6 +123,21 @@ static void setup(void) {
     tj_function_free(fn);
 }
 
+/* Runs p on the fixed inputs: its results must be the genuine program's, bit for bit. */
+static void expect_genuine(rt_program *p, const char *what) {
+    if (!want)
+        return;
+    tj_tensor *got = NULL;
+    tj_status st = p->vt->run(p, args, 2, NULL, &got);
+    if (st != TJ_OK || !got || tj_tensor_numel(got) != tj_tensor_numel(want) ||
+        memcmp(tj_tensor_data(got), tj_tensor_data(want),
+               (size_t)tj_tensor_numel(want) * sizeof(float))) {
+        fprintf(stderr, "fuzz_image: %s gave %s\n", what, st ? tj_last_error() : "other results");
+        abort();
+    }
+    tj_release(got);
+}
+
 /* A refusal must be one of the statuses a damaged or foreign image gets. */
 static void refused(const char *by) {
     if (ir_last_code() != TJ_ERR_CORRUPT && ir_last_code() != TJ_ERR_UNSUPPORTED &&
@@ -151,18 +166,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     size_t hn = header(img, graph);
     memcpy(img + hn, data, size);
     rt_program *p = jit_cpu_program_from_image(graph, img, hn + size);
-    if (p && object && want && memmem(data, size, object, object_size)) {
-        tj_tensor *got = NULL; /* genuine code: run it, the results must be the genuine ones */
-        tj_status st = p->vt->run(p, args, 2, NULL, &got);
-        if (st != TJ_OK || !got || tj_tensor_numel(got) != tj_tensor_numel(want) ||
-            memcmp(tj_tensor_data(got), tj_tensor_data(want),
-                   (size_t)tj_tensor_numel(want) * sizeof(float))) {
-            fprintf(stderr, "fuzz_image: a loaded program with the genuine code gave %s\n",
-                    st ? tj_last_error() : "other results");
-            abort();
-        }
-        tj_release(got);
-    }
+    /* genuine code: run it, the results must be the genuine ones */
+    if (p && object && memmem(data, size, object, object_size))
+        expect_genuine(p, "a loaded program with the genuine code");
     if (p)
         p->vt->free(p);
     else
@@ -171,18 +177,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     /* the runtime alone (its steps section): parsed and checked; run only when genuine, since it
      * trusts the image's steps as it trusts its code */
     p = rt_image_read_steps(graph, img, hn + size);
-    if (p && seed_body && size == seed_size && !memcmp(data, seed_body, size)) {
-        tj_tensor *got = NULL;
-        tj_status st = p->vt->run(p, args, 2, NULL, &got);
-        if (st != TJ_OK || !got ||
-            memcmp(tj_tensor_data(got), tj_tensor_data(want),
-                   (size_t)tj_tensor_numel(want) * sizeof(float))) {
-            fprintf(stderr, "fuzz_image: the genuine image read by the runtime alone gave %s\n",
-                    st ? tj_last_error() : "other results");
-            abort();
-        }
-        tj_release(got);
-    }
+    if (p && seed_body && size == seed_size && !memcmp(data, seed_body, size))
+        expect_genuine(p, "the genuine image read by the runtime alone");
     if (p)
         p->vt->free(p);
     else

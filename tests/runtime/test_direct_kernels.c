@@ -37,28 +37,16 @@ static int close_to(const float *a, const float *b, size_t n, const char *what) 
     return bad == 0;
 }
 
-/* naive NHWC x HWIO forward convolution */
-static void conv_ref(const rt_conv_geom *g, const float *x, const float *w, float *y) {
-    for (int64_t b = 0; b < g->n; b++)
-        for (int64_t oy = 0; oy < g->oh; oy++)
-            for (int64_t ox = 0; ox < g->ow; ox++)
-                for (int64_t o = 0; o < g->o; o++) {
-                    float s = 0;
-                    for (int64_t ky = 0; ky < g->kh; ky++)
-                        for (int64_t kx = 0; kx < g->kw; kx++) {
-                            int64_t iy = oy * g->sh + ky - g->pt, ix = ox * g->sw + kx - g->pl;
-                            if (iy < 0 || iy >= g->h || ix < 0 || ix >= g->w)
-                                continue;
-                            for (int64_t c = 0; c < g->c; c++)
-                                s += x[((b * g->h + iy) * g->w + ix) * g->c + c] *
-                                     w[((ky * g->kw + kx) * g->c + c) * g->o + o];
-                        }
-                    y[((b * g->oh + oy) * g->ow + ox) * g->o + o] = s;
-                }
-}
-
-static void dw_ref(const rt_conv_geom *g, const float *x, const float *dy, float *dw) {
-    memset(dw, 0, (size_t)(g->kh * g->kw * g->c * g->o) * sizeof *dw);
+/* The naive NHWC x HWIO convolution's terms x·w, each added where `mode` wants it: the output
+ * (CONV_Y: y += x·w), the filter gradient (CONV_DW: dw += x·dy) or the input gradient
+ * (CONV_DX: dx += dy·w); out is zeroed first. */
+enum { CONV_Y, CONV_DW, CONV_DX };
+static void conv_ref(int mode, const rt_conv_geom *g, const float *x, const float *w,
+                     const float *dy, float *out) {
+    int64_t n_out = mode == CONV_Y    ? g->n * g->oh * g->ow * g->o
+                    : mode == CONV_DW ? g->kh * g->kw * g->c * g->o
+                                      : g->n * g->h * g->w * g->c;
+    memset(out, 0, (size_t)n_out * sizeof *out);
     for (int64_t b = 0; b < g->n; b++)
         for (int64_t oy = 0; oy < g->oh; oy++)
             for (int64_t ox = 0; ox < g->ow; ox++)
@@ -68,28 +56,17 @@ static void dw_ref(const rt_conv_geom *g, const float *x, const float *dy, float
                         if (iy < 0 || iy >= g->h || ix < 0 || ix >= g->w)
                             continue;
                         for (int64_t c = 0; c < g->c; c++)
-                            for (int64_t o = 0; o < g->o; o++)
-                                dw[((ky * g->kw + kx) * g->c + c) * g->o + o] +=
-                                    x[((b * g->h + iy) * g->w + ix) * g->c + c] *
-                                    dy[((b * g->oh + oy) * g->ow + ox) * g->o + o];
-                    }
-}
-
-static void dx_ref(const rt_conv_geom *g, const float *dy, const float *w, float *dx) {
-    memset(dx, 0, (size_t)(g->n * g->h * g->w * g->c) * sizeof *dx);
-    for (int64_t b = 0; b < g->n; b++)
-        for (int64_t oy = 0; oy < g->oh; oy++)
-            for (int64_t ox = 0; ox < g->ow; ox++)
-                for (int64_t ky = 0; ky < g->kh; ky++)
-                    for (int64_t kx = 0; kx < g->kw; kx++) {
-                        int64_t iy = oy * g->sh + ky - g->pt, ix = ox * g->sw + kx - g->pl;
-                        if (iy < 0 || iy >= g->h || ix < 0 || ix >= g->w)
-                            continue;
-                        for (int64_t c = 0; c < g->c; c++)
-                            for (int64_t o = 0; o < g->o; o++)
-                                dx[((b * g->h + iy) * g->w + ix) * g->c + c] +=
-                                    dy[((b * g->oh + oy) * g->ow + ox) * g->o + o] *
-                                    w[((ky * g->kw + kx) * g->c + c) * g->o + o];
+                            for (int64_t o = 0; o < g->o; o++) {
+                                int64_t xi = ((b * g->h + iy) * g->w + ix) * g->c + c,
+                                        wi = ((ky * g->kw + kx) * g->c + c) * g->o + o,
+                                        yi = ((b * g->oh + oy) * g->ow + ox) * g->o + o;
+                                if (mode == CONV_Y)
+                                    out[yi] += x[xi] * w[wi];
+                                else if (mode == CONV_DW)
+                                    out[wi] += x[xi] * dy[yi];
+                                else
+                                    out[xi] += dy[yi] * w[wi];
+                            }
                     }
 }
 
@@ -135,9 +112,9 @@ static void conv_case(int64_t n, int64_t h, int64_t c, int64_t k, int64_t o, int
     float *x = rnd(nx, 1), *w = rnd(nw, 2), *dy = rnd(ny, 3);
     float *y = calloc(ny, 4), *yr = calloc(ny, 4), *dw = calloc(nw, 4), *dwr = calloc(nw, 4),
           *dx = calloc(nx, 4), *dxr = calloc(nx, 4);
-    conv_ref(&g, x, w, yr);
-    dw_ref(&g, x, dy, dwr);
-    dx_ref(&g, dy, w, dxr);
+    conv_ref(CONV_Y, &g, x, w, dy, yr);
+    conv_ref(CONV_DW, &g, x, w, dy, dwr);
+    conv_ref(CONV_DX, &g, x, w, dy, dxr);
     int ran = rt_conv_direct_fwd(&g, x, w, y) == 0;
     CHECK_MSG(ran == vec, "%s: the forward kernel %s", name, ran ? "ran" : "declined");
     if (ran)
