@@ -10,8 +10,17 @@ endif()
 
 set(TJ_LLVM_INCLUDE "")
 set(TJ_LLVM_LIBS "")
+# A cross build names the target's LLVM directly (its llvm-config cannot run here):
+# -DTJ_LLVM_INCLUDE_DIR=<headers with llvm-c/ and llvm/Config/> -DTJ_LLVM_LIBRARY=<libLLVM.so>
+set(TJ_LLVM_INCLUDE_DIR "" CACHE PATH "LLVM 19 headers (cross builds; default: llvm-config-19)")
+set(TJ_LLVM_LIBRARY "" CACHE FILEPATH "the shared libLLVM 19 (cross builds)")
+if(TJ_LLVM_INCLUDE_DIR AND TJ_LLVM_LIBRARY)
+  set(TJ_LLVM_INCLUDE ${TJ_LLVM_INCLUDE_DIR})
+  set(TJ_LLVM_LIBS ${TJ_LLVM_LIBRARY})
+  set(TJ_PC_LLVM "${TJ_LLVM_LIBRARY} -lstdc++")
+endif()
 find_program(TJ_LLVM_CONFIG NAMES llvm-config-19 HINTS /usr/lib/llvm-19/bin)
-if(TJ_LLVM_CONFIG)
+if(TJ_LLVM_CONFIG AND NOT TJ_LLVM_LIBS)
   execute_process(COMMAND ${TJ_LLVM_CONFIG} --version OUTPUT_VARIABLE _tj_llvm_ver
                   OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE _rc1)
   execute_process(COMMAND ${TJ_LLVM_CONFIG} --includedir OUTPUT_VARIABLE _tj_llvm_inc

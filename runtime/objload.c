@@ -2,25 +2,43 @@
  * RuntimeDyld / JITLink do for ORC, for the narrow subset our code generator emits: PIC, small
  * code model, .text/.rodata* sections, PC-relative and absolute relocations, calls to libm).
  * Every object of a blob is laid out in one anonymous mapping: executable sections, then a
- * 16-byte stub per external function (`jmp *0(%rip)` + its address: libm may lie more than
- * 2 GiB away), then read-only sections and GOT slots, then writable ones. After relocation the
- * executable part becomes r-x and the read-only part r--. The object is checked before anything
- * is written; a blob is rejected whole. */
+ * 16-byte stub per external function (libm may lie beyond a call's direct reach), then read-only
+ * sections and GOT slots, then writable ones. After relocation the instruction cache is made to
+ * see the code, the executable part becomes r-x and the read-only part r--. The object is checked
+ * before anything is written; a blob is rejected whole. What differs per architecture (the ELF
+ * machine, the stub, the relocations) is in objload_<arch>.c; the host's part links. With
+ * TJ_PERF_MAP=1 every loaded function is appended to /tmp/perf-<pid>.map, where `perf report`
+ * finds the names of JIT code. */
 #include "runtime/objload.h"
 
 #include <dlfcn.h>
 #include <elf.h>
+#include <fcntl.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "runtime/objload_arch.h"
 #include "runtime/runtime.h"
 
 #if defined(__x86_64__)
 #include <cpuid.h>
+#elif defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
 #endif
+
+const rt_obj_arch *rt_obj_arch_host(void) {
+#if defined(__x86_64__)
+    return &rt_obj_x86_64;
+#elif defined(__aarch64__)
+    return &rt_obj_aarch64;
+#else
+    return NULL;
+#endif
+}
 
 struct rt_obj {
     unsigned char *base;
@@ -41,7 +59,7 @@ typedef struct elf_in {
     const char *str;
     size_t str_size;
     size_t *sec_off; /* per section: offset in the mapping, or SIZE_MAX when not loaded */
-    size_t *ext;     /* per symbol: index+1 of its stub/GOT entry (externals), 0 otherwise */
+    size_t *ext;     /* per symbol: index+1 of its stub/GOT entry (externals and globals) or 0 */
 } elf_in;
 
 /* Externals the generated code calls: libm for exact math and frem, memset/memcpy for loops
@@ -75,17 +93,17 @@ static tj_status corrupt(int k, const char *why, unsigned long long v) {
 }
 
 /* Headers, section table and symbol table of object k, checked. */
-static tj_status parse(elf_in *e, int k) {
+static tj_status parse(elf_in *e, int k, const rt_obj_arch *arch) {
     if (e->size < sizeof(Elf64_Ehdr) || memcmp(e->p, ELFMAG, SELFMAG) != 0)
         return corrupt(k, "not an ELF object; bytes", e->size);
     e->eh = (const Elf64_Ehdr *)e->p;
     const Elf64_Ehdr *h = e->eh;
     if (h->e_ident[EI_CLASS] != ELFCLASS64 || h->e_ident[EI_DATA] != ELFDATA2LSB ||
-        h->e_machine != EM_X86_64)
+        h->e_machine != arch->machine)
         return ir_errorf(TJ_ERR_UNSUPPORTED,
-                         "object loader: object %d is not x86-64 ELF64 (machine %u); this loader "
-                         "links x86-64 code only",
-                         k, h->e_machine);
+                         "object loader: object %d is not %s ELF64 (machine %u); this machine "
+                         "links %s code",
+                         k, arch->name, h->e_machine, arch->name);
     if (h->e_type != ET_REL)
         return corrupt(k, "not a relocatable object; type", h->e_type);
     if (h->e_shentsize != sizeof(Elf64_Shdr) || h->e_shnum == 0 || h->e_shoff > e->size ||
@@ -202,20 +220,23 @@ static tj_status sym_addr(elf_in *objs, int n, int k, unsigned char *base, uint3
     return TJ_OK;
 }
 
-static int fits32(int64_t v) {
-    return v >= INT32_MIN && v <= INT32_MAX;
+tj_status rt_obj_out_of_reach(const rt_reloc *r, const char *what) {
+    return ir_errorf(TJ_ERR_UNSUPPORTED,
+                     "object loader: object %d: '%s' is out of reach of a %s relocation", r->obj,
+                     r->name, what);
 }
 
-/* Applies the relocations of every SHT_RELA section of object k. stubs and got are where the
- * externals' entries start; e->ext numbers them. */
-static tj_status relocate(elf_in *objs, int n, int k, unsigned char *base, size_t stubs,
-                          size_t got) {
+/* Applies the relocations of every SHT_RELA section of object k through the architecture's
+ * part. stubs and got are where the externals' entries start; e->ext numbers them. */
+static tj_status relocate(elf_in *objs, int n, int k, unsigned char *base, size_t stubs, size_t got,
+                          const rt_obj_arch *arch) {
     elf_in *e = &objs[k];
     for (uint32_t r = 0; r < e->n_sh; r++) {
         const Elf64_Shdr *rs = &e->sh[r];
         if (rs->sh_type == SHT_REL)
             return ir_errorf(TJ_ERR_UNSUPPORTED,
-                             "object loader: object %d: REL relocations (x86-64 uses RELA)", k);
+                             "object loader: object %d: REL relocations (%s code uses RELA)", k,
+                             arch->name);
         if (rs->sh_type != SHT_RELA)
             continue;
         if (rs->sh_info >= e->n_sh || rs->sh_entsize != sizeof(Elf64_Rela) ||
@@ -228,69 +249,34 @@ static tj_status relocate(elf_in *objs, int n, int k, unsigned char *base, size_
         size_t nr = rs->sh_size / sizeof *rel;
         for (size_t j = 0; j < nr; j++) {
             uint32_t type = ELF64_R_TYPE(rel[j].r_info), si = ELF64_R_SYM(rel[j].r_info);
-            size_t width = type == R_X86_64_64 || type == R_X86_64_PC64 ? 8 : 4;
-            if (type == R_X86_64_NONE)
+            size_t width = arch->width(type);
+            if (width == 0)
                 continue;
+            if (width == SIZE_MAX)
+                return ir_errorf(TJ_ERR_UNSUPPORTED,
+                                 "object loader: object %d: %s relocation type %u is not handled",
+                                 k, arch->name, type);
             if (si >= e->n_sym || si == 0)
                 return corrupt(k, "a relocation of a symbol that does not exist; symbol", si);
             if (rel[j].r_offset > ts->sh_size || ts->sh_size - rel[j].r_offset < width)
                 return corrupt(k, "a relocation outside its section; offset", rel[j].r_offset);
-            unsigned char *P = base + e->sec_off[rs->sh_info] + rel[j].r_offset;
-            uintptr_t S = 0;
+            rt_reloc rl = {.type = type,
+                           .P = base + e->sec_off[rs->sh_info] + rel[j].r_offset,
+                           .A = rel[j].r_addend,
+                           .name = sym_name(e, si),
+                           .obj = k};
             void *ext = NULL;
-            tj_status st = sym_addr(objs, n, k, base, si, &S, &ext);
+            tj_status st = sym_addr(objs, n, k, base, si, &rl.S, &ext);
             if (st)
                 return st;
-            int64_t A = rel[j].r_addend, v;
             size_t slot = e->ext[si];
-            switch (type) {
-            case R_X86_64_64:
-                v = (int64_t)(S + (uint64_t)A);
-                memcpy(P, &v, 8);
-                break;
-            case R_X86_64_PC64:
-                v = (int64_t)(S + (uint64_t)A - (uintptr_t)P);
-                memcpy(P, &v, 8);
-                break;
-            case R_X86_64_PC32:
-            case R_X86_64_PLT32:
-                v = (int64_t)(S + (uint64_t)A - (uintptr_t)P);
-                if (!fits32(v) && slot && ext) /* a far external function: through its stub */
-                    v = (int64_t)((uintptr_t)(base + stubs + 16 * (slot - 1)) + (uint64_t)A -
-                                  (uintptr_t)P);
-                if (!fits32(v))
-                    return ir_errorf(TJ_ERR_UNSUPPORTED,
-                                     "object loader: object %d: '%s' is out of reach of a 32-bit "
-                                     "PC-relative relocation",
-                                     k, sym_name(e, si));
-                memcpy(P, &(int32_t){(int32_t)v}, 4);
-                break;
-            case R_X86_64_GOTPCREL:
-            case R_X86_64_GOTPCRELX:
-            case R_X86_64_REX_GOTPCRELX: {
-                if (!slot)
-                    return corrupt(k, "a GOT relocation without a slot; symbol", si);
-                unsigned char *G = base + got + 8 * (slot - 1);
-                memcpy(G, &S, 8);
-                v = (int64_t)((uintptr_t)G + (uint64_t)A - (uintptr_t)P);
-                memcpy(P, &(int32_t){(int32_t)v}, 4); /* within the mapping: fits */
-                break;
+            if (slot) {
+                rl.got = base + got + 8 * (slot - 1);
+                if (ext)
+                    rl.stub = base + stubs + RT_OBJ_STUB * (slot - 1);
             }
-            case R_X86_64_32:
-            case R_X86_64_32S:
-                v = (int64_t)(S + (uint64_t)A);
-                if (type == R_X86_64_32 ? (v < 0 || v > (int64_t)UINT32_MAX) : !fits32(v))
-                    return ir_errorf(TJ_ERR_UNSUPPORTED,
-                                     "object loader: object %d: an absolute 32-bit relocation of "
-                                     "'%s' (code not compiled as PIC)",
-                                     k, sym_name(e, si));
-                memcpy(P, &(uint32_t){(uint32_t)v}, 4);
-                break;
-            default:
-                return ir_errorf(TJ_ERR_UNSUPPORTED,
-                                 "object loader: object %d: relocation type %u is not handled", k,
-                                 type);
-            }
+            if ((st = arch->apply(&rl)))
+                return st;
         }
     }
     return TJ_OK;
@@ -342,10 +328,18 @@ rt_obj *rt_obj_load(const void *blob, size_t size, const char *const *syms, uint
     return o;
 }
 
+static void perf_map(const elf_in *objs, int n, const unsigned char *base);
+
 static rt_obj *load_aligned(const void *blob, size_t size, const char *const *syms, uint32_t n_syms,
                             void **addrs) {
     elf_in objs[MAX_OBJS];
     memset(objs, 0, sizeof objs);
+    const rt_obj_arch *arch = rt_obj_arch_host();
+    if (!arch)
+        return (void)ir_errorf(TJ_ERR_UNSUPPORTED,
+                               "object loader: no linker for this architecture (x86-64 and "
+                               "aarch64 have one)"),
+               NULL;
     if (!blob)
         return (void)ir_errorf(TJ_ERR_INVALID, "object loader: the object is NULL"), NULL;
     int n = blob_objects(blob, size, objs);
@@ -355,17 +349,19 @@ static rt_obj *load_aligned(const void *blob, size_t size, const char *const *sy
                NULL;
     tj_status st = TJ_OK;
     size_t page = (size_t)sysconf(_SC_PAGESIZE), part_end[3] = {0, 0, 0}, n_ext = 0;
-    /* lay out: part 0 (text), then the stubs; part 1 (read-only), then the GOT; part 2 */
+    /* lay out: part 0 (text), then the stubs (16-aligned); part 1 (read-only), then the GOT;
+     * part 2. Undefined symbols get a stub and a GOT slot, defined globals a GOT slot (PIC code
+     * may reach a global through the GOT). */
     for (int pass = 0; pass < 3 && !st; pass++) {
         size_t off = pass == 0 ? 0 : part_end[pass - 1];
         if (pass == 1)
-            off = align_up(off + 16 * n_ext, page);
+            off = align_up(off + RT_OBJ_STUB * n_ext, page);
         else if (pass == 2)
             off = align_up(off + 8 * n_ext, page);
         for (int k = 0; k < n && !st; k++) {
             elf_in *e = &objs[k];
             if (pass == 0) {
-                if ((st = parse(e, k)))
+                if ((st = parse(e, k, arch)))
                     break;
                 e->sec_off = malloc(e->n_sh * sizeof *e->sec_off);
                 e->ext = calloc(e->n_sym + 1, sizeof *e->ext);
@@ -375,9 +371,12 @@ static rt_obj *load_aligned(const void *blob, size_t size, const char *const *sy
                 }
                 for (uint32_t i = 0; i < e->n_sh; i++)
                     e->sec_off[i] = SIZE_MAX;
-                for (uint32_t i = 1; i < e->n_sym; i++)
-                    if (e->sym[i].st_shndx == SHN_UNDEF && e->sym[i].st_name)
+                for (uint32_t i = 1; i < e->n_sym; i++) {
+                    int bind = ELF64_ST_BIND(e->sym[i].st_info);
+                    if (e->sym[i].st_name &&
+                        (e->sym[i].st_shndx == SHN_UNDEF || bind == STB_GLOBAL || bind == STB_WEAK))
                         e->ext[i] = ++n_ext;
+                }
             }
             for (uint32_t i = 0; i < e->n_sh; i++) {
                 if (part_of(&e->sh[i]) != pass)
@@ -387,7 +386,7 @@ static rt_obj *load_aligned(const void *blob, size_t size, const char *const *sy
                 off += e->sh[i].sh_size;
             }
         }
-        part_end[pass] = off;
+        part_end[pass] = pass == 0 ? align_up(off, RT_OBJ_STUB) : align_up(off, 8);
     }
     size_t total = align_up(part_end[2] > 0 ? part_end[2] : 1, page);
     rt_obj *o = st ? NULL : calloc(1, sizeof *o);
@@ -400,44 +399,74 @@ static rt_obj *load_aligned(const void *blob, size_t size, const char *const *sy
         else
             o->base = m, o->size = total;
     }
-    size_t stubs = part_end[0], got = part_end[1];
+    size_t stubs = part_end[0], got = part_end[1], text_end = stubs + RT_OBJ_STUB * n_ext;
     for (int k = 0; k < n && !st; k++) {
         elf_in *e = &objs[k];
         for (uint32_t i = 0; i < e->n_sh; i++)
             if (e->sec_off[i] != SIZE_MAX && e->sh[i].sh_type != SHT_NOBITS)
                 memcpy(o->base + e->sec_off[i], e->p + e->sh[i].sh_offset, e->sh[i].sh_size);
-        /* the externals' stubs: jmp *0(%rip); .quad address */
-        for (uint32_t i = 1; i < e->n_sym && !st; i++) {
-            if (!e->ext[i])
+        for (uint32_t i = 1; i < e->n_sym && !st; i++) { /* the externals' stubs */
+            if (!e->ext[i] || e->sym[i].st_shndx != SHN_UNDEF)
                 continue;
             uintptr_t S = 0;
             void *ext = NULL;
             if ((st = sym_addr(objs, n, k, o->base, i, &S, &ext)))
                 break;
-            unsigned char *stub = o->base + stubs + 16 * (e->ext[i] - 1);
-            static const unsigned char jmp[6] = {0xff, 0x25, 0, 0, 0, 0};
-            memcpy(stub, jmp, 6);
-            memcpy(stub + 6, &S, 8);
-            memset(stub + 14, 0xcc, 2); /* int3 padding */
+            arch->stub(o->base + stubs + RT_OBJ_STUB * (e->ext[i] - 1), S);
         }
     }
     for (int k = 0; k < n && !st; k++)
-        st = relocate(objs, n, k, o->base, stubs, got);
+        st = relocate(objs, n, k, o->base, stubs, got, arch);
     for (uint32_t i = 0; i < n_syms && !st; i++)
         if (!(addrs[i] = find_global(objs, n, o ? o->base : NULL, syms[i])))
             st = ir_errorf(TJ_ERR_CORRUPT, "object loader: no symbol '%s' in the object", syms[i]);
-    if (!st && (mprotect(o->base, align_up(stubs + 16 * n_ext, page), PROT_READ | PROT_EXEC) ||
-                (part_end[1] > align_up(stubs + 16 * n_ext, page) &&
-                 mprotect(o->base + align_up(stubs + 16 * n_ext, page),
-                          align_up(got + 8 * n_ext, page) - align_up(stubs + 16 * n_ext, page),
-                          PROT_READ))))
+    if (!st) /* the code was written as data: the instruction cache must see it (not on x86) */
+        __builtin___clear_cache((char *)o->base, (char *)o->base + text_end);
+    size_t exec_end = align_up(text_end, page);
+    if (!st &&
+        (mprotect(o->base, exec_end, PROT_READ | PROT_EXEC) ||
+         (part_end[1] > exec_end &&
+          mprotect(o->base + exec_end, align_up(got + 8 * n_ext, page) - exec_end, PROT_READ))))
         st = ir_errorf(TJ_ERR_RUNTIME, "object loader: mprotect failed");
+    if (!st)
+        perf_map(objs, n, o->base);
     free_ins(objs, n);
     if (st) {
         rt_obj_free(o);
         return NULL;
     }
     return o;
+}
+
+/* TJ_PERF_MAP=1: "<start> <size> tracejit:<name>" per function of the objects, appended to
+ * /tmp/perf-<pid>.map (the file perf reads for JIT code). Lines are written whole (O_APPEND, one
+ * write each), so loads on several threads interleave only between lines. */
+static void perf_map(const elf_in *objs, int n, const unsigned char *base) {
+    const char *v = getenv("TJ_PERF_MAP"); /* read per load: a load is milliseconds anyway */
+    if (!v || !*v || strcmp(v, "0") == 0)
+        return;
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/perf-%ld.map", (long)getpid());
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return; /* a profiling aid: never an error of the load */
+    for (int k = 0; k < n; k++) {
+        const elf_in *e = &objs[k];
+        for (uint32_t i = 1; i < e->n_sym; i++) {
+            const Elf64_Sym *s = &e->sym[i];
+            if (ELF64_ST_TYPE(s->st_info) != STT_FUNC || s->st_shndx == SHN_UNDEF ||
+                s->st_shndx >= e->n_sh || e->sec_off[s->st_shndx] == SIZE_MAX || !s->st_size)
+                continue;
+            char line[320];
+            int len =
+                snprintf(line, sizeof line, "%lx %lx tracejit:%.200s\n",
+                         (unsigned long)(uintptr_t)(base + e->sec_off[s->st_shndx] + s->st_value),
+                         (unsigned long)s->st_size, sym_name(e, i));
+            if (len > 0 && write(fd, line, (size_t)len) < 0)
+                break;
+        }
+    }
+    close(fd);
 }
 
 void rt_obj_free(rt_obj *o) {
@@ -475,6 +504,11 @@ void rt_cpu_features(uint32_t w[RT_CPU_WORDS]) {
         __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
         w[8] = lo;
     }
+#elif defined(__aarch64__) && defined(__linux__)
+    w[0] = (uint32_t)getauxval(AT_HWCAP); /* the kernel's HWCAP bits: ASIMD, SVE, dot product... */
+    w[1] = (uint32_t)(getauxval(AT_HWCAP) >> 32);
+    w[2] = (uint32_t)getauxval(AT_HWCAP2);
+    w[3] = (uint32_t)(getauxval(AT_HWCAP2) >> 32);
 #endif
 }
 

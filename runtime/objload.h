@@ -1,7 +1,8 @@
 /* objload.h — tracejit's own linker for the code the CPU backend compiles (objload.c): loads
- * ELF64 x86-64 relocatable objects (the bytes LLVM emits, as kept in the disk cache and in saved
- * modules) into executable memory without LLVM, so a runtime-only library runs saved native
- * code. Kept apart from runtime.h: only the jit backend and the module loader use it. */
+ * ELF64 relocatable objects for the host (x86-64 or aarch64: objload_<arch>.c) (the bytes LLVM
+ * emits, as kept in the disk cache and in saved modules) into executable memory without LLVM, so a
+ * runtime-only library runs saved native code. Kept apart from runtime.h: only the jit backend and
+ * the module loader use it. */
 #ifndef TJ_RT_OBJLOAD_H
 #define TJ_RT_OBJLOAD_H
 
@@ -31,7 +32,8 @@ size_t rt_obj_mapped_bytes(const rt_obj *o);
 /* The host's ISA features as raw CPUID words (leaf 1 ECX/EDX, leaf 7.0 EBX/ECX/EDX, leaf 7.1
  * EAX, leaf 0x80000001 ECX/EDX) and XCR0 (the register state the OS enables), words that vary
  * between identical machines masked out. Code compiled on a machine with features f runs on a
- * host whose features include f (rt_cpu_features_cover). Zeros on other architectures. */
+ * host whose features include f (rt_cpu_features_cover). On aarch64 the kernel's AT_HWCAP and
+ * AT_HWCAP2 words; zeros on other architectures. */
 enum { RT_CPU_WORDS = 9 };
 void rt_cpu_features(uint32_t w[RT_CPU_WORDS]);
 /* Whether every feature bit of need is set in have; else writes the first missing word and bits

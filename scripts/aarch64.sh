@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # scripts/aarch64.sh — tracejit built for aarch64 and its tests run under qemu-aarch64, on this
 # x86-64 machine (issue 25's aarch64 CI). Installs what is missing: the cross compiler, qemu-user
-# and the arm64 multiarch libraries. Without an arm64 LLVM the build has no code generator
-# (TJ_WITH_LLVM=OFF): what runs is the runtime (the NEON direct kernels, the reference kernels),
-# the interpreter, tracing, the passes and the ONNX-free API. Runs: the IR, pass and runtime
-# unit tests and the seed semantics tests (all but four, below), as the CPU has it (neon), and
-# the kernel tests again under TJ_ISA=generic.
+# and the arm64 multiarch libraries, libLLVM 19 for arm64 among them; llvm-19-dev:arm64 cannot be
+# installed beside the amd64 one, so its headers are unpacked into the build directory
+# (apt-get download + dpkg -x). The library is built with its LLVM code generator: it compiles
+# aarch64 code and links it with its own loader (runtime/objload_aarch64.c). Runs: the IR, pass
+# and runtime unit tests and the seed semantics tests (all but four, below), as the CPU has it
+# (neon), the kernel tests again under TJ_ISA=generic, and the JIT tests that check native code
+# runs (a compile that falls back to the interpreter fails them): jit_test_isa_target (neon and
+# generic code), jit_test_cpu_smoke, jit_test_exact_env (libm calls through the loader's stubs).
 # Usage: scripts/aarch64.sh [build dir] (default build-aarch64).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -19,15 +22,23 @@ if ! dpkg --print-foreign-architectures | grep -qx arm64; then
     dpkg --add-architecture arm64
     apt-get update -q
 fi
-for p in libffi-dev:arm64 zlib1g-dev:arm64 libopenblas0:arm64; do
+for p in libffi-dev:arm64 zlib1g-dev:arm64 libopenblas0:arm64 libllvm19:arm64; do
     dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then
     apt-get install -y -q "${need[@]}"
 fi
 
+LLVM_DEV="$B/llvm-19-dev-arm64"
+if [ ! -f "$LLVM_DEV/usr/lib/llvm-19/include/llvm/Config/llvm-config.h" ]; then
+    mkdir -p "$LLVM_DEV"
+    (cd "$LLVM_DEV" && rm -f ./*.deb && apt-get download -q llvm-19-dev:arm64 &&
+        dpkg -x ./llvm-19-dev_*_arm64.deb .)
+fi
 cmake -S "$ROOT" -B "$B" -DCMAKE_TOOLCHAIN_FILE="$ROOT/cmake/aarch64-linux-gnu.cmake" \
-      -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTJ_WITH_LLVM=OFF -DTJ_BUILD_BENCH=OFF -DTJ_WERROR=ON
+      -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTJ_BUILD_BENCH=OFF -DTJ_WERROR=ON \
+      -DTJ_LLVM_INCLUDE_DIR="$LLVM_DEV/usr/lib/llvm-19/include" \
+      -DTJ_LLVM_LIBRARY=/usr/lib/aarch64-linux-gnu/libLLVM.so.19.1
 cmake --build "$B" -j"$JOBS"
 # Under qemu-aarch64 the pool's worker threads hang the emulator (a loop's atomics beside a
 # spinning thread; seen with this pool and the one before it, never natively): the tests run on

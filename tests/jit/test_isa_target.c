@@ -1,9 +1,10 @@
 /* TJ_ISA limits the generated code as it limits the hand-written kernels: the code generator's
  * target (part of every cache key) turns AVX-512 off below avx512 and AVX off below avx2, where
  * the CPU has them (appended to the host's features, before the LLVM version), so one machine
- * runs the code a CPU of each kind would get. Run under
- * TJ_ISA=avx512, avx2 and generic (tests/CMakeLists.txt); every case compiles and runs a
- * function whose loops the vectorizer widens, and its values match eager mode. */
+ * runs the code a CPU of each kind would get; on aarch64 TJ_ISA=generic turns NEON off. Run under
+ * TJ_ISA=avx512, avx2 and generic (tests/CMakeLists.txt; neon and generic on aarch64); every case
+ * compiles and runs a function whose loops the vectorizer widens, and its values match eager mode.
+ */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,11 @@ int main(void) {
         CHECK_MSG(strstr(target, ",-avx512f/") != NULL, "TJ_ISA=avx2 but %s", target);
     if (!strcmp(isa, "generic") && hasavx)
         CHECK_MSG(strstr(target, ",-avx/") != NULL, "TJ_ISA=generic but %s", target);
+#elif defined(__aarch64__)
+    if (!strcmp(isa, "generic"))
+        CHECK_MSG(strstr(target, "-neon/") != NULL, "TJ_ISA=generic but %s", target);
+    else
+        CHECK_MSG(!strstr(target, "-neon/"), "%s", target);
 #endif
     tj_function *fn = tj_function_new("isa_target", (void *)f, 1, NULL);
     int64_t d[1] = {4099};

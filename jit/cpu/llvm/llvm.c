@@ -76,15 +76,22 @@ static void warm_up(void) {
 
 /* The host's features, limited to what TJ_ISA allows (rt_isa(): the same query the hand-written
  * kernels and the planner ask): below AVX-512 its instructions are turned off, below AVX2 AVX
- * itself (LLVM turns off what implies a feature it turns off), so generated code runs on a CPU
- * of that kind and one machine tests every path it can execute. A new string (LLVM's). */
+ * itself (LLVM turns off what implies a feature it turns off), on aarch64 below neon NEON, so
+ * generated code runs on a CPU of that kind and one machine tests every path it can execute. A new
+ * string (LLVM's). */
 static char *limited_features(char *host) {
-#if defined(__x86_64__)
     const char *has = NULL, *off = NULL;
+#if defined(__x86_64__)
     if (rt_isa() < RT_ISA_AVX512)
         has = "+avx512f", off = ",-avx512f";
     if (rt_isa() < RT_ISA_AVX2)
         has = "+avx", off = ",-avx";
+#elif defined(__aarch64__)
+    /* NEON is in every aarch64 CPU's base features: off whether or not the host lists it (the
+     * host's list is empty where LLVM cannot read it, under qemu-aarch64) */
+    if (rt_isa() < RT_ISA_NEON)
+        has = "", off = *host ? ",-neon" : "-neon";
+#endif
     char *s = has && strstr(host, has) ? malloc(strlen(host) + strlen(off) + 1) : NULL;
     if (s) {
         strcpy(s, host);
@@ -93,7 +100,6 @@ static char *limited_features(char *host) {
         host = LLVMCreateMessage(s); /* disposed as LLVM's strings are */
         free(s);
     }
-#endif
     return host;
 }
 
