@@ -2,7 +2,9 @@
 # test.sh — the project's one test command (CI runs it through .ci/run).
 # Installs missing packages, builds build/ (RelWithDebInfo) and build-asan/ (Debug, ASan+UBSan),
 # runs ctest in both (the normal tree also runs the install test: find_package + pkg-config
-# consumers), and ends with one combined line "total: N passed, N failed, N skipped".
+# consumers), a ThreadSanitizer tree for the threaded tests, and build-aarch64/ (cross-built, its
+# tests under qemu-aarch64: scripts/aarch64.sh), and ends with one combined line
+# "total: N passed, N failed, N skipped".
 # Exits non-zero if any step fails. TJ_JOBS overrides the parallelism (default 2); TJ_BUILD
 # renames the trees (default "build": build/ and build-asan/).
 set -euo pipefail
@@ -99,6 +101,35 @@ export TSAN_OPTIONS=halt_on_error=1
 run_ctest "$BT" "$THREADED"
 
 run_ctest "$BA"
+
+# ---- aarch64: cross-built, its tests run under qemu-aarch64 (scripts/aarch64.sh) ------------------
+# TJ_AARCH64=0 skips it (counted as one skipped step). Its two ctest summaries join the totals.
+if [ "${TJ_AARCH64:-1}" = 0 ] || [ "$(uname -m)" != x86_64 ]; then
+    echo "== aarch64 under qemu: skipped (TJ_AARCH64=0 or not an x86-64 host)"
+    TOTAL_SKIP=$((TOTAL_SKIP + 1))
+else
+    echo "== aarch64: cross-build ${B#"$ROOT"/}-aarch64/ and its tests under qemu-aarch64"
+    log=$(mktemp)
+    rc=0
+    JOBS=$JOBS bash scripts/aarch64.sh "$B-aarch64" 2>&1 | tee "$log" || rc=$?
+    sums=$(grep -E '[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" || true)
+    if [ "$rc" -ne 0 ] || [ "$(wc -l <<<"$sums")" -ne 2 ]; then
+        echo "test.sh: the aarch64 step failed (rc=$rc)"
+        RC=1
+    fi
+    while read -r line; do
+        [ -n "$line" ] || continue
+        total=$(sed -E 's/.*out of ([0-9]+).*/\1/' <<<"$line")
+        failed=$(sed -E 's/.*, ([0-9]+) tests? failed.*/\1/' <<<"$line")
+        TOTAL_PASS=$((TOTAL_PASS + total - failed))
+        TOTAL_FAIL=$((TOTAL_FAIL + failed))
+        [ "$failed" -eq 0 ] || RC=1
+    done <<<"$sums"
+    skipped=$(grep -cE '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .*\*\*\*(Skipped|Not Run)' "$log" || true)
+    TOTAL_PASS=$((TOTAL_PASS - skipped))
+    TOTAL_SKIP=$((TOTAL_SKIP + skipped))
+    rm -f "$log"
+fi
 
 echo "total: $TOTAL_PASS passed, $TOTAL_FAIL failed, $TOTAL_SKIP skipped"
 exit "$RC"
