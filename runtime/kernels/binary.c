@@ -7,9 +7,11 @@
  * (every divisor element is used when the output is non-empty). Strings: ADD concatenates,
  * EQ/NE compare bytes. */
 #include <stdlib.h>
+#include <string.h>
 #include <tgmath.h>
 
 #include "runtime/kernels/kernels.h"
+#include "runtime/rt_pool.h"
 
 /* ---- scalar helpers -------------------------------------------------------------------------- */
 #define FLOAT_HELPERS(T, SFX)                                                                      \
@@ -112,17 +114,47 @@ typedef struct bin_plan {
 } bin_plan;
 
 static void bin_plan_init(bin_plan *p, const tj_tensor *a, const tj_tensor *b, const tj_tensor *o) {
-    int r = o->rank;
-    int64_t sa[TJ_MAX_RANK], sb[TJ_MAX_RANK];
-    rt_k_bcast_strides(r, o->dims, a->rank, a->dims, sa);
-    rt_k_bcast_strides(r, o->dims, b->rank, b->dims, sb);
-    const int64_t *st[2] = {sa, sb};
-    rt_k_iter_init(&p->it, r > 0 ? r - 1 : 0, o->dims, 2, st, NULL);
-    p->len = r > 0 ? o->dims[r - 1] : 1;
-    p->ia = r > 0 ? sa[r - 1] : 0;
-    p->ib = r > 0 ? sb[r - 1] : 0;
+    int64_t dims[TJ_MAX_RANK], s[2][TJ_MAX_RANK];
+    memcpy(dims, o->dims, sizeof(int64_t) * (size_t)o->rank);
+    rt_k_bcast_strides(o->rank, o->dims, a->rank, a->dims, s[0]);
+    rt_k_bcast_strides(o->rank, o->dims, b->rank, b->dims, s[1]);
+    int r = rt_k_coalesce(o->rank, dims, 2, s);
+    const int64_t *st[2] = {s[0], s[1]};
+    rt_k_iter_init(&p->it, r - 1, dims, 2, st, NULL);
+    p->len = dims[r - 1];
+    p->ia = s[0][r - 1];
+    p->ib = s[1][r - 1];
     p->rows = p->len ? o->numel / p->len : 0;
 }
+
+/* The inner loop over one row, specialised for unit and zero strides (a scalar or a bias beside
+ * a tensor) so that the compiler vectorizes it. */
+#define BIN_ROW(TA, TO, EXPR, pa_, pb_, po_)                                                       \
+    do {                                                                                           \
+        if (p.ia == 1 && p.ib == 1) {                                                              \
+            for (int64_t j_ = 0; j_ < p.len; j_++) {                                               \
+                TA x = pa_[j_], y = pb_[j_];                                                       \
+                po_[j_] = (EXPR);                                                                  \
+            }                                                                                      \
+        } else if (p.ia == 1 && p.ib == 0) {                                                       \
+            TA y = pb_[0];                                                                         \
+            for (int64_t j_ = 0; j_ < p.len; j_++) {                                               \
+                TA x = pa_[j_];                                                                    \
+                po_[j_] = (EXPR);                                                                  \
+            }                                                                                      \
+        } else if (p.ia == 0 && p.ib == 1) {                                                       \
+            TA x = pa_[0];                                                                         \
+            for (int64_t j_ = 0; j_ < p.len; j_++) {                                               \
+                TA y = pb_[j_];                                                                    \
+                po_[j_] = (EXPR);                                                                  \
+            }                                                                                      \
+        } else {                                                                                   \
+            for (int64_t j_ = 0; j_ < p.len; j_++) {                                               \
+                TA x = pa_[j_ * p.ia], y = pb_[j_ * p.ib];                                         \
+                po_[j_] = (EXPR);                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
 
 #define BIN_LOOP(TA, TO, EXPR)                                                                     \
     do {                                                                                           \
@@ -131,10 +163,7 @@ static void bin_plan_init(bin_plan *p, const tj_tensor *a, const tj_tensor *b, c
         for (int64_t r_ = 0; r_ < p.rows; r_++, rt_k_iter_next(&p.it)) {                           \
             const TA *pa_ = A_ + p.it.off[0], *pb_ = B_ + p.it.off[1];                             \
             TO *po_ = O_ + r_ * p.len;                                                             \
-            for (int64_t j_ = 0; j_ < p.len; j_++) {                                               \
-                TA x = pa_[j_ * p.ia], y = pb_[j_ * p.ib];                                         \
-                po_[j_] = (EXPR);                                                                  \
-            }                                                                                      \
+            BIN_ROW(TA, TO, EXPR, pa_, pb_, po_);                                                  \
         }                                                                                          \
         return TJ_OK;                                                                              \
     } while (0)
@@ -322,6 +351,36 @@ static tj_status check_int_operand(const ir_node *n, const tj_tensor *b) {
     return TJ_OK;
 }
 
+/* Large f32 arithmetic whose operands coalesce to one row (same shapes, or a scalar beside a
+ * tensor: eager mode's optimizer updates and gradient sums) is split across the pool in chunks;
+ * each element's result is what the serial loop computes. */
+enum { BIN_CHUNK = 1 << 15 };
+
+typedef struct bin_split {
+    int op;
+    const tj_tensor *a, *b;
+    tj_tensor *out;
+    bin_plan p;
+} bin_split;
+
+static void bin_chunk(void *ctx, int64_t t) {
+    const bin_split *s = ctx;
+    int64_t j0 = t * BIN_CHUNK, n = s->p.len - j0 < BIN_CHUNK ? s->p.len - j0 : BIN_CHUNK;
+    tj_tensor a = *s->a, b = *s->b, o = *s->out; /* headers only: the kernel reads data */
+    a.data = (float *)a.data + j0 * s->p.ia;
+    b.data = (float *)b.data + j0 * s->p.ib;
+    o.data = (float *)o.data + j0;
+    bin_plan p = s->p;
+    p.len = n;
+    (void)binary_f32(s->op, &a, &b, &o, p);
+}
+
+static int bin_splits(int op, const tj_tensor *a, const bin_plan *p) {
+    return a->dtype == TJ_F32 && p->rows == 1 && p->len >= 2 * BIN_CHUNK && rt_pool_size() > 1 &&
+           (op == IR_OP_ADD || op == IR_OP_SUB || op == IR_OP_MUL || op == IR_OP_DIV ||
+            op == IR_OP_MAXIMUM || op == IR_OP_MINIMUM);
+}
+
 tj_status rt_k_binary(const ir_node *n, tj_tensor *const *in, tj_tensor *out) {
     const tj_tensor *a = in[0], *b = in[1];
     if (a->dtype != b->dtype)
@@ -340,6 +399,11 @@ tj_status rt_k_binary(const ir_node *n, tj_tensor *const *in, tj_tensor *out) {
     }
     bin_plan p;
     bin_plan_init(&p, a, b, out);
+    if (bin_splits(n->op, a, &p)) {
+        bin_split sp = {n->op, a, b, out, p};
+        rt_parallel_for((p.len + BIN_CHUNK - 1) / BIN_CHUNK, bin_chunk, &sp);
+        return TJ_OK;
+    }
     tj_status st = TJ_ERR_UNSUPPORTED;
     switch (a->dtype) {
     case TJ_F32:
@@ -382,18 +446,40 @@ tj_status rt_k_where(const ir_node *n, tj_tensor *const *in, tj_tensor *out) {
                          ir_dtype_name(a->dtype), ir_dtype_name(b->dtype));
     if (out->numel == 0)
         return TJ_OK;
-    int64_t s[3][TJ_MAX_RANK];
+    int64_t s[3][TJ_MAX_RANK], dims[TJ_MAX_RANK];
     for (int k = 0; k < 3; k++)
         rt_k_bcast_strides(out->rank, out->dims, in[k]->rank, in[k]->dims, s[k]);
+    memcpy(dims, out->dims, sizeof(int64_t) * (size_t)out->rank);
+    int r = rt_k_coalesce(out->rank, dims, 3, s);
     const int64_t *st[3] = {s[0], s[1], s[2]};
     rt_k_iter it;
-    rt_k_iter_init(&it, out->rank, out->dims, 3, st, NULL);
+    rt_k_iter_init(&it, r - 1, dims, 3, st, NULL);
     const uint8_t *cd = c->data;
-    for (int64_t i = 0; i < out->numel; i++, rt_k_iter_next(&it)) {
-        tj_status e = cd[it.off[0]] ? rt_k_copy_elem(n, out, i, a, it.off[1])
-                                    : rt_k_copy_elem(n, out, i, b, it.off[2]);
-        if (e)
-            return e;
+    int64_t len = dims[r - 1], rows = len ? out->numel / len : 0;
+    int64_t ic = s[0][r - 1], ia = s[1][r - 1], ib = s[2][r - 1];
+    size_t es = ir_dtype_size(out->dtype);
+    for (int64_t i = 0; i < rows; i++, rt_k_iter_next(&it)) {
+        const uint8_t *pc = cd + it.off[0];
+        int64_t o = i * len;
+#define WHERE_ROW(T)                                                                               \
+    do {                                                                                           \
+        const T *pa = (const T *)a->data + it.off[1], *pb = (const T *)b->data + it.off[2];        \
+        T *po = (T *)out->data + o;                                                                \
+        for (int64_t j = 0; j < len; j++)                                                          \
+            po[j] = pc[j * ic] ? pa[j * ia] : pb[j * ib];                                          \
+    } while (0)
+        if (out->dtype != TJ_STRING && es == 4)
+            WHERE_ROW(uint32_t);
+        else if (out->dtype != TJ_STRING && es == 8)
+            WHERE_ROW(uint64_t);
+        else
+            for (int64_t j = 0; j < len; j++) {
+                tj_status e = pc[j * ic] ? rt_k_copy_elem(n, out, o + j, a, it.off[1] + j * ia)
+                                         : rt_k_copy_elem(n, out, o + j, b, it.off[2] + j * ib);
+                if (e)
+                    return e;
+            }
+#undef WHERE_ROW
     }
     return TJ_OK;
 }

@@ -42,6 +42,34 @@ void rt_k_bcast_strides(int rank, const int64_t *dims, int rank_in, const int64_
     }
 }
 
+int rt_k_coalesce(int rank, int64_t *dims, int n_ops, int64_t (*st)[TJ_MAX_RANK]) {
+    int r = 0;
+    for (int d = 0; d < rank; d++) {
+        if (dims[d] == 1)
+            continue; /* an axis of extent 1: its strides never move */
+        int merge = r > 0;
+        for (int k = 0; k < n_ops && merge; k++)
+            merge = st[k][r - 1] == st[k][d] * dims[d];
+        if (merge) {
+            dims[r - 1] *= dims[d];
+            for (int k = 0; k < n_ops; k++)
+                st[k][r - 1] = st[k][d];
+            continue;
+        }
+        dims[r] = dims[d];
+        for (int k = 0; k < n_ops; k++)
+            st[k][r] = st[k][d];
+        r++;
+    }
+    if (r == 0) { /* one element */
+        dims[0] = 1;
+        for (int k = 0; k < n_ops; k++)
+            st[k][0] = 0;
+        r = 1;
+    }
+    return r;
+}
+
 void rt_k_iter_init(rt_k_iter *it, int rank, const int64_t *dims, int n_ops,
                     const int64_t *const *strides, const int64_t *base) {
     memset(it, 0, sizeof *it);
@@ -93,33 +121,82 @@ tj_status rt_k_copy_elem(const ir_node *n, tj_tensor *dst, int64_t di, const tj_
     return rt_k_unsupported(n, dst->dtype);
 }
 
+/* One R x C plane of a strided copy: element (r, c) from src[s0 + r·sr + c·sc] to
+ * out[o0 + r·or_ + c] (out's plane axis b is its last), in 32 x 32 blocks, so a transpose reads
+ * and writes whole cache lines within a block instead of striding through memory per element. */
+#define COPY_PLANE(T)                                                                              \
+    static void copy_plane_##T(T *out, const T *src, int64_t o0, int64_t s0, int64_t R, int64_t C, \
+                               int64_t or_, int64_t sr, int64_t sc) {                              \
+        for (int64_t r0 = 0; r0 < R; r0 += 32)                                                     \
+            for (int64_t c0 = 0; c0 < C; c0 += 32) {                                               \
+                int64_t r1 = r0 + 32 < R ? r0 + 32 : R, c1 = c0 + 32 < C ? c0 + 32 : C;            \
+                for (int64_t r = r0; r < r1; r++) {                                                \
+                    T *o = out + o0 + r * or_;                                                     \
+                    const T *q = src + s0 + r * sr;                                                \
+                    for (int64_t c = c0; c < c1; c++)                                              \
+                        o[c] = q[c * sc];                                                          \
+                }                                                                                  \
+            }                                                                                      \
+    }
+COPY_PLANE(uint8_t)
+COPY_PLANE(uint16_t)
+COPY_PLANE(uint32_t)
+COPY_PLANE(uint64_t)
+
 tj_status rt_k_copy_strided(const ir_node *n, const tj_tensor *src, int64_t base,
                             const int64_t *strides, tj_tensor *out) {
     if (out->numel == 0)
         return TJ_OK;
     if (src->dtype != out->dtype)
         return rt_k_unsupported(n, src->dtype);
-    rt_k_iter it;
-    const int64_t *st[1] = {strides};
-    rt_k_iter_init(&it, out->rank, out->dims, 1, st, &base);
     size_t es = ir_dtype_size(out->dtype);
-    for (int64_t i = 0; i < out->numel; i++, rt_k_iter_next(&it)) {
-        int64_t s = it.off[0];
-        switch (es) {
-        case 1:
-            ((uint8_t *)out->data)[i] = ((const uint8_t *)src->data)[s];
-            break;
-        case 4:
-            ((uint32_t *)out->data)[i] = ((const uint32_t *)src->data)[s];
-            break;
-        case 8:
-            ((uint64_t *)out->data)[i] = ((const uint64_t *)src->data)[s];
-            break;
-        default: {
-            tj_status st_ = rt_k_copy_elem(n, out, i, src, s);
+    int rank = out->rank;
+    if (rank == 0 || out->dtype == TJ_STRING || (es != 1 && es != 2 && es != 4 && es != 8)) {
+        rt_k_iter it; /* element by element (strings: each one duplicated) */
+        const int64_t *st[1] = {strides};
+        rt_k_iter_init(&it, rank, out->dims, 1, st, &base);
+        for (int64_t i = 0; i < out->numel; i++, rt_k_iter_next(&it)) {
+            tj_status st_ = rt_k_copy_elem(n, out, i, src, it.off[0]);
             if (st_)
                 return st_;
         }
+        return TJ_OK;
+    }
+    /* the plane: out's last axis b, and as rows the axis the source is contiguous along (a
+     * transpose), else the one before b; the other axes are walked around it */
+    int b = rank - 1, a = -1;
+    for (int d = 0; d < b && strides[b] != 1; d++)
+        if (strides[d] == 1 && out->dims[d] > 1)
+            a = d;
+    if (a < 0 && rank >= 2)
+        a = rank - 2;
+    int64_t ostr[TJ_MAX_RANK], odims[TJ_MAX_RANK], bases[2] = {0, base};
+    rt_k_strides(rank, out->dims, ostr);
+    memcpy(odims, out->dims, sizeof(int64_t) * (size_t)rank);
+    int64_t R = a >= 0 ? odims[a] : 1, C = odims[b];
+    int64_t or_ = a >= 0 ? ostr[a] : 0, sr = a >= 0 ? strides[a] : 0, sc = strides[b];
+    if (a >= 0)
+        odims[a] = 1;
+    odims[b] = 1;
+    int64_t outer = out->numel / (R * C);
+    rt_k_iter it;
+    const int64_t *st[2] = {ostr, strides};
+    rt_k_iter_init(&it, rank, odims, 2, st, bases);
+    for (int64_t i = 0; i < outer; i++, rt_k_iter_next(&it)) {
+        int64_t o0 = it.off[0], s0 = it.off[1];
+        switch (es) {
+        case 1:
+            copy_plane_uint8_t(out->data, src->data, o0, s0, R, C, or_, sr, sc);
+            break;
+        case 2:
+            copy_plane_uint16_t(out->data, src->data, o0, s0, R, C, or_, sr, sc);
+            break;
+        case 4:
+            copy_plane_uint32_t(out->data, src->data, o0, s0, R, C, or_, sr, sc);
+            break;
+        default:
+            copy_plane_uint64_t(out->data, src->data, o0, s0, R, C, or_, sr, sc);
+            break;
         }
     }
     return TJ_OK;

@@ -66,6 +66,12 @@ typedef struct rt_k_iter {
     int64_t off[RT_K_MAX_OPS];
 } rt_k_iter;
 
+/* Rewrites dims and the n_ops operands' strides st[k] (of an output walked in row-major order)
+ * with the axes of extent 1 dropped and adjacent axes that every operand walks as one merged:
+ * same-shape operands become one axis, a bias over the last axis two. Returns the new rank (at
+ * least 1: one element is dims {1} with strides 0). */
+int rt_k_coalesce(int rank, int64_t *dims, int n_ops, int64_t (*st)[TJ_MAX_RANK]);
+
 /* strides[k] points at rank entries (or NULL for a contiguous operand of shape dims); base[k]
  * (or NULL for all zero) are the starting offsets. */
 void rt_k_iter_init(rt_k_iter *it, int rank, const int64_t *dims, int n_ops,

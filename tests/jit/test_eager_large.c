@@ -1,0 +1,109 @@
+/* Eager kernels on shapes large enough to take their fast paths, against naive loops over the
+ * same host data: transposes copied in 32 x 32 blocks (extents not multiples of 32, a 3-D
+ * permutation, an int64 and a uint8 one), f32 arithmetic split across the pool (same shapes and
+ * a scalar, 2^17 + 3 elements: chunks with a tail), a bias broadcast over rows, and where with
+ * a broadcast condition. Every value must match exactly: none of these round differently. */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <tracejit.h>
+
+#include "check.h"
+
+static float *randf(int64_t n, unsigned seed) {
+    float *v = malloc((size_t)n * sizeof *v);
+    for (int64_t i = 0; i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        v[i] = (float)((seed >> 8) % 2001) / 100.0f - 10.0f;
+    }
+    return v;
+}
+
+/* The elements of t (n of them) equal want, bit for bit as floats. */
+static int64_t mismatches(tj_tensor *t, const float *want, int64_t n) {
+    if (tj_status_of(t) || tj_tensor_numel(t) != n) {
+        fprintf(stderr, "  %s\n", tj_status_of(t) ? tj_error_message(t) : "wrong size");
+        return -1;
+    }
+    const float *g = tj_tensor_data(t);
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; i++)
+        bad += g[i] != want[i];
+    return bad;
+}
+
+static void transposes(void) {
+    int64_t R = 70, C = 45, d2[2] = {R, C};
+    float *x = randf(R * C, 1), *w = malloc((size_t)(R * C) * sizeof *w);
+    tj_tensor *t = tj_tensor_from_data(TJ_F32, 2, d2, x);
+    for (int64_t i = 0; i < R; i++)
+        for (int64_t j = 0; j < C; j++)
+            w[j * R + i] = x[i * C + j];
+    CHECK_EQ_INT(mismatches(tj_transpose(t, NULL), w, R * C), 0);
+    /* [A, B, C] -> [C, A, B] */
+    int64_t A = 5, B = 33, K = 40, d3[3] = {A, B, K};
+    float *y = randf(A * B * K, 2), *wy = malloc((size_t)(A * B * K) * sizeof *wy);
+    for (int64_t a = 0; a < A; a++)
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t k = 0; k < K; k++)
+                wy[(k * A + a) * B + b] = y[(a * B + b) * K + k];
+    tj_tensor *ty = tj_tensor_from_data(TJ_F32, 3, d3, y);
+    CHECK_EQ_INT(mismatches(tj_transpose(ty, (int[]){2, 0, 1}), wy, A * B * K), 0);
+    /* other element sizes */
+    int64_t *xi = malloc((size_t)(R * C) * sizeof *xi);
+    uint8_t *xb = malloc((size_t)(R * C));
+    for (int64_t i = 0; i < R * C; i++)
+        xi[i] = i * 7 - 100, xb[i] = (uint8_t)(i % 2);
+    tj_tensor *ti = tj_transpose(tj_tensor_from_data(TJ_I64, 2, d2, xi), NULL);
+    tj_tensor *tb = tj_transpose(tj_tensor_from_data(TJ_BOOL, 2, d2, xb), NULL);
+    const int64_t *gi = tj_tensor_data(ti);
+    const uint8_t *gb = tj_tensor_data(tb);
+    int64_t bad = 0;
+    for (int64_t i = 0; gi && gb && i < R; i++)
+        for (int64_t j = 0; j < C; j++)
+            bad += gi[j * R + i] != xi[i * C + j] || gb[j * R + i] != xb[i * C + j];
+    CHECK(gi && gb);
+    CHECK_EQ_INT(bad, 0);
+    free(x), free(w), free(y), free(wy), free(xi), free(xb);
+}
+
+static void arithmetic(void) {
+    int64_t n = (1 << 17) + 3, d[1] = {n};
+    float *a = randf(n, 3), *b = randf(n, 4), *w = malloc((size_t)n * sizeof *w);
+    tj_tensor *ta = tj_tensor_from_data(TJ_F32, 1, d, a),
+              *tb = tj_tensor_from_data(TJ_F32, 1, d, b);
+    for (int64_t i = 0; i < n; i++)
+        w[i] = a[i] * b[i];
+    CHECK_EQ_INT(mismatches(tj_mul(ta, tb), w, n), 0);
+    for (int64_t i = 0; i < n; i++)
+        w[i] = a[i] - 0.25f;
+    CHECK_EQ_INT(mismatches(tj_sub(ta, tj_scalar_f32(0.25f)), w, n), 0);
+    for (int64_t i = 0; i < n; i++)
+        w[i] = 3.0f / b[i];
+    CHECK_EQ_INT(mismatches(tj_div(tj_scalar_f32(3.0f), tb), w, n), 0);
+    for (int64_t i = 0; i < n; i++)
+        w[i] = a[i] > b[i] ? a[i] : b[i];
+    CHECK_EQ_INT(mismatches(tj_maximum(ta, tb), w, n), 0);
+    /* a bias over the last axis of [rows, 37] */
+    int64_t rows = n / 37, d2[2] = {rows, 37}, db[1] = {37};
+    tj_tensor *m = tj_tensor_from_data(TJ_F32, 2, d2, a),
+              *bias = tj_tensor_from_data(TJ_F32, 1, db, b);
+    for (int64_t i = 0; i < rows * 37; i++)
+        w[i] = a[i] + b[i % 37];
+    CHECK_EQ_INT(mismatches(tj_add(m, bias), w, rows * 37), 0);
+    /* where(a[rows, 1] > 0, m, -m): the condition broadcast along the rows */
+    int64_t dc[2] = {rows, 1};
+    tj_tensor *c = tj_greater(tj_tensor_from_data(TJ_F32, 2, dc, b), tj_scalar_f32(0));
+    for (int64_t i = 0; i < rows * 37; i++)
+        w[i] = b[i / 37] > 0 ? a[i] : -a[i];
+    CHECK_EQ_INT(mismatches(tj_where(c, m, tj_neg(m)), w, rows * 37), 0);
+    free(a), free(b), free(w);
+}
+
+int main(void) {
+    tj_scope_begin();
+    transposes();
+    arithmetic();
+    tj_scope_end();
+    return check_done();
+}
