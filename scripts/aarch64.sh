@@ -38,7 +38,7 @@ if [ ! -f "$LLVM_DEV/usr/lib/llvm-19/include/llvm/Config/llvm-config.h" ]; then
         dpkg -x ./llvm-19-dev_*_arm64.deb .)
 fi
 cmake -S "$ROOT" -B "$B" -DCMAKE_TOOLCHAIN_FILE="$ROOT/cmake/aarch64-linux-gnu.cmake" \
-      -DCMAKE_BUILD_TYPE=Release -DTJ_BUILD_BENCH=OFF -DTJ_WERROR=ON \
+      -DCMAKE_BUILD_TYPE=Release -DTJ_WERROR=ON \
       -DTJ_LLVM_INCLUDE_DIR="$LLVM_DEV/usr/lib/llvm-19/include" \
       -DTJ_LLVM_LIBRARY=/usr/lib/aarch64-linux-gnu/libLLVM.so.19.1
 cmake --build "$B" -j"$JOBS"

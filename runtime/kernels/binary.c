@@ -351,9 +351,10 @@ static tj_status check_int_operand(const ir_node *n, const tj_tensor *b) {
     return TJ_OK;
 }
 
-/* Large f32 arithmetic whose operands coalesce to one row (same shapes, or a scalar beside a
- * tensor: eager mode's optimizer updates and gradient sums) is split across the pool in chunks;
- * each element's result is what the serial loop computes. */
+/* Large f32 arithmetic is split across the pool in chunks of about 32K elements: a coalesced
+ * single row (same shapes, or a scalar beside a tensor: eager mode's optimizer updates and
+ * gradient sums) by ranges of it, several rows (a bias beside activations) by whole rows, each
+ * chunk's iterator set to its first row. Elementwise: each result is the serial loop's. */
 enum { BIN_CHUNK = 1 << 15 };
 
 typedef struct bin_split {
@@ -361,24 +362,45 @@ typedef struct bin_split {
     const tj_tensor *a, *b;
     tj_tensor *out;
     bin_plan p;
+    int64_t rows_per; /* rows per chunk; 0: the one row split by ranges */
 } bin_split;
 
 static void bin_chunk(void *ctx, int64_t t) {
     const bin_split *s = ctx;
-    int64_t j0 = t * BIN_CHUNK, n = s->p.len - j0 < BIN_CHUNK ? s->p.len - j0 : BIN_CHUNK;
     tj_tensor a = *s->a, b = *s->b, o = *s->out; /* headers only: the kernel reads data */
-    a.data = (float *)a.data + j0 * s->p.ia;
-    b.data = (float *)b.data + j0 * s->p.ib;
-    o.data = (float *)o.data + j0;
     bin_plan p = s->p;
-    p.len = n;
+    if (!s->rows_per) {
+        int64_t j0 = t * BIN_CHUNK;
+        p.len = s->p.len - j0 < BIN_CHUNK ? s->p.len - j0 : BIN_CHUNK;
+        a.data = (float *)a.data + j0 * s->p.ia;
+        b.data = (float *)b.data + j0 * s->p.ib;
+        o.data = (float *)o.data + j0;
+    } else {
+        int64_t r0 = t * s->rows_per, r = r0;
+        p.rows = s->p.rows - r0 < s->rows_per ? s->p.rows - r0 : s->rows_per;
+        for (int d = p.it.rank - 1; d >= 0; d--) { /* the iterator at row r0 */
+            p.it.idx[d] = r % p.it.dims[d];
+            r /= p.it.dims[d];
+            for (int k = 0; k < 2; k++)
+                p.it.off[k] += p.it.idx[d] * p.it.st[k][d];
+        }
+        o.data = (float *)o.data + r0 * p.len;
+    }
     (void)binary_f32(s->op, &a, &b, &o, p);
 }
 
-static int bin_splits(int op, const tj_tensor *a, const bin_plan *p) {
-    return a->dtype == TJ_F32 && p->rows == 1 && p->len >= 2 * BIN_CHUNK && rt_pool_size() > 1 &&
-           (op == IR_OP_ADD || op == IR_OP_SUB || op == IR_OP_MUL || op == IR_OP_DIV ||
-            op == IR_OP_MAXIMUM || op == IR_OP_MINIMUM);
+/* The chunks of a split, or 0 to run serially. */
+static int64_t bin_splits(int op, const tj_tensor *a, const bin_plan *p, int64_t *rows_per) {
+    if (a->dtype != TJ_F32 || p->rows * p->len < 2 * BIN_CHUNK || rt_pool_size() < 2 ||
+        !(op == IR_OP_ADD || op == IR_OP_SUB || op == IR_OP_MUL || op == IR_OP_DIV ||
+          op == IR_OP_MAXIMUM || op == IR_OP_MINIMUM))
+        return 0;
+    if (p->rows == 1) {
+        *rows_per = 0;
+        return (p->len + BIN_CHUNK - 1) / BIN_CHUNK;
+    }
+    *rows_per = p->len >= BIN_CHUNK ? 1 : BIN_CHUNK / p->len;
+    return (p->rows + *rows_per - 1) / *rows_per;
 }
 
 tj_status rt_k_binary(const ir_node *n, tj_tensor *const *in, tj_tensor *out) {
@@ -399,9 +421,10 @@ tj_status rt_k_binary(const ir_node *n, tj_tensor *const *in, tj_tensor *out) {
     }
     bin_plan p;
     bin_plan_init(&p, a, b, out);
-    if (bin_splits(n->op, a, &p)) {
-        bin_split sp = {n->op, a, b, out, p};
-        rt_parallel_for((p.len + BIN_CHUNK - 1) / BIN_CHUNK, bin_chunk, &sp);
+    int64_t rows_per = 0, chunks = bin_splits(n->op, a, &p, &rows_per);
+    if (chunks > 1) {
+        bin_split sp = {n->op, a, b, out, p, rows_per};
+        rt_parallel_for(chunks, bin_chunk, &sp);
         return TJ_OK;
     }
     tj_status st = TJ_ERR_UNSUPPORTED;

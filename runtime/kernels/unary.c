@@ -7,6 +7,7 @@
 #include <tgmath.h>
 
 #include "runtime/kernels/kernels.h"
+#include "runtime/rt_pool.h"
 
 #define LOOP(EXPR)                                                                                 \
     for (int64_t i = 0; i < n; i++) {                                                              \
@@ -145,6 +146,35 @@ static tj_status unary_pred(const ir_node *n, const tj_tensor *x, tj_tensor *out
     }
 }
 
+/* Large f32 inputs are split across the pool in chunks once the first chunk has run (an op this
+ * kernel does not have says so there, before any thread starts); elementwise, so each result is
+ * the serial loop's. */
+enum { UN_CHUNK = 1 << 15 };
+
+typedef struct un_split {
+    int op;
+    const float *x;
+    float *out;
+    int64_t len;
+} un_split;
+
+static void un_chunk(void *ctx, int64_t t) {
+    const un_split *s = ctx;
+    int64_t j0 = (t + 1) * UN_CHUNK, n = s->len - j0 < UN_CHUNK ? s->len - j0 : UN_CHUNK;
+    (void)unary_f32(s->op, s->x + j0, s->out + j0, n);
+}
+
+static tj_status unary_f32_split(int op, const float *x, float *o, int64_t len) {
+    if (len < 2 * UN_CHUNK || rt_pool_size() < 2)
+        return unary_f32(op, x, o, len);
+    tj_status st = unary_f32(op, x, o, UN_CHUNK);
+    if (st)
+        return st;
+    un_split s = {op, x, o, len};
+    rt_parallel_for((len + UN_CHUNK - 1) / UN_CHUNK - 1, un_chunk, &s);
+    return TJ_OK;
+}
+
 tj_status rt_k_unary(const ir_node *n, const tj_tensor *x, tj_tensor *out) {
     if (n->op == IR_OP_ISNAN || n->op == IR_OP_ISINF) {
         if (out->dtype != TJ_BOOL)
@@ -158,7 +188,7 @@ tj_status rt_k_unary(const ir_node *n, const tj_tensor *x, tj_tensor *out) {
     int64_t len = x->numel;
     switch (x->dtype) {
     case TJ_F32:
-        st = unary_f32(n->op, x->data, out->data, len);
+        st = unary_f32_split(n->op, x->data, out->data, len);
         break;
     case TJ_F64:
         st = unary_f64(n->op, x->data, out->data, len);

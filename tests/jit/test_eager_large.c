@@ -1,8 +1,10 @@
 /* Eager kernels on shapes large enough to take their fast paths, against naive loops over the
  * same host data: transposes copied in 32 x 32 blocks (extents not multiples of 32, a 3-D
  * permutation, an int64 and a uint8 one), f32 arithmetic split across the pool (same shapes and
- * a scalar, 2^17 + 3 elements: chunks with a tail), a bias broadcast over rows, and where with
- * a broadcast condition. Every value must match exactly: none of these round differently. */
+ * a scalar, 2^17 + 3 elements: chunks with a tail; exp), a bias broadcast over rows (split by
+ * whole rows), and where with a broadcast condition. Every value must match exactly: none of these
+ * round differently. */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -84,7 +86,11 @@ static void arithmetic(void) {
     for (int64_t i = 0; i < n; i++)
         w[i] = a[i] > b[i] ? a[i] : b[i];
     CHECK_EQ_INT(mismatches(tj_maximum(ta, tb), w, n), 0);
-    /* a bias over the last axis of [rows, 37] */
+    /* unary ops split the same way once their first chunk ran */
+    for (int64_t i = 0; i < n; i++)
+        w[i] = expf(a[i] * 0.1f);
+    CHECK_EQ_INT(mismatches(tj_exp(tj_mul(ta, tj_scalar_f32(0.1f))), w, n), 0);
+    /* a bias over the last axis of [rows, 37]: split by whole rows */
     int64_t rows = n / 37, d2[2] = {rows, 37}, db[1] = {37};
     tj_tensor *m = tj_tensor_from_data(TJ_F32, 2, d2, a),
               *bias = tj_tensor_from_data(TJ_F32, 1, db, b);
