@@ -86,6 +86,17 @@ static tj_status misaligned(const rt_reloc *r, unsigned align) {
                      r->obj, r->type, r->name, align);
 }
 
+/* A PC-relative offset v counted in instructions: a signed `bits`-bit field at `shift` holds v/4
+ * (B/BL, B.cond and LDR literal, TBZ). */
+static tj_status word_offset(const rt_reloc *r, int64_t v, int shift, int bits, const char *what) {
+    if (!fits_signed(v, bits + 2))
+        return rt_obj_out_of_reach(r, what);
+    if (v & 3)
+        return misaligned(r, 4);
+    patch(r->P, (uint32_t)(v >> 2), shift, bits);
+    return TJ_OK;
+}
+
 static tj_status a64_apply(const rt_reloc *r) {
     uint64_t P = (uintptr_t)r->P, X = r->S + (uint64_t)r->A;
     int64_t v;
@@ -113,29 +124,12 @@ static tj_status a64_apply(const rt_reloc *r) {
         v = (int64_t)(X - P);
         if (!fits_signed(v, 28) && r->stub) /* a far external function: through its stub */
             v = (int64_t)((uintptr_t)r->stub + (uint64_t)r->A - P);
-        if (!fits_signed(v, 28))
-            return rt_obj_out_of_reach(r, "26-bit branch");
-        if (v & 3)
-            return misaligned(r, 4);
-        patch(r->P, (uint32_t)(v >> 2), 0, 26);
-        return TJ_OK;
+        return word_offset(r, v, 0, 26, "26-bit branch");
     case R_AARCH64_CONDBR19:
     case R_AARCH64_LD_PREL_LO19:
-        v = (int64_t)(X - P);
-        if (!fits_signed(v, 21))
-            return rt_obj_out_of_reach(r, "19-bit PC-relative");
-        if (v & 3)
-            return misaligned(r, 4);
-        patch(r->P, (uint32_t)(v >> 2), 5, 19);
-        return TJ_OK;
+        return word_offset(r, (int64_t)(X - P), 5, 19, "19-bit PC-relative");
     case R_AARCH64_TSTBR14:
-        v = (int64_t)(X - P);
-        if (!fits_signed(v, 16))
-            return rt_obj_out_of_reach(r, "14-bit test-and-branch");
-        if (v & 3)
-            return misaligned(r, 4);
-        patch(r->P, (uint32_t)(v >> 2), 5, 14);
-        return TJ_OK;
+        return word_offset(r, (int64_t)(X - P), 5, 14, "14-bit test-and-branch");
     case R_AARCH64_ADR_PREL_LO21:
         v = (int64_t)(X - P);
         if (!fits_signed(v, 21))
