@@ -38,6 +38,8 @@ typedef struct rt_dw_plan {
 /* A product C (+)= A · B on the pool: B packed panels (ldb = RT_PANEL, panel q at q·K·RT_PANEL)
  * or B itself; tasks are (group of rows, group of panels). */
 enum { RT_PANEL = 64, RT_KC = 128 };
+/* the fewest rows of A for which a product packs an unpacked B first (gemm_packed.c) */
+enum { RT_PACK_ROWS = 16 };
 typedef struct rt_gemm_task {
     const float *B;
     int packed;

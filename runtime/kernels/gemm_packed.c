@@ -32,6 +32,21 @@ int rt_gemm_f32_takes(int64_t m, int64_t n, int64_t k) {
     return rt_gemm_packed_usable() && m >= 1 && n >= 1 && k >= 1 && m <= (1 << 30) / n / k;
 }
 
+/* Panel q of B ([K][N], or [N][K] if trans) into dst: [K][PANEL], zero past N. */
+static void pack_panel(float *dst, const float *B, int64_t K, int64_t N, int64_t ldb, int trans,
+                       int64_t q) {
+    int64_t n0 = q * PANEL, w = N - n0 < PANEL ? N - n0 : PANEL;
+    for (int64_t k = 0; k < K; k++, dst += PANEL) {
+        if (trans)
+            for (int64_t j = 0; j < w; j++)
+                dst[j] = B[(n0 + j) * ldb + k];
+        else
+            memcpy(dst, B + k * ldb + n0, (size_t)w * sizeof *dst);
+        if (w < PANEL)
+            memset(dst + w, 0, (size_t)(PANEL - w) * sizeof *dst);
+    }
+}
+
 rt_packed_b *rt_gemm_pack(const float *B, int64_t K, int64_t N, int64_t ldb, int trans) {
     if (!rt_gemm_packed_usable() || K < 1 || N < 1)
         return NULL;
@@ -43,16 +58,8 @@ rt_packed_b *rt_gemm_pack(const float *B, int64_t K, int64_t N, int64_t ldb, int
         free(pb);
         return NULL;
     }
-    for (int64_t q = 0; q < np; q++) {
-        int64_t n0 = q * PANEL, w = N - n0 < PANEL ? N - n0 : PANEL;
-        for (int64_t k = 0; k < K; k++) {
-            float *dst = p + (q * K + k) * PANEL;
-            for (int64_t j = 0; j < w; j++)
-                dst[j] = trans ? B[(n0 + j) * ldb + k] : B[k * ldb + n0 + j];
-            for (int64_t j = w; j < PANEL; j++)
-                dst[j] = 0.0f;
-        }
-    }
+    for (int64_t q = 0; q < np; q++)
+        pack_panel(p + q * K * PANEL, B, K, N, ldb, trans, q);
     pb->p = p, pb->k = K, pb->n = N, pb->bytes = bytes;
     return pb;
 }
@@ -103,10 +110,39 @@ void rt_gemm_packed(const rt_packed_b *pb, int64_t M, const float *A, int64_t ld
                                 .relu = epi && epi->relu});
 }
 
+typedef struct pack_job {
+    float *dst;
+    const float *B;
+    int64_t K, N, ldb;
+} pack_job;
+static void pack_task(void *ctx, int64_t q) {
+    const pack_job *j = ctx;
+    pack_panel(j->dst + q * j->K * PANEL, j->B, j->K, j->N, j->ldb, 0, q);
+}
+
 int rt_gemm_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
                 int64_t ldb, float *C, int64_t ldc, const rt_gemm_epi *epi) {
     if (!rt_gemm_packed_usable() || M < 1 || N < 1 || K < 1)
         return 1;
+    /* B packed for this call, once, on the pool (its rows N floats apart: for N a multiple of 256
+     * the rows of a chunk fall in a few L1 sets and the tiles read B from L2), from the caching
+     * allocator, so a call in a loop reuses the block; below RT_PACK_ROWS rows of A, or without
+     * the memory, the tiles read B as it lies */
+    int64_t np = (N + PANEL - 1) / PANEL;
+    size_t bytes = (size_t)(np * K * PANEL) * sizeof(float);
+    float *bp = M >= RT_PACK_ROWS ? rt_alloc(bytes) : NULL;
+    if (bp) {
+        pack_job j = {bp, B, K, N, ldb};
+        if (np > 1 && K * N >= 65536)
+            rt_parallel_for(np, pack_task, &j);
+        else
+            for (int64_t q = 0; q < np; q++)
+                pack_task(&j, q);
+        rt_packed_b pb = {.p = bp, .k = K, .n = N, .bytes = bytes};
+        rt_gemm_packed(&pb, M, A, lda, C, ldc, epi);
+        rt_free(bp, bytes);
+        return 0;
+    }
     gemm_run((rt_gemm_task){.B = B,
                             .A = A,
                             .C = C,

@@ -208,6 +208,9 @@ int main(void) {
     pool_case(5, 2, 2, 0, vec);
     pool_case(37, 3, 2, 1, vec);
     gemm_case(7, 37, 19);
-    gemm_case(50, 130, 64);
+    gemm_case(50, 130, 64);  /* B packed per call (gemm_packed.c), a narrow last panel */
+    gemm_case(40, 70, 300);  /* K in three chunks (the epilogue after the last) */
+    gemm_case(600, 256, 40); /* row groups on the pool, B rows 256 floats apart */
+    gemm_case(15, 64, 200);  /* below RT_PACK_ROWS: B read as it lies */
     return check_done();
 }
