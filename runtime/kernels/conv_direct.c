@@ -128,13 +128,41 @@ static int begin(const rt_conv_geom *g, const float *x, rt_dconv *d, float **pad
     return fail;
 }
 
+/* The filter w ([KH][KW·C][O]) packed for the forward tiles (rt_dconv.w): per group of GROUP
+ * output channels, its KH·KW·C taps of GROUP floats, zero past O. A filter row of O floats
+ * (O = 100: 400 bytes) is neither a whole number of cache lines nor aligned, so every tap's
+ * vectors were split loads, and one group's weights were O/GROUP times the bytes the tile reads.
+ * NULL (and d untouched) when memory is short; rt_free it with *bytes. */
+static float *pack_filter(const float *w, rt_dconv *d, size_t *bytes) {
+    int64_t group = d->k->group, ng = (d->O + group - 1) / group, taps = d->KH * d->KWC;
+    *bytes = (size_t)(ng * taps * group) * sizeof(float);
+    float *p = rt_alloc(*bytes);
+    if (!p)
+        return NULL;
+    for (int64_t gi = 0; gi < ng; gi++) {
+        int64_t o0 = gi * group, n = d->O - o0 < group ? d->O - o0 : group;
+        float *dst = p + gi * taps * group;
+        for (int64_t t = 0; t < taps; t++, dst += group) {
+            memcpy(dst, w + t * d->O + o0, (size_t)n * sizeof *dst);
+            memset(dst + n, 0, (size_t)(group - n) * sizeof *dst);
+        }
+    }
+    d->w = p, d->wg = taps * group, d->wt = group;
+    return p;
+}
+
 int rt_conv_direct_fwd(const rt_conv_geom *g, const float *x, const float *w, float *y) {
-    rt_dconv d = {.w = w, .y = y};
-    float *pad;
-    size_t bytes;
+    rt_dconv d = {.y = y};
+    float *pad, *wp;
+    size_t bytes, wbytes;
     if (begin(g, x, &d, &pad, &bytes))
         return 1;
+    if (!(wp = pack_filter(w, &d, &wbytes))) {
+        rt_free(pad, bytes);
+        return 1;
+    }
     rt_parallel_for(g->n * g->oh, fwd_row, &d);
+    rt_free(wp, wbytes);
     rt_free(pad, bytes);
     return 0;
 }
@@ -163,13 +191,18 @@ int rt_conv_direct_fwd_bands(const rt_conv_geom *g, const float *x, const float 
                              int64_t oh_used, rt_conv_band_fn fn, void *ctx) {
     if (band < 1 || oh_used < 1 || oh_used > g->oh || band * g->ow * g->o > RT_CONV_BAND_FLOATS)
         return 1;
-    bands bd = {.d = {.w = w}, .band = band, .oh_used = oh_used, .fn = fn, .ctx = ctx};
-    float *pad;
-    size_t bytes;
+    bands bd = {.band = band, .oh_used = oh_used, .fn = fn, .ctx = ctx};
+    float *pad, *wp;
+    size_t bytes, wbytes;
     if (begin(g, x, &bd.d, &pad, &bytes))
         return 1;
+    if (!(wp = pack_filter(w, &bd.d, &wbytes))) {
+        rt_free(pad, bytes);
+        return 1;
+    }
     bd.per_img = (oh_used + band - 1) / band;
     rt_parallel_for(g->n * bd.per_img, band_task, &bd);
+    rt_free(wp, wbytes);
     rt_free(pad, bytes);
     return 0;
 }

@@ -18,7 +18,11 @@ typedef struct rt_dconv {
     const struct rt_simd_kernels *k;
     const float *x;
     int64_t xs_img, xs_row, C;
-    const float *w; /* [KH][KWC][O] */
+    /* forward: the filter packed per group of GROUP output channels (rt_simd_kernels.group):
+     * group g's tap t (= ky·KWC + j) at w + g·wg + t·wt, wt = GROUP floats, zero past O, each
+     * tap's vectors aligned and one group's taps one contiguous stream */
+    const float *w;
+    int64_t wg, wt;
     const float *dy;
     float *y; /* forward: [N][OH][OW][O]; filter grad: [KH][KWC][O] */
     int64_t N, OH, OW, O, KH, KWC, sh, sw;
