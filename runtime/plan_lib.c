@@ -92,7 +92,7 @@ static int64_t gemm_block_rows(const rt_step *s) {
 }
 
 bool rt_plan_own_gemm(const rt_step *s) {
-    return s->kind == RT_STEP_GEMM && s->mm.dt == TJ_F32 && !s->trans[0] && !s->trans[1] &&
+    return s->kind == RT_STEP_GEMM && s->mm.dt == TJ_F32 && !s->trans[1] &&
            rt_gemm_f32_takes(s->mm.m, s->mm.n, s->mm.k);
 }
 
@@ -136,7 +136,7 @@ void rt_plan_gemm(rt_plan *p, const rt_step *s, const char *A, const char *B, ch
     size_t es = ir_dtype_size(mm->dt), bytes = (size_t)(mm->batches * mm->m * mm->n) * es;
     int64_t rb = gemm_block_rows(s), m = mm->m, n = mm->n, k = mm->k;
     int64_t ul = s->units.unit_len ? s->units.unit_len : 1;
-    /* f32 without transposed operands: gemm_packed.c's kernels on B as it lies */
+    /* f32, B not transposed: gemm_packed.c's kernels (A transposed or not) */
     int own = rt_plan_own_gemm(s);
     if (k == 0)
         memset(C, 0, bytes);
@@ -153,8 +153,8 @@ void rt_plan_gemm(rt_plan *p, const rt_step *s, const char *A, const char *B, ch
             int lda = (int)(s->trans[0] ? m : k), ldb = (int)(s->trans[1] ? k : n);
             int ta = s->trans[0] ? 112 : 111, tb = s->trans[1] ? 112 : 111;
             if (own) { /* the packed kernels, then the epilogue of the block on the pool */
-                rt_gemm_f32(r1 - r0, n, k, (const float *)a, k, (const float *)b, n, (float *)c, n,
-                            gep);
+                rt_gemm_f32(r1 - r0, n, k, (const float *)a, lda, s->trans[0], (const float *)b, n,
+                            (float *)c, n, gep);
                 if (epi && rb > 0 && !gep)
                     rt_plan_run_range(p, s->fn, &s->units, bufs, (bi * m + r0) * n / ul,
                                       (r1 - r0) * n / ul);

@@ -42,12 +42,14 @@ typedef struct rt_dw_plan {
 /* A product C (+)= A · B on the pool: B packed panels (ldb = RT_PANEL, panel q at q·K·RT_PANEL)
  * or B itself; tasks are (group of rows, group of panels). */
 enum { RT_PANEL = 64, RT_KC = 128 };
-/* the fewest rows of A for which a product packs an unpacked B first (gemm_packed.c) */
-enum { RT_PACK_ROWS = 16 };
+/* A product's tasks take at most RT_GEMM_ROWS rows of A each, every one reading all of B; an
+ * unpacked B is packed first only where there are several such groups of rows (gemm_packed.c) */
+enum { RT_GEMM_ROWS = 256, RT_PACK_ROWS = RT_GEMM_ROWS + 1 };
 typedef struct rt_gemm_task {
     const float *B;
     int packed;
     const float *A;
+    int trans_a; /* A stored [K][M] */
     float *C;
     int64_t M, K, N, lda, ldb, ldc;
     int64_t n_rgroups, rows_per, panels_per;

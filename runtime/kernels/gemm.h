@@ -35,11 +35,12 @@ void rt_gemm_packed_free(rt_packed_b *pb); /* NULL-safe */
  * the runtime's pool. */
 void rt_gemm_packed(const rt_packed_b *pb, int64_t M, const float *A, int64_t lda, float *C,
                     int64_t ldc, const rt_gemm_epi *epi);
-/* C [M, N] = A [M, K] · B [K, N] (row lengths lda, ldb, ldc) with the same kernels on B as it
- * lies: no packed copy to allocate and touch (the interpreter's products, so a tiered function's
- * first call does not wait for OpenBLAS to start). 0 when done; 1 when this CPU lacks AVX-512 or
- * a size is 0 (nothing written). */
-int rt_gemm_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
-                int64_t ldb, float *C, int64_t ldc, const rt_gemm_epi *epi);
+/* C [M, N] = op(A) [M, K] · B [K, N] (row lengths lda, ldb, ldc) with the same kernels, B
+ * packed for the call or read as it lies (the interpreter's products, so a tiered function's
+ * first call does not wait for OpenBLAS to start); op(A) is A, or with trans_a A stored [K, M]
+ * (a dense layer's weight gradient, x' · dy). 0 when done; 1 when this CPU lacks AVX-512 or a
+ * size is 0 (nothing written). */
+int rt_gemm_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, int trans_a,
+                const float *B, int64_t ldb, float *C, int64_t ldc, const rt_gemm_epi *epi);
 
 #endif

@@ -87,7 +87,7 @@ static int blas_matmul(const tj_tensor *a, const tj_tensor *b, tj_tensor *out, c
         rt_k_iter it;
         rt_k_iter_init(&it, s->rank, s->dims, 2, strides, NULL);
         for (int64_t bi = 0; bi < s->batches; bi++, rt_k_iter_next(&it))
-            rt_gemm_f32(s->m, s->n, s->k, (const float *)a->data + it.off[0] * s->m * s->k, s->k,
+            rt_gemm_f32(s->m, s->n, s->k, (const float *)a->data + it.off[0] * s->m * s->k, s->k, 0,
                         (const float *)b->data + it.off[1] * s->k * s->n, s->n,
                         (float *)out->data + bi * s->m * s->n, s->n, NULL);
         return 1;

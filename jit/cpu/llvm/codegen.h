@@ -40,6 +40,7 @@ typedef struct jit_cpu_em {
 typedef struct jit_cpu_loop {
     LLVMValueRef i;
     LLVMBasicBlockRef head;
+    LLVMValueRef latch_br; /* the back branch, once closed (jit_cpu_loop_no_unroll) */
 } jit_cpu_loop;
 LLVMValueRef jit_cpu_c64(jit_cpu_em *e, int64_t v);
 /* A call of intrinsic `name` overloaded on the n_ov types ov. */
@@ -60,6 +61,9 @@ jit_cpu_loop jit_cpu_loop_begin(jit_cpu_em *e, LLVMValueRef fn, LLVMValueRef fro
 /* Closes l; returns the latch block (for phis carried around the loop). */
 LLVMBasicBlockRef jit_cpu_loop_end(jit_cpu_em *e, LLVMValueRef fn, jit_cpu_loop *l,
                                    LLVMValueRef to);
+/* Marks the closed loop l not to be unrolled (llvm.loop.unroll.disable), so a short inner loop
+ * of constant trip count stays a loop the vectorizer widens. */
+void jit_cpu_loop_no_unroll(jit_cpu_em *e, const jit_cpu_loop *l);
 /* A one-element CONST node of a numeric or bool dtype as an immediate; NULL for anything else. */
 LLVMValueRef jit_cpu_const_scalar(jit_cpu_em *e, const ir_graph *g, const ir_node *n);
 /* Register type of a dtype (bool is i1; in memory it is i8). */

@@ -230,6 +230,10 @@ tj_status jit_cpu_red_emit(LLVMModuleRef m, const ir_graph *g, const pass_group 
             LLVMValueRef ap = ACC_AT(l2.i);
             LLVMBuildStore(b, red_step(e, &r, LLVMBuildLoad2(b, r.at, ap, ""), v), ap);
             loop_end(e, fn, &l2, cnt);
+            /* unrolled (a block of 32 is a constant 32 iterations), the k loop around it became
+             * the innermost and was vectorized with reassociated sums over gathers 128 bytes
+             * apart: the seed CNN's first bias gradient, 39200 x 32, took 4 ms on one thread */
+            jit_cpu_loop_no_unroll(e, &l2);
             loop_end(e, fn, &lk, c64(e, len));
         }
         LLVMValueRef obase = LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, oi, c64(e, inner), ""), i0, "");

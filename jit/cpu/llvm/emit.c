@@ -7,6 +7,8 @@
 
 #include "jit/cpu/llvm/codegen.h"
 
+#include <llvm-c/DebugInfo.h> /* LLVMTemporaryMDNode: a self-referential loop id */
+
 void jit_cpu_em_init(jit_cpu_em *e, LLVMModuleRef m, bool contract, bool exact_math) {
     memset(e, 0, sizeof *e);
     e->c = LLVMGetModuleContext(m);
@@ -109,8 +111,20 @@ LLVMBasicBlockRef jit_cpu_loop_end(jit_cpu_em *e, LLVMValueRef fn, jit_cpu_loop 
     LLVMValueRef nx = LLVMBuildNSWAdd(e->b, l->i, jit_cpu_c64(e, 1), "");
     LLVMBasicBlockRef cur = LLVMGetInsertBlock(e->b);
     LLVMBasicBlockRef out = LLVMAppendBasicBlockInContext(e->c, fn, "x");
-    LLVMBuildCondBr(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, nx, to, ""), l->head, out);
+    l->latch_br = LLVMBuildCondBr(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, nx, to, ""), l->head, out);
     LLVMAddIncoming(l->i, &nx, &cur, 1);
     LLVMPositionBuilderAtEnd(e->b, out);
     return cur; /* the latch, for phis carried around the loop */
+}
+
+void jit_cpu_loop_no_unroll(jit_cpu_em *e, const jit_cpu_loop *l) {
+    /* !llvm.loop !0, !0 = distinct !{!0, !1}, !1 = !{!"llvm.loop.unroll.disable"} */
+    LLVMMetadataRef opt = LLVMMDStringInContext2(e->c, "llvm.loop.unroll.disable", 24);
+    LLVMMetadataRef prop = LLVMMDNodeInContext2(e->c, &opt, 1);
+    LLVMMetadataRef tmp = LLVMTemporaryMDNode(e->c, NULL, 0);
+    LLVMMetadataRef ops[2] = {tmp, prop};
+    LLVMMetadataRef self = LLVMMDNodeInContext2(e->c, ops, 2);
+    LLVMMetadataReplaceAllUsesWith(tmp, self);
+    LLVMSetMetadata(l->latch_br, LLVMGetMDKindIDInContext(e->c, "llvm.loop", 9),
+                    LLVMMetadataAsValue(e->c, self));
 }
