@@ -92,8 +92,12 @@ static int64_t gemm_block_rows(const rt_step *s) {
 }
 
 bool rt_plan_own_gemm(const rt_step *s) {
-    return s->kind == RT_STEP_GEMM && s->mm.dt == TJ_F32 && !s->trans[1] &&
-           rt_gemm_f32_takes(s->mm.m, s->mm.n, s->mm.k);
+    const rt_mm *mm = &s->mm;
+    if (s->kind != RT_STEP_GEMM || mm->dt != TJ_F32 || (s->trans[0] && s->trans[1]))
+        return false;
+    if (s->trans[1]) /* as C' = B · A' (rt_gemm_f32_bt), without an epilogue in the tiles */
+        return !rt_step_has_epi(s) && rt_gemm_f32_bt_takes(mm->m, mm->n, mm->k);
+    return rt_gemm_f32_takes(mm->m, mm->n, mm->k);
 }
 
 static const rt_packed_b *packed_b(rt_plan *p, const rt_step *s, const char *B) {
@@ -136,7 +140,7 @@ void rt_plan_gemm(rt_plan *p, const rt_step *s, const char *A, const char *B, ch
     size_t es = ir_dtype_size(mm->dt), bytes = (size_t)(mm->batches * mm->m * mm->n) * es;
     int64_t rb = gemm_block_rows(s), m = mm->m, n = mm->n, k = mm->k;
     int64_t ul = s->units.unit_len ? s->units.unit_len : 1;
-    /* f32, B not transposed: gemm_packed.c's kernels (A transposed or not) */
+    /* f32: gemm_packed.c's kernels (A or B transposed, not both) */
     int own = rt_plan_own_gemm(s);
     if (k == 0)
         memset(C, 0, bytes);
@@ -152,6 +156,11 @@ void rt_plan_gemm(rt_plan *p, const rt_step *s, const char *A, const char *B, ch
             const char *a = A + ao + (size_t)(s->trans[0] ? r0 : r0 * k) * es, *b = B + bo;
             int lda = (int)(s->trans[0] ? m : k), ldb = (int)(s->trans[1] ? k : n);
             int ta = s->trans[0] ? 112 : 111, tb = s->trans[1] ? 112 : 111;
+            if (own && s->trans[1]) {
+                rt_gemm_f32_bt(r1 - r0, n, k, (const float *)a, lda, (const float *)b, ldb,
+                               (float *)c, n);
+                continue;
+            }
             if (own) { /* the packed kernels, then the epilogue of the block on the pool */
                 rt_gemm_f32(r1 - r0, n, k, (const float *)a, lda, s->trans[0], (const float *)b, n,
                             (float *)c, n, gep);

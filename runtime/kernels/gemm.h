@@ -42,5 +42,13 @@ void rt_gemm_packed(const rt_packed_b *pb, int64_t M, const float *A, int64_t ld
  * size is 0 (nothing written). */
 int rt_gemm_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, int trans_a,
                 const float *B, int64_t ldb, float *C, int64_t ldc, const rt_gemm_epi *epi);
+/* 1 when C = A · B' with B stored [N, K] (a dense layer's input gradient, dy · W') should run
+ * on these kernels (rt_gemm_f32_bt): few rows of A, so it is computed as C' = B · A' with A'
+ * packed. */
+int rt_gemm_f32_bt_takes(int64_t m, int64_t n, int64_t k);
+/* C [M, N] (row length ldc) = A [M, K] · B' with B stored [N, K] (row lengths lda, ldb): C' on
+ * the tiles into a scratch block, then transposed into C; on allocation failure a plain loop. */
+void rt_gemm_f32_bt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
+                    int64_t ldb, float *C, int64_t ldc);
 
 #endif

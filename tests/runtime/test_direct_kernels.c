@@ -194,6 +194,20 @@ static void gemm_case(int64_t m, int64_t n, int64_t k) {
     if (rt_gemm_f32(m, n, k, at, m, 1, b, n, c, n, &epi) == 0)
         close_to(c, cr, (size_t)(m * n), "gemm, A transposed");
     free(at);
+    float *bt = malloc((size_t)(k * n) * 4), *cp = malloc((size_t)(m * n) * 4);
+    for (int64_t q = 0; q < k; q++) /* B stored [n][k]: the product dy · W' */
+        for (int64_t j = 0; j < n; j++)
+            bt[j * k + q] = b[q * n + j];
+    for (int64_t i = 0; i < m * n; i++) /* the reference without the epilogue */
+        cp[i] = 0.0f;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++)
+            for (int64_t q = 0; q < k; q++)
+                cp[i * n + j] += a[i * k + q] * b[q * n + j];
+    memset(c, 0, (size_t)(m * n) * 4);
+    rt_gemm_f32_bt(m, n, k, a, k, bt, k, c, n);
+    close_to(c, cp, (size_t)(m * n), "gemm, B transposed");
+    free(bt), free(cp);
     rt_packed_b *pb = rt_gemm_pack(b, k, n, n, 0);
     CHECK(!pb == !rt_gemm_packed_usable());
     if (pb) {
