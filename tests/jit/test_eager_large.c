@@ -2,8 +2,8 @@
  * same host data: transposes copied in 32 x 32 blocks (extents not multiples of 32, a 3-D
  * permutation, an int64 and a uint8 one), f32 arithmetic split across the pool (same shapes and
  * a scalar, 2^17 + 3 elements: chunks with a tail; exp), a bias broadcast over rows (split by
- * whole rows), and where with a broadcast condition. Every value must match exactly: none of these
- * round differently. */
+ * whole rows), and where with a broadcast condition, with same-shape operands and with a scalar on
+ * either side. Every value must match exactly: none of these round differently. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -103,6 +103,18 @@ static void arithmetic(void) {
     for (int64_t i = 0; i < rows * 37; i++)
         w[i] = b[i / 37] > 0 ? a[i] : -a[i];
     CHECK_EQ_INT(mismatches(tj_where(c, m, tj_neg(m)), w, rows * 37), 0);
+    /* where over one coalesced row (split by ranges, selected without branches): same-shape
+     * operands, a scalar on either side */
+    tj_tensor *c1 = tj_greater(ta, tb);
+    for (int64_t i = 0; i < n; i++)
+        w[i] = a[i] > b[i] ? a[i] : b[i] * 2.0f;
+    CHECK_EQ_INT(mismatches(tj_where(c1, ta, tj_mul(tb, tj_scalar_f32(2.0f))), w, n), 0);
+    for (int64_t i = 0; i < n; i++)
+        w[i] = a[i] > b[i] ? a[i] : 0.0f;
+    CHECK_EQ_INT(mismatches(tj_where(c1, ta, tj_scalar_f32(0.0f)), w, n), 0);
+    for (int64_t i = 0; i < n; i++)
+        w[i] = a[i] > b[i] ? -1.5f : b[i];
+    CHECK_EQ_INT(mismatches(tj_where(c1, tj_scalar_f32(-1.5f), tb), w, n), 0);
     free(a), free(b), free(w);
 }
 
