@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "runtime/kernels/kernels.h"
+#include "runtime/rt_pool.h"
 
 tj_status rt_k_unsupported(const ir_node *n, int dtype) {
     return ir_errorf(TJ_ERR_UNSUPPORTED, "%s: not supported for dtype %s", rt_k_name(n),
@@ -143,6 +144,45 @@ COPY_PLANE(uint16_t)
 COPY_PLANE(uint32_t)
 COPY_PLANE(uint64_t)
 
+/* A strided copy's planes (and, with few planes, bands of a plane's rows) as tasks: large ones
+ * (a dense layer's weight transposed for its gradient, 12.8 MB) run on the pool. */
+enum { STRIDED_SPLIT = 1 << 17 };
+typedef struct strided_job {
+    void *out;
+    const void *src;
+    size_t es;
+    int rank;
+    int64_t odims[TJ_MAX_RANK], ostr[TJ_MAX_RANK], sstr[TJ_MAX_RANK]; /* plane axes: extent 1 */
+    int64_t R, C, or_, sr, sc, base, bands;
+} strided_job;
+
+static void strided_task(void *ctx, int64_t t) {
+    const strided_job *j = ctx;
+    int64_t plane = t / j->bands, band = t % j->bands, o0 = 0, s0 = j->base;
+    for (int d = j->rank - 1; d >= 0; d--) { /* the plane's offsets, the last axis fastest */
+        int64_t i = plane % j->odims[d];
+        plane /= j->odims[d];
+        o0 += i * j->ostr[d], s0 += i * j->sstr[d];
+    }
+    int64_t per = (j->R + j->bands - 1) / j->bands, r0 = band * per,
+            R = j->R - r0 < per ? j->R - r0 : per;
+    o0 += r0 * j->or_, s0 += r0 * j->sr;
+    switch (j->es) {
+    case 1:
+        copy_plane_uint8_t(j->out, j->src, o0, s0, R, j->C, j->or_, j->sr, j->sc);
+        break;
+    case 2:
+        copy_plane_uint16_t(j->out, j->src, o0, s0, R, j->C, j->or_, j->sr, j->sc);
+        break;
+    case 4:
+        copy_plane_uint32_t(j->out, j->src, o0, s0, R, j->C, j->or_, j->sr, j->sc);
+        break;
+    default:
+        copy_plane_uint64_t(j->out, j->src, o0, s0, R, j->C, j->or_, j->sr, j->sc);
+        break;
+    }
+}
+
 tj_status rt_k_copy_strided(const ir_node *n, const tj_tensor *src, int64_t base,
                             const int64_t *strides, tj_tensor *out) {
     if (out->numel == 0)
@@ -170,7 +210,7 @@ tj_status rt_k_copy_strided(const ir_node *n, const tj_tensor *src, int64_t base
             a = d;
     if (a < 0 && rank >= 2)
         a = rank - 2;
-    int64_t ostr[TJ_MAX_RANK], odims[TJ_MAX_RANK], bases[2] = {0, base};
+    int64_t ostr[TJ_MAX_RANK], odims[TJ_MAX_RANK];
     rt_k_strides(rank, out->dims, ostr);
     memcpy(odims, out->dims, sizeof(int64_t) * (size_t)rank);
     int64_t R = a >= 0 ? odims[a] : 1, C = odims[b];
@@ -178,27 +218,20 @@ tj_status rt_k_copy_strided(const ir_node *n, const tj_tensor *src, int64_t base
     if (a >= 0)
         odims[a] = 1;
     odims[b] = 1;
-    int64_t outer = out->numel / (R * C);
-    rt_k_iter it;
-    const int64_t *st[2] = {ostr, strides};
-    rt_k_iter_init(&it, rank, odims, 2, st, bases);
-    for (int64_t i = 0; i < outer; i++, rt_k_iter_next(&it)) {
-        int64_t o0 = it.off[0], s0 = it.off[1];
-        switch (es) {
-        case 1:
-            copy_plane_uint8_t(out->data, src->data, o0, s0, R, C, or_, sr, sc);
-            break;
-        case 2:
-            copy_plane_uint16_t(out->data, src->data, o0, s0, R, C, or_, sr, sc);
-            break;
-        case 4:
-            copy_plane_uint32_t(out->data, src->data, o0, s0, R, C, or_, sr, sc);
-            break;
-        default:
-            copy_plane_uint64_t(out->data, src->data, o0, s0, R, C, or_, sr, sc);
-            break;
-        }
+    strided_job j = {out->data, src->data, es, rank, {0}, {0}, {0}, R, C, or_, sr, sc, base, 1};
+    memcpy(j.odims, odims, sizeof(int64_t) * (size_t)rank);
+    memcpy(j.ostr, ostr, sizeof(int64_t) * (size_t)rank);
+    memcpy(j.sstr, strides, sizeof(int64_t) * (size_t)rank);
+    int64_t outer = out->numel / (R * C), tasks = outer;
+    if (out->numel >= STRIDED_SPLIT && rt_pool_size() > 1 && outer < 2 * rt_pool_size()) {
+        j.bands = (R + 63) / 64; /* few planes: each split into bands of 64 rows */
+        tasks = outer * j.bands;
     }
+    if (out->numel >= STRIDED_SPLIT && rt_pool_size() > 1 && tasks > 1)
+        rt_parallel_for(tasks, strided_task, &j);
+    else
+        for (int64_t t = 0; t < tasks; t++)
+            strided_task(&j, t);
     return TJ_OK;
 }
 

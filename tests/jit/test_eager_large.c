@@ -1,9 +1,10 @@
 /* Eager kernels on shapes large enough to take their fast paths, against naive loops over the
  * same host data: transposes copied in 32 x 32 blocks (extents not multiples of 32, a 3-D
- * permutation, an int64 and a uint8 one), f32 arithmetic split across the pool (same shapes and
- * a scalar, 2^17 + 3 elements: chunks with a tail; exp), a bias broadcast over rows (split by
- * whole rows), and where with a broadcast condition, with same-shape operands and with a scalar on
- * either side. Every value must match exactly: none of these round differently. */
+ * permutation, an int64 and a uint8 one; large ones on the pool, by bands of a plane or by planes),
+ * f32 arithmetic split across the pool (same shapes and a scalar, 2^17 + 3 elements: chunks with a
+ * tail; exp), a bias broadcast over rows (split by whole rows), and where with a broadcast
+ * condition, with same-shape operands and with a scalar on either side. Every value must match
+ * exactly: none of these round differently. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -67,6 +68,24 @@ static void transposes(void) {
     CHECK(gi && gb);
     CHECK_EQ_INT(bad, 0);
     free(x), free(w), free(y), free(wy), free(xi), free(xb);
+    /* past 2^17 elements the copy runs on the pool: one plane in bands of rows ([300, 517]),
+     * and many planes ([9, 130, 120] -> [2, 0, 1]: 120 planes of 9 x 130) */
+    int64_t R2 = 300, C2 = 517, e2[2] = {R2, C2};
+    float *u = randf(R2 * C2, 5), *wu = malloc((size_t)(R2 * C2) * sizeof *wu);
+    for (int64_t i = 0; i < R2; i++)
+        for (int64_t j = 0; j < C2; j++)
+            wu[j * R2 + i] = u[i * C2 + j];
+    CHECK_EQ_INT(mismatches(tj_transpose(tj_tensor_from_data(TJ_F32, 2, e2, u), NULL), wu, R2 * C2),
+                 0);
+    int64_t e3[3] = {9, 130, 120};
+    for (int64_t a = 0; a < 9; a++)
+        for (int64_t b = 0; b < 130; b++)
+            for (int64_t k = 0; k < 120; k++)
+                wu[(k * 9 + a) * 130 + b] = u[(a * 130 + b) * 120 + k];
+    CHECK_EQ_INT(mismatches(tj_transpose(tj_tensor_from_data(TJ_F32, 3, e3, u), (int[]){2, 0, 1}),
+                            wu, 9 * 130 * 120),
+                 0);
+    free(u), free(wu);
 }
 
 static void arithmetic(void) {
