@@ -29,6 +29,12 @@ typedef struct api_grad_rule {
     const char *why;
 } api_grad_rule;
 extern const api_grad_rule api_grad_rules[IR_N_OPS];
+/* Bit k set: the caller of a rule uses input k's gradient (tape_grad.c sets it before each call).
+ * Rules whose gradients cost a kernel each (products, convolutions) skip the unused ones: an
+ * eager tape's backward pass ran the seed CNN's gradient with respect to its input images, 7 ms
+ * of a 70 ms step, for nothing. A traced tape's graph lost such nodes to pruning anyway. */
+extern _Thread_local uint32_t api_grad_want;
+#define API_GRAD_WANTS(k) ((k) >= 32 || ((api_grad_want >> (k)) & 1u))
 
 /* ---- tape hooks (tape.c); cheap when no tape records on the thread --------------------------- */
 extern _Thread_local int api_tape_n_active;

@@ -76,6 +76,47 @@ static void validator(void) {
     CHECK(check_json("[1] 2") != NULL);
 }
 
+/* An eager tape runs only the gradient kernels its sources need (api_grad_want): with w watched
+ * alone, conv2d's and matmul's input gradients are not computed; watched too, they are. */
+static void gradients_wanted(const char *path) {
+    int64_t dx[4] = {2, 6, 6, 3}, dw[4] = {3, 3, 3, 4}, dm[2] = {4, 5};
+    tj_tensor *x = tj_random_uniform(TJ_F32, 4, dx, -1, 1, 5),
+              *w = tj_random_uniform(TJ_F32, 4, dw, -1, 1, 6),
+              *m = tj_random_uniform(TJ_F32, 2, dm, -1, 1, 7);
+    for (int both = 0; both < 2; both++) {
+        CHECK_EQ_INT(tj_profile_start(path), TJ_OK);
+        tj_tape *tp = tj_tape_new(0);
+        tj_tape_watch(tp, w);
+        if (both)
+            tj_tape_watch(tp, x);
+        int64_t flat[2] = {2 * 4 * 4, 4};
+        tj_tensor *y =
+            tj_sum(tj_matmul(tj_reshape(tj_conv2d(x, w, NULL, TJ_PAD_VALID, NULL), 2, flat), m), 0,
+                   NULL, 0);
+        tj_tape_stop(tp);
+        tj_tensor *src[2] = {w, x}, *g[2] = {NULL, NULL};
+        CHECK_EQ_INT(tj_tape_gradient(tp, y, NULL, both ? 2 : 1, src, g), TJ_OK);
+        CHECK(g[0] != NULL && (both ? g[1] != NULL : 1));
+        tj_release(g[0]);
+        tj_release(g[1]);
+        tj_release(y);
+        tj_tape_free(tp);
+        CHECK_EQ_INT(tj_profile_stop(), TJ_OK);
+        char *s = check_slurp(path);
+        CHECK(s != NULL);
+        if (s) {
+            CHECK_EQ_INT(check_count_of(s, "\"name\":\"conv2d_grad_filter\""), 1);
+            CHECK_EQ_INT(check_count_of(s, "\"name\":\"conv2d_grad_input\""), both);
+            /* the product's gradient for its left operand only: m is not watched */
+            CHECK_EQ_INT(check_count_of(s, "\"name\":\"matmul\""), 2);
+        }
+        free(s);
+    }
+    tj_release(x);
+    tj_release(w);
+    tj_release(m);
+}
+
 int main(void) {
     char path[] = "/tmp/tj-profile-XXXXXX";
     int fd = mkstemp(path);
@@ -150,5 +191,6 @@ int main(void) {
     tj_release(x);
     tj_function_free(f);
     tj_function_free(g);
+    gradients_wanted(path);
     return check_done();
 }
