@@ -6,6 +6,7 @@
  * condition, with same-shape operands and with a scalar on either side. Every value must match
  * exactly: none of these round differently. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -137,10 +138,47 @@ static void arithmetic(void) {
     free(a), free(b), free(w);
 }
 
+/* Reductions of f32 [7, 300, 33] over adjacent axes (read in order, one loop per kept row) and
+ * over axes around a kept one (the iterator): sums in double in input order, as naive loops. */
+static void reductions(void) {
+    int64_t d[3] = {7, 300, 33}, n = 7 * 300 * 33;
+    float *x = randf(n, 9), *w = malloc((size_t)(7 * 300) * sizeof *w);
+    tj_tensor *t = tj_tensor_from_data(TJ_F32, 3, d, x);
+    static const int axes[4][2] = {{1, -1}, {0, 1}, {2, -1}, {0, 2}};
+    static const int n_axes[4] = {1, 2, 1, 2};
+    for (int c = 0; c < 4; c++) {
+        bool red[3] = {false, false, false};
+        for (int k = 0; k < n_axes[c]; k++)
+            red[axes[c][k]] = true;
+        int64_t m = (red[0] ? 1 : 7) * (red[1] ? 1 : 300) * (red[2] ? 1 : 33);
+        double *acc = calloc((size_t)m, sizeof *acc);
+        float *mx = malloc((size_t)m * sizeof *mx);
+        for (int64_t i = 0; i < m; i++)
+            mx[i] = -INFINITY;
+        for (int64_t a = 0; a < 7; a++)
+            for (int64_t b = 0; b < 300; b++)
+                for (int64_t k = 0; k < 33; k++) {
+                    int64_t o = ((red[0] ? 0 : a) * (red[1] ? 1 : 300) + (red[1] ? 0 : b)) *
+                                    (red[2] ? 1 : 33) +
+                                (red[2] ? 0 : k);
+                    float v = x[(a * 300 + b) * 33 + k];
+                    acc[o] += v;
+                    mx[o] = v > mx[o] ? v : mx[o];
+                }
+        for (int64_t i = 0; i < m; i++)
+            w[i] = (float)acc[i];
+        CHECK_EQ_INT(mismatches(tj_sum(t, n_axes[c], axes[c], 0), w, m), 0);
+        CHECK_EQ_INT(mismatches(tj_max(t, n_axes[c], axes[c], 0), mx, m), 0);
+        free(acc), free(mx);
+    }
+    free(x), free(w);
+}
+
 int main(void) {
     tj_scope_begin();
     transposes();
     arithmetic();
+    reductions();
     tj_scope_end();
     return check_done();
 }
