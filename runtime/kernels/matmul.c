@@ -74,7 +74,7 @@ static tj_status mm_plan(const ir_node *n, const tj_tensor *a, const tj_tensor *
 enum { MM_ROW_MAJOR = 101, MM_NO_TRANS = 111 };
 static int blas_matmul(const tj_tensor *a, const tj_tensor *b, tj_tensor *out, const mm_shape *s) {
     int dt = a->dtype;
-    if ((dt != TJ_F32 && dt != TJ_F64) || (s->m <= 64 && s->k <= 64 && s->n <= 64) ||
+    if ((dt != TJ_F32 && dt != TJ_F64) || (s->m <= 64 && s->k <= 64 && s->n <= 64) || s->k == 0 ||
         rt_config_get()->exact_math || s->m > INT32_MAX || s->n > INT32_MAX || s->k > INT32_MAX)
         return 0;
     int own = dt == TJ_F32 && rt_gemm_f32_takes(s->m, s->n, s->k);

@@ -179,6 +179,16 @@ int main(void) {
     transposes();
     arithmetic();
     reductions();
+    /* outputs are not zeroed before kernels that write every element: a product over an empty K
+     * must still write its zeros (into a reused block, after one of the same size) */
+    int64_t d1[2] = {100, 0}, d2[2] = {0, 70}, df[2] = {100, 70};
+    float *junk = randf(100 * 70, 11), *zero = calloc(100 * 70, sizeof *zero);
+    tj_scope_begin(); /* freed at its end: the block goes back to the allocator's cache */
+    tj_add(tj_tensor_from_data(TJ_F32, 2, df, junk), tj_scalar_f32(1));
+    tj_scope_end();
+    CHECK_EQ_INT(
+        mismatches(tj_matmul(tj_zeros(TJ_F32, 2, d1), tj_zeros(TJ_F32, 2, d2)), zero, 100 * 70), 0);
+    free(junk), free(zero);
     tj_scope_end();
     return check_done();
 }
