@@ -409,6 +409,26 @@ tj_tensor *tj_conv2d(tj_tensor *x, tj_tensor *filter, const int *strides, tj_pad
     return api_apply(&p, in, 2);
 }
 
+tj_tensor *tj_conv2d_pads(tj_tensor *x, tj_tensor *filter, const int *strides, const int64_t *pads,
+                          const int *dilations) {
+    if (!pads)
+        return rt_scoped(rt_errorf(TJ_ERR_INVALID, "conv2d_pads: pads is NULL"));
+    for (int k = 0; k < 4; k++)
+        if (pads[k] < 0 || pads[k] > INT32_MAX)
+            return rt_scoped(rt_errorf(TJ_ERR_INVALID,
+                                       "conv2d_pads: pads[%d] = %lld is not in [0, 2^31)", k,
+                                       (long long)pads[k]));
+    ir_node p = proto_of(IR_OP_CONV2D);
+    int dil[2] = {pair(dilations, 0), pair(dilations, 1)};
+    int64_t span[2] = {1, 1};
+    tj_tensor *err = window_attrs("conv2d_pads", &p, dims4(x), strides, TJ_PAD_VALID, span, dil);
+    if (err)
+        return err;
+    memcpy(p.a.list, pads, 4 * sizeof *pads); /* the VALID pads (zeros) replaced */
+    tj_tensor *in[2] = {x, filter};
+    return api_apply(&p, in, 2);
+}
+
 tj_tensor *tj_conv2d_transpose(tj_tensor *x, tj_tensor *filter, const int64_t *output_dims,
                                const int *strides, tj_padding padding, const int *dilations) {
     ir_node p = proto_of(IR_OP_CONV2D_GRAD_INPUT);

@@ -344,6 +344,12 @@ TJ_API tj_tensor *tj_cast(tj_tensor *x, tj_dtype dt);
 typedef enum tj_padding { TJ_PAD_VALID = 0, TJ_PAD_SAME = 1 } tj_padding;
 TJ_API tj_tensor *tj_conv2d(tj_tensor *x, tj_tensor *filter, const int *strides, tj_padding padding,
                             const int *dilations);
+/* tj_conv2d with explicit padding (tf.nn.conv2d's EXPLICIT paddings, PyTorch's and ONNX's pads):
+ * pads {top, bottom, left, right}, each >= 0 and below 2^31, zeros around x's H and W; the
+ * convolution reads the zeros itself (no padded copy in the graph). Errors as tj_conv2d's, and a
+ * NULL or negative pad is an error naming it. */
+TJ_API tj_tensor *tj_conv2d_pads(tj_tensor *x, tj_tensor *filter, const int *strides,
+                                 const int64_t *pads, const int *dilations);
 /* The transpose of tj_conv2d (tf.nn.conv2d_transpose; the gradient of a convolution with respect
  * to its input): x [N, H, W, C_in], filter [KH, KW, C_out, C_in] (note: output channels before
  * input channels, as TensorFlow), output_dims {N, OH, OW, C_out} the result's shape, which must be

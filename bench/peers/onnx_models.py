@@ -1,7 +1,8 @@
 """onnx_models.py — tracejit's ONNX importer (tj_onnx) against ONNX Runtime on models a user would
 import: the seed's CNN (conv 5x5x32, pool, conv 5x5x64, pool, dense 1024, dense 10, softmax; NCHW
 as PyTorch and ONNX lay it out; batch 50) and an MLP (784-512-512-10, batch 256), both built with
-onnx.helper (opset 17) in the peers' environment with seeded weights, plus the largest
+onnx.helper (opset 17) in the peers' environment with seeded weights, ResNet-50 (v1.5, BatchNorm
+folded into the convolutions as torch.onnx.export writes it; batch 1 and 32), plus the largest
 pytorch-converted models of ONNX's test data (by input size). Per model:
 - ONNX Runtime: first call = create the session from the file + run once, in a new process
   (2 intra-op threads, all graph optimizations, as peer_onnxruntime.py); the median of N runs
@@ -99,6 +100,53 @@ def mlp(batch=256):
     x = rng.standard_normal((batch, 784)).astype(np.float32)
     return save("mlp", nodes, [helper.make_tensor_value_info("x", F, [batch, 784])],
                 [helper.make_tensor_value_info("y", F, [batch, 10])], inits, {"x": x})
+
+
+def resnet50(batch=1):
+    """ResNet-50 v1.5 (torchvision's layout: bottlenecks [3, 4, 6, 3], the stride on the 3x3
+    conv, 1x1 projections) as torch.onnx.export writes it in eval mode: BatchNorm folded into each
+    Conv's weights and bias; He-initialised seeded weights (the timing does not depend on their
+    values), 1000 classes, NCHW [batch, 3, 224, 224]. 4.1 GMAC per image."""
+    rng = np.random.default_rng(50)
+    inits, nodes = [], []
+
+    def conv(x, cin, cout, k, stride, relu, name):
+        inits.extend([init(rng, name + "_w", (cout, cin, k, k), cin * k * k),
+                      numpy_helper.from_array(
+                          (rng.standard_normal(cout) * 0.01).astype(np.float32), name + "_b")])
+        p = k // 2
+        nodes.append(helper.make_node("Conv", [x, name + "_w", name + "_b"], [name],
+                                      kernel_shape=[k, k], strides=[stride, stride],
+                                      pads=[p, p, p, p]))
+        if not relu:
+            return name
+        nodes.append(helper.make_node("Relu", [name], [name + "_r"]))
+        return name + "_r"
+
+    x = conv("x", 3, 64, 7, 2, True, "stem")
+    nodes.append(helper.make_node("MaxPool", [x], ["pool"], kernel_shape=[3, 3], strides=[2, 2],
+                                  pads=[1, 1, 1, 1]))
+    x, cin = "pool", 64
+    for stage, (blocks, width) in enumerate(zip([3, 4, 6, 3], [64, 128, 256, 512])):
+        for b in range(blocks):
+            stride = 2 if stage > 0 and b == 0 else 1
+            n = f"s{stage}b{b}"
+            h = conv(x, cin, width, 1, 1, True, n + "c1")
+            h = conv(h, width, width, 3, stride, True, n + "c2")
+            h = conv(h, width, width * 4, 1, 1, False, n + "c3")
+            skip = conv(x, cin, width * 4, 1, stride, False, n + "proj") if b == 0 else x
+            nodes.append(helper.make_node("Add", [h, skip], [n + "add"]))
+            nodes.append(helper.make_node("Relu", [n + "add"], [n + "out"]))
+            x, cin = n + "out", width * 4
+    inits.extend([init(rng, "fc_w", (2048, 1000), 2048),
+                  numpy_helper.from_array(np.zeros(1000, np.float32), "fc_b")])
+    nodes += [helper.make_node("GlobalAveragePool", [x], ["gap"]),
+              helper.make_node("Flatten", ["gap"], ["flat"], axis=1),
+              helper.make_node("Gemm", ["flat", "fc_w", "fc_b"], ["y"])]
+    xin = rng.standard_normal((batch, 3, 224, 224)).astype(np.float32)
+    return save(f"resnet50_b{batch}", nodes,
+                [helper.make_tensor_value_info("x", F, [batch, 3, 224, 224])],
+                [helper.make_tensor_value_info("y", F, [batch, 1000])], inits, {"x": xin})
 
 
 def largest_converted(k):
@@ -284,11 +332,14 @@ def main():
     quick = "--quick" in sys.argv
     if not os.path.exists(TOOL):
         sys.exit(f"{TOOL} is missing: build-bench (bench/run) builds it")
-    models = [("seed_cnn",) + seed_cnn(), ("mlp",) + mlp()] + largest_converted(2 if quick else 3)
+    models = [("seed_cnn",) + seed_cnn(), ("mlp",) + mlp(), ("resnet50_b1",) + resnet50(1),
+              ("resnet50_b32",) + resnet50(32)] + largest_converted(2 if quick else 3)
     rounds = 3 if quick else 5
     rows = []
     for name, model, inputs in models:
         reps = 20 if quick else 100
+        if name.startswith("resnet50"):  # 4.1 GMAC an image: seconds a call at batch 32
+            reps = 5 if name.endswith("b32") else 10
         try:
             o, oo = time_ort(model, inputs, reps)
             of, t = time_first_calls(model, inputs, reps, rounds)

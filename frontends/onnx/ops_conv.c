@@ -1,7 +1,8 @@
 /* ops_conv.c — ONNX's convolutions (Conv, ConvTranspose; 1-D to 3-D), pooling and Pad as tracejit
  * ops. ONNX is channels-first (NCHW, filters OIHW); tracejit's convolutions are NHWC / HWIO, so
- * layouts are transposed around them (the passes fold what they can) and explicit padding (ONNX's
- * pads, SAME_LOWER, ceil_mode) is concatenated on before a VALID window. */
+ * layouts are transposed around them (the passes fold what they can); a convolution's explicit
+ * pads go to tj_conv2d_pads, and a pool's explicit padding (ONNX's pads, SAME_LOWER, ceil_mode)
+ * is concatenated on before a VALID window. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -322,9 +323,9 @@ static tj_status conv_one(const ox_node *n, int n_in, tj_tensor *const *in, tj_t
     tj_status st = weight_rank(n, x, f);
     if (st || (st = window_of(n, x, tj_tensor_dims(f) + 2, &w, 0)))
         return st;
-    int same = w.spatial <= 2 && pads_are_same(&w, x);
-    tj_tensor *xh = same ? to_cl(x, &w) : to_cl_padded(x, &w, like(x, 0)), *fh = filter_hwio(f, &w),
-              *y = NULL;
+    int same = w.spatial <= 2 && pads_are_same(&w, x), explicit = w.spatial <= 2 && !same;
+    tj_tensor *xh = same || explicit ? to_cl(x, &w) : to_cl_padded(x, &w, like(x, 0)),
+              *fh = filter_hwio(f, &w), *y = NULL;
     int strides[2], dil[2];
     hw2(&w, w.s, strides);
     hw2(&w, w.d, dil);
@@ -351,6 +352,10 @@ static tj_status conv_one(const ox_node *n, int n_in, tj_tensor *const *in, tj_t
             int64_t r[5] = {xd[0], od, yd[1], yd[2], yd[3]};
             y = tj_reshape(y, 5, r);
         }
+    } else if (explicit) { /* the convolution reads its zero border itself */
+        int64_t pads[4] = {w.spatial == 1 ? 0 : w.pad[0], w.spatial == 1 ? 0 : w.pad[MAX_SP],
+                           w.pad[w.spatial - 1], w.pad[MAX_SP + w.spatial - 1]};
+        y = tj_conv2d_pads(xh, fh, strides, pads, dil);
     } else {
         y = tj_conv2d(xh, fh, strides, same ? TJ_PAD_SAME : TJ_PAD_VALID, dil);
     }

@@ -117,8 +117,9 @@ static void conv_cases(void) {
  * remainders (widths 28 and 29), output channels in one or two groups of 64 with a masked last
  * vector (8, 17, 100), one input channel, strides with a bottom/right pad (the input gradient of
  * a strided convolution takes im2col). */
-static void conv_vs_loops(int64_t N, int64_t H, int64_t W, int64_t C, int64_t KH, int64_t KW,
-                          int64_t O, int s, tj_padding pad) {
+/* pads: NULL for `pad`, else explicit {top, bottom, left, right} (tj_conv2d_pads) */
+static void conv_vs_loops_pads(int64_t N, int64_t H, int64_t W, int64_t C, int64_t KH, int64_t KW,
+                               int64_t O, int s, tj_padding pad, const int64_t *pads) {
     tj_scope_begin();
     int st[2] = {s, s};
     int64_t OH = pad == TJ_PAD_SAME ? (H + s - 1) / s : (H - KH) / s + 1;
@@ -126,12 +127,16 @@ static void conv_vs_loops(int64_t N, int64_t H, int64_t W, int64_t C, int64_t KH
     int64_t th = (OH - 1) * s + KH - H, tw = (OW - 1) * s + KW - W;
     int64_t pt = pad == TJ_PAD_SAME && th > 0 ? th / 2 : 0,
             pl = pad == TJ_PAD_SAME && tw > 0 ? tw / 2 : 0;
+    if (pads) {
+        OH = (H + pads[0] + pads[1] - KH) / s + 1, OW = (W + pads[2] + pads[3] - KW) / s + 1;
+        pt = pads[0], pl = pads[2];
+    }
     tj_tensor *x = rand_f32(N, H, W, C), *w = rand_f32(KH, KW, C, O);
     tj_tensor *r = rand_f32(N, OH, OW, O);
     tj_tape *tape = tj_tape_new(0);
     tj_tape_watch(tape, x);
     tj_tape_watch(tape, w);
-    tj_tensor *y = tj_conv2d(x, w, st, pad, NULL);
+    tj_tensor *y = pads ? tj_conv2d_pads(x, w, st, pads, NULL) : tj_conv2d(x, w, st, pad, NULL);
     tj_tensor *loss = tj_sum(tj_mul(y, r), 0, NULL, 0);
     tj_tensor *src[2] = {x, w}, *g[2] = {0};
     CHECK_EQ_INT(tj_tape_gradient(tape, loss, NULL, 2, src, g), TJ_OK);
@@ -169,17 +174,28 @@ static void conv_vs_loops(int64_t N, int64_t H, int64_t W, int64_t C, int64_t KH
         ew = fmax(ew, fabs(tj_tensor_get_f64(g[1], i) - dw[i]) / (1 + fabs(dw[i])));
     CHECK_MSG(
         ey <= tol && ex <= tol && ew <= 1e-4,
-        "conv [%lld,%lld,%lld,%lld] * [%lld,%lld,%lld,%lld] stride %d: y off by %g, dx by %g, "
+        "conv [%lld,%lld,%lld,%lld] * [%lld,%lld,%lld,%lld] stride %d%s: y off by %g, dx by %g, "
         "dw by %g (relative)",
         (long long)N, (long long)H, (long long)W, (long long)C, (long long)KH, (long long)KW,
-        (long long)C, (long long)O, s, ey, ex, ew);
+        (long long)C, (long long)O, s, pads ? " explicit pads" : "", ey, ex, ew);
     free(yy);
     free(dx);
     free(dw);
     tj_scope_end();
 }
 
+static void conv_vs_loops(int64_t N, int64_t H, int64_t W, int64_t C, int64_t KH, int64_t KW,
+                          int64_t O, int s, tj_padding pad) {
+    conv_vs_loops_pads(N, H, W, C, KH, KW, O, s, pad, NULL);
+}
+
 static void conv_grads(void) {
+    /* explicit pads: ResNet's strided 3x3 and 7x7 stem (PyTorch's symmetric pads, not SAME's),
+     * an asymmetric border, and pads as large as a 1x1 filter's span (no direct kernel) */
+    conv_vs_loops_pads(2, 12, 12, 8, 3, 3, 16, 2, TJ_PAD_VALID, (int64_t[]){1, 1, 1, 1});
+    conv_vs_loops_pads(1, 20, 20, 3, 7, 7, 16, 2, TJ_PAD_VALID, (int64_t[]){3, 3, 3, 3});
+    conv_vs_loops_pads(2, 9, 11, 4, 3, 3, 8, 1, TJ_PAD_VALID, (int64_t[]){0, 2, 1, 0});
+    conv_vs_loops_pads(1, 6, 6, 5, 1, 1, 4, 1, TJ_PAD_VALID, (int64_t[]){2, 2, 1, 1});
     conv_vs_loops(4, 40, 64, 32, 3, 3, 8, 1, TJ_PAD_SAME);   /* 160 rows of 73 KiB: 2 chunks */
     conv_vs_loops(3, 28, 28, 1, 5, 5, 32, 1, TJ_PAD_SAME);   /* the seed's first layer */
     conv_vs_loops(2, 14, 14, 32, 5, 5, 64, 1, TJ_PAD_SAME);  /* and its second */
@@ -536,6 +552,16 @@ static void conv_errors(void) {
     CHECK_EQ_INT(tj_status_of(e), TJ_ERR_INVALID);
     e = tj_bias_add(x, rand_f32(1, 1, 1, 3));
     CHECK_HAS(tj_error_message(e), "bias_add: bias [1,1,1,3] must be rank 1");
+    /* explicit pads: named when bad; enough of them make a large filter fit */
+    e = tj_conv2d_pads(x, big, NULL, NULL, NULL);
+    CHECK_HAS(tj_error_message(e), "conv2d_pads: pads is NULL");
+    e = tj_conv2d_pads(x, big, NULL, (int64_t[]){1, 1, -1, 1}, NULL);
+    CHECK_HAS(tj_error_message(e), "conv2d_pads: pads[2] = -1 is not in [0, 2^31)");
+    e = tj_conv2d_pads(x, big, NULL, (int64_t[]){0, 0, 1, 0}, NULL);
+    CHECK_HAS(tj_error_message(e), "is larger than the padded input");
+    ok = tj_conv2d_pads(x, big, NULL, (int64_t[]){1, 0, 0, 1}, NULL);
+    CHECK_EQ_INT(tj_status_of(ok), TJ_OK);
+    CHECK_EQ_INT(tj_tensor_dims(ok)[1], 1);
     tj_scope_end();
 }
 
