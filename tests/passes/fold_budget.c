@@ -1,5 +1,6 @@
 /* fold_budget.c — the constant-folding budget: expanding ops (broadcast_to, eye, range) are not
- * folded into larger constants, results over fold_max_bytes (default 1 MiB) are not folded,
+ * folded into larger constants, results over fold_max_bytes (default 1 MiB) are not folded
+ * except transposes (the same bytes reordered),
  * random and side-effect ops are neither folded nor merged, param-dependent nodes are not
  * folded, and with no evaluator nothing is folded. */
 #include <stdlib.h>
@@ -88,6 +89,27 @@ int main(void) {
         r = run(g, "fold,prune", 300000 * 4 - 1, &s);
         if (r)
             CHECK_EQ_INT(count_op(r, IR_OP_ADD), 1);
+        ir_graph_free(r);
+        ir_graph_free(g);
+    }
+    /* A transpose folds whatever its size: its result is its input reordered (an ONNX filter
+     * turned HWIO), and the source constant is pruned when nothing else reads it. */
+    {
+        ir_graph *g = ir_graph_new("big_transpose");
+        int64_t d[2] = {600, 500};
+        float *z = malloc(600 * 500 * sizeof *z);
+        for (int i = 0; i < 600 * 500; i++)
+            z[i] = (float)i;
+        uint32_t big = b_const(g, TJ_F32, 2, d, z);
+        free(z);
+        ir_add_output(g, b_listed(g, IR_OP_TRANSPOSE, big, 2, (int64_t[]){1, 0}));
+        ir_graph *r = run(g, "fold,prune", 0, &s);
+        if (r) {
+            CHECK_EQ_INT(count_op(r, IR_OP_TRANSPOSE), 0);
+            CHECK_EQ_INT(count_op(r, IR_OP_CONST), 1);
+            const float *v = const_f32(r, r->outputs[0]);
+            CHECK(v && v[1] == 500.0f && v[600] == 1.0f); /* [500, 600]: v[j][i] = z[i][j] */
+        }
         ir_graph_free(r);
         ir_graph_free(g);
     }

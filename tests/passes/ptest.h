@@ -168,6 +168,7 @@ static inline int ptest_eval(void *user, ir_graph *g, const ir_node *n, const ui
     case IR_OP_MUL:
     case IR_OP_DIV:
     case IR_OP_GATHER:
+    case IR_OP_TRANSPOSE: /* rank 2 */
         break;
     default:
         return ir_errorf(TJ_ERR_UNSUPPORTED, "%s: test evaluator: unsupported op",
@@ -181,11 +182,26 @@ static inline int ptest_eval(void *user, ir_graph *g, const ir_node *n, const ui
     const ir_node *b = n_in > 1 ? ir_node_get(g, in[1]) : NULL;
     const void *pb = b ? ir_blob_get(g, b->a.blob)->data : NULL;
     for (int64_t i = 0; i < numel; i++) {
-        double x = n->op == IR_OP_GATHER ? 0 : ld(a->dtype, pa, bidx(n, a, i));
+        if (n->op == IR_OP_TRANSPOSE && (n->rank != 2 || a->rank != 2)) {
+            free(out);
+            return ir_errorf(TJ_ERR_UNSUPPORTED, "transpose: test evaluator: rank 2 only");
+        }
+        int64_t ti = 0;
+        if (n->op == IR_OP_TRANSPOSE) { /* out (i0, i1) reads a's coordinate perm[k] = ik */
+            int64_t c[2], o[2] = {i / n->dims[1], i % n->dims[1]};
+            c[n->a.list[0]] = o[0], c[n->a.list[1]] = o[1];
+            ti = c[0] * a->dims[1] + c[1];
+        }
+        double x = n->op == IR_OP_GATHER      ? 0
+                   : n->op == IR_OP_TRANSPOSE ? ld(a->dtype, pa, ti)
+                                              : ld(a->dtype, pa, bidx(n, a, i));
         double y = b && n->op != IR_OP_GATHER ? ld(b->dtype, pb, bidx(n, b, i)) : 0, r;
         switch (n->op) {
         case IR_OP_NEG:
             r = -x;
+            break;
+        case IR_OP_TRANSPOSE:
+            r = x;
             break;
         case IR_OP_ADD:
             r = x + y;
