@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "runtime/kernels/direct.h"
+#include "runtime/kernels/gemm.h"
 #include "runtime/rt_pool.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -151,7 +152,77 @@ static float *pack_filter(const float *w, rt_dconv *d, size_t *bytes) {
     return p;
 }
 
+/* ---- short output rows and 1x1 filters: patches and a product ------------------------------
+ * With few output rows of few pixels (ResNet's last stages at batch 1: 7 or 14 rows of 7 or 14),
+ * a row is one or two tiles of 3 to 7 pixels, each streaming all the filter's taps from L2 for a
+ * few multiply-adds per weight vector, and there are about as many rows as threads: 44-60
+ * GFLOP/s. There, and for every 1x1 filter (a product already, whose K the product's tiles block
+ * in L1), the output pixels of the whole batch are the rows of a product y [N·OH·OW, O] =
+ * patches [N·OH·OW, KH·KW·C] · w [KH·KW·C, O] on the product tiles (gemm_packed.c), the filter
+ * already being that matrix; a 1x1 stride-1 convolution's patches are its input, and a few rows'
+ * patches are at most a few MB. (With many rows the patches grow with the batch: the seed CNN's
+ * second input gradient, 14 x 14 at batch 50, would copy 63 MB; its step went 37 -> 48 ms.)
+ * ResNet-50's convolutions at batch 1 (bench/RESULTS.md): 75 -> 43-60 ms. Where products are
+ * OpenBLAS's (AVX2, NEON) the direct tiles run. */
+enum { SHORT_ROW = 14 };
+
+typedef struct patch_job {
+    const rt_dconv *d;
+    float *a; /* [N·OH·OW][KH·KWC] */
+} patch_job;
+
+static void patch_row(void *ctx, int64_t t) { /* output row t = b·OH + oy */
+    const patch_job *j = ctx;
+    const rt_dconv *d = j->d;
+    int64_t b = t / d->OH, oy = t % d->OH, k = d->KH * d->KWC;
+    for (int64_t ox = 0; ox < d->OW; ox++) {
+        float *dst = j->a + (t * d->OW + ox) * k;
+        for (int64_t ky = 0; ky < d->KH; ky++)
+            memcpy(dst + ky * d->KWC,
+                   d->x + b * d->xs_img + (oy * d->sh + ky) * d->xs_row + ox * d->sw * d->C,
+                   (size_t)d->KWC * sizeof(float));
+    }
+}
+
+static int as_product(const rt_conv_geom *g) {
+    int64_t taps = g->kh * g->kw * g->c;
+    int few = g->ow <= SHORT_ROW && g->n * g->oh < 8 * (int64_t)rt_pool_size();
+    return (few || (g->kh == 1 && g->kw == 1)) &&
+           rt_gemm_f32_takes(g->n * g->oh * g->ow, g->o, taps);
+}
+
+static int fwd_as_product(const rt_conv_geom *g, const float *x, const float *w, float *y) {
+    rt_dconv d = {.y = y};
+    float *pad;
+    size_t bytes;
+    if (begin(g, x, &d, &pad, &bytes))
+        return 1;
+    int64_t m = g->n * g->oh * g->ow, k = g->kh * d.KWC;
+    int direct = !pad && g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1;
+    size_t abytes = direct ? 0 : (size_t)(m * k) * sizeof(float);
+    float *a = direct ? (float *)d.x : rt_alloc(abytes);
+    if (!a) {
+        rt_free(pad, bytes);
+        return 1;
+    }
+    if (!direct) {
+        patch_job j = {&d, a};
+        if (abytes >= ((size_t)1 << 18))
+            rt_parallel_for(g->n * g->oh, patch_row, &j);
+        else
+            for (int64_t t = 0; t < g->n * g->oh; t++)
+                patch_row(&j, t);
+    }
+    int r = rt_gemm_f32(m, g->o, k, a, k, 0, w, g->o, y, g->o, NULL);
+    if (!direct)
+        rt_free(a, abytes);
+    rt_free(pad, bytes);
+    return r;
+}
+
 int rt_conv_direct_fwd(const rt_conv_geom *g, const float *x, const float *w, float *y) {
+    if (rt_conv_direct_usable(g) && as_product(g) && fwd_as_product(g, x, w, y) == 0)
+        return 0;
     rt_dconv d = {.y = y};
     float *pad, *wp;
     size_t bytes, wbytes;
@@ -190,6 +261,8 @@ static void band_task(void *ctx, int64_t t) {
 int rt_conv_direct_fwd_bands(const rt_conv_geom *g, const float *x, const float *w, int64_t band,
                              int64_t oh_used, rt_conv_band_fn fn, void *ctx) {
     if (band < 1 || oh_used < 1 || oh_used > g->oh || band * g->ow * g->o > RT_CONV_BAND_FLOATS)
+        return 1;
+    if (as_product(g)) /* the caller runs rt_conv_direct_fwd, then its epilogue */
         return 1;
     bands bd = {.band = band, .oh_used = oh_used, .fn = fn, .ctx = ctx};
     float *pad, *wp;
