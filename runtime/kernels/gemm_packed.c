@@ -194,6 +194,7 @@ void rt_gemm_f32_bt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda
            tbytes = (size_t)(N * M) * sizeof(float);
     float *ap = rt_alloc(pbytes), *t = ap ? rt_alloc(tbytes) : NULL;
     if (!t || !rt_gemm_packed_usable()) {
+        rt_free(t, tbytes);
         rt_free(ap, pbytes);
         for (int64_t m = 0; m < M; m++)
             for (int64_t n = 0; n < N; n++) {

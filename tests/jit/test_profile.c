@@ -84,6 +84,7 @@ static void gradients_wanted(const char *path) {
               *w = tj_random_uniform(TJ_F32, 4, dw, -1, 1, 6),
               *m = tj_random_uniform(TJ_F32, 2, dm, -1, 1, 7);
     for (int both = 0; both < 2; both++) {
+        tj_scope_begin(); /* the forward's intermediates */
         CHECK_EQ_INT(tj_profile_start(path), TJ_OK);
         tj_tape *tp = tj_tape_new(0);
         tj_tape_watch(tp, w);
@@ -99,8 +100,8 @@ static void gradients_wanted(const char *path) {
         CHECK(g[0] != NULL && (both ? g[1] != NULL : 1));
         tj_release(g[0]);
         tj_release(g[1]);
-        tj_release(y);
         tj_tape_free(tp);
+        tj_scope_end();
         CHECK_EQ_INT(tj_profile_stop(), TJ_OK);
         char *s = check_slurp(path);
         CHECK(s != NULL);
