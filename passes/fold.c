@@ -33,11 +33,13 @@ static bool is_foldable_op(const ir_node *n) {
 }
 
 /* true when node id of g (inputs unmapped) is a folding candidate within the budget */
-/* The largest result n may fold into: max_bytes, except a transpose, whose result is its input's
- * bytes in another order (an ONNX filter, OIHW, turned into the HWIO the kernels read: 2.4 MB
- * for one of ResNet-50's 3x3 layers, transposed again on every call when it was over budget). */
+/* The largest result n may fold into: max_bytes, except a view that does not expand (transpose,
+ * reshape, slice: its input's bytes, or fewer, in another order), which folds whatever its size
+ * (an ONNX filter, OIHW, turned into the HWIO the kernels read: 2.4 MB for one of ResNet-50's
+ * 3x3 layers, transposed again on every call when it was over budget). */
 static size_t budget(const ir_node *n, size_t max_bytes) {
-    return n->op == IR_OP_TRANSPOSE ? SIZE_MAX : max_bytes;
+    const ir_op_info *op = &ir_ops[n->op];
+    return op->family == IR_FAM_VIEW && !(op->flags & IR_F_EXPAND) ? SIZE_MAX : max_bytes;
 }
 
 static bool candidate(const ir_graph *g, const ir_node *n, size_t max_bytes) {
