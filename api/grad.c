@@ -11,8 +11,6 @@
 
 #include "api/grad.h"
 
-_Thread_local uint32_t api_grad_want = ~0u;
-
 /* ---- helpers (all results scoped) ------------------------------------------------------------ */
 static tj_tensor *zeros_like(const tj_tensor *x) {
     return tj_zeros((tj_dtype)x->dtype, x->rank, x->dims);
@@ -72,8 +70,8 @@ static double reduced_count(const ir_node *n, const tj_tensor *x) {
 /* ---- elementwise ----------------------------------------------------------------------------- */
 #define RULE(name)                                                                                 \
     static tj_status name(const ir_node *n, tj_tensor *const *in, tj_tensor *out, tj_tensor *g,    \
-                          tj_tensor **gin)
-#define UNUSED (void)n, (void)in, (void)out
+                          uint32_t want, tj_tensor **gin)
+#define UNUSED (void)n, (void)in, (void)out, (void)want
 
 RULE(g_neg) {
     UNUSED;
@@ -234,9 +232,9 @@ static tj_tensor *swap_last(tj_tensor *t) {
 }
 RULE(g_matmul) { /* ga = g b^T, gb = a^T g, batch dims summed back */
     UNUSED;
-    if (API_GRAD_WANTS(0))
+    if (API_GRAD_WANTS(want, 0))
         gin[0] = unbroadcast(tj_matmul(g, swap_last(in[1])), in[0]);
-    if (API_GRAD_WANTS(1))
+    if (API_GRAD_WANTS(want, 1))
         gin[1] = unbroadcast(tj_matmul(swap_last(in[0]), g), in[1]);
     return TJ_OK;
 }
@@ -399,25 +397,25 @@ static tj_tensor *conv_like(const ir_node *n, int op, const int64_t *dims, tj_te
 }
 RULE(g_conv2d) { /* x: conv2d_grad_input(g, w); w: conv2d_grad_filter(x, g) */
     UNUSED;
-    if (API_GRAD_WANTS(0))
+    if (API_GRAD_WANTS(want, 0))
         gin[0] = conv_like(n, IR_OP_CONV2D_GRAD_INPUT, in[0]->dims, g, in[1]);
-    if (API_GRAD_WANTS(1))
+    if (API_GRAD_WANTS(want, 1))
         gin[1] = conv_like(n, IR_OP_CONV2D_GRAD_FILTER, in[1]->dims, in[0], g);
     return TJ_OK;
 }
 RULE(g_conv2d_grad_input) { /* dx = A(dy, w), linear in each: dy: conv2d(g, w); w: filter(g, dy) */
     UNUSED;
-    if (API_GRAD_WANTS(0))
+    if (API_GRAD_WANTS(want, 0))
         gin[0] = conv_like(n, IR_OP_CONV2D, in[0]->dims, g, in[1]);
-    if (API_GRAD_WANTS(1))
+    if (API_GRAD_WANTS(want, 1))
         gin[1] = conv_like(n, IR_OP_CONV2D_GRAD_FILTER, in[1]->dims, g, in[0]);
     return TJ_OK;
 }
 RULE(g_conv2d_grad_filter) { /* dw = B(x, dy): x: grad_input(dy, g); dy: conv2d(x, g) */
     UNUSED;
-    if (API_GRAD_WANTS(0))
+    if (API_GRAD_WANTS(want, 0))
         gin[0] = conv_like(n, IR_OP_CONV2D_GRAD_INPUT, in[0]->dims, in[1], g);
-    if (API_GRAD_WANTS(1))
+    if (API_GRAD_WANTS(want, 1))
         gin[1] = conv_like(n, IR_OP_CONV2D, in[1]->dims, in[0], g);
     return TJ_OK;
 }

@@ -12,10 +12,14 @@
 
 /* n: the op, its canonical attributes and its output's dtype and dims; in: the input values
  * (n->n_in of them); out: the output value; g: the gradient of the output (out's dtype and
- * dims). Sets gin[k] to the gradient of input k (scoped references, in[k]'s dtype and dims) or
- * leaves NULL for none. Returns TJ_OK or an error (ir_errorf). */
+ * dims); want: bit k set when the caller uses input k's gradient (inputs from 32 on: always).
+ * Sets gin[k] to the gradient of input k (scoped references, in[k]'s dtype and dims) or leaves
+ * NULL for none; rules whose gradients cost a kernel each (products, convolutions) skip the
+ * unwanted ones: an eager tape's backward pass ran the seed CNN's gradient with respect to its
+ * input images, 7 ms of a 70 ms step, for nothing. Returns TJ_OK or an error (ir_errorf). */
 typedef tj_status (*api_grad_fn)(const ir_node *n, tj_tensor *const *in, tj_tensor *out,
-                                 tj_tensor *g, tj_tensor **gin);
+                                 tj_tensor *g, uint32_t want, tj_tensor **gin);
+#define API_GRAD_WANTS(want, k) ((k) >= 32 || (((want) >> (k)) & 1u))
 enum {
     API_GRAD_MISSING = 0, /* nobody wrote one: the table test fails */
     API_GRAD_RULE,
@@ -29,12 +33,6 @@ typedef struct api_grad_rule {
     const char *why;
 } api_grad_rule;
 extern const api_grad_rule api_grad_rules[IR_N_OPS];
-/* Bit k set: the caller of a rule uses input k's gradient (tape_grad.c sets it before each call).
- * Rules whose gradients cost a kernel each (products, convolutions) skip the unused ones: an
- * eager tape's backward pass ran the seed CNN's gradient with respect to its input images, 7 ms
- * of a 70 ms step, for nothing. A traced tape's graph lost such nodes to pruning anyway. */
-extern _Thread_local uint32_t api_grad_want;
-#define API_GRAD_WANTS(k) ((k) >= 32 || ((api_grad_want >> (k)) & 1u))
 
 /* ---- tape hooks (tape.c); cheap when no tape records on the thread --------------------------- */
 extern _Thread_local int api_tape_n_active;

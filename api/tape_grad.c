@@ -72,12 +72,11 @@ static tj_status backward(tj_tape *tp, uint32_t n_t, tj_tensor *const *targets,
                   **gin = e->n_in <= 8 ? stack_gin : calloc(e->n_in, sizeof *gin);
         if (!gin)
             return ir_errorf(TJ_ERR_OOM, "%s: out of memory", what);
-        api_grad_want = 0;
-        for (uint32_t k = 0; k < e->n_in; k++)
-            if (k >= 32 || (e->in_keys[k] && ir_dtype_is_float(e->in[k]->dtype)))
-                api_grad_want |= k < 32 ? 1u << k : 0;
-        st = r->fn(&e->n, e->in, e->out, *gp, gin);
-        api_grad_want = ~0u;
+        uint32_t want = 0; /* the inputs whose gradients are kept below */
+        for (uint32_t k = 0; k < e->n_in && k < 32; k++)
+            if (e->in_keys[k] && ir_dtype_is_float(e->in[k]->dtype))
+                want |= 1u << k;
+        st = r->fn(&e->n, e->in, e->out, *gp, want, gin);
         if (st)
             st = ir_errorf(st, "%s: gradient of '%s': %s", what, op, ir_last_error());
         for (uint32_t k = 0; k < e->n_in && !st; k++) {
