@@ -223,6 +223,21 @@ int64_t ir_numel(int rank, const int64_t *dims) {
     return n;
 }
 
+bool ir_red_split(int rank, const int64_t *dims, const bool *red, int64_t *outer, int64_t *len,
+                  int64_t *inner) {
+    *outer = *len = *inner = 1;
+    int phase = 0; /* 0: outer, 1: reduced, 2: inner */
+    for (int d = 0; d < rank; d++) {
+        if (dims[d] == 1)
+            continue;
+        if (red[d] && phase == 2)
+            return false;
+        phase = red[d] ? 1 : phase == 1 ? 2 : phase;
+        *(phase == 0 ? outer : phase == 1 ? len : inner) *= dims[d];
+    }
+    return true;
+}
+
 tj_status ir_broadcast(const char *op, int ra, const int64_t *da, int rb, const int64_t *db,
                        int *rank_out, int64_t *dims_out) {
     int r = ra > rb ? ra : rb;

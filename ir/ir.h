@@ -55,6 +55,11 @@ char *ir_fmt_dims(char *buf, size_t n, int rank, const int64_t *dims);
 /* numel of known dims; -1 if any dim is unknown. Shapes that passed ir_check_shape (every node and
  * tensor) never overflow. */
 int64_t ir_numel(int rank, const int64_t *dims);
+/* A reduction of dims over the axes marked in red, size-1 axes ignored, as [outer][len][inner]:
+ * outer kept elements, then len reduced ones, then inner kept ones (out[o][i] reduces
+ * x[o][0..len][i]). false when reduced axes lie on both sides of a kept one. */
+bool ir_red_split(int rank, const int64_t *dims, const bool *red, int64_t *outer, int64_t *len,
+                  int64_t *inner);
 /* The one place that validates a shape: rank in [0, TJ_MAX_RANK], dims non-negative (-1 too when
  * `unknown_ok`), the element count of the known dims at most TJ_MAX_NUMEL. The error names `op`
  * and the shape. */

@@ -21,17 +21,7 @@ bool jit_cpu_red_geometry(const ir_graph *g, const ir_node *n, int64_t *outer, i
     if (n->a.n_list == 0 && xn != on)
         for (int d = 0; d < x->rank; d++)
             red[d] = true;
-    *outer = *len = *inner = 1;
-    int phase = 0; /* 0: outer, 1: reduced, 2: inner */
-    for (int d = 0; d < x->rank; d++) {
-        if (x->dims[d] == 1)
-            continue;
-        if (red[d] && phase == 2)
-            return false; /* reduced axes on both sides of a kept one */
-        phase = red[d] ? 1 : phase == 1 ? 2 : phase;
-        *(phase == 0 ? outer : phase == 1 ? len : inner) *= x->dims[d];
-    }
-    return *outer * *inner == on;
+    return ir_red_split(x->rank, x->dims, red, outer, len, inner) && *outer * *inner == on;
 }
 
 bool jit_cpu_red_supported(const ir_graph *g, uint32_t id) {
