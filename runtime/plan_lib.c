@@ -158,7 +158,7 @@ void rt_plan_gemm(rt_plan *p, const rt_step *s, const char *A, const char *B, ch
             int ta = s->trans[0] ? 112 : 111, tb = s->trans[1] ? 112 : 111;
             if (own && s->trans[1]) {
                 rt_gemm_f32_bt(r1 - r0, n, k, (const float *)a, lda, (const float *)b, ldb,
-                               (float *)c, n);
+                               (float *)c);
                 continue;
             }
             if (own) { /* the packed kernels, then the epilogue of the block on the pool */

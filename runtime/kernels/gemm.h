@@ -46,9 +46,9 @@ int rt_gemm_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, in
  * on these kernels (rt_gemm_f32_bt): few rows of A, so it is computed as C' = B · A' with A'
  * packed. */
 int rt_gemm_f32_bt_takes(int64_t m, int64_t n, int64_t k);
-/* C [M, N] (row length ldc) = A [M, K] · B' with B stored [N, K] (row lengths lda, ldb): C' on
- * the tiles into a scratch block, then transposed into C; on allocation failure a plain loop. */
+/* C [M, N] (contiguous) = A [M, K] · B' with B stored [N, K] (row lengths lda, ldb): C' on the
+ * tiles into a scratch block, then transposed into C; on allocation failure a plain loop. */
 void rt_gemm_f32_bt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
-                    int64_t ldb, float *C, int64_t ldc);
+                    int64_t ldb, float *C);
 
 #endif

@@ -19,6 +19,7 @@
 
 #include "runtime/kernels/direct.h"
 #include "runtime/kernels/gemm.h"
+#include "runtime/kernels/kernels.h"
 #include "runtime/rt_pool.h"
 
 enum { PANEL = RT_PANEL };
@@ -170,22 +171,8 @@ int rt_gemm_f32_bt_takes(int64_t m, int64_t n, int64_t k) {
     return m <= RT_GEMM_ROWS && rt_gemm_f32_takes(n, m, k);
 }
 
-/* Block (ti) of 32 rows of T [N][M] transposed into C [M][N]. */
-typedef struct bt_job {
-    const float *t;
-    float *c;
-    int64_t M, N, ldc;
-} bt_job;
-static void bt_task(void *ctx, int64_t ti) {
-    const bt_job *j = ctx;
-    int64_t n0 = ti * 32, n1 = n0 + 32 < j->N ? n0 + 32 : j->N;
-    for (int64_t m = 0; m < j->M; m++)
-        for (int64_t n = n0; n < n1; n++)
-            j->c[m * j->ldc + n] = j->t[n * j->M + m];
-}
-
 void rt_gemm_f32_bt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
-                    int64_t ldb, float *C, int64_t ldc) {
+                    int64_t ldb, float *C) {
     /* C' [N][M] = B [N][K] · A' [K][M]: A' is the packed operand (its panels are A's rows, read
      * once), B is read once as it lies; OpenBLAS ran the seed CNN's dense input gradient (50 x
      * 3136 x 1024) at 55 GFLOP/s */
@@ -201,7 +188,7 @@ void rt_gemm_f32_bt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda
                 float s = 0.0f;
                 for (int64_t k = 0; k < K; k++)
                     s += A[m * lda + k] * B[n * ldb + k];
-                C[m * ldc + n] = s;
+                C[m * N + n] = s;
             }
         return;
     }
@@ -209,13 +196,17 @@ void rt_gemm_f32_bt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda
         pack_panel(ap + q * K * PANEL, A, K, M, lda, 1, q);
     rt_packed_b pb = {.p = ap, .k = K, .n = M, .bytes = pbytes};
     run_packed(&pb, N, B, ldb, 0, t, M, NULL);
-    bt_job j = {t, C, M, N, ldc};
-    int64_t blocks = (N + 31) / 32;
-    if (M * N >= 65536)
-        rt_parallel_for(blocks, bt_task, &j);
-    else
-        for (int64_t b = 0; b < blocks; b++)
-            bt_task(&j, b);
+    /* C = C' transposed: the blocked copy on the pool that eager transposes use */
+    tj_tensor ct = {.kind = RT_CONCRETE,
+                    .dtype = TJ_F32,
+                    .rank = 2,
+                    .numel = M * N,
+                    .dims = {N, M},
+                    .data = t},
+              c = ct;
+    c.dims[0] = M, c.dims[1] = N, c.data = C;
+    ir_node tr = {.op = IR_OP_TRANSPOSE, .dtype = TJ_F32, .rank = 2, .dims = {M, N}};
+    (void)rt_k_copy_strided(&tr, &ct, 0, (const int64_t[]){1, M}, &c); /* f32: cannot fail */
     rt_free(t, tbytes);
     rt_free(ap, pbytes);
 }

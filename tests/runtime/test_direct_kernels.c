@@ -205,7 +205,7 @@ static void gemm_case(int64_t m, int64_t n, int64_t k) {
             for (int64_t q = 0; q < k; q++)
                 cp[i * n + j] += a[i * k + q] * b[q * n + j];
     memset(c, 0, (size_t)(m * n) * 4);
-    rt_gemm_f32_bt(m, n, k, a, k, bt, k, c, n);
+    rt_gemm_f32_bt(m, n, k, a, k, bt, k, c);
     close_to(c, cp, (size_t)(m * n), "gemm, B transposed");
     free(bt), free(cp);
     rt_packed_b *pb = rt_gemm_pack(b, k, n, n, 0);
