@@ -232,6 +232,9 @@ int main(void) {
     gemm_case(7, 37, 19);
     gemm_case(50, 130, 64);  /* a narrow last panel */
     gemm_case(40, 70, 300);  /* K in three chunks (the epilogue after the last) */
+    /* B's chunks copied per task and the next one prefetched: several panels a task, five chunks
+     * of K, the last panel 44 wide */
+    gemm_case(49, 300, 520);
     gemm_case(600, 130, 40); /* row groups: B packed per call (gemm_packed.c), a narrow panel */
     return check_done();
 }
