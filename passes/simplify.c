@@ -296,8 +296,8 @@ static uint32_t simplify_rules(pass_rebuild *rb, const ir_node *n, const uint32_
  * as ONNX Runtime's transpose optimizer and XLA's layout normalization do: a transpose moved
  * down meets the next one and the two compose (simplify_transpose), so the NCHW <-> NHWC pairs
  * around an imported model's convolutions cancel across its bias adds and activations. Only
- * when each moved transpose has no other user (src use counts) and the op does not broadcast
- * the transposed operand to a larger shape, so no transpose is duplicated or grows. */
+ * when the moved transpose T_p(x) has no other user (src use counts) and the op does not
+ * broadcast the transposed operand to a larger shape, so no transpose is duplicated or grows. */
 static bool full_perm(const ir_node *t) {
     return t->op == IR_OP_TRANSPOSE && (int)t->a.n_list == t->rank;
 }
@@ -306,13 +306,15 @@ static bool same_perm(const ir_node *a, const ir_node *b) {
     return a->rank == b->rank && !memcmp(a->a.list, b->a.list, sizeof(int64_t) * a->rank);
 }
 
-/* y (dst id) for the untransposed layout: z when y = T_p(z) is the moved kind, y itself when it
- * has one element, T_p^-1(y) for a CONST (of rank <= r, aligned on the right); IR_NONE if none. */
-static uint32_t sink_operand(pass_rebuild *rb, const ir_node *t, uint32_t y, bool y_single,
-                             bool y_const) {
+/* y (dst id) for the untransposed layout: z when y = T_p(z) is the moved kind (with other users
+ * T_p(z) stays for them and the op reads z: nothing is duplicated; a residual chain's block
+ * outputs feed the next block's add and its convolution's transpose, which cancels), y itself
+ * when it has one element, T_p^-1(y) for a CONST (of rank <= r, aligned on the right); IR_NONE if
+ * none. */
+static uint32_t sink_operand(pass_rebuild *rb, const ir_node *t, uint32_t y, bool y_const) {
     const ir_node *yn = ir_node_get(rb->dst, y);
     int r = t->rank;
-    if (full_perm(yn) && same_perm(yn, t) && y_single)
+    if (full_perm(yn) && same_perm(yn, t))
         return ir_inputs(rb->dst, yn)[0];
     if (ir_numel(yn->rank, yn->dims) == 1 && yn->rank <= r)
         return y; /* broadcasts the same in any layout */
@@ -367,7 +369,7 @@ static uint32_t sink_transpose(pass_rebuild *rb, const ir_node *n, const uint32_
     ins[k] = ir_inputs(d, t)[0];
     if (n->n_in == 2) {
         int o = 1 - k;
-        ins[o] = sink_operand(rb, t, m[o], rb->uses[src_in[o]] == 1, (cmask >> o) & 1);
+        ins[o] = sink_operand(rb, t, m[o], (cmask >> o) & 1);
         if (ins[o] == IR_NONE)
             return IR_NONE;
     }
