@@ -507,6 +507,28 @@ tj_tensor *tj_max_pool2d_dilated(tj_tensor *x, const int *ksize, const int *stri
     p.a.list[5] = d[1];
     return api_apply(&p, &x, 1);
 }
+tj_tensor *tj_max_pool2d_pads(tj_tensor *x, const int *ksize, const int *strides,
+                              const int64_t *pads) {
+    if (!ksize || !pads)
+        return rt_scoped(
+            rt_errorf(TJ_ERR_INVALID, "max_pool2d_pads: %s is NULL", ksize ? "pads" : "ksize"));
+    for (int k = 0; k < 4; k++)
+        if (pads[k] < 0 || pads[k] >= ksize[k / 2])
+            return rt_scoped(rt_errorf(TJ_ERR_INVALID,
+                                       "max_pool2d_pads: pads[%d] = %lld is not in [0, %d) (the "
+                                       "window's %s: a window must hold an input element)",
+                                       k, (long long)pads[k], ksize[k / 2],
+                                       k < 2 ? "height" : "width"));
+    ir_node p = proto_of(IR_OP_MAX_POOL2D);
+    int64_t span[2] = {ksize[0], ksize[1]};
+    tj_tensor *err =
+        window_attrs("max_pool2d_pads", &p, dims4(x), strides, TJ_PAD_VALID, span, ksize);
+    if (err)
+        return err;
+    memcpy(p.a.list, pads, 4 * sizeof *pads); /* the VALID pads (zeros) replaced */
+    return api_apply(&p, &x, 1);
+}
+
 tj_tensor *tj_avg_pool2d(tj_tensor *x, const int *ksize, const int *strides, tj_padding padding) {
     return pool(IR_OP_AVG_POOL2D, x, ksize, strides, padding);
 }

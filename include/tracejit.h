@@ -368,6 +368,12 @@ TJ_API tj_tensor *tj_avg_pool2d(tj_tensor *x, const int *ksize, const int *strid
  * is tj_max_pool2d. Differentiable (the first maximum of each window takes the gradient). */
 TJ_API tj_tensor *tj_max_pool2d_dilated(tj_tensor *x, const int *ksize, const int *strides,
                                         tj_padding padding, const int *dilations);
+/* Max pooling with explicit pads {top, bottom, left, right} (ONNX MaxPool's and PyTorch's pads,
+ * TensorFlow's EXPLICIT padding): padded positions never win, as padding with -inf would give,
+ * without a padded copy in the graph. Each pad must be smaller than the window along its axis (so
+ * every window holds an input element); errors name the pad. Differentiable. */
+TJ_API tj_tensor *tj_max_pool2d_pads(tj_tensor *x, const int *ksize, const int *strides,
+                                     const int64_t *pads);
 /* x + bias along the last axis (tf.nn.bias_add): bias must be rank 1 of x's last dim. */
 TJ_API tj_tensor *tj_bias_add(tj_tensor *x, tj_tensor *bias);
 /* [..., depth] of `dt`: on at each index, off elsewhere (an index outside [0, depth): all off). */

@@ -1,8 +1,9 @@
 /* ops_conv.c — ONNX's convolutions (Conv, ConvTranspose; 1-D to 3-D), pooling and Pad as tracejit
  * ops. ONNX is channels-first (NCHW, filters OIHW); tracejit's convolutions are NHWC / HWIO, so
  * layouts are transposed around them (the passes fold what they can); a convolution's explicit
- * pads go to tj_conv2d_pads, and a pool's explicit padding (ONNX's pads, SAME_LOWER, ceil_mode)
- * is concatenated on before a VALID window. */
+ * pads go to tj_conv2d_pads, a max pool's to tj_max_pool2d_pads (each smaller than the window),
+ * and other pools' explicit padding (ONNX's pads, SAME_LOWER, ceil_mode) is concatenated on
+ * before a VALID window. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -617,6 +618,11 @@ static tj_status pool(const ox_node *n, tj_tensor *x, tj_tensor **out, int is_ma
     hw2(&w, w.k, k);
     hw2(&w, w.s, s);
     hw2(&w, w.d, d);
+    int64_t pads[4] = {sp == 1 ? 0 : w.pad[0], sp == 1 ? 0 : w.pad[MAX_SP], w.pad[sp - 1],
+                       w.pad[MAX_SP + sp - 1]};
+    if (is_max && !dilated && pads[0] < k[0] && pads[1] < k[0] && pads[2] < k[1] && pads[3] < k[1])
+        /* the pool reads its border itself (ResNet's stem: two 1.6 ms copies at batch 1) */
+        return one(out, from_cl(tj_max_pool2d_pads(to_cl(x, &w), k, s, pads), &w));
     if (is_max) /* dilated or not: one tracejit op */
         return one(out, from_cl(tj_max_pool2d_dilated(to_cl_padded(x, &w, like(x, -INFINITY)), k, s,
                                                       TJ_PAD_VALID, d),

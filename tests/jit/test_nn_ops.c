@@ -259,12 +259,16 @@ static void pool_cases(void) {
  * eager, compiled behind a relu (not fused into a conv step), and its errors. */
 static int g_pk[2], g_ps[2], g_pd[2];
 static tj_padding g_pp;
+static const int64_t *g_pads;
 static tj_tensor *dil_pool_fn(tj_tensor *x) {
-    return tj_max_pool2d_dilated(tj_relu(x), g_pk, g_ps, g_pp, g_pd);
+    return g_pads ? tj_max_pool2d_pads(tj_relu(x), g_pk, g_ps, g_pads)
+                  : tj_max_pool2d_dilated(tj_relu(x), g_pk, g_ps, g_pp, g_pd);
 }
 
-static void dilated_pool_case(int kh, int kw, int sh, int sw, int dh, int dw, tj_padding pad,
-                              int64_t W) {
+/* pads: NULL for `pad`, else explicit {top, bottom, left, right} (tj_max_pool2d_pads; dh = dw =
+ * 1) */
+static void dilated_pool_case_pads(int kh, int kw, int sh, int sw, int dh, int dw, tj_padding pad,
+                                   int64_t W, const int64_t *pads) {
     tj_scope_begin();
     int64_t N = 2, H = 9, C = 3, d[4] = {N, H, W, C};
     tj_tensor *x = rand_f32(N, H, W, C);
@@ -279,10 +283,15 @@ static void dilated_pool_case(int kh, int kw, int sh, int sw, int dh, int dw, tj
         o[a] = pad == TJ_PAD_SAME ? (in[a] + st[a] - 1) / st[a] : (in[a] - span[a]) / st[a] + 1;
         int64_t total = (o[a] - 1) * st[a] + span[a] - in[a];
         p0[a] = pad == TJ_PAD_SAME && total > 0 ? total / 2 : 0;
+        if (pads)
+            o[a] = (in[a] + pads[2 * a] + pads[2 * a + 1] - span[a]) / st[a] + 1,
+            p0[a] = pads[2 * a];
     }
     tj_tape *tape = tj_tape_new(0);
     tj_tape_watch(tape, x);
-    tj_tensor *y = tj_max_pool2d_dilated(x, k, s, pad, dl), *g = NULL;
+    tj_tensor *y = pads ? tj_max_pool2d_pads(x, k, s, pads)
+                        : tj_max_pool2d_dilated(x, k, s, pad, dl),
+              *g = NULL;
     CHECK_MSG(tj_status_of(y) == TJ_OK, "dilated pool: %s", tj_error_message(y));
     CHECK_EQ_INT(tj_tape_gradient(tape, tj_sum(y, 0, NULL, 0), NULL, 1, &x, &g), TJ_OK);
     tj_tape_free(tape);
@@ -318,6 +327,7 @@ static void dilated_pool_case(int kh, int kw, int sh, int sw, int dh, int dw, tj
               kh, kw, sh, sw, dh, dw, bad, bad_g);
     /* compiled behind a relu: the same values as eager */
     memcpy(g_pk, k, sizeof k), memcpy(g_ps, s, sizeof s), memcpy(g_pd, dl, sizeof dl), g_pp = pad;
+    g_pads = pads;
     tj_function *f = tj_function_new("dil_pool", (void *)dil_pool_fn, 1, NULL);
     tj_tensor *c1 = tj_call(f, 1, &x), *e1 = tj_call_eager(f, 1, &x);
     int diff = tj_tensor_numel(c1) != tj_tensor_numel(e1);
@@ -331,7 +341,17 @@ static void dilated_pool_case(int kh, int kw, int sh, int sw, int dh, int dw, tj
     tj_scope_end();
 }
 
+static void dilated_pool_case(int kh, int kw, int sh, int sw, int dh, int dw, tj_padding pad,
+                              int64_t W) {
+    dilated_pool_case_pads(kh, kw, sh, sw, dh, dw, pad, W, NULL);
+}
+
 static void dilated_pools(void) {
+    /* explicit pads (ONNX MaxPool's): ResNet's 3x3 stride 2 pad 1, uneven pads, pads as large
+     * as allowed (one less than the window) */
+    dilated_pool_case_pads(3, 3, 2, 2, 1, 1, TJ_PAD_VALID, 11, (const int64_t[]){1, 1, 1, 1});
+    dilated_pool_case_pads(3, 2, 1, 2, 1, 1, TJ_PAD_VALID, 12, (const int64_t[]){0, 2, 1, 0});
+    dilated_pool_case_pads(4, 3, 3, 1, 1, 1, TJ_PAD_VALID, 11, (const int64_t[]){3, 3, 2, 2});
     dilated_pool_case(2, 2, 1, 1, 2, 2, TJ_PAD_VALID, 11);
     dilated_pool_case(3, 2, 2, 3, 2, 3, TJ_PAD_SAME, 11);
     dilated_pool_case(3, 4, 3, 2, 3, 2, TJ_PAD_SAME, 11);
@@ -353,6 +373,18 @@ static void dilated_pools(void) {
     CHECK_HAS(tj_error_message(e), "the window 3x3 (dilated) is larger than the padded input");
     CHECK_EQ_INT(tj_status_of(tj_max_pool2d_dilated(x, NULL, s, TJ_PAD_VALID, two)),
                  TJ_ERR_INVALID);
+    /* explicit pads: each smaller than the window along its axis, named when not */
+    e = tj_max_pool2d_pads(x, k, s, (const int64_t[]){1, 1, 3, 0});
+    CHECK_EQ_INT(tj_status_of(e), TJ_ERR_INVALID);
+    CHECK_HAS(tj_error_message(e), "max_pool2d_pads: pads[2] = 3 is not in [0, 3) (the window's "
+                                   "width: a window must hold an input element)");
+    e = tj_max_pool2d_pads(x, k, s, (const int64_t[]){-1, 0, 0, 0});
+    CHECK_HAS(tj_error_message(e), "pads[0] = -1 is not in [0, 3)");
+    CHECK_HAS(tj_error_message(tj_max_pool2d_pads(x, k, s, NULL)), "max_pool2d_pads: pads is NULL");
+    CHECK_HAS(tj_error_message(tj_max_pool2d_pads(x, NULL, s, (const int64_t[]){0, 0, 0, 0})),
+              "max_pool2d_pads: ksize is NULL");
+    e = tj_max_pool2d_pads(x, (int[]){3, 6}, s, (const int64_t[]){0, 0, 0, 0});
+    CHECK_HAS(tj_error_message(e), "is larger than the padded input");
     tj_scope_end();
 }
 
