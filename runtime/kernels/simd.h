@@ -13,7 +13,7 @@
  *   v_unord(x)      the lanes that are NaN; v_gt0u(x): x > 0 or NaN
  *   v_blend(m, a, b) b where m, else a; v_and(m, x): x where m, else +0
  *   m_lanes(n)      the first n lanes (n >= 1; all from RT_VL on); m_all; m_or; m_andnot(a, b):
- *                   a and not b; m_any
+ *                   a and not b; m_any; m_full: every lane on
  *
  * RT_ISA_SUFFIX names the unit's exported table (rt_simd_avx512, ...). */
 #ifndef TJ_RT_SIMD_H
@@ -46,6 +46,7 @@ typedef __mmask16 vm;
 #define m_or(a, b) ((vm)((a) | (b)))
 #define m_andnot(a, b) ((vm)((a) & (vm) ~(b)))
 #define m_any(a) ((a) != 0)
+#define m_full(a) ((a) == 0xffff)
 static inline vm m_lanes(int64_t n) {
     return (vm)(n >= 16 ? 0xffff : (1u << n) - 1);
 }
@@ -71,6 +72,7 @@ typedef __m256i vm; /* all ones in a lane that is on */
 #define m_or(a, b) _mm256_or_si256((a), (b))
 #define m_andnot(a, b) _mm256_andnot_si256((b), (a))
 #define m_any(a) (!_mm256_testz_si256((a), (a)))
+#define m_full(a) (_mm256_testc_si256((a), _mm256_set1_epi32(-1)))
 static inline vm m_lanes(int64_t n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n >= 8 ? 8 : n)),
                               _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
@@ -96,6 +98,7 @@ typedef uint32x4_t vm; /* all ones in a lane that is on */
 #define m_or(a, b) vorrq_u32((a), (b))
 #define m_andnot(a, b) vbicq_u32((a), (b))
 #define m_any(a) (vmaxvq_u32(a) != 0)
+#define m_full(a) (vminvq_u32(a) == ~0u)
 static inline vm m_lanes(int64_t n) {
     static const uint32_t iota[4] = {0, 1, 2, 3};
     return vcltq_u32(vld1q_u32(iota), vdupq_n_u32((uint32_t)(n >= 4 ? 4 : n)));

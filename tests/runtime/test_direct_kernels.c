@@ -227,6 +227,10 @@ int main(void) {
     conv_case(1, 9, 17, 3, 37, 1, 0, vec); /* channels past one group of vectors */
     conv_case(2, 8, 8, 5, 70, 2, 2, vec);  /* stride 2 (no input gradient), two groups */
     conv_case(1, 6, 32, 1, 16, 1, 0, vec); /* 1x1 */
+    /* rows wider than the product route takes (conv_direct.c: SHORT_ROW), whole last vectors (the
+     * tiles' unmasked loads): the tap path (KW·C < 16) and the filter-row path, 4 and 3 vectors */
+    conv_case(1, 17, 2, 3, 64, 1, 1, vec);
+    conv_case(1, 16, 8, 3, 48, 1, 0, vec);
     pool_case(5, 2, 2, 0, vec);
     pool_case(37, 3, 2, 1, vec);
     gemm_case(7, 37, 19);
