@@ -386,6 +386,45 @@ static uint32_t sink_transpose(pass_rebuild *rb, const ir_node *n, const uint32_
     return make_unary(rb, IR_OP_TRANSPOSE, n, u, t->a.list);
 }
 
+/* concat(x) = x, and concat(T_p(x1), ..., T_p(xk), axis a) = T_p(concat(x1, ..., xk, axis p[a]))
+ * when every operand is the same full transpose: an imported DenseNet concatenates its layers' NCHW
+ * outputs (each the transpose back from a convolution's NHWC), so its 120 transposes could not
+ * cancel. An operand's transpose with other users stays for them (a DenseNet feature feeds every
+ * later concat of its block, each of which sinks in turn, so they die): at worst one transpose of
+ * the concatenation is added. m: the k operands' dst ids. */
+static uint32_t sink_concat(pass_rebuild *rb, const ir_node *n, const uint32_t *m) {
+    if (n->op != IR_OP_CONCAT || n->n_in < 1 || !shape_known(n))
+        return IR_NONE;
+    if (n->n_in ==
+        1) /* a concat of one operand (torch.cat of a one-element list) is that operand */
+        return replace_with(rb, n, m[0]);
+    const ir_node *t0 = ir_node_get(rb->dst, m[0]);
+    if (!full_perm(t0) || t0->rank != n->rank)
+        return IR_NONE;
+    for (uint32_t k = 1; k < n->n_in; k++) {
+        const ir_node *tk = ir_node_get(rb->dst, m[k]);
+        if (!full_perm(tk) || !same_perm(tk, t0))
+            return IR_NONE;
+    }
+    if (rb->dry)
+        return 0;
+    const ir_node tn = *t0; /* a copy: pass_add below may grow dst's node array */
+    uint32_t *ins = malloc(sizeof *ins * n->n_in);
+    if (!ins)
+        return IR_NONE;
+    for (uint32_t k = 0; k < n->n_in; k++)
+        ins[k] = ir_inputs(rb->dst, ir_node_get(rb->dst, m[k]))[0];
+    ir_node p = *n; /* the concat in the untransposed layout */
+    p.n_in = 0;
+    p.in_off = 0;
+    p.a.i[0] = tn.a.list[n->a.i[0]];
+    for (int i = 0; i < n->rank; i++)
+        p.dims[tn.a.list[i]] = n->dims[i];
+    uint32_t u = pass_add(rb, &p, ins, n->n_in);
+    free(ins);
+    return u == IR_NONE ? IR_NONE : make_unary(rb, IR_OP_TRANSPOSE, n, u, tn.a.list);
+}
+
 static uint32_t simplify_node(pass_rebuild *rb, const ir_node *n, const uint32_t *m,
                               unsigned cmask) {
     uint32_t r = simplify_rules(rb, n, m, cmask);
@@ -428,9 +467,10 @@ static bool any_rewrite(const ir_graph *g) {
     for (uint32_t id = 0; id < g->n_nodes && !any; id++) {
         const ir_node *n = ir_node_get(g, id);
         unsigned f = ir_ops[n->op].flags;
-        any = n->n_in >= 1 && n->n_in <= 3 && !(f & (IR_F_SIDE | IR_F_RAND)) &&
-              n->dtype < TJ_N_DTYPES &&
-              simplify_node(&rb, n, ir_inputs(g, n), ALL_MAY_BE_CONST) != IR_NONE;
+        any = (n->n_in >= 1 && n->n_in <= 3 && !(f & (IR_F_SIDE | IR_F_RAND)) &&
+               n->dtype < TJ_N_DTYPES &&
+               simplify_node(&rb, n, ir_inputs(g, n), ALL_MAY_BE_CONST) != IR_NONE) ||
+              sink_concat(&rb, n, ir_inputs(g, n)) != IR_NONE;
     }
     free(uses);
     return any;
@@ -486,6 +526,18 @@ static ir_graph *simplify_nodes(const ir_graph *g, pass_stat *st) {
                 break;
             if (d != IR_NONE)
                 simplified++;
+        }
+        if (d == IR_NONE && n->op == IR_OP_CONCAT) { /* any number of operands */
+            const uint32_t *in = ir_inputs(g, n);
+            uint32_t *mk = malloc(sizeof *mk * (n->n_in ? n->n_in : 1));
+            for (uint32_t k = 0; mk && k < n->n_in; k++)
+                mk[k] = rb.map[in[k]];
+            ir_clear_error();
+            if (mk && (d = sink_concat(&rb, n, mk)) != IR_NONE)
+                simplified++;
+            free(mk);
+            if (d == IR_NONE && ir_last_code() != TJ_OK)
+                break;
         }
         if (d == IR_NONE)
             d = pass_copy(&rb, id);
