@@ -100,16 +100,17 @@ bool rt_plan_own_gemm(const rt_step *s) {
     return rt_gemm_f32_takes(mm->m, mm->n, mm->k);
 }
 
-static const rt_packed_b *packed_b(rt_plan *p, const rt_step *s, const char *B) {
-    const rt_mm *mm = &s->mm;
+/* Step s's constant B ([K][N] with row length ldb, or stored [N][K] if trans), packed at the
+ * first run and kept by the step; NULL when s does not pack or packing failed. */
+static const rt_packed_b *packed_b(rt_plan *p, const rt_step *s, const char *B, int64_t K,
+                                   int64_t N, int64_t ldb, int trans) {
     if (!s->packs)
         return NULL;
     rt_step *w = &p->steps[s - p->steps]; /* the plan's own step: its cache is mutable */
     rt_packed_b *pb = __atomic_load_n(&w->packed, __ATOMIC_ACQUIRE), *none = NULL;
     if (pb || __atomic_load_n(&w->no_pack, __ATOMIC_RELAXED))
         return pb;
-    if (!(pb = rt_gemm_pack((const float *)B, mm->k, mm->n, s->trans[1] ? mm->k : mm->n,
-                            s->trans[1]))) {
+    if (!(pb = rt_gemm_pack((const float *)B, K, N, ldb, trans))) {
         __atomic_store_n(&w->no_pack, 1, __ATOMIC_RELAXED);
         return NULL;
     }
@@ -124,7 +125,8 @@ static const rt_packed_b *packed_b(rt_plan *p, const rt_step *s, const char *B) 
 void rt_plan_gemm(rt_plan *p, const rt_step *s, const char *A, const char *B, char *C,
                   void *const *bufs) {
     const rt_mm *mm = &s->mm;
-    const rt_packed_b *pb = packed_b(p, s, B);
+    const rt_packed_b *pb =
+        packed_b(p, s, B, mm->k, mm->n, s->trans[1] ? mm->k : mm->n, s->trans[1]);
     bool epi = rt_step_has_epi(s);
     /* a bias/relu epilogue applied by the tiles: the product goes to the epilogue's output */
     rt_gemm_epi ge = {s->epi_bias >= 0 ? (const float *)bufs[s->epi_bias] : NULL, s->epi_relu};
@@ -258,10 +260,12 @@ static void conv_band(void *ctx, int64_t b, int64_t r0, int64_t nr, float *buf) 
                          c->pool_out + (b * c->pg.oh + r0 / c->pg.sh) * c->pg.ow * c->pg.c);
 }
 
-/* Without the direct kernels (exact math, TJ_NO_DIRECT_CONV, no memory) or with epilogue units
- * across rows: the reference kernels and the whole epilogue, one after the other. */
+/* Without the direct kernels (exact math, TJ_NO_DIRECT_CONV, no memory), with epilogue units
+ * across rows, or on the product route (pb: its filter packed): the convolution, then the whole
+ * epilogue. */
 static tj_status conv_unfused(rt_plan *p, const rt_step *s, const void *x, const void *w,
-                              void **bufs, const conv_ctx *c) {
+                              void **bufs, const conv_ctx *c, const rt_conv_geom *cg,
+                              const rt_packed_b *pb) {
     const ir_graph *g = p->base.g;
     const ir_node *n = ir_node_get(g, s->id);
     size_t bytes = (size_t)ir_numel(n->rank, n->dims) * sizeof(float);
@@ -272,7 +276,8 @@ static tj_status conv_unfused(rt_plan *p, const rt_step *s, const void *x, const
     rt_plan_header(&h[0], ir_node_get(g, s->src[0]), (void *)x);
     rt_plan_header(&h[1], ir_node_get(g, s->src[1]), (void *)w);
     rt_plan_header(&h[2], n, tmp);
-    tj_status st = rt_ref_kernel(n, hp, &h[2]);
+    tj_status st =
+        pb && rt_conv_direct_fwd_packed(cg, x, pb, tmp) == 0 ? TJ_OK : rt_ref_kernel(n, hp, &h[2]);
     if (!st && rt_step_has_epi(s)) {
         bufs[c->ci] = tmp;
         if (c->eo < c->n_bufs)
@@ -307,10 +312,16 @@ tj_status rt_plan_conv(rt_plan *p, const rt_step *s, const void *x, const void *
     const rt_config *cfg = rt_config_get();
     int64_t band = s->pool ? c.pg.kh : RT_CONV_BAND_FLOATS / c.row;
     int64_t used = s->pool ? (c.pg.oh * c.pg.kh < cg.oh ? c.pg.oh * c.pg.kh : cg.oh) : cg.oh;
-    if (!cfg->exact_math && !cfg->no_direct_conv && c.row % c.ul == 0 &&
+    bool direct = !cfg->exact_math && !cfg->no_direct_conv;
+    if (direct && c.row % c.ul == 0 &&
         rt_conv_direct_fwd_bands(&cg, x, w, band, used, conv_band, &c) == 0)
         return TJ_OK;
-    return conv_unfused(p, s, x, w, bufs, &c);
+    /* the product route reads a constant filter packed once, in panels it streams (a model's
+     * weights come from memory on every call: ResNet-50's 100 MB at batch 1) */
+    const rt_packed_b *pb = direct && rt_conv_direct_as_product(&cg)
+                                ? packed_b(p, s, w, cg.kh * cg.kw * cg.c, cg.o, cg.o, 0)
+                                : NULL;
+    return conv_unfused(p, s, x, w, bufs, &c, &cg, pb);
 }
 
 tj_status rt_plan_run_conv(rt_plan *p, const rt_step *s, tj_tensor **vals, void **bufs) {
@@ -360,10 +371,14 @@ bool rt_plan_conv_usable(const ir_graph *g, uint32_t id, uint32_t pool_id, uint3
         return false;
     rt_conv_geom cg, pg;
     rt_plan_conv_geoms(g, id, pool_id, &cg, &pg);
-    if (!rt_conv_direct_usable(&cg) || cg.ow * cg.o > RT_CONV_BAND_FLOATS || cg.n * cg.oh == 0)
+    /* rows larger than a band (ResNet's 1x1 expansions: 56 x 256) run whole, then the epilogue
+     * (rt_plan_conv), reading a constant filter packed on the product route */
+    if (!rt_conv_direct_usable(&cg) || cg.n * cg.oh == 0)
         return false;
     if (pool_id == IR_NONE)
         return true;
+    if (cg.ow * cg.o > RT_CONV_BAND_FLOATS)
+        return false;
     const ir_node *p = ir_node_get(g, pool_id);
     /* a band of kh rows is exactly one pooled row: windows that tile the rows from the top */
     return p->op == IR_OP_MAX_POOL2D && pg.dh == 1 && pg.dw == 1 && p->dtype == TJ_F32 &&

@@ -31,6 +31,14 @@ int rt_conv_direct_usable(const rt_conv_geom *g);
 int rt_conv_direct_fwd(const rt_conv_geom *g, const float *x, const float *w, float *y);
 int rt_conv_direct_filter_grad(const rt_conv_geom *g, const float *x, const float *dy, float *dw);
 int rt_conv_direct_input_grad(const rt_conv_geom *g, const float *dy, const float *w, float *dx);
+/* 1 when rt_conv_direct_fwd runs g as a product of its patches and the filter (conv_direct.c:
+ * short rows, 1x1 filters), which can then take the filter packed once (a graph constant):
+ * rt_conv_direct_fwd_packed, with pb = rt_gemm_pack(w, KH·KW·C, O, O, 0). 0 when it ran; 1 when
+ * it did not (another route, pb of another size, no memory). */
+int rt_conv_direct_as_product(const rt_conv_geom *g);
+struct rt_packed_b;
+int rt_conv_direct_fwd_packed(const rt_conv_geom *g, const float *x, const struct rt_packed_b *pb,
+                              float *y);
 /* Max pooling of sample b (window kh x kw, strides sh, sw, pads pt, pl; no dilation), the
  * channels as vector lanes: 0 when it wrote sample b's outputs, 1 when it did not run (no
  * AVX-512). NaN wins, as in pool.c's loops. */

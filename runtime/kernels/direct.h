@@ -65,8 +65,10 @@ typedef struct rt_simd_kernels {
     /* whether f32 products run on these tiles rather than OpenBLAS (measured per ISA:
      * bench/RESULTS.md; gemm_packed.c) */
     int products;
-    /* forward output row (b, oy) of d into yrow ([OW][O]) */
-    void (*fwd_row_into)(const rt_dconv *d, int64_t b, int64_t oy, float *yrow);
+    /* forward output row (b, oy) of d into yrow ([OW][O]), the groups of output channels
+     * [g0, g1) (of `group` channels each) */
+    void (*fwd_row_into)(const rt_dconv *d, int64_t b, int64_t oy, int64_t g0, int64_t g1,
+                         float *yrow);
     /* filter-gradient task t of plan ctx (an rt_dw_plan) */
     void (*dw_task)(void *ctx, int64_t t);
     /* max pooling of sample b; one pooled row from its window's nr input rows (conv.h) */

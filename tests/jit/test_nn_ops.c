@@ -597,7 +597,73 @@ static void conv_errors(void) {
     tj_scope_end();
 }
 
+/* Convolutions whose filter is a constant of the graph (an imported model's weights) with a bias
+ * and relu behind them, compiled: on the product route the filter is packed once by the step and
+ * kept (rt_plan_conv); checked against loops in double on two calls (the second reads the packed
+ * copy), for short rows (7 x 7), a 1x1 filter whose output rows are larger than a band, and
+ * wide rows on the direct kernels (no packing) as the control. */
+static float *g_cw, *g_cb;
+static int64_t g_cwd[4], g_cpads[4];
+static tj_tensor *const_conv_fn(tj_tensor *x) {
+    tj_tensor *w = tj_tensor_from_data(TJ_F32, 4, g_cwd, g_cw),
+              *b = tj_tensor_from_data(TJ_F32, 1, &g_cwd[3], g_cb);
+    return tj_relu(tj_bias_add(tj_conv2d_pads(x, w, NULL, g_cpads, NULL), b));
+}
+
+static void const_conv_case(int64_t H, int64_t C, int64_t K, int64_t O, int64_t pad) {
+    tj_scope_begin();
+    int64_t N = 1, OH = H + 2 * pad - K + 1, nw = K * K * C * O;
+    int64_t wd[4] = {K, K, C, O}, pads[4] = {pad, pad, pad, pad};
+    memcpy(g_cwd, wd, sizeof wd), memcpy(g_cpads, pads, sizeof pads);
+    g_cw = malloc((size_t)nw * sizeof *g_cw), g_cb = malloc((size_t)O * sizeof *g_cb);
+    for (int64_t i = 0; i < nw; i++)
+        g_cw[i] = (float)((i * 7919) % 1000) / 1000.0f - 0.5f;
+    for (int64_t o = 0; o < O; o++)
+        g_cb[o] = (float)(o % 7) / 7.0f - 0.3f;
+    tj_tensor *x = rand_f32(N, H, H, C);
+    const float *xv = tj_tensor_data(x);
+    double *want = calloc((size_t)(N * OH * OH * O), sizeof *want);
+    for (int64_t oy = 0; oy < OH; oy++)
+        for (int64_t ox = 0; ox < OH; ox++)
+            for (int64_t o = 0; o < O; o++) {
+                double a = g_cb[o];
+                for (int64_t ky = 0; ky < K; ky++)
+                    for (int64_t kx = 0; kx < K; kx++) {
+                        int64_t iy = oy + ky - pad, ix = ox + kx - pad;
+                        if (iy < 0 || iy >= H || ix < 0 || ix >= H)
+                            continue;
+                        for (int64_t c = 0; c < C; c++)
+                            a += (double)xv[(iy * H + ix) * C + c] *
+                                 g_cw[((ky * K + kx) * C + c) * O + o];
+                    }
+                want[(oy * OH + ox) * O + o] = a > 0 ? a : 0;
+            }
+    tj_function *f = tj_function_new("const_conv", (void *)const_conv_fn, 1, NULL);
+    for (int call = 0; call < 2; call++) {
+        tj_tensor *y = tj_call(f, 1, &x);
+        double err = 0, tol = 1e-5 * (double)(K * K * C);
+        CHECK_MSG(tj_status_of(y) == TJ_OK && tj_tensor_numel(y) == N * OH * OH * O,
+                  "const conv: %s", tj_error_message(y));
+        for (int64_t i = 0; tj_status_of(y) == TJ_OK && i < N * OH * OH * O; i++)
+            err = fmax(err, fabs(tj_tensor_get_f64(y, i) - want[i]));
+        CHECK_MSG(err <= tol,
+                  "const conv [1,%lld,%lld,%lld] * %lldx%lld -> %lld, call %d: off by %g",
+                  (long long)H, (long long)H, (long long)C, (long long)K, (long long)K,
+                  (long long)O, call, err);
+    }
+    tj_function_free(f);
+    free(want), free(g_cw), free(g_cb);
+    tj_scope_end();
+}
+
+static void const_convs(void) {
+    const_conv_case(7, 16, 3, 40, 1);  /* short rows: the product route, its filter packed */
+    const_conv_case(7, 8, 1, 1200, 0); /* a 1x1 filter, rows of 7 x 1200 floats: whole */
+    const_conv_case(20, 3, 3, 24, 1);  /* wide rows: the direct kernels by bands */
+}
+
 int main(void) {
+    const_convs();
     conv_cases();
     conv_grads();
     pool_cases();
