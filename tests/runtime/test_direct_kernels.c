@@ -231,6 +231,9 @@ int main(void) {
      * tiles' unmasked loads): the tap path (KW·C < 16) and the filter-row path, 4 and 3 vectors */
     conv_case(1, 17, 2, 3, 64, 1, 1, vec);
     conv_case(1, 16, 8, 3, 48, 1, 0, vec);
+    /* a filter over 1 MB (conv_direct.c: BIG_FILTER): by group of output channels, the last one
+     * partial */
+    conv_case(1, 16, 160, 3, 200, 1, 1, vec);
     pool_case(5, 2, 2, 0, vec);
     pool_case(37, 3, 2, 1, vec);
     gemm_case(7, 37, 19);
