@@ -164,10 +164,10 @@ void rt_plan_conv_geoms(const ir_graph *g, uint32_t id, uint32_t pool_id, struct
  * are the node's inputs, or what a 2-D transpose of one reads (trans 1). s->mm is not read. */
 bool rt_plan_gemm_matches(const ir_graph *g, const rt_step *s);
 /* Whether f32 conv node id with its max pool pool_id (IR_NONE: none) and an epilogue of epi_in
- * inputs and epi_out outputs (0, 0: none; at least one of epilogue and pool) runs as one CONV
- * step on this CPU's direct kernels; and whether CONV step s is such a step: its operands the
- * node's, its epilogue reading the convolution, its pool the epilogue's one output (or the
- * convolution). */
+ * inputs and epi_out outputs (0, 0: none; with neither, the convolution alone, a step that packs
+ * a constant filter) runs as one CONV step on this CPU's direct kernels; and whether CONV step s
+ * is such a step: its operands the node's, its epilogue reading the convolution, its pool the
+ * epilogue's one output (or the convolution). */
 bool rt_plan_conv_usable(const ir_graph *g, uint32_t id, uint32_t pool_id, uint32_t epi_in,
                          uint32_t epi_out);
 bool rt_plan_conv_matches(const ir_graph *g, const rt_step *s);

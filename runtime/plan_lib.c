@@ -294,9 +294,34 @@ static tj_status conv_unfused(rt_plan *p, const rt_step *s, const void *x, const
     return st;
 }
 
+/* A convolution step without epilogue or pool (a constant filter: packed on the product route)
+ * into y. */
+static tj_status conv_alone(rt_plan *p, const rt_step *s, const void *x, const void *w, void *y) {
+    const ir_graph *g = p->base.g;
+    const ir_node *n = ir_node_get(g, s->id);
+    rt_conv_geom cg;
+    rt_plan_conv_geoms(g, s->id, IR_NONE, &cg, &(rt_conv_geom){0});
+    const rt_config *cfg = rt_config_get();
+    if (!cfg->exact_math && !cfg->no_direct_conv) {
+        const rt_packed_b *pb = rt_conv_direct_as_product(&cg)
+                                    ? packed_b(p, s, w, cg.kh * cg.kw * cg.c, cg.o, cg.o, 0)
+                                    : NULL;
+        if ((pb && rt_conv_direct_fwd_packed(&cg, x, pb, y) == 0) ||
+            rt_conv_direct_fwd(&cg, x, w, y) == 0)
+            return TJ_OK;
+    }
+    tj_tensor h[3], *hp[2] = {&h[0], &h[1]};
+    rt_plan_header(&h[0], ir_node_get(g, s->src[0]), (void *)x);
+    rt_plan_header(&h[1], ir_node_get(g, s->src[1]), (void *)w);
+    rt_plan_header(&h[2], n, y);
+    return rt_ref_kernel(n, hp, &h[2]);
+}
+
 tj_status rt_plan_conv(rt_plan *p, const rt_step *s, const void *x, const void *w, void **bufs,
                        void *pool_out) {
     const ir_graph *g = p->base.g;
+    if (!rt_step_has_epi(s) && !s->pool) /* bufs[0]: the convolution's output */
+        return conv_alone(p, s, x, w, bufs[0]);
     rt_conv_geom cg;
     conv_ctx c = {s, bufs, 0, 0, 0, 0, 0, 1, {0}, pool_out};
     rt_plan_conv_geoms(g, s->id, s->pool ? s->pool - 1 : IR_NONE, &cg, &c.pg);
@@ -338,6 +363,11 @@ tj_status rt_plan_run_conv(rt_plan *p, const rt_step *s, tj_tensor **vals, void 
         vals[s->epi.out[k]] = t;
         bufs[s->epi.n_in + k] = t->data;
     }
+    if (!rt_step_has_epi(s) && !s->pool) { /* alone: the convolution's own output */
+        if (!(vals[s->id] = out_tensor(ir_node_get(g, s->id))))
+            return TJ_ERR_OOM;
+        bufs[0] = vals[s->id]->data;
+    }
     return rt_plan_conv(p, s, vals[s->src[0]]->data, vals[s->src[1]]->data, bufs,
                         pooled ? pooled->data : NULL);
 }
@@ -366,7 +396,7 @@ bool rt_plan_conv_usable(const ir_graph *g, uint32_t id, uint32_t pool_id, uint3
     bool epi = epi_in + epi_out > 0;
     if (n->op != IR_OP_CONV2D || n->n_in != 2 || n->dtype != TJ_F32 || n->rank != 4 ||
         ir_node_get(g, ir_inputs(g, n)[0])->dtype != TJ_F32 ||
-        ir_node_get(g, ir_inputs(g, n)[1])->dtype != TJ_F32 || (!epi && pool_id == IR_NONE) ||
+        ir_node_get(g, ir_inputs(g, n)[1])->dtype != TJ_F32 ||
         epi_in + epi_out > RT_PLAN_CONV_MAX_BUFS)
         return false;
     rt_conv_geom cg, pg;

@@ -20,6 +20,9 @@ int rt_pool_size(void);
 void rt_parallel_for(int64_t n_tasks, rt_task_fn fn, void *ctx);
 /* Joins the worker threads (for leak checkers and tests); the next parallel_for restarts them. */
 void rt_pool_shutdown(void);
+/* How many of the next loops run inline on their caller because the last ones waited on a
+ * preempted worker (pool.c: contention; 0 on an idle machine). For tests and profiles. */
+int rt_pool_solo_loops(void);
 
 /* ---- caching allocator ----------------------------------------------------------------------- */
 /* 64-byte aligned memory of at least `size` bytes (size 0 gives a valid unique block); NULL on

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "jit/cpu/program.h"
+#include "runtime/kernels/gemm.h"
 
 bool jit_cpu_fusable(const ir_graph *g, uint32_t id, void *user) {
     return jit_cpu_ew_supported(g, id);
@@ -240,8 +241,19 @@ static tj_status merge_convs(cpu_prog *cp, const uint8_t *is_out) {
             ir_node_get(g, cp->steps[t].id)->op == IR_OP_MAX_POOL2D && cp->steps[t].n_in == 1 &&
             cp->steps[t].in[0] == last && jit_cpu_conv_fusable(g, sp->id, epi, cp->steps[t].id))
             pool = t;
-        if (pool == UINT32_MAX && (!epi || !jit_cpu_conv_fusable(g, sp->id, epi, IR_NONE)))
+        if (pool == UINT32_MAX && (!epi || !jit_cpu_conv_fusable(g, sp->id, epi, IR_NONE))) {
+            /* alone, a convolution with a constant filter is still a step of its own, which
+             * packs the filter once where the product route runs (an imported model's
+             * projections and DenseNet's 3x3s) */
+            const ir_node *w = ir_node_get(g, ir_inputs(g, n)[1]);
+            if (w->op != IR_OP_CONST || w->dtype != TJ_F32 || !rt_gemm_packed_usable() ||
+                !jit_cpu_conv_fusable(g, sp->id, NULL, IR_NONE))
+                continue;
+            sp->kind = STEP_CONV;
+            sp->src[0] = ir_inputs(g, n)[0], sp->src[1] = ir_inputs(g, n)[1];
+            sp->epi = NULL, sp->pool = 0;
             continue;
+        }
         /* the step reads x, w and the epilogue's other inputs */
         const uint32_t *xin = ir_inputs(g, n);
         uint32_t n_in, *in = merged_inputs(xin, sp->id, epi, &n_in);

@@ -598,21 +598,28 @@ static void conv_errors(void) {
 }
 
 /* Convolutions whose filter is a constant of the graph (an imported model's weights) with a bias
- * and relu behind them, compiled: on the product route the filter is packed once by the step and
- * kept (rt_plan_conv); checked against loops in double on two calls (the second reads the packed
- * copy), for short rows (7 x 7), a 1x1 filter whose output rows are larger than a band, and
- * wide rows on the direct kernels (no packing) as the control. */
+ * and relu behind them, or alone, compiled: on the product route the filter is packed once by
+ * the step and kept (rt_plan_conv); checked against loops in double on three calls (the second
+ * reads the packed copy, the third writes into a tensor of ours), for short rows (7 x 7), a 1x1
+ * filter whose output rows are larger than a band, a strided 1x1 alone (a residual block's
+ * projection), and wide rows on the direct kernels (no packing) as the control. */
 static float *g_cw, *g_cb;
 static int64_t g_cwd[4], g_cpads[4];
+static int g_cs, g_cepi;
 static tj_tensor *const_conv_fn(tj_tensor *x) {
     tj_tensor *w = tj_tensor_from_data(TJ_F32, 4, g_cwd, g_cw),
               *b = tj_tensor_from_data(TJ_F32, 1, &g_cwd[3], g_cb);
-    return tj_relu(tj_bias_add(tj_conv2d_pads(x, w, NULL, g_cpads, NULL), b));
+    tj_tensor *y = tj_conv2d_pads(x, w, (int[]){g_cs, g_cs}, g_cpads, NULL);
+    /* alone: read by a transpose (H and W swapped), not by an elementwise epilogue */
+    return g_cepi ? tj_relu(tj_bias_add(y, b)) : tj_transpose(y, (int[]){0, 2, 1, 3});
 }
 
-static void const_conv_case(int64_t H, int64_t C, int64_t K, int64_t O, int64_t pad) {
+/* epi 0: the convolution alone (its own step, as a residual block's projection) */
+static void const_conv_case(int64_t H, int64_t C, int64_t K, int64_t O, int64_t pad, int s,
+                            int epi) {
     tj_scope_begin();
-    int64_t N = 1, OH = H + 2 * pad - K + 1, nw = K * K * C * O;
+    int64_t N = 1, OH = (H + 2 * pad - K) / s + 1, nw = K * K * C * O;
+    g_cs = s, g_cepi = epi;
     int64_t wd[4] = {K, K, C, O}, pads[4] = {pad, pad, pad, pad};
     memcpy(g_cwd, wd, sizeof wd), memcpy(g_cpads, pads, sizeof pads);
     g_cw = malloc((size_t)nw * sizeof *g_cw), g_cb = malloc((size_t)O * sizeof *g_cb);
@@ -626,21 +633,27 @@ static void const_conv_case(int64_t H, int64_t C, int64_t K, int64_t O, int64_t 
     for (int64_t oy = 0; oy < OH; oy++)
         for (int64_t ox = 0; ox < OH; ox++)
             for (int64_t o = 0; o < O; o++) {
-                double a = g_cb[o];
+                double a = epi ? g_cb[o] : 0;
                 for (int64_t ky = 0; ky < K; ky++)
                     for (int64_t kx = 0; kx < K; kx++) {
-                        int64_t iy = oy + ky - pad, ix = ox + kx - pad;
+                        int64_t iy = oy * s + ky - pad, ix = ox * s + kx - pad;
                         if (iy < 0 || iy >= H || ix < 0 || ix >= H)
                             continue;
                         for (int64_t c = 0; c < C; c++)
                             a += (double)xv[(iy * H + ix) * C + c] *
                                  g_cw[((ky * K + kx) * C + c) * O + o];
                     }
-                want[(oy * OH + ox) * O + o] = a > 0 ? a : 0;
+                if (epi)
+                    want[(oy * OH + ox) * O + o] = a > 0 ? a : 0;
+                else
+                    want[(ox * OH + oy) * O + o] = a;
             }
     tj_function *f = tj_function_new("const_conv", (void *)const_conv_fn, 1, NULL);
-    for (int call = 0; call < 2; call++) {
-        tj_tensor *y = tj_call(f, 1, &x);
+    for (int call = 0; call < 3; call++) { /* the third into a tensor of ours (tj_call_into) */
+        tj_tensor *y =
+            call < 2 ? tj_call(f, 1, &x) : tj_zeros(TJ_F32, 4, (int64_t[]){N, OH, OH, O});
+        if (call == 2)
+            CHECK_EQ_INT(tj_call_into(f, 1, &x, 1, &y), TJ_OK);
         double err = 0, tol = 1e-5 * (double)(K * K * C);
         CHECK_MSG(tj_status_of(y) == TJ_OK && tj_tensor_numel(y) == N * OH * OH * O,
                   "const conv: %s", tj_error_message(y));
@@ -656,10 +669,64 @@ static void const_conv_case(int64_t H, int64_t C, int64_t K, int64_t O, int64_t 
     tj_scope_end();
 }
 
+/* The same inside a loop body (the raw form of a region: plan_raw.c): h <- transpose(conv(h, w))
+ * three times, w a 1x1 constant of the body, C -> C channels on 7 x 7 (the product route). */
+static tj_tensor *loop_conv_body(int n, tj_tensor *const *args, void *user) {
+    (void)n, (void)user;
+    tj_tensor *w = tj_tensor_from_data(TJ_F32, 4, g_cwd, g_cw);
+    tj_tensor *y = tj_conv2d(args[1], w, NULL, TJ_PAD_VALID, NULL);
+    return tj_transpose(y, (int[]){0, 2, 1, 3});
+}
+static tj_tensor *loop_conv_fn(tj_tensor *x) {
+    return tj_for_range(tj_scalar_i64(0), tj_scalar_i64(3), tj_scalar_i64(1), loop_conv_body, 1, &x,
+                        NULL);
+}
+
+static void loop_conv_case(void) {
+    tj_scope_begin();
+    int64_t H = 7, C = 24, wd[4] = {1, 1, C, C};
+    memcpy(g_cwd, wd, sizeof wd);
+    g_cw = malloc((size_t)(C * C) * sizeof *g_cw);
+    for (int64_t i = 0; i < C * C; i++)
+        g_cw[i] = (float)((i * 7919) % 1000) / 4000.0f - 0.125f;
+    tj_tensor *x = rand_f32(1, H, H, C);
+    double *h = malloc((size_t)(H * H * C) * sizeof *h),
+           *t = malloc((size_t)(H * H * C) * sizeof *t);
+    for (int64_t i = 0; i < H * H * C; i++)
+        h[i] = tj_tensor_get_f64(x, i);
+    for (int it = 0; it < 3; it++) {
+        for (int64_t r = 0; r < H; r++)
+            for (int64_t c = 0; c < H; c++)
+                for (int64_t o = 0; o < C; o++) {
+                    double a = 0;
+                    for (int64_t k = 0; k < C; k++)
+                        a += h[(r * H + c) * C + k] * g_cw[k * C + o];
+                    t[(c * H + r) * C + o] = a; /* transposed */
+                }
+        memcpy(h, t, (size_t)(H * H * C) * sizeof *h);
+    }
+    tj_function *f = tj_function_new("loop_conv", (void *)loop_conv_fn, 1, NULL);
+    for (int call = 0; call < 2; call++) {
+        tj_tensor *y = tj_call(f, 1, &x);
+        double err = 0;
+        CHECK_MSG(tj_status_of(y) == TJ_OK && tj_tensor_numel(y) == H * H * C, "loop conv: %s",
+                  tj_error_message(y));
+        for (int64_t i = 0; tj_status_of(y) == TJ_OK && i < H * H * C; i++)
+            err = fmax(err, fabs(tj_tensor_get_f64(y, i) - h[i]));
+        CHECK_MSG(err <= 1e-4, "loop conv, call %d: off by %g", call, err);
+    }
+    tj_function_free(f);
+    free(h), free(t), free(g_cw);
+    tj_scope_end();
+}
+
 static void const_convs(void) {
-    const_conv_case(7, 16, 3, 40, 1);  /* short rows: the product route, its filter packed */
-    const_conv_case(7, 8, 1, 1200, 0); /* a 1x1 filter, rows of 7 x 1200 floats: whole */
-    const_conv_case(20, 3, 3, 24, 1);  /* wide rows: the direct kernels by bands */
+    loop_conv_case();
+    const_conv_case(7, 16, 3, 40, 1, 1, 1);  /* short rows: the product route, its filter packed */
+    const_conv_case(7, 8, 1, 1200, 0, 1, 1); /* a 1x1 filter, rows of 7 x 1200 floats: whole */
+    const_conv_case(20, 3, 3, 24, 1, 1, 1);  /* wide rows: the direct kernels by bands */
+    const_conv_case(14, 24, 1, 80, 0, 2, 0); /* alone: a 1x1 stride-2 projection, packed */
+    const_conv_case(20, 3, 3, 24, 1, 1, 0);  /* alone on the direct kernels */
 }
 
 int main(void) {
