@@ -329,13 +329,33 @@ def agree(a, b):
         for x, y in zip(a, b))
 
 
+def machine():
+    """The CPU and the vector ISA tracejit's kernels use on it (`tj_cpu_isa()`'s answer from the
+    same flags; TJ_ISA named when set), for the section's header."""
+    model, flags, n = "unknown CPU", set(), 0
+    try:
+        for line in open("/proc/cpuinfo"):
+            k, _, v = line.partition(":")
+            if k.strip() == "model name":
+                model, n = v.strip(), n + 1
+            elif k.strip() in ("flags", "Features"):
+                flags = set(v.split())
+    except OSError:
+        pass
+    isa = ("avx512" if "avx512f" in flags else "avx2" if {"avx2", "fma"} <= flags
+           else "neon" if "asimd" in flags else "generic")
+    forced = os.environ.get("TJ_ISA")
+    return f"{model}, {n} logical CPUs, kernels {isa}" + (f" (TJ_ISA={forced})" if forced else "")
+
+
 def rng(d):
     return f"{d['median']:.1f} ({d['min']:.1f}-{d['max']:.1f})"
 
 
 def markdown(rows, when, rounds):
     lines = [BEGIN, "### ONNX models: tracejit's importer and ONNX Runtime", "",
-             f"`bench/peers/onnx_models.py` ({when}; {common.THREADS} threads each; the models "
+             f"`bench/peers/onnx_models.py` ({when}; {machine()}; {common.THREADS} threads "
+             "each; the models "
              "and inputs it writes are in bench/out/onnx/). First call, each in a new process, "
              f"{rounds} times, the two interleaved; median (min-max): ONNX Runtime creates its "
              "session from the file and runs once (onnxruntime imported and the inputs read "

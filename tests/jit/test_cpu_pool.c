@@ -5,6 +5,7 @@
  * work, stats add up, trim and the cache limit empty the cache, and threads can hammer it. */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "runtime/rt_pool.h"
@@ -77,6 +78,58 @@ static void test_pool(void) {
     atomic_store(&nested_total, 0);
     rt_parallel_for(100, inner, NULL); /* restarts */
     CHECK_EQ_INT(atomic_load(&nested_total), 5050);
+}
+
+/* Contention: a worker held up inside a task (as another process taking its core would) stalls
+ * two loops in a row; the next loops then run inline on the caller (every task on its thread),
+ * each task still exactly once; a loop without a stall once the window has passed forgets it. */
+static pthread_t g_caller;
+static atomic_int g_worker_took, g_off_caller;
+static void held_up(void *ctx, int64_t i) {
+    if (pthread_equal(pthread_self(), g_caller)) { /* until the worker has the other task */
+        for (int k = 0; k < 4000 && !atomic_load(&g_worker_took); k++)
+            usleep(50);
+    } else {
+        atomic_store(&g_worker_took, 1);
+        usleep(20000);
+    }
+    atomic_fetch_add(&hits[i], 1);
+}
+static void where(void *ctx, int64_t i) {
+    atomic_fetch_add(&g_off_caller, !pthread_equal(pthread_self(), g_caller));
+    atomic_fetch_add(&hits[i], 1);
+}
+
+static void test_contention(void) {
+    if (rt_pool_size() < 2) {
+        printf("contention: 1 thread, nothing to hold up\n");
+        return;
+    }
+    g_caller = pthread_self();
+    int stalled = 0;
+    for (int loop = 0; loop < 2; loop++) {
+        atomic_store(&g_worker_took, 0);
+        atomic_store(&hits[0], 0), atomic_store(&hits[1], 0);
+        rt_parallel_for(2, held_up, NULL);
+        CHECK(atomic_load(&hits[0]) == 1 && atomic_load(&hits[1]) == 1);
+        stalled += atomic_load(&g_worker_took);
+    }
+    CHECK_EQ_INT(stalled, 2); /* the worker took a task each time (within 200 ms) */
+    CHECK(rt_pool_solo_loops() > 0);
+    atomic_store(&g_off_caller, 0);
+    for (int i = 0; i < 1000; i++)
+        atomic_store(&hits[i], 0);
+    rt_parallel_for(1000, where, NULL);
+    int bad = 0;
+    for (int i = 0; i < 1000; i++)
+        bad += atomic_load(&hits[i]) != 1;
+    CHECK_EQ_INT(bad, 0);
+    CHECK_EQ_INT(atomic_load(&g_off_caller), 0);
+    for (int left = rt_pool_solo_loops(); left > 0; left--) /* the window passes */
+        rt_parallel_for(2, mark, NULL);
+    CHECK_EQ_INT(rt_pool_solo_loops(), 0);
+    rt_parallel_for(1000, where, NULL); /* a probe without a stall: parallel again */
+    CHECK_EQ_INT(rt_pool_solo_loops(), 0);
 }
 
 static void *hammer(void *arg) {
@@ -206,6 +259,7 @@ static void test_alloc(void) {
 
 int main(void) {
     test_pool();
+    test_contention();
     test_alloc();
     rt_pool_shutdown();
     return check_done();
