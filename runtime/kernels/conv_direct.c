@@ -237,10 +237,10 @@ static int fwd_as_product(const rt_conv_geom *g, const float *x, const float *w,
             for (int64_t t = 0; t < g->n * g->oh; t++)
                 patch_row(&j, t);
     }
-    int r = 0;
+    int r = 1; /* a packed filter of another size and none as it lies: not run */
     if (pb && pb->k == k && pb->n == g->o)
-        rt_gemm_packed(pb, m, a, k, y, g->o, NULL);
-    else
+        rt_gemm_packed(pb, m, a, k, y, g->o, NULL), r = 0;
+    else if (w)
         r = rt_gemm_f32(m, g->o, k, a, k, 0, w, g->o, y, g->o, NULL);
     if (!direct)
         rt_free(a, abytes);
