@@ -237,8 +237,8 @@ int main(void) {
     pool_case(5, 2, 2, 0, vec);
     pool_case(37, 3, 2, 1, vec);
     gemm_case(7, 37, 19);
-    gemm_case(50, 130, 64);  /* a narrow last panel */
-    gemm_case(40, 70, 300);  /* K in three chunks (the epilogue after the last) */
+    gemm_case(50, 130, 64); /* a narrow last panel */
+    gemm_case(40, 70, 300); /* K in three chunks (the epilogue after the last) */
     /* B's chunks copied per task and the next one prefetched: several panels a task, five chunks
      * of K, the last panel 44 wide */
     gemm_case(49, 300, 520);
