@@ -260,24 +260,39 @@ static void conv_band(void *ctx, int64_t b, int64_t r0, int64_t nr, float *buf) 
                          c->pool_out + (b * c->pg.oh + r0 / c->pg.sh) * c->pg.ow * c->pg.c);
 }
 
+/* Step s's convolution (geometry cg) into y: with the direct kernels allowed, on the product
+ * route with a constant filter packed once by the step, or on those kernels; else (or when they
+ * decline) the reference kernel. */
+static tj_status conv_into(rt_plan *p, const rt_step *s, const rt_conv_geom *cg, bool direct,
+                           const void *x, const void *w, void *y) {
+    const ir_graph *g = p->base.g;
+    if (direct) {
+        const rt_packed_b *pb = rt_conv_direct_as_product(cg)
+                                    ? packed_b(p, s, w, cg->kh * cg->kw * cg->c, cg->o, cg->o, 0)
+                                    : NULL;
+        if ((pb && rt_conv_direct_fwd_packed(cg, x, pb, y) == 0) ||
+            rt_conv_direct_fwd(cg, x, w, y) == 0)
+            return TJ_OK;
+    }
+    tj_tensor h[3], *hp[2] = {&h[0], &h[1]};
+    rt_plan_header(&h[0], ir_node_get(g, s->src[0]), (void *)x);
+    rt_plan_header(&h[1], ir_node_get(g, s->src[1]), (void *)w);
+    rt_plan_header(&h[2], ir_node_get(g, s->id), y);
+    return rt_ref_kernel(ir_node_get(g, s->id), hp, &h[2]);
+}
+
 /* Without the direct kernels (exact math, TJ_NO_DIRECT_CONV, no memory), with epilogue units
- * across rows, or on the product route (pb: its filter packed): the convolution, then the whole
- * epilogue. */
+ * across rows, or on the product route: the convolution (conv_into), then the whole epilogue and
+ * the pool. */
 static tj_status conv_unfused(rt_plan *p, const rt_step *s, const void *x, const void *w,
-                              void **bufs, const conv_ctx *c, const rt_conv_geom *cg,
-                              const rt_packed_b *pb) {
+                              void **bufs, const conv_ctx *c, const rt_conv_geom *cg, bool direct) {
     const ir_graph *g = p->base.g;
     const ir_node *n = ir_node_get(g, s->id);
     size_t bytes = (size_t)ir_numel(n->rank, n->dims) * sizeof(float);
     void *tmp = rt_alloc(bytes);
     if (!tmp)
         return ir_errorf(TJ_ERR_OOM, "%s: out of memory for conv2d %%%u", p->who, s->id);
-    tj_tensor h[3], *hp[2] = {&h[0], &h[1]};
-    rt_plan_header(&h[0], ir_node_get(g, s->src[0]), (void *)x);
-    rt_plan_header(&h[1], ir_node_get(g, s->src[1]), (void *)w);
-    rt_plan_header(&h[2], n, tmp);
-    tj_status st =
-        pb && rt_conv_direct_fwd_packed(cg, x, pb, tmp) == 0 ? TJ_OK : rt_ref_kernel(n, hp, &h[2]);
+    tj_status st = conv_into(p, s, cg, direct, x, w, tmp);
     if (!st && rt_step_has_epi(s)) {
         bufs[c->ci] = tmp;
         if (c->eo < c->n_bufs)
@@ -286,43 +301,25 @@ static tj_status conv_unfused(rt_plan *p, const rt_step *s, const void *x, const
     }
     if (!st && s->pool) {
         const ir_node *pn = ir_node_get(g, s->pool - 1);
+        tj_tensor h[2], *hp = &h[0];
         rt_plan_header(&h[0], ir_node_get(g, ir_inputs(g, pn)[0]), tmp);
         rt_plan_header(&h[1], pn, c->pool_out);
-        st = rt_ref_kernel(pn, hp, &h[1]);
+        st = rt_ref_kernel(pn, &hp, &h[1]);
     }
     rt_free(tmp, bytes);
     return st;
 }
 
-/* A convolution step without epilogue or pool (a constant filter: packed on the product route)
- * into y. */
-static tj_status conv_alone(rt_plan *p, const rt_step *s, const void *x, const void *w, void *y) {
-    const ir_graph *g = p->base.g;
-    const ir_node *n = ir_node_get(g, s->id);
-    rt_conv_geom cg;
-    rt_plan_conv_geoms(g, s->id, IR_NONE, &cg, &(rt_conv_geom){0});
-    const rt_config *cfg = rt_config_get();
-    if (!cfg->exact_math && !cfg->no_direct_conv) {
-        const rt_packed_b *pb = rt_conv_direct_as_product(&cg)
-                                    ? packed_b(p, s, w, cg.kh * cg.kw * cg.c, cg.o, cg.o, 0)
-                                    : NULL;
-        if ((pb && rt_conv_direct_fwd_packed(&cg, x, pb, y) == 0) ||
-            rt_conv_direct_fwd(&cg, x, w, y) == 0)
-            return TJ_OK;
-    }
-    tj_tensor h[3], *hp[2] = {&h[0], &h[1]};
-    rt_plan_header(&h[0], ir_node_get(g, s->src[0]), (void *)x);
-    rt_plan_header(&h[1], ir_node_get(g, s->src[1]), (void *)w);
-    rt_plan_header(&h[2], n, y);
-    return rt_ref_kernel(n, hp, &h[2]);
-}
-
 tj_status rt_plan_conv(rt_plan *p, const rt_step *s, const void *x, const void *w, void **bufs,
                        void *pool_out) {
     const ir_graph *g = p->base.g;
-    if (!rt_step_has_epi(s) && !s->pool) /* bufs[0]: the convolution's output */
-        return conv_alone(p, s, x, w, bufs[0]);
+    const rt_config *cfg = rt_config_get();
+    bool direct = !cfg->exact_math && !cfg->no_direct_conv;
     rt_conv_geom cg;
+    if (!rt_step_has_epi(s) && !s->pool) { /* alone: bufs[0] is the convolution's output */
+        rt_plan_conv_geoms(g, s->id, IR_NONE, &cg, &(rt_conv_geom){0});
+        return conv_into(p, s, &cg, direct, x, w, bufs[0]);
+    }
     conv_ctx c = {s, bufs, 0, 0, 0, 0, 0, 1, {0}, pool_out};
     rt_plan_conv_geoms(g, s->id, s->pool ? s->pool - 1 : IR_NONE, &cg, &c.pg);
     c.oh = cg.oh, c.row = cg.ow * cg.o, c.ul = s->units.unit_len > 0 ? s->units.unit_len : 1;
@@ -334,19 +331,14 @@ tj_status rt_plan_conv(rt_plan *p, const rt_step *s, const void *x, const void *
         if (s->pool)
             c.eo = s->epi.n_in; /* its one output, which the pool reads */
     }
-    const rt_config *cfg = rt_config_get();
     int64_t band = s->pool ? c.pg.kh : RT_CONV_BAND_FLOATS / c.row;
     int64_t used = s->pool ? (c.pg.oh * c.pg.kh < cg.oh ? c.pg.oh * c.pg.kh : cg.oh) : cg.oh;
-    bool direct = !cfg->exact_math && !cfg->no_direct_conv;
     if (direct && c.row % c.ul == 0 &&
         rt_conv_direct_fwd_bands(&cg, x, w, band, used, conv_band, &c) == 0)
         return TJ_OK;
     /* the product route reads a constant filter packed once, in panels it streams (a model's
      * weights come from memory on every call: ResNet-50's 100 MB at batch 1) */
-    const rt_packed_b *pb = direct && rt_conv_direct_as_product(&cg)
-                                ? packed_b(p, s, w, cg.kh * cg.kw * cg.c, cg.o, cg.o, 0)
-                                : NULL;
-    return conv_unfused(p, s, x, w, bufs, &c, &cg, pb);
+    return conv_unfused(p, s, x, w, bufs, &c, &cg, direct);
 }
 
 tj_status rt_plan_run_conv(rt_plan *p, const rt_step *s, tj_tensor **vals, void **bufs) {
