@@ -55,6 +55,7 @@ typedef struct rt_epilogue {
 } rt_epilogue;
 
 enum { RT_STEP_NODE, RT_STEP_KERNEL, RT_STEP_GEMM, RT_STEP_CF, RT_STEP_CONV };
+enum { RT_STEP_EPI_ADDS = 4 };
 
 struct rt_packed_b;
 typedef struct rt_step {
@@ -73,12 +74,16 @@ typedef struct rt_step {
     uint8_t trans[2]; /* GEMM: an operand read transposed */
     rt_epilogue epi;  /* n_in + n_out == 0: none */
     uint32_t pool;    /* CONV: 1 + the max pool fused behind it; 0: none */
-    /* GEMM: B a constant the packed kernels take, packed at the first run (atomic, owned);
-     * packing tried and failed (atomic); the epilogue is + bias and/or relu, applied by the
-     * gemm tiles: the bias's index among the epilogue's buffers (-1: none) */
+    /* GEMM, CONV: B (the filter) a constant the packed kernels take, packed at the first run
+     * (atomic, owned); packing tried and failed (atomic) */
     struct rt_packed_b *packed;
-    int packs, no_pack, epi_simple, epi_relu;
-    int32_t epi_bias;
+    int packs, no_pack;
+    /* GEMM, CONV: the epilogue is additions and a relu the product's tiles can apply
+     * (rt_plan_simple_epi): epi_n_add addends in order, each the epilogue's buffer epi_add[i], a
+     * row of the output's last dim (a bias) or, epi_full[i], of the output's shape (a residual) */
+    int epi_simple, epi_relu, epi_n_add;
+    uint32_t epi_add[RT_STEP_EPI_ADDS];
+    uint8_t epi_full[RT_STEP_EPI_ADDS];
     int64_t *raw_res; /* CF in the raw form: the scratch offsets of its results */
 } rt_step;
 
@@ -173,6 +178,13 @@ bool rt_plan_conv_usable(const ir_graph *g, uint32_t id, uint32_t pool_id, uint3
 bool rt_plan_conv_matches(const ir_graph *g, const rt_step *s);
 /* Whether the packed f32 kernels run GEMM step s on B as it lies (not OpenBLAS). */
 bool rt_plan_own_gemm(const rt_step *s);
+/* Sets s's epi_* fields from its nodes (s->nodes: the product or convolution, then its
+ * epilogue's) in g: epi_simple when the epilogue is one f32 chain from the step's node to its one
+ * output of at most RT_STEP_EPI_ADDS additions of an epilogue input (a row of the last dim, or a
+ * tensor of the chain's shape) and a final relu, none broadcasting the chain; a batched product or
+ * a fused pool never. The plan's builders and an image's reader call it: nothing in an image
+ * says which buffers the tiles read. */
+void rt_plan_simple_epi(const ir_graph *g, rt_step *s);
 /* A concrete tensor header of node n's type over data (nothing to release). */
 void rt_plan_header(tj_tensor *h, const ir_node *n, void *data);
 

@@ -5,8 +5,11 @@
  *
  *   i64 par_min | u8 reuse, reinfer, check_params, labelled | u32 n_steps | per step: u8 kind |
  *   u32 id | ids in | ids out | ids nodes | str symbol | i64 n_units, unit_len | u32 src[2] |
- *   u8 trans[2] | ids epilogue in | ids epilogue out | u32 pool | u8 packs, epi_simple,
- *   epi_relu | u32 epi_bias + 1 | str label (when labelled)
+ *   u8 trans[2] | ids epilogue in | ids epilogue out | u32 pool | u8 packs | str label (when
+ *   labelled)
+ *
+ * What a product's tiles apply of its epilogue is not written: the reader derives it from the
+ * graph (rt_plan_simple_epi), so no image can point the tiles at another buffer.
  *
  * Reading checks the structure against the graph before anything runs (rt_plan_check): every
  * index in range, each kind's node of the right op, a product's operands and a convolution's
@@ -50,9 +53,6 @@ tj_status rt_plan_write_steps(rt_wbuf *w, const rt_plan *p,
         rt_put_ids(w, sp->epi.out, sp->epi.n_out);
         rt_put_u32(w, sp->pool);
         rt_put_u8(w, (uint8_t)sp->packs);
-        rt_put_u8(w, (uint8_t)sp->epi_simple);
-        rt_put_u8(w, (uint8_t)sp->epi_relu);
-        rt_put_u32(w, (uint32_t)(sp->epi_bias + 1));
         if (p->labels)
             rt_put_str(w, p->labels[s] ? p->labels[s] : "");
     }
@@ -80,8 +80,7 @@ static bool step_ok(const rt_plan *p, const rt_step *sp) {
     const ir_node *n = ir_node_get(g, sp->id);
     bool lib = sp->kind == RT_STEP_GEMM || sp->kind == RT_STEP_CONV, epi = rt_step_has_epi(sp);
     if (sp->units.n_units < 0 || sp->units.unit_len < 0 ||
-        (sp->units.n_units > 0 && sp->units.unit_len == 0) || sp->epi_bias < -1 ||
-        sp->epi_bias >= (int32_t)sp->epi.n_in || (!lib && (epi || sp->pool)))
+        (sp->units.n_units > 0 && sp->units.unit_len == 0) || (!lib && (epi || sp->pool)))
         return false;
     switch (sp->kind) {
     case RT_STEP_NODE:
@@ -190,9 +189,6 @@ static void read_step(rt_plan *p, rt_rbuf *r, uint32_t s, char *sym, size_t cap,
     memcpy(sp->trans, tr, sizeof sp->trans);
     sp->pool = rt_get_u32(r);
     sp->packs = rt_get_u8(r) != 0;
-    sp->epi_simple = rt_get_u8(r) != 0;
-    sp->epi_relu = rt_get_u8(r) != 0;
-    sp->epi_bias = (int32_t)rt_get_u32(r) - 1;
     if (sp->src[0] >= nn || sp->src[1] >= nn || sp->pool > nn || sp->n_nodes == 0)
         r->bad = 1;
     if (labelled) {
@@ -255,7 +251,6 @@ static rt_program *read_steps(const ir_graph *g, rt_image_in *in) {
              (labelled && !(p->labels = calloc(n_steps + 1, sizeof *p->labels))))
         st = ir_errorf(TJ_ERR_OOM, "saved program: out of memory");
     for (uint32_t s = 0; s < n_steps && !st && !r->bad; s++) {
-        p->steps[s].epi_bias = -1;
         p->n_steps++;
         read_step(p, r, s, syms[s], sizeof syms[s], labelled);
         p->steps[s].fn = syms[s][0] ? (rt_kernel_fn)1 : NULL; /* a kernel; its address below */
@@ -277,6 +272,7 @@ static rt_program *read_steps(const ir_graph *g, rt_image_in *in) {
                                in->backend, rt_blas_info());
             x->blas = blas;
         }
+        rt_plan_simple_epi(g, x); /* after the product's geometry: from the graph */
         if (x->kind == RT_STEP_NODE && n->op == IR_OP_CONST &&
             !(p->consts[x->id] = rt_const_tensor(g, n)))
             st = ir_last_code() ? ir_last_code() : TJ_ERR_OOM;

@@ -33,43 +33,6 @@ static bool packable(const cpu_prog *cp, const step *s) {
            mm->k >= 1 && mm->m <= 4096 && b->op == IR_OP_CONST && rt_gemm_packed_usable();
 }
 
-/* Whether product s's epilogue is `+ bias[col]` and/or relu writing one output, which the
- * gemm tiles apply in registers (rt_gemm_epi): *bias_in is the bias's index among the group's
- * buffers (-1: none). The product is [M, N], the bias f32 of N elements along the last axis. */
-static bool simple_epilogue(const cpu_prog *cp, const step *s, int32_t *bias_in, int *relu) {
-    const ir_graph *g = cp->rp.base.g;
-    const pass_group *gr = s->epi;
-    if (!gr || gr->n_outputs != 1 || gr->n_nodes < 1 || gr->n_nodes > 2 || s->mm.dt != TJ_F32 ||
-        s->mm.batches != 1 || gr->outputs[0] != gr->nodes[gr->n_nodes - 1])
-        return false;
-    *bias_in = -1, *relu = 0;
-    uint32_t cur = s->id; /* the value the next node must read */
-    for (uint32_t k = 0; k < gr->n_nodes; k++) {
-        const ir_node *n = ir_node_get(g, gr->nodes[k]);
-        const uint32_t *in = ir_inputs(g, n);
-        if (n->dtype != TJ_F32)
-            return false;
-        if (n->op == IR_OP_RELU && n->n_in == 1 && in[0] == cur && !*relu) {
-            *relu = 1;
-        } else if (n->op == IR_OP_ADD && n->n_in == 2 && k == 0 && (in[0] == cur || in[1] == cur) &&
-                   in[0] != in[1]) {
-            const ir_node *b = ir_node_get(g, in[0] == cur ? in[1] : in[0]);
-            if (b->dtype != TJ_F32 || b->rank < 1 || ir_numel(b->rank, b->dims) != s->mm.n ||
-                b->dims[b->rank - 1] != s->mm.n)
-                return false;
-            for (uint32_t j = 0; j < gr->n_inputs; j++)
-                if (gr->inputs[j] == (in[0] == cur ? in[1] : in[0]))
-                    *bias_in = (int32_t)j;
-            if (*bias_in < 0)
-                return false;
-        } else {
-            return false;
-        }
-        cur = gr->nodes[k];
-    }
-    return true;
-}
-
 bool jit_cpu_conv_fusable(const ir_graph *g, uint32_t id, const pass_group *epi, uint32_t pool_id) {
     const ir_node *n = ir_node_get(g, id);
     return rt_plan_conv_usable(g, id, pool_id, epi ? epi->n_inputs : 0, epi ? epi->n_outputs : 0) &&
@@ -166,7 +129,6 @@ static tj_status to_rt_step(cpu_prog *cp, const step *sp, rt_step *r, uint32_t *
     memcpy(r->src, sp->src, sizeof r->src);
     memcpy(r->trans, sp->trans, sizeof r->trans);
     r->pool = sp->pool;
-    r->epi_bias = -1;
     bool epi = (sp->kind == STEP_BLAS || sp->kind == STEP_CONV) && sp->epi;
     if (!(r->in = ids_dup(sp->in, sp->n_in)) || !(r->out = ids_dup(sp->out, sp->n_out)) ||
         !(r->nodes = ids_dup(ids, n)) ||
@@ -178,7 +140,7 @@ static tj_status to_rt_step(cpu_prog *cp, const step *sp, rt_step *r, uint32_t *
         r->epi.n_out = sp->epi->n_outputs;
     }
     r->packs = packable(cp, sp);
-    r->epi_simple = sp->kind == STEP_BLAS && simple_epilogue(cp, sp, &r->epi_bias, &r->epi_relu);
+    rt_plan_simple_epi(cp->rp.base.g, r);
     return TJ_OK;
 }
 

@@ -32,13 +32,17 @@ int rt_conv_direct_fwd(const rt_conv_geom *g, const float *x, const float *w, fl
 int rt_conv_direct_filter_grad(const rt_conv_geom *g, const float *x, const float *dy, float *dw);
 int rt_conv_direct_input_grad(const rt_conv_geom *g, const float *dy, const float *w, float *dx);
 /* 1 when rt_conv_direct_fwd runs g as a product of its patches and the filter (conv_direct.c:
- * short rows, 1x1 filters), which can then take the filter packed once (a graph constant):
- * rt_conv_direct_fwd_packed, with pb = rt_gemm_pack(w, KH·KW·C, O, O, 0). 0 when it ran; 1 when
- * it did not (another route, pb of another size, no memory). */
+ * short rows, 1x1 filters), which can then take the filter packed once (a graph constant) and an
+ * epilogue in the product's tiles: rt_conv_direct_product. */
 int rt_conv_direct_as_product(const rt_conv_geom *g);
 struct rt_packed_b;
-int rt_conv_direct_fwd_packed(const rt_conv_geom *g, const float *x, const struct rt_packed_b *pb,
-                              float *y);
+struct rt_gemm_epi;
+/* g on the product route: the filter packed (pb = rt_gemm_pack(w, KH·KW·C, O, O, 0)) when pb
+ * has its size, else w as it lies (NULL: none), then epi (NULL: none) applied by the tiles, y
+ * being the product's [N·OH·OW][O] rows. 0 when it ran; 1 when it did not (another route, no
+ * filter of the right size, no memory). */
+int rt_conv_direct_product(const rt_conv_geom *g, const float *x, const float *w,
+                           const struct rt_packed_b *pb, const struct rt_gemm_epi *epi, float *y);
 /* Max pooling of sample b (window kh x kw, strides sh, sw, pads pt, pl; no dilation), the
  * channels as vector lanes: 0 when it wrote sample b's outputs, 1 when it did not run (no
  * AVX-512). NaN wins, as in pool.c's loops. */

@@ -213,9 +213,9 @@ int rt_conv_direct_as_product(const rt_conv_geom *g) {
 }
 
 /* The product route with the filter w ([KH·KW·C][O]) as it lies, or packed (pb: rt_gemm_pack of
- * that matrix, once, when it is a constant of the graph). */
+ * that matrix, once, when it is a constant of the graph), and the tiles' epilogue (NULL: none). */
 static int fwd_as_product(const rt_conv_geom *g, const float *x, const float *w,
-                          const rt_packed_b *pb, float *y) {
+                          const rt_packed_b *pb, const rt_gemm_epi *epi, float *y) {
     rt_dconv d = {.y = y};
     float *pad;
     size_t bytes;
@@ -239,24 +239,24 @@ static int fwd_as_product(const rt_conv_geom *g, const float *x, const float *w,
     }
     int r = 1; /* a packed filter of another size and none as it lies: not run */
     if (pb && pb->k == k && pb->n == g->o)
-        rt_gemm_packed(pb, m, a, k, y, g->o, NULL), r = 0;
+        rt_gemm_packed(pb, m, a, k, y, g->o, epi), r = 0;
     else if (w)
-        r = rt_gemm_f32(m, g->o, k, a, k, 0, w, g->o, y, g->o, NULL);
+        r = rt_gemm_f32(m, g->o, k, a, k, 0, w, g->o, y, g->o, epi);
     if (!direct)
         rt_free(a, abytes);
     rt_free(pad, bytes);
     return r;
 }
 
-int rt_conv_direct_fwd_packed(const rt_conv_geom *g, const float *x, const rt_packed_b *pb,
-                              float *y) {
+int rt_conv_direct_product(const rt_conv_geom *g, const float *x, const float *w,
+                           const rt_packed_b *pb, const rt_gemm_epi *epi, float *y) {
     return rt_conv_direct_as_product(g) && rt_gemm_packed_usable()
-               ? fwd_as_product(g, x, NULL, pb, y)
+               ? fwd_as_product(g, x, w, pb, epi, y)
                : 1;
 }
 
 int rt_conv_direct_fwd(const rt_conv_geom *g, const float *x, const float *w, float *y) {
-    if (rt_conv_direct_as_product(g) && fwd_as_product(g, x, w, NULL, y) == 0)
+    if (rt_conv_direct_as_product(g) && fwd_as_product(g, x, w, NULL, NULL, y) == 0)
         return 0;
     rt_dconv d = {.y = y};
     float *pad, *wp;

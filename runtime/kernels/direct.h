@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "runtime/kernels/conv.h"
+#include "runtime/kernels/gemm.h"
 #include "runtime/kernels/tiles.h"
 
 struct rt_simd_kernels;
@@ -53,8 +54,7 @@ typedef struct rt_gemm_task {
     float *C;
     int64_t M, K, N, lda, ldb, ldc;
     int64_t n_rgroups, rows_per, panels_per;
-    const float *bias; /* the epilogue: + bias[col], then relu; NULL: none */
-    int relu;
+    rt_gemm_epi epi; /* applied after the last chunk of K (n_add 0 and no relu: none) */
 } rt_gemm_task;
 
 typedef struct rt_simd_kernels {

@@ -12,11 +12,16 @@ typedef struct rt_packed_b {
     size_t bytes;
 } rt_packed_b;
 
-/* An epilogue applied in registers after the last chunk of K: C + bias[col] (bias NULL: none),
- * then relu (NaN stays NaN, as the reference kernel's). */
+/* An epilogue applied in registers after the last chunk of K, in order: + each addend, a row of
+ * N floats added to every row (a bias) or, full, an [M][N] matrix whose rows are ld floats apart
+ * (a residual: ResNet's skip connection), then relu (NaN stays NaN, as the reference kernel's).
+ * A full addend must not overlap C (the tiles store partial sums in C before its last chunk). */
+enum { RT_GEMM_EPI_ADDS = 4 };
 typedef struct rt_gemm_epi {
-    const float *bias;
-    int relu;
+    const float *add[RT_GEMM_EPI_ADDS];
+    uint8_t full[RT_GEMM_EPI_ADDS];
+    int n_add, relu;
+    int64_t ld;
 } rt_gemm_epi;
 
 /* 1 when f32 products run on the runtime's own tiles here (AVX-512; on AVX2 OpenBLAS is faster:

@@ -107,8 +107,7 @@ static void run_packed(const rt_packed_b *pb, int64_t M, const float *A, int64_t
                             .lda = lda,
                             .ldb = PANEL,
                             .ldc = ldc,
-                            .bias = epi ? epi->bias : NULL,
-                            .relu = epi && epi->relu});
+                            .epi = epi ? *epi : (rt_gemm_epi){.n_add = 0}});
 }
 
 void rt_gemm_packed(const rt_packed_b *pb, int64_t M, const float *A, int64_t lda, float *C,
@@ -162,8 +161,7 @@ int rt_gemm_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, in
                             .lda = lda,
                             .ldb = ldb,
                             .ldc = ldc,
-                            .bias = epi ? epi->bias : NULL,
-                            .relu = epi && epi->relu});
+                            .epi = epi ? *epi : (rt_gemm_epi){.n_add = 0}});
     return 0;
 }
 

@@ -8,7 +8,9 @@
  * a result, the pool's windows overlap) the values still match;
  * - a product whose right operand is a constant (weights captured by the trace) runs on B packed
  *   once (runtime/kernels/gemm_packed.c): row counts, depths and widths around the tile, panel
- *   and chunk sizes, with and without an epilogue, and a transposed constant, called repeatedly.
+ *   and chunk sizes, with and without an epilogue, and a transposed constant, called repeatedly;
+ * - residual blocks, relu(conv + bias + r) and relu(x · W + bias + r): the additions in the
+ *   product's tiles where the product route runs, in either order, in a loop's raw form too.
  * Run also with TJ_DIRECT_CONV=0 (ctest: jit_test_fused_kernels_unfused): the conv step then runs
  * its unfused path (reference convolution, whole epilogue, reference pool). */
 #include <math.h>
@@ -184,15 +186,85 @@ static void conv_in_loop(void) {
     tj_scope_end();
 }
 
+/* ---- residual blocks: the epilogue's additions in the product's tiles --------------------------
+ * relu(conv(x, w) + b + r), ResNet's block end, with the filter a constant: on the product route
+ * (1x1 filters, short rows) the bias, the residual r and the relu run in the tiles
+ * (rt_plan_simple_epi), elsewhere by bands; either way the values are eager's. */
+static tj_tensor *g_cw;
+static int g_res_first;
+
+static tj_tensor *resblock(tj_tensor *x, tj_tensor *r, tj_tensor *b) {
+    int st[2] = {1, 1}, dil[2] = {1, 1};
+    tj_tensor *y = tj_conv2d(x, g_cw, st, TJ_PAD_SAME, dil); /* g_cw: concrete, a constant */
+    y = g_res_first ? tj_add(tj_add(r, y), b) : tj_add(tj_add(y, b), r);
+    return tj_relu(y);
+}
+
+static void residual_case(int64_t n, int64_t h, int64_t c, int64_t k, int64_t o, int res_first) {
+    tj_scope_begin();
+    int64_t xd[4] = {n, h, h, c}, wd[4] = {k, k, c, o}, rd[4] = {n, h, h, o}, bd[1] = {o};
+    g_cw = rnd(4, wd, 51), g_res_first = res_first;
+    tj_tensor *args[3] = {rnd(4, xd, 52), rnd(4, rd, 53), rnd(1, bd, 54)};
+    ((float *)tj_tensor_data(args[1]))[3] = NAN; /* through the residual and the relu */
+    char name[96];
+    snprintf(name, sizeof name, "residual n%lld h%lld c%lld k%lld o%lld%s", (long long)n,
+             (long long)h, (long long)c, (long long)k, (long long)o, res_first ? " r first" : "");
+    tj_function *f = tj_function_new("resblock", (void *)resblock, 3, NULL);
+    for (int rep = 0; rep < 2; rep++) /* the filter packed at the first call, reused after */
+        compare(tj_call(f, 3, args), tj_call_eager(f, 3, args), 1e-5, name);
+    int direct = strcmp(tj_cpu_isa(), "generic") != 0 && !tj_backend_unavailable("cpu");
+    if (direct && getenv("TJ_EXACT_MATH") == NULL)
+        CHECK_MSG(has_conv_step(f, args), "%s: no conv step", name);
+    tj_function_free(f);
+    g_cw = NULL;
+    tj_scope_end();
+}
+
+/* the same block as a loop's body: its program runs in the raw form, the filter a loop value
+ * (read as it lies), the block's output the next iteration's input and residual */
+static tj_tensor *res_body(int n, tj_tensor *const *a, void *u) {
+    int st[2] = {1, 1}, dil[2] = {1, 1};
+    tj_tensor *y = tj_conv2d(a[1], a[2], st, TJ_PAD_SAME, dil);
+    y = tj_relu(tj_add(tj_add(y, a[3]), a[1]));
+    return tj_tuple(3, (tj_tensor *[]){y, a[2], a[3]});
+}
+static tj_tensor *res_looped(tj_tensor *x, tj_tensor *w, tj_tensor *b) {
+    tj_tensor *init[3] = {x, w, b};
+    return tj_tuple_get(tj_for_range(tj_scalar_i32(0), tj_scalar_i32(12), tj_scalar_i32(1),
+                                     res_body, 3, init, NULL),
+                        0);
+}
+
+static void residual_cases(void) {
+    residual_case(1, 14, 16, 1, 40, 0); /* 1x1: the product route, a masked last vector */
+    residual_case(1, 14, 16, 1, 40, 1);
+    residual_case(2, 7, 24, 3, 70, 0);  /* short rows: the product route with patches */
+    residual_case(1, 20, 8, 3, 16, 1);  /* long rows: by bands */
+    residual_case(3, 9, 130, 1, 64, 0); /* K in two chunks: the epilogue after the last */
+    tj_scope_begin();
+    int64_t xd[4] = {2, 6, 6, 24}, wd[4] = {1, 1, 24, 24}, bd[1] = {24};
+    tj_tensor *w = tj_mul(rnd(4, wd, 61), tj_scalar_f32(0.05f));
+    tj_tensor *args[3] = {rnd(4, xd, 62), w, rnd(1, bd, 63)};
+    tj_function *f = tj_function_new("res_looped", (void *)res_looped, 3, NULL);
+    for (int rep = 0; rep < 2; rep++)
+        compare(tj_call(f, 3, args), tj_call_eager(f, 3, args), 1e-5, "residual in a loop");
+    tj_function_free(f);
+    tj_scope_end();
+}
+
 /* ---- packed constant weights --------------------------------------------------------------- */
 static tj_tensor *g_w, *g_bias;
 static int g_trans, g_relu;
+
+static tj_tensor *g_res; /* a residual added after the bias (a constant); NULL: none */
 
 static tj_tensor *dense(tj_tensor *x) {
     tj_tensor *w = g_trans ? tj_transpose(g_w, NULL) : g_w; /* g_w: concrete, a constant */
     tj_tensor *y = tj_matmul(x, w);
     if (g_bias)
         y = tj_add(y, g_bias);
+    if (g_res)
+        y = tj_add(y, g_res);
     return g_relu ? tj_relu(y) : y;
 }
 
@@ -206,7 +278,7 @@ static void dense_oracle(tj_tensor *c, tj_tensor *x, int64_t m, int64_t k, int64
     int64_t nans = 0;
     for (int64_t i = 0; i < m && tj_status_of(c) == TJ_OK; i++)
         for (int64_t j = 0; j < n; j++) {
-            double s = bp ? bp[j] : 0;
+            double s = (bp ? bp[j] : 0) + (g_res ? tj_tensor_get_f64(g_res, i * n + j) : 0);
             for (int64_t q = 0; q < k; q++)
                 s += (double)xp[i * k + q] * (g_trans ? wp[j * k + q] : wp[q * n + j]);
             s = g_relu && s < 0 ? 0 : s;
@@ -219,17 +291,19 @@ static void dense_oracle(tj_tensor *c, tj_tensor *x, int64_t m, int64_t k, int64
               "%s: off the oracle by %g, %lld NaN mismatches", what, worst, (long long)nans);
 }
 
-/* epilogue: 0 none, 1 + bias then relu, 2 + bias, 3 relu (the last two: not every call) */
+/* epilogue: 0 none, 1 + bias then relu, 2 + bias, 3 relu (the last two: not every call), 4 +
+ * bias + a residual then relu */
 static void dense_case(int64_t m, int64_t k, int64_t n, int trans, int epilogue) {
     tj_scope_begin();
-    int64_t xd[2] = {m, k}, wd[2] = {trans ? n : k, trans ? k : n}, bd[1] = {n};
+    int64_t xd[2] = {m, k}, wd[2] = {trans ? n : k, trans ? k : n}, bd[1] = {n}, rd[2] = {m, n};
     g_w = rnd(2, wd, 21 + (uint64_t)n);
-    g_bias = epilogue == 1 || epilogue == 2 ? rnd(1, bd, 22) : NULL;
-    g_trans = trans, g_relu = epilogue == 1 || epilogue == 3;
+    g_bias = epilogue == 1 || epilogue == 2 || epilogue == 4 ? rnd(1, bd, 22) : NULL;
+    g_res = epilogue == 4 ? rnd(2, rd, 23) : NULL;
+    g_trans = trans, g_relu = epilogue == 1 || epilogue == 3 || epilogue == 4;
     char name[96];
-    snprintf(name, sizeof name, "dense %lldx%lldx%lld%s%s%s", (long long)m, (long long)k,
+    snprintf(name, sizeof name, "dense %lldx%lldx%lld%s%s%s%s", (long long)m, (long long)k,
              (long long)n, trans ? " transposed" : "", g_bias ? " +bias" : "",
-             g_relu ? " relu" : "");
+             g_res ? " +residual" : "", g_relu ? " relu" : "");
     tj_function *f = tj_function_new("dense", (void *)dense, 1, NULL);
     for (int rep = 0; rep < 3; rep++) { /* packed at the first call, reused after */
         tj_tensor *x = rnd(2, xd, 30 + (uint64_t)rep);
@@ -250,7 +324,7 @@ static void dense_case(int64_t m, int64_t k, int64_t n, int trans, int epilogue)
         CHECK_MSG(dot && strstr(dot, "packed: matmul"), "%s: not on packed weights", name);
     free(dot);
     tj_function_free(f);
-    g_w = g_bias = NULL;
+    g_w = g_bias = g_res = NULL;
     tj_scope_end();
 }
 
@@ -264,6 +338,8 @@ static void dense_cases(void) {
     /* a transposed constant over 1 MiB stays a transpose (not folded): read transposed */
     dense_case(64, 600, 500, 1, 1);
     dense_case(50, 3136, 100, 0, 1); /* deep: many chunks of K */
+    dense_case(300, 300, 130, 0, 4); /* a residual: row blocks, chunks of K, a narrow panel */
+    dense_case(7, 64, 17, 0, 4);
 }
 
 int main(void) {
@@ -280,6 +356,7 @@ int main(void) {
     tj_scope_begin();
     conv_steps();
     conv_in_loop();
+    residual_cases();
     dense_cases();
     tj_scope_end();
     return check_done();

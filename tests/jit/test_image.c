@@ -194,7 +194,7 @@ static void forged_plans(const char *name, const tj_concrete *c, const unsigned 
 
 /* Damages the runtime's plan p one field at a time (on a fresh read each time) and checks it as
  * the runtime reads any image's steps: every damage is refused, naming the step. */
-typedef enum { M_READ_LATER, M_MADE_TWICE, M_SRC, M_BIAS, M_UNIT_LEN, M_KIND, M_N } mutation;
+typedef enum { M_READ_LATER, M_MADE_TWICE, M_SRC, M_UNIT_LEN, M_KIND, M_N } mutation;
 static int mutate(rt_plan *p, uint32_t s, mutation m) {
     rt_step *sp = &p->steps[s];
     switch (m) {
@@ -217,8 +217,6 @@ static int mutate(rt_plan *p, uint32_t s, mutation m) {
             return 0;
         sp->src[0] = sp->src[1];
         return 1;
-    case M_BIAS:
-        return rt_step_has_epi(sp) ? (sp->epi_bias = (int32_t)sp->epi.n_in, 1) : 0;
     case M_UNIT_LEN:
         return sp->units.n_units > 0 ? (sp->units.unit_len = 0, 1) : 0;
     case M_KIND: /* a reference step said to be a kernel without one, or the reverse */

@@ -127,6 +127,17 @@ static void conv_case(int64_t n, int64_t h, int64_t c, int64_t k, int64_t o, int
         CHECK_MSG(vec && s == 1, "%s: an input gradient it does not take", name);
         close_to(dx, dxr, nx, "input gradient");
     }
+    /* the product route with a residual and relu in the tiles: relu(y + res) */
+    float *res = rnd(ny, 8), *yer = malloc(ny * 4);
+    for (size_t i = 0; i < ny; i++)
+        yer[i] = yr[i] + res[i] > 0 ? yr[i] + res[i] : 0.0f;
+    rt_gemm_epi re = {.add = {res}, .full = {1}, .n_add = 1, .relu = 1, .ld = o};
+    ran = rt_conv_direct_product(&g, x, w, NULL, &re, y) == 0;
+    CHECK_MSG(ran == (rt_conv_direct_as_product(&g) && rt_gemm_packed_usable()),
+              "%s: the product route %s", name, ran ? "ran" : "declined");
+    if (ran)
+        close_to(y, yer, ny, "product route + residual + relu");
+    free(res), free(yer);
     memset(y, 0, ny * 4);
     band_ctx bc = {&g, y};
     if (g.ow * g.o * 2 <= RT_CONV_BAND_FLOATS &&
@@ -180,7 +191,7 @@ static void gemm_case(int64_t m, int64_t n, int64_t k) {
                 s += a[i * k + q] * b[q * n + j];
             cr[i * n + j] = s > 0 ? s : 0.0f;
         }
-    rt_gemm_epi epi = {bias, 1};
+    rt_gemm_epi epi = {.add = {bias}, .n_add = 1, .relu = 1};
     int own = rt_gemm_f32(m, n, k, a, k, 0, b, n, c, n, &epi) == 0;
     CHECK_MSG(own == rt_gemm_packed_usable(), "gemm %lldx%lldx%lld: %s", (long long)m, (long long)n,
               (long long)k, own ? "ran" : "declined");
@@ -214,8 +225,31 @@ static void gemm_case(int64_t m, int64_t n, int64_t k) {
         memset(c, 0, (size_t)(m * n) * 4);
         rt_gemm_packed(pb, m, a, k, c, n, &epi);
         close_to(c, cr, (size_t)(m * n), "packed gemm + bias + relu");
+    }
+    /* a residual (full addend, rows ld floats apart) before the bias, then relu: relu((a·b + res)
+     * + 0.5), the order the tiles add in; C with a wider row than the product's */
+    int64_t ld = n + 3;
+    float *res = rnd((size_t)(m * ld), 7), *cw = calloc((size_t)(m * ld), 4);
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            float s = 0.0f;
+            for (int64_t q = 0; q < k; q++)
+                s += a[i * k + q] * b[q * n + j];
+            s = (s + res[i * ld + j]) + 0.5f;
+            cr[i * n + j] = s > 0 ? s : 0.0f;
+        }
+    rt_gemm_epi re = {.add = {res, bias}, .full = {1, 0}, .n_add = 2, .relu = 1, .ld = ld};
+    if (rt_gemm_f32(m, n, k, a, k, 0, b, n, cw, ld, &re) == 0)
+        for (int64_t i = 0; i < m; i++)
+            close_to(cw + i * ld, cr + i * n, (size_t)n, "gemm + residual + bias + relu");
+    if (pb) {
+        memset(cw, 0, (size_t)(m * ld) * 4);
+        rt_gemm_packed(pb, m, a, k, cw, ld, &re);
+        for (int64_t i = 0; i < m; i++)
+            close_to(cw + i * ld, cr + i * n, (size_t)n, "packed gemm + residual + bias + relu");
         rt_gemm_packed_free(pb);
     }
+    free(res), free(cw);
     free(a), free(b), free(c), free(cr), free(bias);
 }
 
