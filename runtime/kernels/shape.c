@@ -3,7 +3,10 @@
  * slice.indices()) and GATHER (indices must lie in [0, dim): negative or too large is an error,
  * as TensorFlow on CPU, checked before anything is written). Every kernel copies: string
  * elements are deep-copied into the output's buffer. */
+#include <stdlib.h>
+
 #include "runtime/kernels/kernels.h"
+#include "runtime/rt_pool.h"
 
 static tj_status same_dtype(const ir_node *n, const tj_tensor *x, const tj_tensor *out) {
     if (x->dtype == out->dtype)
@@ -33,6 +36,59 @@ tj_status rt_k_copy(const ir_node *n, const tj_tensor *x, tj_tensor *out) {
             return st;
     }
     return TJ_OK;
+}
+
+/* A concat's rows on the pool: task t copies output rows [t·per, (t+1)·per), each from every
+ * input in turn, so the output is written once in order (DenseNet's channel concats in NHWC:
+ * 3136 rows of 7 to 58 runs of 128 bytes each; input by input, each pass strided across the
+ * whole output, took twice ONNX Runtime's time). */
+typedef struct concat_job {
+    char *out;
+    const char **src;
+    size_t *len, row; /* per input: bytes per row; the output's row */
+    uint32_t n_in;
+    int64_t outer, per;
+} concat_job;
+
+static void concat_task(void *ctx, int64_t t) {
+    const concat_job *j = ctx;
+    int64_t o0 = t * j->per, o1 = o0 + j->per < j->outer ? o0 + j->per : j->outer;
+    for (int64_t o = o0; o < o1; o++) {
+        char *d = j->out + (size_t)o * j->row;
+        for (uint32_t k = 0; k < j->n_in; d += j->len[k], k++)
+            if (j->len[k])
+                memcpy(d, j->src[k] + (size_t)o * j->len[k], j->len[k]);
+    }
+}
+
+enum { CONCAT_TASK_BYTES = 64 << 10, CONCAT_SPLIT = 256 << 10 };
+
+/* false (nothing written) when there is no memory for the job's tables */
+static bool concat_rows(tj_tensor *const *in, uint32_t n_in, int64_t ax, int64_t inner,
+                        int64_t outer, int64_t orow, size_t es, tj_tensor *out) {
+    concat_job j = {out->data,
+                    malloc(n_in * sizeof *j.src),
+                    malloc(n_in * sizeof *j.len),
+                    (size_t)orow * es,
+                    n_in,
+                    outer,
+                    outer};
+    if (!j.src || !j.len) {
+        free(j.src), free(j.len);
+        return false;
+    }
+    for (uint32_t k = 0; k < n_in; k++)
+        j.src[k] = in[k]->data, j.len[k] = (size_t)(in[k]->dims[ax] * inner) * es;
+    size_t bytes = (size_t)out->numel * es;
+    if (bytes >= CONCAT_SPLIT && rt_pool_size() > 1 && outer > 1) {
+        j.per = (int64_t)(CONCAT_TASK_BYTES / (j.row ? j.row : 1));
+        j.per = j.per < 1 ? 1 : j.per;
+        rt_parallel_for((outer + j.per - 1) / j.per, concat_task, &j);
+    } else if (outer > 0) {
+        concat_task(&j, 0);
+    }
+    free(j.src), free(j.len);
+    return true;
 }
 
 /* Each input is a [outer, d_k * inner] block; output rows interleave them. */
@@ -71,6 +127,8 @@ tj_status rt_k_concat(const ir_node *n, tj_tensor *const *in, tj_tensor *out) {
                          (long long)total, (long long)ax, (long long)out->dims[ax]);
     int64_t orow = out->dims[ax] * inner, col = 0;
     size_t es = ir_dtype_size(out->dtype);
+    if (out->dtype != TJ_STRING && concat_rows(in, n->n_in, ax, inner, outer, orow, es, out))
+        return TJ_OK;
     for (uint32_t k = 0; k < n->n_in; k++) {
         const tj_tensor *x = in[k];
         int64_t xrow = x->dims[ax] * inner;
