@@ -9,26 +9,44 @@
  * C++ parser, which ONNX Runtime uses, stops at 100 message levels (33 nested Ifs). */
 #include "internal.h"
 
-enum kind { K_MODEL, K_TRAINING, K_GRAPH, K_FUNCTION, K_NODE, K_ATTR, K_VALUE, K_TYPE, K_NESTED_TYPE,
-            K_NONE };
+enum kind {
+    K_MODEL,
+    K_TRAINING,
+    K_GRAPH,
+    K_FUNCTION,
+    K_NODE,
+    K_ATTR,
+    K_VALUE,
+    K_TYPE,
+    K_NESTED_TYPE,
+    K_NONE
+};
 
 /* The message kind of field `field` of a message of kind k; K_NONE for fields not walked. */
 static enum kind child(enum kind k, uint64_t field) {
     switch (k) {
-    case K_MODEL: return field == 7 ? K_GRAPH : field == 20 ? K_TRAINING : field == 25 ? K_FUNCTION
-                                                                                       : K_NONE;
-    case K_TRAINING: return field == 1 || field == 2 ? K_GRAPH : K_NONE;
-    case K_GRAPH: return field == 1 ? K_NODE : field >= 11 && field <= 13 ? K_VALUE : K_NONE;
-    case K_FUNCTION: return field == 7 ? K_NODE : K_NONE;
-    case K_NODE: return field == 5 ? K_ATTR : K_NONE;
-    case K_ATTR: return field == 6 || field == 11 ? K_GRAPH : field == 14 || field == 15 ? K_TYPE
-                                                                                       : K_NONE;
-    case K_VALUE: return field == 2 ? K_TYPE : K_NONE;
+    case K_MODEL:
+        return field == 7 ? K_GRAPH : field == 20 ? K_TRAINING : field == 25 ? K_FUNCTION : K_NONE;
+    case K_TRAINING:
+        return field == 1 || field == 2 ? K_GRAPH : K_NONE;
+    case K_GRAPH:
+        return field == 1 ? K_NODE : field >= 11 && field <= 13 ? K_VALUE : K_NONE;
+    case K_FUNCTION:
+        return field == 7 ? K_NODE : K_NONE;
+    case K_NODE:
+        return field == 5 ? K_ATTR : K_NONE;
+    case K_ATTR:
+        return field == 6 || field == 11 ? K_GRAPH : field == 14 || field == 15 ? K_TYPE : K_NONE;
+    case K_VALUE:
+        return field == 2 ? K_TYPE : K_NONE;
     /* TypeProto: sequence_type (4), map_type (5), optional_type (9) hold a TypeProto in their
      * field 1 (sequence, optional) or 2 (map): one kind stands for those three */
-    case K_TYPE: return field == 4 || field == 5 || field == 9 ? K_NESTED_TYPE : K_NONE;
-    case K_NESTED_TYPE: return field == 1 || field == 2 ? K_TYPE : K_NONE;
-    default: return K_NONE;
+    case K_TYPE:
+        return field == 4 || field == 5 || field == 9 ? K_NESTED_TYPE : K_NONE;
+    case K_NESTED_TYPE:
+        return field == 1 || field == 2 ? K_TYPE : K_NONE;
+    default:
+        return K_NONE;
     }
 }
 
@@ -69,8 +87,12 @@ static bool walk_message(walk *w, enum kind k, const uint8_t *p, size_t n, int g
             if (!varint(p, n, &at, &len))
                 return true;
             break;
-        case 1: at += 8; break;
-        case 5: at += 4; break;
+        case 1:
+            at += 8;
+            break;
+        case 5:
+            at += 4;
+            break;
         case 2:
             if (!varint(p, n, &at, &len) || len > n - at)
                 return true;
@@ -79,7 +101,8 @@ static bool walk_message(walk *w, enum kind k, const uint8_t *p, size_t n, int g
                 return false;
             at += (size_t)len;
             break;
-        default: return true; /* groups are not in ONNX: the unpacker refuses them */
+        default:
+            return true; /* groups are not in ONNX: the unpacker refuses them */
         }
     }
     return true;

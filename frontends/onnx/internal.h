@@ -26,6 +26,11 @@ typedef struct ox_node {
     const ox_scope *scope;
 } ox_node;
 
+/* Whether node n's input 1 is an initializer laid out at load as its converter would lay it out
+ * (model.c: a 2-D Conv's filter in HWIO, a transB Gemm's B as [K, N]): the converter then takes
+ * it as it is. Only nodes of the main graph, as the model read them. */
+bool ox_prelaid(const ox_node *n);
+
 /* A converter: in[0..n_in) are the node's inputs (NULL for an omitted optional one); writes
  * the node's n_out outputs to out (new references or tensors of the current scope). Returns
  * TJ_OK or an error status with the message set (ox_fail). */

@@ -49,6 +49,8 @@ struct tj_onnx_model {
     int n_values;
     struct spec *specs; /* functions specialized on those values (tj_onnx_call), newest first */
     int n_specs;
+    uint8_t *prelaid; /* per node of the main graph: its input 1 is an initializer laid out
+                         at load as the converter takes it (prelay) */
 };
 
 /* A function of the model specialized on the values of its value inputs. */
@@ -494,6 +496,127 @@ static tj_status check_graph_in(tj_onnx_model *m, ox_names *known) {
     return TJ_OK;
 }
 
+/* ---- weights laid out once -------------------------------------------------------------------
+ * A Conv's filter (OIHW) is transposed to HWIO and a Gemm's B with transB to [K, N] when they are
+ * traced; with the file's layout held by the model, the constant folder made a second copy of
+ * every weight per trace (VGG-19: 550 MB more than ONNX Runtime's peak). An initializer read only
+ * as a 2-D Conv's filter or only as a transB Gemm's B (nowhere else, not in a subgraph, not an
+ * output) is laid out here, once, into an immutable buffer the traces capture without a copy,
+ * and the file's layout is released. */
+enum { USE_NONE, USE_FILTER, USE_GEMM_BT, USE_OTHER };
+
+static int default_domain(const Onnx__NodeProto *p) {
+    return !p->domain || !*p->domain || !strcmp(p->domain, "ai.onnx");
+}
+
+static void note_use(uint8_t *use, uint32_t k, int how) {
+    use[k] = use[k] == USE_NONE || use[k] == how ? (uint8_t)how : USE_OTHER;
+}
+
+/* How each initializer (idx: name -> index) is read by g's nodes; top: g is the main graph
+ * (a subgraph's reads count as other uses). */
+static void scan_uses(const tj_onnx_model *m, const Onnx__GraphProto *g, const ox_names *idx,
+                      uint8_t *use, int top, int depth) {
+    for (size_t i = 0; g && i < g->n_node && depth < OX_MAX_GRAPH_DEPTH; i++) {
+        const Onnx__NodeProto *p = g->node[i];
+        ox_node n = {p, (int)i, m->opset, NULL};
+        int conv = top && p->op_type && default_domain(p) && !strcmp(p->op_type, "Conv");
+        int gemm_bt = top && p->op_type && default_domain(p) && !strcmp(p->op_type, "Gemm") &&
+                      ox_attr_i(&n, "transB", 0) != 0;
+        for (size_t j = 0; j < p->n_input; j++) {
+            uint32_t k;
+            if (!p->input[j] || !ox_names_get(idx, p->input[j], &k))
+                continue;
+            const tj_tensor *t = m->inits[k];
+            int rank = tj_tensor_rank(t);
+            note_use(use, k,
+                     conv && j == 1 && rank == 4      ? USE_FILTER
+                     : gemm_bt && j == 1 && rank == 2 ? USE_GEMM_BT
+                                                      : USE_OTHER);
+        }
+        for (size_t a = 0; a < p->n_attribute; a++) {
+            scan_uses(m, p->attribute[a]->g, idx, use, 0, depth + 1);
+            for (size_t b = 0; b < p->attribute[a]->n_graphs; b++)
+                scan_uses(m, p->attribute[a]->graphs[b], idx, use, 0, depth + 1);
+        }
+    }
+}
+
+static void release_tensor(void *t) {
+    tj_release(t);
+}
+
+/* t permuted by perm, as an immutable tensor (its own reference); NULL with the error set. */
+static tj_tensor *laid_out(tj_tensor *t, const int *perm) {
+    tj_scope_begin();
+    tj_tensor *p = tj_retain(tj_transpose(t, perm));
+    tj_scope_end();
+    if (tj_status_of(p)) {
+        tj_set_error(tj_status_of(p), "%s", tj_error_message(p));
+        tj_release(p);
+        return NULL;
+    }
+    tj_scope_begin();
+    tj_tensor *a =
+        tj_retain(tj_tensor_adopt(tj_tensor_dtype(p), tj_tensor_rank(p), tj_tensor_dims(p),
+                                  tj_tensor_data(p), release_tensor, p));
+    tj_scope_end();
+    if (tj_status_of(a)) { /* not adopted: p is still this function's (tj_tensor_adopt) */
+        tj_set_error(tj_status_of(a), "%s", tj_error_message(a));
+        tj_release(a);
+        tj_release(p);
+        return NULL;
+    }
+    return a;
+}
+
+static tj_status prelay(tj_onnx_model *m) {
+    const Onnx__GraphProto *g = m->g;
+    ox_names idx = {0};
+    uint8_t *use = calloc(g->n_initializer + 1, 1);
+    tj_status st = use && (m->prelaid = calloc(g->n_node + 1, 1))
+                       ? TJ_OK
+                       : tj_set_error(TJ_ERR_OOM, "onnx: out of memory");
+    for (size_t k = 0; k < g->n_initializer && !st; k++)
+        if (g->initializer[k]->name && ox_names_put(&idx, g->initializer[k]->name, (uint32_t)k))
+            st = tj_set_error(TJ_ERR_OOM, "onnx: out of memory");
+    if (!st) {
+        scan_uses(m, g, &idx, use, 1, 0);
+        for (size_t k = 0; k < g->n_output; k++) {
+            uint32_t i;
+            if (g->output[k]->name && ox_names_get(&idx, g->output[k]->name, &i))
+                use[i] = USE_OTHER;
+        }
+    }
+    for (size_t k = 0; k < g->n_initializer && !st; k++) {
+        if (use[k] != USE_FILTER && use[k] != USE_GEMM_BT)
+            continue;
+        tj_tensor *t = laid_out(m->inits[k], use[k] == USE_FILTER ? (const int[]){2, 3, 1, 0}
+                                                                  : (const int[]){1, 0});
+        if (!t) { /* kept as it is: the converters transpose it */
+            use[k] = USE_OTHER;
+            continue;
+        }
+        tj_release(m->inits[k]);
+        m->inits[k] = t;
+    }
+    for (size_t i = 0; i < g->n_node && !st; i++) {
+        const Onnx__NodeProto *p = g->node[i];
+        uint32_t k;
+        m->prelaid[i] = p->n_input > 1 && p->input[1] && ox_names_get(&idx, p->input[1], &k) &&
+                        (use[k] == USE_FILTER || use[k] == USE_GEMM_BT);
+    }
+    ox_names_free(&idx);
+    free(use);
+    return st;
+}
+
+bool ox_prelaid(const ox_node *n) {
+    const tj_onnx_model *m = n->scope ? n->scope->m : NULL;
+    return m && m->prelaid && n->index >= 0 && (size_t)n->index < m->g->n_node &&
+           m->g->node[n->index] == n->p && m->prelaid[n->index];
+}
+
 /* Every node input is known before its node (inputs, initializers, earlier outputs: a map of
  * the names defined so far), and every graph output is defined somewhere. */
 static tj_status check_graph(tj_onnx_model *m) {
@@ -503,11 +626,16 @@ static tj_status check_graph(tj_onnx_model *m) {
     return st;
 }
 
-static tj_status load(tj_onnx_model *m, const void *data, size_t size) {
+static tj_status load(tj_onnx_model *m, const void *data, size_t size, bool mapped) {
     tj_status st = ox_check_depth(m->path, data, size); /* before the recursive unpacker */
     if (st)
         return st;
     m->p = onnx__model_proto__unpack(&ox_pb_allocator, size, data);
+    /* the unpacker copied what it keeps: the file's pages leave this process's memory now,
+     * before the weights are laid out (the mapping stays valid; the caller unmaps it) */
+    if (mapped)
+        madvise((void *)((uintptr_t)data & ~(uintptr_t)4095), size + ((uintptr_t)data & 4095),
+                MADV_DONTNEED);
     if (!m->p)
         return tj_set_error(TJ_ERR_CORRUPT, "onnx: %s is not an ONNX model (protobuf)", m->path);
     if (!(m->g = m->p->graph))
@@ -558,6 +686,8 @@ static tj_status load(tj_onnx_model *m, const void *data, size_t size) {
         if (tj_status_of(m->inits[k]))
             st = tj_set_error(tj_status_of(m->inits[k]), "%s", tj_error_message(m->inits[k]));
     }
+    if (!st && !m->opts.initializers_as_variables)
+        st = prelay(m);
     if (!st && m->opts.initializers_as_variables) {
         if (!(m->ivars = calloc(g->n_initializer + 1, sizeof *m->ivars)))
             return tj_set_error(TJ_ERR_OOM, "onnx: out of memory");
@@ -582,8 +712,8 @@ static tj_status load(tj_onnx_model *m, const void *data, size_t size) {
     return st;
 }
 
-tj_onnx_model *tj_onnx_load_bytes(const void *data, size_t size, const char *name,
-                                  const tj_onnx_options *opts) {
+static tj_onnx_model *load_bytes(const void *data, size_t size, const char *name,
+                                 const tj_onnx_options *opts, bool mapped) {
     tj_onnx_model *m = calloc(1, sizeof *m);
     if (!m || !(m->path = strdup(name ? name : "the model"))) {
         free(m);
@@ -598,7 +728,7 @@ tj_onnx_model *tj_onnx_load_bytes(const void *data, size_t size, const char *nam
         tj_onnx_free(m);
         return NULL;
     }
-    tj_status st = load(m, data, size);
+    tj_status st = load(m, data, size, mapped);
     if (st) {
         char msg[1024];
         snprintf(msg, sizeof msg, "%s", tj_last_error());
@@ -607,6 +737,11 @@ tj_onnx_model *tj_onnx_load_bytes(const void *data, size_t size, const char *nam
         return NULL;
     }
     return m;
+}
+
+tj_onnx_model *tj_onnx_load_bytes(const void *data, size_t size, const char *name,
+                                  const tj_onnx_options *opts) {
+    return load_bytes(data, size, name, opts, false);
 }
 
 tj_onnx_model *tj_onnx_load(const char *path, const tj_onnx_options *opts) {
@@ -623,7 +758,7 @@ tj_onnx_model *tj_onnx_load(const char *path, const tj_onnx_options *opts) {
         void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
         close(fd);
         if (p != MAP_FAILED) {
-            tj_onnx_model *m = tj_onnx_load_bytes(p, (size_t)st.st_size, path, opts);
+            tj_onnx_model *m = load_bytes(p, (size_t)st.st_size, path, opts, true);
             munmap(p, (size_t)st.st_size);
             return m;
         }
@@ -665,6 +800,7 @@ void tj_onnx_free(tj_onnx_model *m) {
         spec_free(s, m->n_in);
     }
     free(m->is_value);
+    free(m->prelaid);
     for (size_t k = 0; m->g && k < m->g->n_initializer; k++) {
         if (m->ivars)
             tj_variable_free(m->ivars[k]);

@@ -232,7 +232,7 @@ CONV(c_gemm) {
     tj_tensor *a = in[0], *b = in[1];
     if (ox_attr_i(n, "transA", 0))
         a = tj_transpose(a, NULL);
-    if (ox_attr_i(n, "transB", 0))
+    if (ox_attr_i(n, "transB", 0) && !ox_prelaid(n)) /* else laid out when the model was read */
         b = tj_transpose(b, NULL);
     float alpha = ox_attr_f(n, "alpha", 1.0f), beta = ox_attr_f(n, "beta", 1.0f);
     tj_tensor *y = tj_matmul(a, b);

@@ -320,13 +320,14 @@ static int pads_are_same(const window *w, tj_tensor *x) {
 
 static tj_status conv_one(const ox_node *n, int n_in, tj_tensor *const *in, tj_tensor **out) {
     tj_tensor *x = in[0], *f = in[1];
+    int pre = ox_prelaid(n); /* f laid out in HWIO when the model was read */
     window w;
     tj_status st = weight_rank(n, x, f);
-    if (st || (st = window_of(n, x, tj_tensor_dims(f) + 2, &w, 0)))
+    if (st || (st = window_of(n, x, tj_tensor_dims(f) + (pre ? 0 : 2), &w, 0)))
         return st;
     int same = w.spatial <= 2 && pads_are_same(&w, x), explicit = w.spatial <= 2 && !same;
     tj_tensor *xh = same || explicit ? to_cl(x, &w) : to_cl_padded(x, &w, like(x, 0)),
-              *fh = filter_hwio(f, &w), *y = NULL;
+              *fh = pre ? f : filter_hwio(f, &w), *y = NULL;
     int strides[2], dil[2];
     hw2(&w, w.s, strides);
     hw2(&w, w.d, dil);
@@ -372,9 +373,10 @@ CONV(c_conv) {
     (void)n_out;
     int64_t groups = ox_attr_i(n, "group", 1);
     tj_tensor *x = in[0], *f = in[1];
+    int pre = ox_prelaid(n); /* f in HWIO (rank 4): O and I are its last dims */
     int64_t c = tj_tensor_rank(x) > 1 ? tj_tensor_dims(x)[1] : 0;
-    int64_t m = tj_tensor_rank(f) > 1 ? tj_tensor_dims(f)[0] : 0;
-    int64_t fc = tj_tensor_rank(f) > 1 ? tj_tensor_dims(f)[1] : 0;
+    int64_t m = tj_tensor_rank(f) > 1 ? tj_tensor_dims(f)[pre ? 3 : 0] : 0;
+    int64_t fc = tj_tensor_rank(f) > 1 ? tj_tensor_dims(f)[pre ? 2 : 1] : 0;
     if (groups < 1 || groups > c || c % groups || m % groups || fc != c / groups)
         return ox_fail(n, TJ_ERR_SHAPE,
                        "group=%lld for %lld channels and %lld filters of %lld channels",

@@ -21,7 +21,7 @@ typedef struct builder {
     Onnx__GraphProto g;
     Onnx__OperatorSetIdProto opset, *opsets[1];
     Onnx__NodeProto nodes[16], *pnodes[16];
-    Onnx__ValueInfoProto vi[8], *ins[4], *outs[4];
+    Onnx__ValueInfoProto vi[8], *ins[4], *outs[8];
     Onnx__TypeProto tp[8];
     Onnx__TypeProto__Tensor tt[8];
     Onnx__TensorShapeProto sh[8];
@@ -951,6 +951,82 @@ static void grouped_conv(int64_t groups, int64_t c, int64_t m) {
     tj_onnx_free(md);
 }
 
+/* Weights laid out when the model is read (model.c: prelay): a filter two Convs share, and the
+ * same filter also a graph output (kept as the file has it: the output is OIHW); a Gemm's B read
+ * with transB by one node and as it is by another (kept), and one read only with transB (laid
+ * out). Every value against tracejit's ops on the file's layout. */
+static void prelaid_weights(int w_is_output) {
+    builder b;
+    init(&b, 13);
+    static char *c1[2] = {"x", "w"}, *o1[1] = {"c1"}, *o2[1] = {"c2"}, *a1[2] = {"c1", "c2"},
+                *oy[1] = {"y"}, *g1[2] = {"a", "bsq"}, *og1[1] = {"g1"}, *og2[1] = {"g2"},
+                *g3[2] = {"a", "bt"}, *og3[1] = {"g3"};
+    static int64_t wd4[4] = {3, 2, 3, 3}, sqd[2] = {4, 4}, btd[2] = {3, 4};
+    static float wv[54], sq[16], bt[12];
+    for (int k = 0; k < 54; k++)
+        wv[k] = (float)((k * 5) % 13) * 0.1f - 0.6f;
+    for (int k = 0; k < 16; k++)
+        sq[k] = (float)((k * 3) % 7) * 0.25f - 0.75f;
+    for (int k = 0; k < 12; k++)
+        bt[k] = (float)(k % 5) * 0.5f - 1.0f;
+    int64_t xd[4] = {1, 2, 6, 5}, ad[2] = {2, 4}, yd[4] = {-1, -1, -1, -1}, gd[2] = {-1, -1};
+    b.ins[b.g.n_input++] = value(&b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 4, xd);
+    b.ins[b.g.n_input++] = value(&b, "a", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, ad);
+    b.outs[b.g.n_output++] = value(&b, "y", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 4, yd);
+    b.outs[b.g.n_output++] = value(&b, "g1", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, gd);
+    b.outs[b.g.n_output++] = value(&b, "g2", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, gd);
+    b.outs[b.g.n_output++] = value(&b, "g3", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, gd);
+    if (w_is_output)
+        b.outs[b.g.n_output++] = value(&b, "w", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 4, wd4);
+    init_f32(&b, "w", 4, wd4, wv, 54);
+    init_f32(&b, "bsq", 2, sqd, sq, 16);
+    init_f32(&b, "bt", 2, btd, bt, 12);
+    node(&b, "Conv", 2, c1, 1, o1);
+    node(&b, "Conv", 2, c1, 1, o2);
+    node(&b, "Add", 2, a1, 1, oy);
+    node(&b, "Gemm", 2, g1, 1, og1);
+    attr_i(&b, "transB", 1);
+    node(&b, "Gemm", 2, g1, 1, og2);
+    node(&b, "Gemm", 2, g3, 1, og3);
+    attr_i(&b, "transB", 1);
+    tj_onnx_model *md = load_built(&b, "prelaid.onnx");
+    CHECK_MSG(md != NULL, "%s", tj_last_error());
+    if (!md)
+        return;
+    tj_scope_begin();
+    tj_tensor *args[2] = {tj_random_uniform(TJ_F32, 4, xd, -1, 1, 5),
+                          tj_random_uniform(TJ_F32, 2, ad, -1, 1, 6)};
+    tj_tensor *w = tj_tensor_from_data(TJ_F32, 4, wd4, wv),
+              *bs = tj_tensor_from_data(TJ_F32, 2, sqd, sq),
+              *btt = tj_tensor_from_data(TJ_F32, 2, btd, bt);
+    tj_tensor *conv =
+        tj_transpose(tj_conv2d(tj_transpose(args[0], (int[]){0, 2, 3, 1}),
+                               tj_transpose(w, (int[]){2, 3, 1, 0}), NULL, TJ_PAD_VALID, NULL),
+                     (int[]){0, 3, 1, 2});
+    tj_tensor *want[5] = {tj_add(conv, conv), tj_matmul(args[1], tj_transpose(bs, NULL)),
+                          tj_matmul(args[1], bs), tj_matmul(args[1], tj_transpose(btt, NULL)), w};
+    for (int rep = 0; rep < 2; rep++) { /* the interpreter's first call, then native code */
+        if (rep == 1)
+            CHECK_EQ_INT(tj_onnx_wait_compiled(md), TJ_OK);
+        tj_tensor *y = tj_onnx_call(md, 2, args);
+        CHECK_MSG(tj_status_of(y) == TJ_OK, "%s", tj_error_message(y));
+        CHECK_EQ_INT(tj_tuple_size(y), 4 + w_is_output);
+        for (int k = 0; k < 4 + w_is_output && !tj_status_of(y); k++) {
+            tj_tensor *got = tj_tuple_get(y, k);
+            int bad = tj_tensor_numel(got) != tj_tensor_numel(want[k]) ||
+                      tj_tensor_rank(got) != tj_tensor_rank(want[k]);
+            for (int64_t i = 0; !bad && i < tj_tensor_numel(got); i++)
+                bad += fabs(tj_tensor_get_f64(got, i) - tj_tensor_get_f64(want[k], i)) > 1e-5;
+            for (int d = 0; !bad && d < tj_tensor_rank(got); d++)
+                bad += tj_tensor_dims(got)[d] != tj_tensor_dims(want[k])[d];
+            CHECK_MSG(!bad, "prelaid weights%s: output %d differs", w_is_output ? " (w out)" : "",
+                      k);
+        }
+    }
+    tj_scope_end();
+    tj_onnx_free(md);
+}
+
 /* Scan over the rows of x [3, 2] with no state: the body gives Neg(row), stacked. Direction 1
  * stacks the rows reversed; a direction other than 0 or 1, or a num_scan_inputs that does not
  * fit the inputs (2^31 overflowed a subtraction before the check), is refused by name. */
@@ -1119,6 +1195,8 @@ int main(void) {
     too_deep(40, 0, "deep.onnx"); /* within the limits: refused later, for what it lacks */
     grouped_conv(2, 4, 6);
     grouped_conv(4, 4, 8); /* depthwise, multiplier 2 */
+    prelaid_weights(0);
+    prelaid_weights(1);
     scan_directions(1, 0, NULL);
     scan_directions(1, 1, NULL);
     scan_directions(1, 7, "(Scan, opset 13): scan_input_directions[0] is 7, not 0 or 1");
