@@ -21,6 +21,7 @@ import common  # noqa: F401  (thread setup before numpy loads)
 import json
 import os
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -220,15 +221,21 @@ def ort_first_child(model, inputs):
     session (which also sets up ORT's environment) and a second one in the warm process. Prints
     the two times in milliseconds."""
     sess_in = [read_pb(p) for p in inputs]
-    ms = []
+    base_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    ms, peak_kb = [], 0
     for _ in range(2):
         t0 = time.perf_counter()
         sess = ort_session(model)
         feeds = {i.name: v for i, v in zip(sess.get_inputs(), sess_in)}
         sess.run(None, feeds)
         ms.append((time.perf_counter() - t0) * 1e3)
+        if not peak_kb:  # the first session and its run: the process's peak until now
+            for _ in range(2):
+                sess.run(None, feeds)
+            peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         del sess
-    print(json.dumps(dict(first_ms=ms[0], second_ms=ms[1])))
+    print(json.dumps(dict(first_ms=ms[0], second_ms=ms[1], peak_mb=peak_kb / 1024,
+                          base_mb=base_kb / 1024)))
 
 
 def ort_first(model, inputs):
@@ -237,7 +244,7 @@ def ort_first(model, inputs):
     if p.returncode:
         raise RuntimeError(f"onnxruntime first call {model}: {p.stderr[-300:]}")
     r = json.loads(p.stdout.strip().splitlines()[-1])
-    return r["first_ms"], r["second_ms"]
+    return r["first_ms"], r["second_ms"], r["peak_mb"], r["base_mb"]
 
 
 def time_ort(model, inputs, reps):
@@ -268,15 +275,21 @@ def tracejit_env():
 
 
 def tracejit_run(model, inputs, reps, cache):
-    """`tj_onnx time` in a new process: (load + first call, median per call, native after) ms."""
+    """`tj_onnx time` in a new process: (load + first call, median per call, native after) ms
+    and the process's peak resident memory (MB, from its rusage)."""
     env = dict(tracejit_env(), TJ_CACHE_DIR=cache)
-    p = subprocess.run([TOOL, "time", model, str(reps)] + inputs, env=env, capture_output=True,
-                       text=True)
-    m = LINE.search(p.stdout)
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        p = subprocess.Popen([TOOL, "time", model, str(reps)] + inputs, env=env, stdout=out,
+                             stderr=err, text=True)
+        _, status, usage = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0), err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    m = LINE.search(stdout)
     if p.returncode or not m:
-        raise RuntimeError(f"tj_onnx time {model}: {p.stdout}{p.stderr}")
+        raise RuntimeError(f"tj_onnx time {model}: {stdout}{stderr}")
     load, first, med, native = map(float, m.groups())
-    return load + first, med, native
+    return load + first, med, native, usage.ru_maxrss / 1024
 
 
 def time_first_calls(model, inputs, reps, rounds):
@@ -284,25 +297,30 @@ def time_first_calls(model, inputs, reps, rounds):
     empty disk cache; warm: the cache the cold run left) interleaved, so both meet the machine in
     the same state (this VM makes a process that starts after an idle moment pay for fresh
     memory several times over). Medians and ranges."""
-    ort_ms, ort2, cold, warm, med, native = [], [], [], [], [], []
+    ort_ms, ort2, cold, warm, med, native, ort_peak, ort_base, peak = [], [], [], [], [], [], \
+        [], [], []
     env = tracejit_env()
     # the tool and its libraries in the page cache first, as onnxruntime's are by the import
     # before its clock starts (`show` loads the model only: nothing is traced or cached)
     subprocess.run([TOOL, "show", model], env=env, capture_output=True)
     for _ in range(rounds):
-        a, b = ort_first(model, inputs)
+        a, b, pk, base = ort_first(model, inputs)
         ort_ms.append(a)
         ort2.append(b)
+        ort_peak.append(pk)
+        ort_base.append(base)
         with tempfile.TemporaryDirectory() as cache:
-            f, m, n = tracejit_run(model, inputs, reps, cache)
+            f, m, n, pm = tracejit_run(model, inputs, reps, cache)
             cold.append(f)
             med.append(m)
             native.append(n)
+            peak.append(pm)
             warm.append(tracejit_run(model, inputs, 1, cache)[0])
     stat = lambda v: dict(median=float(np.median(v)), min=min(v), max=max(v))  # noqa: E731
-    return (dict(first=stat(ort_ms), second=stat(ort2)),
+    return (dict(first=stat(ort_ms), second=stat(ort2), peak_mb=float(np.median(ort_peak)),
+                 base_mb=float(np.median(ort_base))),
             dict(cold=stat(cold), warm=stat(warm), median_ms=float(np.median(med)),
-                 native_after_ms=float(np.median(native))))
+                 native_after_ms=float(np.median(native)), peak_mb=float(np.median(peak))))
 
 
 def tracejit_outputs(model, inputs):
@@ -367,14 +385,19 @@ def markdown(rows, when, rounds):
              "with an empty disk cache (cold) and again in a second process (warm cache). Steady "
              "state: median per call, timed once the native code runs. Ratios above 1 favour "
              "tracejit for steady state (ORT / tracejit); the first-call ratio is tracejit cold / "
-             "ORT's second session, of the medians (the goal is at most 3).", "",
+             "ORT's second session, of the medians (the goal is at most 3). Peak memory: the "
+             "largest resident set of each process (rusage, median of the rounds): ONNX Runtime's "
+             "after its first session and three runs, Python, NumPy and onnxruntime included "
+             "(the column after it: that process before the session); tracejit's `tj_onnx time` "
+             "process over its calls.", "",
              "| model | ORT first session + run (ms) | ORT second session + run (ms) | "
              "tracejit cold (ms) | native after (ms) | tracejit warm (ms) | cold / ORT second | "
-             "ORT per call (ms) | tracejit per call (ms) | ORT / tracejit | outputs |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+             "ORT per call (ms) | tracejit per call (ms) | ORT / tracejit | ORT peak MB "
+             "(before session) | tracejit peak MB | outputs |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['model']} | | | | | | | | | | error: {r['error']} |")
+            lines.append(f"| {r['model']} | | | | | | | | | | | | error: {r['error']} |")
             continue
         o, t = r["ort"], r["tracejit"]
         lines.append(
@@ -382,7 +405,8 @@ def markdown(rows, when, rounds):
             f"{t['native_after_ms']:.0f} | {rng(t['warm'])} | "
             f"{t['cold']['median'] / o['second']['median']:.2f} | "
             f"{o['median_ms']:.4f} | {t['median_ms']:.4f} | "
-            f"{o['median_ms'] / t['median_ms']:.2f} | {'agree' if r['agree'] else 'DIFFER'} |")
+            f"{o['median_ms'] / t['median_ms']:.2f} | {o['peak_mb']:.0f} ({o['base_mb']:.0f}) | "
+            f"{t['peak_mb']:.0f} | {'agree' if r['agree'] else 'DIFFER'} |")
     lines.append(END)
     return "\n".join(lines)
 
@@ -427,7 +451,8 @@ def main():
             print(f"  {name:40} first: ORT {rng(o['first'])} ms (second session "
                   f"{rng(o['second'])}), tracejit {rng(t['cold'])} ms "
                   f"(warm {rng(t['warm'])}); per call: ORT {o['median_ms']:.4f} ms, tracejit "
-                  f"{t['median_ms']:.4f} ms; outputs {'agree' if r['agree'] else 'DIFFER'}")
+                  f"{t['median_ms']:.4f} ms; peak MB: ORT {o['peak_mb']:.0f}, tracejit "
+                  f"{t['peak_mb']:.0f}; outputs {'agree' if r['agree'] else 'DIFFER'}")
     when = time.strftime("%Y-%m-%d") + f", onnxruntime {ort.__version__}"
     os.makedirs(OUT, exist_ok=True)
     with open(os.path.join(OUT, "onnx_models.json"), "w") as f:

@@ -47,6 +47,9 @@ int rt_conv_direct_product(const rt_conv_geom *g, const float *x, const float *w
  * channels as vector lanes: 0 when it wrote sample b's outputs, 1 when it did not run (no
  * AVX-512). NaN wins, as in pool.c's loops. */
 int rt_max_pool_direct(const rt_conv_geom *p, const float *x, float *y, int64_t b);
+/* The same for output rows [oy0, oy1) of sample b only. */
+int rt_max_pool_direct_rows(const rt_conv_geom *p, const float *x, float *y, int64_t b, int64_t oy0,
+                            int64_t oy1);
 
 /* The forward convolution by bands of output rows, for a consumer fused behind it (the CPU
  * program's conv step: its epilogue and max pool): band i of image b is rows

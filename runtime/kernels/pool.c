@@ -1,6 +1,7 @@
-/* pool.c — max and average pooling over H and W of NHWC tensors, with their gradients. Each
- * sample is a task of the runtime's pool (samples never share an output or, for the gradients,
- * an input-gradient element). Within an output position the loops run over the window's
+/* pool.c — max and average pooling over H and W of NHWC tensors, with their gradients. The
+ * forward poolings run by blocks of output rows on the runtime's pool (rows never share an
+ * output), the gradients and dilated windows a sample a task (samples never share an
+ * input-gradient element). Within an output position the loops run over the window's
  * positions with the channels innermost and contiguous, so they vectorize. Max: NaN wins (and is
  * kept once found), the first maximum of a window takes the gradient. Average: over the window's
  * positions inside the input. f32 max pooling takes the direct kernels (conv_direct.c) where the
@@ -49,9 +50,10 @@ enum { POOL_CH = 256 }; /* channels per pass of the max gradient's argmax */
 #define POOLS(T)                                                                                   \
     /* the running maximum of POOL_CH channels stays in a local array (registers), not in y,       \
      * which the compiler must assume x may alias */                                               \
-    static void max_pool_##T(const geom *p, const T *x, T *y, int64_t b) {                         \
+    static void max_pool_##T(const geom *p, const T *x, T *y, int64_t b, int64_t oy0,              \
+                             int64_t oy1) {                                                        \
         T acc[POOL_CH];                                                                            \
-        for (int64_t oy = 0; oy < p->oh; oy++)                                                     \
+        for (int64_t oy = oy0; oy < oy1; oy++)                                                     \
             for (int64_t ox = 0; ox < p->ow; ox++) {                                               \
                 WINDOW(p, oy, ox);                                                                 \
                 T *yo = y + ((b * p->oh + oy) * p->ow + ox) * p->c;                                \
@@ -115,20 +117,29 @@ enum { POOL_CH = 256 }; /* channels per pass of the max gradient's argmax */
                 }                                                                                  \
             }                                                                                      \
     }                                                                                              \
-    static void avg_pool_##T(const geom *p, const T *x, T *y, int64_t b) {                         \
-        for (int64_t oy = 0; oy < p->oh; oy++)                                                     \
+    /* the sums of POOL_CH channels in a local array, as max_pool's maxima: in registers, not      \
+     * in y (which x may alias), and every output written (no zeroing first) */                    \
+    static void avg_pool_##T(const geom *p, const T *x, T *y, int64_t b, int64_t oy0,              \
+                             int64_t oy1) {                                                        \
+        T acc[POOL_CH];                                                                            \
+        for (int64_t oy = oy0; oy < oy1; oy++)                                                     \
             for (int64_t ox = 0; ox < p->ow; ox++) {                                               \
                 WINDOW(p, oy, ox);                                                                 \
-                T *yo = y + ((b * p->oh + oy) * p->ow + ox) * p->c, cnt;                           \
-                cnt = (T)((y1 - y0) * (x1 - x0));                                                  \
-                for (int64_t iy = y0; iy < y1; iy++)                                               \
-                    for (int64_t ix = x0; ix < x1; ix++) {                                         \
-                        const T *xi = x + XI(p, b, iy, ix);                                        \
-                        for (int64_t c = 0; c < p->c; c++)                                         \
-                            yo[c] += xi[c];                                                        \
-                    }                                                                              \
-                for (int64_t c = 0; c < p->c; c++)                                                 \
-                    yo[c] /= cnt;                                                                  \
+                T *yo = y + ((b * p->oh + oy) * p->ow + ox) * p->c;                                \
+                T cnt = (T)((y1 - y0) * (x1 - x0));                                                \
+                for (int64_t c0 = 0; c0 < p->c; c0 += POOL_CH) {                                   \
+                    int64_t nc = p->c - c0 < POOL_CH ? p->c - c0 : POOL_CH;                        \
+                    for (int64_t c = 0; c < nc; c++)                                               \
+                        acc[c] = 0;                                                                \
+                    for (int64_t iy = y0; iy < y1; iy++)                                           \
+                        for (int64_t ix = x0; ix < x1; ix++) {                                     \
+                            const T *xi = x + XI(p, b, iy, ix) + c0;                               \
+                            for (int64_t c = 0; c < nc; c++)                                       \
+                                acc[c] += xi[c];                                                   \
+                        }                                                                          \
+                    for (int64_t c = 0; c < nc; c++)                                               \
+                        yo[c0 + c] = acc[c] / cnt;                                                 \
+                }                                                                                  \
             }                                                                                      \
     }                                                                                              \
     static void avg_pool_grad_##T(const geom *p, const T *dy, T *dx, int64_t b) {                  \
@@ -290,7 +301,25 @@ typedef struct pool_task {
     int f32;
     int64_t zero; /* elements of out per sample to zero first (0: the kernel writes them all) */
     int tiles;    /* max gradient: the windows never overlap */
+    int64_t per, groups; /* forward pooling: output rows per task, tasks per sample */
 } pool_task;
+
+/* Task i of a forward pooling: rows [g·per, (g+1)·per) of sample i / groups, g = i % groups
+ * (rows never share an output: at batch 1, Inception's pools ran on one thread). */
+static void pool_rows(void *ctx, int64_t i) {
+    const pool_task *t = ctx;
+    const geom *p = t->p;
+    int64_t b = i / t->groups, oy0 = i % t->groups * t->per,
+            oy1 = oy0 + t->per < p->oh ? oy0 + t->per : p->oh;
+    if (t->n->op == IR_OP_AVG_POOL2D)
+        t->f32 ? avg_pool_float(p, t->a, t->out, b, oy0, oy1)
+               : avg_pool_double(p, t->a, t->out, b, oy0, oy1);
+    else if (t->f32 &&
+             (rt_config_get()->exact_math || rt_max_pool_direct_rows(p, t->a, t->out, b, oy0, oy1)))
+        max_pool_float(p, t->a, t->out, b, oy0, oy1);
+    else if (!t->f32)
+        max_pool_double(p, t->a, t->out, b, oy0, oy1);
+}
 
 static void pool_sample(void *ctx, int64_t b) {
     const pool_task *t = ctx;
@@ -308,15 +337,6 @@ static void pool_sample(void *ctx, int64_t b) {
         return;
     }
     switch (t->n->op) {
-    case IR_OP_MAX_POOL2D:
-        if (t->f32 && (rt_config_get()->exact_math || rt_max_pool_direct(p, t->a, t->out, b)))
-            max_pool_float(p, t->a, t->out, b);
-        else if (!t->f32)
-            max_pool_double(p, t->a, t->out, b);
-        break;
-    case IR_OP_AVG_POOL2D:
-        t->f32 ? avg_pool_float(p, t->a, t->out, b) : avg_pool_double(p, t->a, t->out, b);
-        break;
     case IR_OP_MAX_POOL2D_GRAD:
         t->f32 ? max_pool_grad_float(p, t->a, t->b, t->out, b, t->tiles)
                : max_pool_grad_double(p, t->a, t->b, t->out, b, t->tiles);
@@ -345,7 +365,8 @@ tj_status rt_k_pool2d(const ir_node *n, tj_tensor *const *in, tj_tensor *out) {
     int tiles = p.sh >= p.kh && p.sw >= p.kw && p.dh == 1 && p.dw == 1;
     int covers = tiles && p.sh == p.kh && p.sw == p.kw && p.oh * p.kh - p.pt >= p.h &&
                  p.ow * p.kw - p.pl >= p.w;
-    int whole = n->op == IR_OP_MAX_POOL2D || (n->op == IR_OP_MAX_POOL2D_GRAD && covers);
+    int fwd = n->op == IR_OP_MAX_POOL2D || n->op == IR_OP_AVG_POOL2D;
+    int whole = fwd || (n->op == IR_OP_MAX_POOL2D_GRAD && covers);
     pool_task t = {n,
                    &p,
                    in[0]->data,
@@ -353,8 +374,24 @@ tj_status rt_k_pool2d(const ir_node *n, tj_tensor *const *in, tj_tensor *out) {
                    out->data,
                    dt == TJ_F32,
                    whole ? 0 : out->numel / p.n,
-                   tiles};
-    if (p.n > 1 && out->numel >= 4096)
+                   tiles,
+                   p.oh,
+                   1};
+    int par = out->numel >= 4096 && rt_pool_size() > 1;
+    if (fwd && p.dh == 1 && p.dw == 1) { /* by rows: about four tasks a thread */
+        int64_t want = 4 * (int64_t)rt_pool_size();
+        t.groups = par && p.n < want ? (want + p.n - 1) / p.n : 1;
+        t.groups = t.groups > p.oh ? p.oh : t.groups;
+        t.per = (p.oh + t.groups - 1) / t.groups;
+        t.groups = (p.oh + t.per - 1) / t.per;
+        if (par && p.n * t.groups > 1)
+            rt_parallel_for(p.n * t.groups, pool_rows, &t);
+        else
+            for (int64_t i = 0; i < p.n * t.groups; i++)
+                pool_rows(&t, i);
+        return TJ_OK;
+    }
+    if (p.n > 1 && par)
         rt_parallel_for(p.n, pool_sample, &t);
     else
         for (int64_t b = 0; b < p.n; b++)

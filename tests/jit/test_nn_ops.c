@@ -257,6 +257,51 @@ static void pool_cases(void) {
 /* Dilated max pooling against loops written from the definition: window taps dilations apart,
  * pads from the dilated span, NaN wins, the first maximum in (ky, kx) order takes the gradient;
  * eager, compiled behind a relu (not fused into a conv step), and its errors. */
+/* Max and average pooling (SAME: windows clipped at the edges, the average over the positions
+ * inside) against loops, on images large enough that the runtime splits their output rows over
+ * the pool (runtime/kernels/pool.c) at batch 1 and 2, with more channels than one pass holds
+ * (POOL_CH) and a NaN. */
+static void pool_vs_loops(int64_t N, int64_t H, int64_t W, int64_t C, int k, int s) {
+    tj_scope_begin();
+    tj_tensor *x = rand_f32(N, H, W, C);
+    float *xv = (float *)tj_tensor_data(x);
+    xv[C * 3 + 1] = NAN;
+    int kk[2] = {k, k}, ss[2] = {s, s};
+    tj_tensor *ym = tj_max_pool2d(x, kk, ss, TJ_PAD_SAME),
+              *ya = tj_avg_pool2d(x, kk, ss, TJ_PAD_SAME);
+    int64_t oh = (H + s - 1) / s, ow = (W + s - 1) / s;
+    int64_t pt = ((oh - 1) * s + k - H) / 2, pl = ((ow - 1) * s + k - W) / 2;
+    pt = pt > 0 ? pt : 0, pl = pl > 0 ? pl : 0;
+    int64_t bad_m = 0, bad_a = 0;
+    CHECK_EQ_INT(tj_tensor_numel(ym), N * oh * ow * C);
+    CHECK_EQ_INT(tj_tensor_numel(ya), N * oh * ow * C);
+    for (int64_t b = 0; b < N && tj_tensor_numel(ya) == N * oh * ow * C; b++)
+        for (int64_t oy = 0; oy < oh; oy++)
+            for (int64_t ox = 0; ox < ow; ox++)
+                for (int64_t c = 0; c < C; c++) {
+                    double m = 0, sum = 0;
+                    int64_t n = 0;
+                    for (int64_t iy = oy * s - pt; iy < oy * s - pt + k; iy++)
+                        for (int64_t ix = ox * s - pl; ix < ox * s - pl + k; ix++) {
+                            if (iy < 0 || iy >= H || ix < 0 || ix >= W)
+                                continue;
+                            double v = xv[((b * H + iy) * W + ix) * C + c];
+                            if (n == 0 || v > m || (isnan(v) && !isnan(m)))
+                                m = v;
+                            sum += v, n++;
+                        }
+                    int64_t q = ((b * oh + oy) * ow + ox) * C + c;
+                    double gm = tj_tensor_get_f64(ym, q), ga = tj_tensor_get_f64(ya, q);
+                    bad_m += !(gm == m || (isnan(gm) && isnan(m)));
+                    bad_a += !(fabs(ga - sum / (double)n) <= 1e-5 * (1 + fabs(sum)) ||
+                               (isnan(ga) && isnan(sum)));
+                }
+    CHECK_MSG(bad_m == 0 && bad_a == 0,
+              "pool %lldx%lldx%lldx%lld k%d s%d: %lld max, %lld average values off", (long long)N,
+              (long long)H, (long long)W, (long long)C, k, s, (long long)bad_m, (long long)bad_a);
+    tj_scope_end();
+}
+
 static int g_pk[2], g_ps[2], g_pd[2];
 static tj_padding g_pp;
 static const int64_t *g_pads;
@@ -734,6 +779,9 @@ int main(void) {
     conv_cases();
     conv_grads();
     pool_cases();
+    pool_vs_loops(1, 35, 35, 288, 3, 1); /* Inception's 3x3 average: rows over the threads */
+    pool_vs_loops(1, 31, 29, 64, 3, 2);  /* stride 2: the direct max kernel by rows */
+    pool_vs_loops(2, 12, 9, 5, 2, 2);
     dilated_pools();
     xent_cases();
     conv_errors();
