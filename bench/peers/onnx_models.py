@@ -21,7 +21,6 @@ import common  # noqa: F401  (thread setup before numpy loads)
 import json
 import os
 import re
-import resource
 import subprocess
 import sys
 import tempfile
@@ -215,26 +214,36 @@ def ort_session(model):
     return ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
 
 
+def peak_kb():
+    """This process's peak resident memory in KiB (VmHWM: its own; getrusage's ru_maxrss would
+    carry the forking parent's, which exec keeps)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return 0
+
+
 def ort_first_child(model, inputs):
     """In a new process (`--ort-first`), as tracejit's first call is: onnxruntime imported and
     the inputs read before the clock starts; then session + one run, twice: the process's first
     session (which also sets up ORT's environment) and a second one in the warm process. Prints
     the two times in milliseconds."""
     sess_in = [read_pb(p) for p in inputs]
-    base_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    ms, peak_kb = [], 0
+    base_kb = peak_kb()
+    ms, peak = [], 0
     for _ in range(2):
         t0 = time.perf_counter()
         sess = ort_session(model)
         feeds = {i.name: v for i, v in zip(sess.get_inputs(), sess_in)}
         sess.run(None, feeds)
         ms.append((time.perf_counter() - t0) * 1e3)
-        if not peak_kb:  # the first session and its run: the process's peak until now
+        if not peak:  # the first session and its run: the process's peak until now
             for _ in range(2):
                 sess.run(None, feeds)
-            peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            peak = peak_kb()
         del sess
-    print(json.dumps(dict(first_ms=ms[0], second_ms=ms[1], peak_mb=peak_kb / 1024,
+    print(json.dumps(dict(first_ms=ms[0], second_ms=ms[1], peak_mb=peak / 1024,
                           base_mb=base_kb / 1024)))
 
 
@@ -264,7 +273,8 @@ def time_ort(model, inputs, reps):
 
 
 LINE = re.compile(r"load ([\d.]+) ms; first call \(trace \+ passes \+ compile \+ run\) ([\d.]+) ms; "
-                  r"median of \d+ calls ([\d.]+) ms; native code ([\d.]+) ms after")
+                  r"median of \d+ calls ([\d.]+) ms; native code ([\d.]+) ms after the first "
+                  r"call; peak resident ([\d.]+) MB")
 
 
 def tracejit_env():
@@ -276,20 +286,15 @@ def tracejit_env():
 
 def tracejit_run(model, inputs, reps, cache):
     """`tj_onnx time` in a new process: (load + first call, median per call, native after) ms
-    and the process's peak resident memory (MB, from its rusage)."""
+    and the process's peak resident memory (MB, as the tool reports it)."""
     env = dict(tracejit_env(), TJ_CACHE_DIR=cache)
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        p = subprocess.Popen([TOOL, "time", model, str(reps)] + inputs, env=env, stdout=out,
-                             stderr=err, text=True)
-        _, status, usage = os.wait4(p.pid, 0)
-        p.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0), err.seek(0)
-        stdout, stderr = out.read(), err.read()
-    m = LINE.search(stdout)
+    p = subprocess.run([TOOL, "time", model, str(reps)] + inputs, env=env, capture_output=True,
+                       text=True)
+    m = LINE.search(p.stdout)
     if p.returncode or not m:
-        raise RuntimeError(f"tj_onnx time {model}: {stdout}{stderr}")
-    load, first, med, native = map(float, m.groups())
-    return load + first, med, native, usage.ru_maxrss / 1024
+        raise RuntimeError(f"tj_onnx time {model}: {p.stdout}{p.stderr}")
+    load, first, med, native, peak = map(float, m.groups())
+    return load + first, med, native, peak
 
 
 def time_first_calls(model, inputs, reps, rounds):
@@ -386,7 +391,7 @@ def markdown(rows, when, rounds):
              "state: median per call, timed once the native code runs. Ratios above 1 favour "
              "tracejit for steady state (ORT / tracejit); the first-call ratio is tracejit cold / "
              "ORT's second session, of the medians (the goal is at most 3). Peak memory: the "
-             "largest resident set of each process (rusage, median of the rounds): ONNX Runtime's "
+             "largest resident set of each process (its VmHWM, median of the rounds): ONNX Runtime's "
              "after its first session and three runs, Python, NumPy and onnxruntime included "
              "(the column after it: that process before the session); tracejit's `tj_onnx time` "
              "process over its calls.", "",

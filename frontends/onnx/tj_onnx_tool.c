@@ -3,7 +3,8 @@
  *   tj_onnx run [-o DIR] MODEL IN.pb...   runs the model on TensorProto inputs, prints the
  *                                         outputs, or saves them as DIR/output_K.pb
  *   tj_onnx time MODEL N IN.pb...         load, first call (trace + compile), median of N calls
- *                                         (after the background compile: the native code's)
+ *                                         (after the background compile: the native code's),
+ *                                         the process's peak resident memory
  * Exit status: 0, 1 on an error (printed), 2 on bad usage. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,20 @@
 #include <time.h>
 
 #include "tj_onnx.h"
+
+/* This process's peak resident memory in KiB (Linux's VmHWM: the process's own, which a fork and
+ * exec do not inherit as getrusage's ru_maxrss does); -1 where /proc does not say. */
+static long peak_kb(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "VmHWM:", 6))
+            kb = strtol(line + 6, NULL, 10);
+    if (f)
+        fclose(f);
+    return kb;
+}
 
 static int usage(void) {
     fprintf(stderr, "usage: tj_onnx show MODEL\n"
@@ -120,8 +135,12 @@ int main(int argc, char **argv) {
         }
         qsort(v, (size_t)reps, sizeof *v, cmp_d);
         printf("%s: load %.3f ms; first call (trace + passes + compile + run) %.3f ms; median "
-               "of %d calls %.4f ms; native code %.1f ms after the first call\n",
+               "of %d calls %.4f ms; native code %.1f ms after the first call",
                argv[2], t_load, first_ms, reps, v[reps / 2], wait_ms);
+        long hwm = peak_kb();
+        if (hwm >= 0)
+            printf("; peak resident %.1f MB", (double)hwm / 1024);
+        printf("\n");
         free(v);
     }
     tj_release(r);
