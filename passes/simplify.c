@@ -388,15 +388,15 @@ static uint32_t sink_transpose(pass_rebuild *rb, const ir_node *n, const uint32_
 
 /* concat(x) = x, and concat(T_p(x1), ..., T_p(xk), axis a) = T_p(concat(x1, ..., xk, axis p[a]))
  * when every operand is the same full transpose: an imported DenseNet concatenates its layers' NCHW
- * outputs (each the transpose back from a convolution's NHWC), so its 120 transposes could not
+ * outputs (each the transpose back from a convolution's NHWC), so its 124 transposes could not
  * cancel. An operand's transpose with other users stays for them (a DenseNet feature feeds every
  * later concat of its block, each of which sinks in turn, so they die): at worst one transpose of
  * the concatenation is added. m: the k operands' dst ids. */
 static uint32_t sink_concat(pass_rebuild *rb, const ir_node *n, const uint32_t *m) {
     if (n->op != IR_OP_CONCAT || n->n_in < 1 || !shape_known(n))
         return IR_NONE;
-    if (n->n_in ==
-        1) /* a concat of one operand (torch.cat of a one-element list) is that operand */
+    /* a concat of one operand (torch.cat of a one-element list) is that operand */
+    if (n->n_in == 1)
         return replace_with(rb, n, m[0]);
     const ir_node *t0 = ir_node_get(rb->dst, m[0]);
     if (!full_perm(t0) || t0->rank != n->rank)
