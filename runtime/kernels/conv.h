@@ -50,6 +50,11 @@ int rt_max_pool_direct(const rt_conv_geom *p, const float *x, float *y, int64_t 
 /* The same for output rows [oy0, oy1) of sample b only. */
 int rt_max_pool_direct_rows(const rt_conv_geom *p, const float *x, float *y, int64_t b, int64_t oy0,
                             int64_t oy1);
+/* Average pooling of rows [oy0, oy1) of sample b on the vector kernels: the same sums in the same
+ * order as pool.c's loops, divided by each window's count inside the input; 1 when not run (no
+ * vector ISA, a dilated window). */
+int rt_avg_pool_direct_rows(const rt_conv_geom *p, const float *x, float *y, int64_t b, int64_t oy0,
+                            int64_t oy1);
 
 /* The forward convolution by bands of output rows, for a consumer fused behind it (the CPU
  * program's conv step: its epilogue and max pool): band i of image b is rows

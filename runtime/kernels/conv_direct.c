@@ -386,6 +386,15 @@ int rt_max_pool_direct_rows(const rt_conv_geom *p, const float *x, float *y, int
     return 0;
 }
 
+int rt_avg_pool_direct_rows(const rt_conv_geom *p, const float *x, float *y, int64_t b, int64_t oy0,
+                            int64_t oy1) {
+    const rt_simd_kernels *k = rt_simd();
+    if (!k || p->dh != 1 || p->dw != 1)
+        return 1;
+    k->avg_pool_rows(p, x, y, b, oy0, oy1);
+    return 0;
+}
+
 int rt_max_pool_direct(const rt_conv_geom *p, const float *x, float *y, int64_t b) {
     return rt_max_pool_direct_rows(p, x, y, b, 0, p->oh);
 }

@@ -74,6 +74,8 @@ typedef struct rt_simd_kernels {
     /* max pooling of sample b; one pooled row from its window's nr input rows (conv.h) */
     void (*max_pool_rows)(const rt_conv_geom *p, const float *x, float *y, int64_t b, int64_t oy0,
                           int64_t oy1);
+    void (*avg_pool_rows)(const rt_conv_geom *p, const float *x, float *y, int64_t b, int64_t oy0,
+                          int64_t oy1);
     void (*max_pool_band)(const rt_conv_geom *p, const float *rows, int64_t nr, float *y);
     /* product task i of ctx (an rt_gemm_task) */
     void (*gemm_piece)(void *ctx, int64_t i);

@@ -37,6 +37,7 @@ typedef __mmask16 vm;
 #define v_storem(p, m, x) _mm512_mask_storeu_ps((p), (m), (x))
 #define v_fma(a, b, c) _mm512_fmadd_ps((a), (b), (c))
 #define v_add(a, b) _mm512_add_ps((a), (b))
+#define v_div(a, b) _mm512_div_ps((a), (b))
 #define v_max(v, m) _mm512_max_ps((v), (m))
 #define v_unord(x) _mm512_cmp_ps_mask((x), (x), _CMP_UNORD_Q)
 #define v_gt0u(x) _mm512_cmp_ps_mask((x), _mm512_setzero_ps(), _CMP_NLE_UQ)
@@ -63,6 +64,7 @@ typedef __m256i vm; /* all ones in a lane that is on */
 #define v_storem(p, m, x) _mm256_maskstore_ps((p), (m), (x))
 #define v_fma(a, b, c) _mm256_fmadd_ps((a), (b), (c))
 #define v_add(a, b) _mm256_add_ps((a), (b))
+#define v_div(a, b) _mm256_div_ps((a), (b))
 #define v_max(v, m) _mm256_max_ps((v), (m))
 #define v_unord(x) _mm256_castps_si256(_mm256_cmp_ps((x), (x), _CMP_UNORD_Q))
 #define v_gt0u(x) _mm256_castps_si256(_mm256_cmp_ps((x), _mm256_setzero_ps(), _CMP_NLE_UQ))
@@ -89,6 +91,7 @@ typedef uint32x4_t vm; /* all ones in a lane that is on */
 #define v_store(p, x) vst1q_f32((p), (x))
 #define v_fma(a, b, c) vfmaq_f32((c), (a), (b))
 #define v_add(a, b) vaddq_f32((a), (b))
+#define v_div(a, b) vdivq_f32((a), (b))
 #define v_max(v, m) vbslq_f32(vcgtq_f32((v), (m)), (v), (m)) /* NaN on either side: m */
 #define v_unord(x) vmvnq_u32(vceqq_f32((x), (x)))
 #define v_gt0u(x) vmvnq_u32(vcleq_f32((x), vdupq_n_f32(0.0f)))
