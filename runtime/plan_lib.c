@@ -129,8 +129,8 @@ void rt_plan_simple_epi(const ir_graph *g, rt_step *s) {
                    n_add < RT_STEP_EPI_ADDS) {
             uint32_t b = in[0] == cur ? in[1] : in[0], at = s->epi.n_in;
             const ir_node *bn = ir_node_get(g, b);
-            for (uint32_t j = 0; j < s->epi.n_in; j++)
-                if (s->epi.in[j] == b && b != s->id)
+            for (uint32_t j = 0; j < s->epi.n_in && b != s->id; j++) /* not the product itself */
+                if (s->epi.in[j] == b)
                     at = j;
             bool row = bn->rank >= 1 && ir_numel(bn->rank, bn->dims) == n_cols &&
                        bn->dims[bn->rank - 1] == n_cols;
@@ -148,15 +148,15 @@ void rt_plan_simple_epi(const ir_graph *g, rt_step *s) {
     s->epi_simple = 1, s->epi_relu = relu, s->epi_n_add = n_add;
 }
 
-/* The epilogue of step s for its tiles, reading bufs (its buffers), the output rows being
- * n_cols floats: false when s's is not one (rt_plan_simple_epi), or a full addend overlaps the
- * output [out, out + bytes) (a residual the plan overwrites in place: the tiles store partial
- * sums in the output before they read it). */
-static bool tiles_epi(const rt_step *s, void *const *bufs, int64_t n_cols, const void *out,
-                      size_t bytes, rt_gemm_epi *e) {
+/* The epilogue of step s for its tiles, reading bufs (its buffers; the output, `bytes` long in
+ * rows of n_cols floats, at bufs[epi.n_in]): false when s's is not one (rt_plan_simple_epi), or a
+ * full addend overlaps the output (a residual the plan overwrites in place: the tiles store
+ * partial sums in the output before they read it). */
+static bool tiles_epi(const rt_step *s, void *const *bufs, int64_t n_cols, size_t bytes,
+                      rt_gemm_epi *e) {
     if (!s->epi_simple)
         return false;
-    const char *o = out;
+    const char *o = bufs[s->epi.n_in];
     memset(e, 0, sizeof *e);
     e->n_add = s->epi_n_add, e->relu = s->epi_relu, e->ld = n_cols;
     for (int i = 0; i < s->epi_n_add; i++) {
@@ -200,10 +200,8 @@ void rt_plan_gemm(rt_plan *p, const rt_step *s, const char *A, const char *B, ch
     /* an epilogue of additions and relu applied by the tiles: the product goes to the
      * epilogue's output */
     rt_gemm_epi ge;
-    const rt_gemm_epi *gep = s->epi_simple && (pb || rt_plan_own_gemm(s)) &&
-                                     tiles_epi(s, bufs, mm->n, bufs[s->epi.n_in], bytes, &ge)
-                                 ? &ge
-                                 : NULL;
+    const rt_gemm_epi *gep =
+        (pb || rt_plan_own_gemm(s)) && tiles_epi(s, bufs, mm->n, bytes, &ge) ? &ge : NULL;
     if (gep)
         C = (char *)bufs[s->epi.n_in];
     if (pb) { /* the product on the pool, then (unless the tiles did) the epilogue on the pool */
@@ -410,12 +408,11 @@ tj_status rt_plan_conv(rt_plan *p, const rt_step *s, const void *x, const void *
             c.eo = s->epi.n_in; /* its one output, which the pool reads */
     }
     /* on the product route an epilogue of additions and relu runs in the product's tiles, into
-     * the epilogue's output: no pass over the convolution's output (ResNet-50's 1x1 expansions
-     * with their residual at 56 x 56: 1.3 -> 0.9 ms) */
+     * the epilogue's output: no temporary for the convolution's output (no faster here: the
+     * residual's reads cost in the tiles what the separate pass cost; bench/RESULTS.md) */
     rt_gemm_epi ge;
     if (direct && !s->pool && rt_conv_direct_as_product(&cg) &&
-        tiles_epi(s, bufs, cg.o, bufs[s->epi.n_in], (size_t)(cg.n * cg.oh * c.row) * sizeof(float),
-                  &ge) &&
+        tiles_epi(s, bufs, cg.o, (size_t)(cg.n * cg.oh * c.row) * sizeof(float), &ge) &&
         rt_conv_direct_product(&cg, x, w, conv_filter(p, s, &cg, w), &ge, bufs[s->epi.n_in]) == 0)
         return TJ_OK;
     int64_t band = s->pool ? c.pg.kh : RT_CONV_BAND_FLOATS / c.row;

@@ -505,10 +505,6 @@ static tj_status check_graph_in(tj_onnx_model *m, ox_names *known) {
  * and the file's layout is released. */
 enum { USE_NONE, USE_FILTER, USE_GEMM_BT, USE_OTHER };
 
-static int default_domain(const Onnx__NodeProto *p) {
-    return !p->domain || !*p->domain || !strcmp(p->domain, "ai.onnx");
-}
-
 static void note_use(uint8_t *use, uint32_t k, int how) {
     use[k] = use[k] == USE_NONE || use[k] == how ? (uint8_t)how : USE_OTHER;
 }
@@ -517,14 +513,17 @@ static void note_use(uint8_t *use, uint32_t k, int how) {
  * (a subgraph's reads count as other uses). */
 static void scan_uses(const tj_onnx_model *m, const Onnx__GraphProto *g, const ox_names *idx,
                       uint8_t *use, int top, int depth) {
+    uint32_t k;
+    for (size_t i = 0; g && i < g->n_output; i++) /* a graph's (or a branch's) output as it is */
+        if (g->output[i]->name && ox_names_get(idx, g->output[i]->name, &k))
+            use[k] = USE_OTHER;
     for (size_t i = 0; g && i < g->n_node && depth < OX_MAX_GRAPH_DEPTH; i++) {
         const Onnx__NodeProto *p = g->node[i];
         ox_node n = {p, (int)i, m->opset, NULL};
-        int conv = top && p->op_type && default_domain(p) && !strcmp(p->op_type, "Conv");
-        int gemm_bt = top && p->op_type && default_domain(p) && !strcmp(p->op_type, "Gemm") &&
-                      ox_attr_i(&n, "transB", 0) != 0;
+        /* the main graph is checked (check_graph): every node of the default domain, an op */
+        int conv = top && !strcmp(p->op_type, "Conv");
+        int gemm_bt = top && !strcmp(p->op_type, "Gemm") && ox_attr_i(&n, "transB", 0) != 0;
         for (size_t j = 0; j < p->n_input; j++) {
-            uint32_t k;
             if (!p->input[j] || !ox_names_get(idx, p->input[j], &k))
                 continue;
             const tj_tensor *t = m->inits[k];
@@ -580,14 +579,8 @@ static tj_status prelay(tj_onnx_model *m) {
     for (size_t k = 0; k < g->n_initializer && !st; k++)
         if (g->initializer[k]->name && ox_names_put(&idx, g->initializer[k]->name, (uint32_t)k))
             st = tj_set_error(TJ_ERR_OOM, "onnx: out of memory");
-    if (!st) {
+    if (!st)
         scan_uses(m, g, &idx, use, 1, 0);
-        for (size_t k = 0; k < g->n_output; k++) {
-            uint32_t i;
-            if (g->output[k]->name && ox_names_get(&idx, g->output[k]->name, &i))
-                use[i] = USE_OTHER;
-        }
-    }
     for (size_t k = 0; k < g->n_initializer && !st; k++) {
         if (use[k] != USE_FILTER && use[k] != USE_GEMM_BT)
             continue;
@@ -686,8 +679,6 @@ static tj_status load(tj_onnx_model *m, const void *data, size_t size, bool mapp
         if (tj_status_of(m->inits[k]))
             st = tj_set_error(tj_status_of(m->inits[k]), "%s", tj_error_message(m->inits[k]));
     }
-    if (!st && !m->opts.initializers_as_variables)
-        st = prelay(m);
     if (!st && m->opts.initializers_as_variables) {
         if (!(m->ivars = calloc(g->n_initializer + 1, sizeof *m->ivars)))
             return tj_set_error(TJ_ERR_OOM, "onnx: out of memory");
@@ -698,6 +689,8 @@ static tj_status load(tj_onnx_model *m, const void *data, size_t size, bool mapp
     }
     if (!st)
         st = check_graph(m);
+    if (!st && !m->opts.initializers_as_variables) /* on a checked main graph */
+        st = prelay(m);
     if (!st && !(m->is_value = calloc((size_t)m->n_in + 1, 1)))
         st = tj_set_error(TJ_ERR_OOM, "onnx: out of memory");
     if (!st)

@@ -43,18 +43,13 @@ struct rt_gemm_epi;
  * filter of the right size, no memory). */
 int rt_conv_direct_product(const rt_conv_geom *g, const float *x, const float *w,
                            const struct rt_packed_b *pb, const struct rt_gemm_epi *epi, float *y);
-/* Max pooling of sample b (window kh x kw, strides sh, sw, pads pt, pl; no dilation), the
- * channels as vector lanes: 0 when it wrote sample b's outputs, 1 when it did not run (no
- * AVX-512). NaN wins, as in pool.c's loops. */
-int rt_max_pool_direct(const rt_conv_geom *p, const float *x, float *y, int64_t b);
-/* The same for output rows [oy0, oy1) of sample b only. */
-int rt_max_pool_direct_rows(const rt_conv_geom *p, const float *x, float *y, int64_t b, int64_t oy0,
-                            int64_t oy1);
-/* Average pooling of rows [oy0, oy1) of sample b on the vector kernels: the same sums in the same
- * order as pool.c's loops, divided by each window's count inside the input; 1 when not run (no
- * vector ISA, a dilated window). */
-int rt_avg_pool_direct_rows(const rt_conv_geom *p, const float *x, float *y, int64_t b, int64_t oy0,
-                            int64_t oy1);
+/* Max pooling (avg 0: NaN wins, the first maximum, as in pool.c's loops) or average pooling
+ * (avg 1: each window's elements inside the input summed in the loops' order, divided by their
+ * count) of output rows [oy0, oy1) of sample b (window kh x kw, strides sh, sw, pads pt, pl),
+ * the channels as vector lanes: 0 when it wrote those rows, 1 when it did not run (no vector
+ * ISA of direct.h, a dilated window). */
+int rt_pool_direct_rows(const rt_conv_geom *p, int avg, const float *x, float *y, int64_t b,
+                        int64_t oy0, int64_t oy1);
 
 /* The forward convolution by bands of output rows, for a consumer fused behind it (the CPU
  * program's conv step: its epilogue and max pool): band i of image b is rows
@@ -67,7 +62,8 @@ typedef void (*rt_conv_band_fn)(void *ctx, int64_t b, int64_t r0, int64_t rows, 
 int rt_conv_direct_fwd_bands(const rt_conv_geom *g, const float *x, const float *w, int64_t band,
                              int64_t oh_used, rt_conv_band_fn fn, void *ctx);
 /* One output row of a max pool (p: pt 0, no dilation) from the nr input rows of its window
- * (rows: [nr][p->w][p->c]) into y ([p->ow][p->c]); AVX-512 only (rt_max_pool_direct's test). */
+ * (rows: [nr][p->w][p->c]) into y ([p->ow][p->c]); vector ISAs only (rt_pool_direct_rows's test).
+ */
 void rt_max_pool_band(const rt_conv_geom *p, const float *rows, int64_t nr, float *y);
 
 #endif

@@ -377,26 +377,13 @@ int rt_conv_direct_input_grad(const rt_conv_geom *g, const float *dy, const floa
     return r;
 }
 
-int rt_max_pool_direct_rows(const rt_conv_geom *p, const float *x, float *y, int64_t b, int64_t oy0,
-                            int64_t oy1) {
+int rt_pool_direct_rows(const rt_conv_geom *p, int avg, const float *x, float *y, int64_t b,
+                        int64_t oy0, int64_t oy1) {
     const rt_simd_kernels *k = rt_simd();
     if (!k || p->dh != 1 || p->dw != 1)
         return 1;
-    k->max_pool_rows(p, x, y, b, oy0, oy1);
+    (avg ? k->avg_pool_rows : k->max_pool_rows)(p, x, y, b, oy0, oy1);
     return 0;
-}
-
-int rt_avg_pool_direct_rows(const rt_conv_geom *p, const float *x, float *y, int64_t b, int64_t oy0,
-                            int64_t oy1) {
-    const rt_simd_kernels *k = rt_simd();
-    if (!k || p->dh != 1 || p->dw != 1)
-        return 1;
-    k->avg_pool_rows(p, x, y, b, oy0, oy1);
-    return 0;
-}
-
-int rt_max_pool_direct(const rt_conv_geom *p, const float *x, float *y, int64_t b) {
-    return rt_max_pool_direct_rows(p, x, y, b, 0, p->oh);
 }
 
 void rt_max_pool_band(const rt_conv_geom *p, const float *rows, int64_t nr, float *y) {

@@ -311,17 +311,14 @@ static void pool_rows(void *ctx, int64_t i) {
     const geom *p = t->p;
     int64_t b = i / t->groups, oy0 = i % t->groups * t->per,
             oy1 = oy0 + t->per < p->oh ? oy0 + t->per : p->oh;
-    int exact = rt_config_get()->exact_math;
-    if (t->n->op == IR_OP_AVG_POOL2D) { /* the vector kernels sum in the loops' order */
-        if (t->f32 && (exact || rt_avg_pool_direct_rows(p, t->a, t->out, b, oy0, oy1)))
-            avg_pool_float(p, t->a, t->out, b, oy0, oy1);
-        else if (!t->f32)
-            avg_pool_double(p, t->a, t->out, b, oy0, oy1);
-    } else if (t->f32 && (exact || rt_max_pool_direct_rows(p, t->a, t->out, b, oy0, oy1))) {
-        max_pool_float(p, t->a, t->out, b, oy0, oy1);
-    } else if (!t->f32) {
-        max_pool_double(p, t->a, t->out, b, oy0, oy1);
-    }
+    int avg = t->n->op == IR_OP_AVG_POOL2D;
+    if (t->f32 && !rt_config_get()->exact_math && /* the vector kernels: the loops' order */
+        rt_pool_direct_rows(p, avg, t->a, t->out, b, oy0, oy1) == 0)
+        return;
+    if (t->f32)
+        (avg ? avg_pool_float : max_pool_float)(p, t->a, t->out, b, oy0, oy1);
+    else
+        (avg ? avg_pool_double : max_pool_double)(p, t->a, t->out, b, oy0, oy1);
 }
 
 static void pool_sample(void *ctx, int64_t b) {

@@ -34,6 +34,9 @@ if ! cmp -s "$tmp/output_0.pb" "$case_dir/test_data_set_0/output_0.pb"; then
 fi
 check time 0 "median of 5 calls" -- \
   "$tool" time "$case_dir/model.onnx" 5 "$case_dir/test_data_set_0/input_0.pb"
+# the process's peak resident memory (Linux's VmHWM), which onnx_models.py reads
+check time_peak 0 "; peak resident " -- \
+  "$tool" time "$case_dir/model.onnx" 2 "$case_dir/test_data_set_0/input_0.pb"
 check usage 2 "usage: tj_onnx" -- "$tool" frobnicate "$case_dir/model.onnx"
 check arity 2 "the model takes 1 inputs, 0 given" -- "$tool" run "$case_dir/model.onnx"
 check missing 1 "cannot open $tmp/none.onnx" -- "$tool" show "$tmp/none.onnx"

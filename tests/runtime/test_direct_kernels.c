@@ -146,36 +146,46 @@ static void conv_case(int64_t n, int64_t h, int64_t c, int64_t k, int64_t o, int
     free(x), free(w), free(dy), free(y), free(yr), free(dw), free(dwr), free(dx), free(dxr);
 }
 
+/* Max and average pooling of two 9x9 images against loops: the max's first maximum and NaN
+ * (which wins its windows), the average over the window's elements inside the input, summed in
+ * (ky, kx) order and divided by their count (the same float operations: equal values); rows
+ * [1, oh) first, then row 0, as the pool's tasks split them. */
 static void pool_case(int64_t c, int64_t k, int64_t s, int64_t pad, int vec) {
     rt_conv_geom p = geom(2, 9, 9, c, k, c, s, pad);
     size_t nx = (size_t)(2 * 9 * 9 * c), ny = (size_t)(2 * p.oh * p.ow * c);
-    float *x = rnd(nx, 4), *y = calloc(ny, 4), *yr = calloc(ny, 4);
-    x[5 * c + c / 2] = NAN; /* a NaN wins its windows */
+    float *x = rnd(nx, 4), *y = calloc(ny, 4), *ym = calloc(ny, 4), *ya = calloc(ny, 4);
+    x[5 * c + c / 2] = NAN; /* a NaN wins its windows, and spoils their averages */
     for (int64_t b = 0; b < 2; b++)
         for (int64_t oy = 0; oy < p.oh; oy++)
             for (int64_t ox = 0; ox < p.ow; ox++)
                 for (int64_t ch = 0; ch < c; ch++) {
-                    float m = 0;
-                    int first = 1;
+                    float m = 0, sum = 0;
+                    int n = 0;
                     for (int64_t ky = 0; ky < k; ky++)
                         for (int64_t kx = 0; kx < k; kx++) {
                             int64_t iy = oy * s + ky - pad, ix = ox * s + kx - pad;
                             if (iy < 0 || iy >= 9 || ix < 0 || ix >= 9)
                                 continue;
                             float v = x[((b * 9 + iy) * 9 + ix) * c + ch];
-                            if (first || (!isnan(m) && (isnan(v) || v > m)))
+                            if (n == 0 || (!isnan(m) && (isnan(v) || v > m)))
                                 m = v; /* the first maximum, the first NaN */
-                            first = 0;
+                            sum += v, n++;
                         }
-                    yr[((b * p.oh + oy) * p.ow + ox) * c + ch] = m;
+                    ym[((b * p.oh + oy) * p.ow + ox) * c + ch] = m;
+                    ya[((b * p.oh + oy) * p.ow + ox) * c + ch] = sum / (float)n;
                 }
-    int ran = 1;
-    for (int64_t b = 0; b < 2; b++)
-        ran &= rt_max_pool_direct(&p, x, y, b) == 0;
-    CHECK_MSG(ran == vec, "max pool c%lld: the kernel %s", (long long)c, ran ? "ran" : "declined");
-    if (ran)
-        close_to(y, yr, ny, "max pool");
-    free(x), free(y), free(yr);
+    for (int avg = 0; avg < 2; avg++) {
+        int ran = 1;
+        memset(y, 0, ny * 4);
+        for (int64_t b = 0; b < 2; b++)
+            ran &= rt_pool_direct_rows(&p, avg, x, y, b, 1, p.oh) == 0 &&
+                   rt_pool_direct_rows(&p, avg, x, y, b, 0, 1) == 0;
+        CHECK_MSG(ran == vec, "%s pool c%lld: the kernel %s", avg ? "average" : "max", (long long)c,
+                  ran ? "ran" : "declined");
+        if (ran)
+            close_to(y, avg ? ya : ym, ny, avg ? "average pool" : "max pool");
+    }
+    free(x), free(y), free(ym), free(ya);
 }
 
 static void gemm_case(int64_t m, int64_t n, int64_t k) {
