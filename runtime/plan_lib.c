@@ -168,17 +168,19 @@ static bool tiles_epi(const rt_step *s, void *const *bufs, int64_t n_cols, size_
     return true;
 }
 
-/* Step s's constant B ([K][N] with row length ldb, or stored [N][K] if trans), packed at the
- * first run and kept by the step; NULL when s does not pack or packing failed. */
+/* Step s's constant B ([K][N] with row length ldb, or stored [N][K] if trans), or its constant
+ * filter when conv (a convolution's geometry) is given, packed at the first run and kept by the
+ * step; NULL when s does not pack or packing failed. */
 static const rt_packed_b *packed_b(rt_plan *p, const rt_step *s, const char *B, int64_t K,
-                                   int64_t N, int64_t ldb, int trans) {
+                                   int64_t N, int64_t ldb, int trans, const rt_conv_geom *conv) {
     if (!s->packs)
         return NULL;
     rt_step *w = &p->steps[s - p->steps]; /* the plan's own step: its cache is mutable */
     rt_packed_b *pb = __atomic_load_n(&w->packed, __ATOMIC_ACQUIRE), *none = NULL;
     if (pb || __atomic_load_n(&w->no_pack, __ATOMIC_RELAXED))
         return pb;
-    if (!(pb = rt_gemm_pack((const float *)B, K, N, ldb, trans))) {
+    if (!(pb = conv ? rt_conv_direct_pack(conv, (const float *)B)
+                    : rt_gemm_pack((const float *)B, K, N, ldb, trans))) {
         __atomic_store_n(&w->no_pack, 1, __ATOMIC_RELAXED);
         return NULL;
     }
@@ -194,7 +196,7 @@ void rt_plan_gemm(rt_plan *p, const rt_step *s, const char *A, const char *B, ch
                   void *const *bufs) {
     const rt_mm *mm = &s->mm;
     const rt_packed_b *pb =
-        packed_b(p, s, B, mm->k, mm->n, s->trans[1] ? mm->k : mm->n, s->trans[1]);
+        packed_b(p, s, B, mm->k, mm->n, s->trans[1] ? mm->k : mm->n, s->trans[1], NULL);
     bool epi = rt_step_has_epi(s);
     size_t es = ir_dtype_size(mm->dt), bytes = (size_t)(mm->batches * mm->m * mm->n) * es;
     /* an epilogue of additions and relu applied by the tiles: the product goes to the
@@ -333,22 +335,20 @@ static void conv_band(void *ctx, int64_t b, int64_t r0, int64_t nr, float *buf) 
                          c->pool_out + (b * c->pg.oh + r0 / c->pg.sh) * c->pg.ow * c->pg.c);
 }
 
-/* Step s's constant filter w packed once for the product route; NULL when g does not take that
- * route or s does not pack. */
+/* Step s's constant filter w packed once for the route g runs on (rt_conv_direct_pack); NULL
+ * when s does not pack. */
 static const rt_packed_b *conv_filter(rt_plan *p, const rt_step *s, const rt_conv_geom *g,
                                       const void *w) {
-    return rt_conv_direct_as_product(g) ? packed_b(p, s, w, g->kh * g->kw * g->c, g->o, g->o, 0)
-                                        : NULL;
+    return packed_b(p, s, w, 0, 0, 0, 0, g);
 }
 
-/* Step s's convolution (geometry cg) into y: with the direct kernels allowed, on the product
- * route with a constant filter packed once by the step, or on those kernels; else (or when they
- * decline) the reference kernel. */
+/* Step s's convolution (geometry cg) into y: with the direct kernels allowed, on those kernels
+ * (a constant filter packed once by the step); else (or when they decline) the reference
+ * kernel. */
 static tj_status conv_into(rt_plan *p, const rt_step *s, const rt_conv_geom *cg, bool direct,
                            const void *x, const void *w, void *y) {
     const ir_graph *g = p->base.g;
-    if (direct && (rt_conv_direct_product(cg, x, w, conv_filter(p, s, cg, w), NULL, y) == 0 ||
-                   rt_conv_direct_fwd(cg, x, w, y) == 0))
+    if (direct && rt_conv_direct_fwd(cg, x, w, conv_filter(p, s, cg, w), y) == 0)
         return TJ_OK;
     tj_tensor h[3], *hp[2] = {&h[0], &h[1]};
     rt_plan_header(&h[0], ir_node_get(g, s->src[0]), (void *)x);
@@ -418,7 +418,8 @@ tj_status rt_plan_conv(rt_plan *p, const rt_step *s, const void *x, const void *
     int64_t band = s->pool ? c.pg.kh : RT_CONV_BAND_FLOATS / c.row;
     int64_t used = s->pool ? (c.pg.oh * c.pg.kh < cg.oh ? c.pg.oh * c.pg.kh : cg.oh) : cg.oh;
     if (direct && c.row % c.ul == 0 &&
-        rt_conv_direct_fwd_bands(&cg, x, w, band, used, conv_band, &c) == 0)
+        rt_conv_direct_fwd_bands(&cg, x, w, conv_filter(p, s, &cg, w), band, used, conv_band, &c) ==
+            0)
         return TJ_OK;
     /* the product route reads a constant filter packed once, in panels it streams (a model's
      * weights come from memory on every call: ResNet-50's 100 MB at batch 1) */

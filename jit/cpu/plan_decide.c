@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "jit/cpu/program.h"
-#include "runtime/kernels/gemm.h"
 
 bool jit_cpu_fusable(const ir_graph *g, uint32_t id, void *user) {
     return jit_cpu_ew_supported(g, id);
@@ -243,10 +242,9 @@ static tj_status merge_convs(cpu_prog *cp, const uint8_t *is_out) {
             pool = t;
         if (pool == UINT32_MAX && (!epi || !jit_cpu_conv_fusable(g, sp->id, epi, IR_NONE))) {
             /* alone, a convolution with a constant filter is still a step of its own, which
-             * packs the filter once where the product route runs (an imported model's
-             * projections and DenseNet's 3x3s) */
+             * packs the filter once (an imported model's projections and DenseNet's 3x3s) */
             const ir_node *w = ir_node_get(g, ir_inputs(g, n)[1]);
-            if (w->op != IR_OP_CONST || w->dtype != TJ_F32 || !rt_gemm_packed_usable() ||
+            if (w->op != IR_OP_CONST || w->dtype != TJ_F32 ||
                 !jit_cpu_conv_fusable(g, sp->id, NULL, IR_NONE))
                 continue;
             sp->kind = STEP_CONV;

@@ -27,8 +27,8 @@ const pass_partition *jit_cpu_program_partition(const rt_program *p) {
 static bool packable(const cpu_prog *cp, const step *s) {
     const rt_mm *mm = &s->mm;
     const ir_node *b = ir_node_get(cp->rp.base.g, s->src[1]);
-    if (s->kind == STEP_CONV) /* a constant f32 filter, packed where the product route runs */
-        return b->op == IR_OP_CONST && b->dtype == TJ_F32 && rt_gemm_packed_usable();
+    if (s->kind == STEP_CONV) /* a constant f32 filter, packed for the direct kernels' route */
+        return b->op == IR_OP_CONST && b->dtype == TJ_F32;
     return s->kind == STEP_BLAS && mm->dt == TJ_F32 && mm->batches == 1 && !s->trans[0] &&
            mm->k >= 1 && mm->m <= 4096 && b->op == IR_OP_CONST && rt_gemm_packed_usable();
 }

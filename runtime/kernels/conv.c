@@ -540,7 +540,7 @@ tj_status rt_k_conv2d(const ir_node *n, tj_tensor *const *in, tj_tensor *out) {
     }
     /* f32 without exact math: the direct kernels when they take it (conv_direct.c) */
     if (out->dtype == TJ_F32 && !rt_config_get()->exact_math && !rt_config_get()->no_direct_conv) {
-        int r = which == 0   ? rt_conv_direct_fwd(&g, a->data, b->data, out->data)
+        int r = which == 0   ? rt_conv_direct_fwd(&g, a->data, b->data, NULL, out->data)
                 : which == 1 ? rt_conv_direct_input_grad(&g, a->data, b->data, out->data)
                              : rt_conv_direct_filter_grad(&g, a->data, b->data, out->data);
         if (!r)

@@ -7,6 +7,8 @@
 
 #include "ir/ir.h"
 
+struct rt_packed_b;
+
 typedef struct rt_conv_geom {
     int64_t n, h, w, c;     /* input */
     int64_t kh, kw, o;      /* filter */
@@ -23,20 +25,26 @@ rt_conv_geom rt_conv_geom_of(const ir_node *n, const int64_t *x, const int64_t *
                              const int64_t *y);
 rt_conv_geom rt_pool_geom_of(const ir_node *n, const int64_t *x, const int64_t *y);
 
-/* 1 when the direct kernels take this convolution: an AVX-512 CPU, no dilation, no groups, pads
- * smaller than the window. */
+/* 1 when the direct kernels take this convolution: a CPU with a vector ISA of direct.h, no
+ * dilation, no groups, pads smaller than the window. */
 int rt_conv_direct_usable(const rt_conv_geom *g);
 /* Each returns 0 when it wrote every element of its output (y [n,oh,ow,o], dw [kh,kw,c,o],
- * dx [n,h,w,c]), 1 when it did not run (unusable geometry, no memory): use the im2col path. */
-int rt_conv_direct_fwd(const rt_conv_geom *g, const float *x, const float *w, float *y);
+ * dx [n,h,w,c]), 1 when it did not run (unusable geometry, no memory): use the im2col path. The
+ * forward's pw (NULL: none) is w packed by rt_conv_direct_pack, read instead of packing w for the
+ * call. */
+int rt_conv_direct_fwd(const rt_conv_geom *g, const float *x, const float *w,
+                       const struct rt_packed_b *pw, float *y);
 int rt_conv_direct_filter_grad(const rt_conv_geom *g, const float *x, const float *dy, float *dw);
 int rt_conv_direct_input_grad(const rt_conv_geom *g, const float *dy, const float *w, float *dx);
 /* 1 when rt_conv_direct_fwd runs g as a product of its patches and the filter (conv_direct.c:
  * short rows, 1x1 filters), which can then take the filter packed once (a graph constant) and an
  * epilogue in the product's tiles: rt_conv_direct_product. */
 int rt_conv_direct_as_product(const rt_conv_geom *g);
-struct rt_packed_b;
 struct rt_gemm_epi;
+/* g's filter w packed, once, for the route g runs on: the product's panels (rt_gemm_pack) or the
+ * direct tiles' groups of output channels. New, owned by the caller (rt_gemm_packed_free); NULL
+ * when the direct kernels do not take g or memory is short. */
+struct rt_packed_b *rt_conv_direct_pack(const rt_conv_geom *g, const float *w);
 /* g on the product route: the filter packed (pb = rt_gemm_pack(w, KH·KW·C, O, O, 0)) when pb
  * has its size, else w as it lies (NULL: none), then epi (NULL: none) applied by the tiles, y
  * being the product's [N·OH·OW][O] rows. 0 when it ran; 1 when it did not (another route, no
@@ -59,8 +67,9 @@ int rt_pool_direct_rows(const rt_conv_geom *p, int avg, const float *x, float *y
  * (geometry the direct kernels do not take, a band too large, no memory for the padded input). */
 enum { RT_CONV_BAND_FLOATS = 8192 };
 typedef void (*rt_conv_band_fn)(void *ctx, int64_t b, int64_t r0, int64_t rows, float *buf);
-int rt_conv_direct_fwd_bands(const rt_conv_geom *g, const float *x, const float *w, int64_t band,
-                             int64_t oh_used, rt_conv_band_fn fn, void *ctx);
+int rt_conv_direct_fwd_bands(const rt_conv_geom *g, const float *x, const float *w,
+                             const struct rt_packed_b *pw, int64_t band, int64_t oh_used,
+                             rt_conv_band_fn fn, void *ctx);
 /* One output row of a max pool (p: pt 0, no dilation) from the nr input rows of its window
  * (rows: [nr][p->w][p->c]) into y ([p->ow][p->c]); vector ISAs only (rt_pool_direct_rows's test).
  */

@@ -79,24 +79,21 @@ typedef struct pad_job {
     int64_t hp, wp;
 } pad_job;
 
-/* image b of the zero-bordered copy (a task: images are independent) */
-static void pad_image(void *ctx, int64_t b) {
+/* row t = b·hp + r of the zero-bordered copy (a task: rows are independent) */
+static void pad_row(void *ctx, int64_t t) {
     const pad_job *j = ctx;
     const rt_conv_geom *g = j->g;
-    int64_t hp = j->hp, wp = j->wp;
-    for (int64_t r = 0; r < hp; r++) {
-        float *row = j->p + (b * hp + r) * wp * g->c;
-        int64_t iy = r - g->pt;
-        if (iy < 0 || iy >= g->h) {
-            memset(row, 0, (size_t)(wp * g->c) * sizeof(float));
-            continue;
-        }
-        int64_t c0 = g->pl, c1 = g->pl + g->w < wp ? g->pl + g->w : wp; /* copied columns */
-        memset(row, 0, (size_t)(c0 * g->c) * sizeof(float));
-        memcpy(row + c0 * g->c, j->x + (b * g->h + iy) * g->w * g->c,
-               (size_t)((c1 - c0) * g->c) * sizeof(float));
-        memset(row + c1 * g->c, 0, (size_t)((wp - c1) * g->c) * sizeof(float));
+    int64_t wp = j->wp, b = t / j->hp, iy = t % j->hp - g->pt;
+    float *row = j->p + t * wp * g->c;
+    if (iy < 0 || iy >= g->h) {
+        memset(row, 0, (size_t)(wp * g->c) * sizeof(float));
+        return;
     }
+    int64_t c0 = g->pl, c1 = g->pl + g->w < wp ? g->pl + g->w : wp; /* copied columns */
+    memset(row, 0, (size_t)(c0 * g->c) * sizeof(float));
+    memcpy(row + c0 * g->c, j->x + (b * g->h + iy) * g->w * g->c,
+           (size_t)((c1 - c0) * g->c) * sizeof(float));
+    memset(row + c1 * g->c, 0, (size_t)((wp - c1) * g->c) * sizeof(float));
 }
 
 /* The input with a zero border: rows [-pt, Hp - pt) and columns [-pl, Wp - pl) of x, where Hp and
@@ -117,11 +114,13 @@ static float *pad_input(const rt_conv_geom *g, const float *x, rt_dconv *d, size
         return NULL;
     }
     pad_job j = {g, x, p, hp, wp};
-    if (g->n > 1 && *bytes >= ((size_t)1 << 18)) /* the seed CNN's second layer: 2 MB */
-        rt_parallel_for(g->n, pad_image, &j);
+    /* by rows on the pool from 128 KiB (Inception's 17 x 17 x 192 with 3 columns each side: 300
+     * KB, one image: a serial copy before every 1x7 convolution) */
+    if (*bytes >= ((size_t)1 << 17))
+        rt_parallel_for(g->n * hp, pad_row, &j);
     else
-        for (int64_t b = 0; b < g->n; b++)
-            pad_image(&j, b);
+        for (int64_t t = 0; t < g->n * hp; t++)
+            pad_row(&j, t);
     d->x = p, d->xs_row = wp * g->c, d->xs_img = hp * wp * g->c;
     return p;
 }
@@ -146,27 +145,27 @@ static int begin(const rt_conv_geom *g, const float *x, rt_dconv *d, float **pad
     return fail;
 }
 
-/* The filter w ([KH][KW·C][O]) packed for the forward tiles (rt_dconv.w): per group of GROUP
- * output channels, its KH·KW·C taps of GROUP floats, zero past O. A filter row of O floats
- * (O = 100: 400 bytes) is neither a whole number of cache lines nor aligned, so every tap's
- * vectors were split loads, and one group's weights were O/GROUP times the bytes the tile reads.
- * NULL (and d untouched) when memory is short; rt_free it with *bytes. */
-static float *pack_filter(const float *w, rt_dconv *d, size_t *bytes) {
-    int64_t group = d->k->group, ng = (d->O + group - 1) / group, taps = d->KH * d->KWC;
-    *bytes = (size_t)(ng * taps * group) * sizeof(float);
-    float *p = rt_alloc(*bytes);
-    if (!p)
-        return NULL;
-    for (int64_t gi = 0; gi < ng; gi++) {
-        int64_t o0 = gi * group, n = d->O - o0 < group ? d->O - o0 : group;
-        float *dst = p + gi * taps * group;
-        for (int64_t t = 0; t < taps; t++, dst += group) {
-            memcpy(dst, w + t * d->O + o0, (size_t)n * sizeof *dst);
-            memset(dst + n, 0, (size_t)(group - n) * sizeof *dst);
-        }
+/* The filter w ([KH][KW·C][O]) for the forward tiles (rt_dconv.w): pw when it is that packing
+ * (rt_conv_direct_pack, once for a constant filter), else packed for this call into *tmp (rt_free
+ * it with *bytes): per group of GROUP output channels, its KH·KW·C taps of GROUP floats, zero
+ * past O. A filter row of O floats (O = 100: 400 bytes) is neither a whole number of cache lines
+ * nor aligned, so every tap's vectors were split loads, and one group's weights were O/GROUP
+ * times the bytes the tile reads. 1 (d untouched) when memory is short. */
+static int filter_of(const float *w, const rt_packed_b *pw, rt_dconv *d, float **tmp,
+                     size_t *bytes) {
+    int64_t group = d->k->group, taps = d->KH * d->KWC;
+    *tmp = NULL, *bytes = 0;
+    if (pw && pw->panel == group && pw->k == taps && pw->n == d->O) {
+        d->w = pw->p;
+    } else {
+        *bytes = (size_t)((d->O + group - 1) / group * taps * group) * sizeof(float);
+        if (!(*tmp = rt_alloc(*bytes)))
+            return 1;
+        rt_pack_panels_into(*tmp, w, taps, d->O, d->O, 0, group);
+        d->w = *tmp;
     }
-    d->w = p, d->wg = taps * group, d->wt = group;
-    return p;
+    d->wg = taps * group, d->wt = group;
+    return 0;
 }
 
 /* ---- short output rows and 1x1 filters: patches and a product ------------------------------
@@ -238,7 +237,7 @@ static int fwd_as_product(const rt_conv_geom *g, const float *x, const float *w,
                 patch_row(&j, t);
     }
     int r = 1; /* a packed filter of another size and none as it lies: not run */
-    if (pb && pb->k == k && pb->n == g->o)
+    if (pb && pb->panel == RT_PANEL && pb->k == k && pb->n == g->o)
         rt_gemm_packed(pb, m, a, k, y, g->o, epi), r = 0;
     else if (w)
         r = rt_gemm_f32(m, g->o, k, a, k, 0, w, g->o, y, g->o, epi);
@@ -255,15 +254,26 @@ int rt_conv_direct_product(const rt_conv_geom *g, const float *x, const float *w
                : 1;
 }
 
-int rt_conv_direct_fwd(const rt_conv_geom *g, const float *x, const float *w, float *y) {
-    if (rt_conv_direct_as_product(g) && fwd_as_product(g, x, w, NULL, NULL, y) == 0)
+rt_packed_b *rt_conv_direct_pack(const rt_conv_geom *g, const float *w) {
+    if (!rt_conv_direct_usable(g))
+        return NULL;
+    int64_t taps = g->kh * g->kw * g->c;
+    if (as_product(g) && rt_gemm_packed_usable())
+        return rt_gemm_pack(w, taps, g->o, g->o, 0);
+    return rt_pack_panels(w, taps, g->o, g->o, 0, rt_simd()->group);
+}
+
+int rt_conv_direct_fwd(const rt_conv_geom *g, const float *x, const float *w, const rt_packed_b *pw,
+                       float *y) {
+    if (rt_conv_direct_as_product(g) && rt_gemm_packed_usable() &&
+        fwd_as_product(g, x, w, pw, NULL, y) == 0)
         return 0;
     rt_dconv d = {.y = y};
     float *pad, *wp;
     size_t bytes, wbytes;
     if (begin(g, x, &d, &pad, &bytes))
         return 1;
-    if (!(wp = pack_filter(w, &d, &wbytes))) {
+    if (filter_of(w, pw, &d, &wp, &wbytes)) {
         rt_free(pad, bytes);
         return 1;
     }
@@ -296,8 +306,9 @@ static void band_task(void *ctx, int64_t t) {
     bd->fn(bd->ctx, b, r0, nr, buf);
 }
 
-int rt_conv_direct_fwd_bands(const rt_conv_geom *g, const float *x, const float *w, int64_t band,
-                             int64_t oh_used, rt_conv_band_fn fn, void *ctx) {
+int rt_conv_direct_fwd_bands(const rt_conv_geom *g, const float *x, const float *w,
+                             const rt_packed_b *pw, int64_t band, int64_t oh_used,
+                             rt_conv_band_fn fn, void *ctx) {
     if (band < 1 || oh_used < 1 || oh_used > g->oh || band * g->ow * g->o > RT_CONV_BAND_FLOATS)
         return 1;
     if (as_product(g)) /* the caller runs rt_conv_direct_fwd, then its epilogue */
@@ -311,7 +322,7 @@ int rt_conv_direct_fwd_bands(const rt_conv_geom *g, const float *x, const float 
         rt_free(pad, bytes);
         return 1;
     }
-    if (!(wp = pack_filter(w, &bd.d, &wbytes))) {
+    if (filter_of(w, pw, &bd.d, &wp, &wbytes)) {
         rt_free(pad, bytes);
         return 1;
     }
@@ -372,7 +383,7 @@ int rt_conv_direct_input_grad(const rt_conv_geom *g, const float *dy, const floa
                       .dw = 1,
                       .pt = g->kh - 1 - g->pt,
                       .pl = g->kw - 1 - g->pl};
-    int r = rt_conv_direct_fwd(&t, dy, wf, dx);
+    int r = rt_conv_direct_fwd(&t, dy, wf, NULL, dx);
     rt_free(wf, wbytes);
     return r;
 }

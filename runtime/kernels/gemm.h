@@ -6,9 +6,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* B [k, n] in panels of `panel` columns: p is [ceil(n/panel)][k][panel], zero past n (products:
+ * panels of RT_PANEL; the direct convolutions' filters: of rt_simd_kernels.group) */
 typedef struct rt_packed_b {
-    float *p; /* [ceil(n/64)][k][64], zero past n */
-    int64_t k, n;
+    float *p;
+    int64_t k, n, panel;
     size_t bytes;
 } rt_packed_b;
 
@@ -35,6 +37,12 @@ int rt_gemm_f32_takes(int64_t m, int64_t n, int64_t k);
  * packed into panels. New, owned by the caller (rt_gemm_packed_free); NULL when the CPU lacks
  * AVX-512 or memory is short. */
 rt_packed_b *rt_gemm_pack(const float *B, int64_t K, int64_t N, int64_t ldb, int trans);
+/* The same with panels of `panel` columns (any CPU); NULL when memory is short. */
+rt_packed_b *rt_pack_panels(const float *B, int64_t K, int64_t N, int64_t ldb, int trans,
+                            int64_t panel);
+/* B's panels written into dst ([ceil(N/panel)][K][panel] floats). */
+void rt_pack_panels_into(float *dst, const float *B, int64_t K, int64_t N, int64_t ldb, int trans,
+                         int64_t panel);
 void rt_gemm_packed_free(rt_packed_b *pb); /* NULL-safe */
 /* C [M, pb->n] (row length ldc) = A [M, pb->k] (row length lda) · B, then epi (NULL: none), on
  * the runtime's pool. */

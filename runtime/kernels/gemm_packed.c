@@ -33,36 +33,45 @@ int rt_gemm_f32_takes(int64_t m, int64_t n, int64_t k) {
     return rt_gemm_packed_usable() && m >= 1 && n >= 1 && k >= 1 && m <= (1 << 30) / n / k;
 }
 
-/* Panel q of B ([K][N], or [N][K] if trans) into dst: [K][PANEL], zero past N. */
+/* Panel q of B ([K][N], or [N][K] if trans) into dst: [K][panel], zero past N. */
 static void pack_panel(float *dst, const float *B, int64_t K, int64_t N, int64_t ldb, int trans,
-                       int64_t q) {
-    int64_t n0 = q * PANEL, w = N - n0 < PANEL ? N - n0 : PANEL;
-    for (int64_t k = 0; k < K; k++, dst += PANEL) {
+                       int64_t panel, int64_t q) {
+    int64_t n0 = q * panel, w = N - n0 < panel ? N - n0 : panel;
+    for (int64_t k = 0; k < K; k++, dst += panel) {
         if (trans)
             for (int64_t j = 0; j < w; j++)
                 dst[j] = B[(n0 + j) * ldb + k];
         else
             memcpy(dst, B + k * ldb + n0, (size_t)w * sizeof *dst);
-        if (w < PANEL)
-            memset(dst + w, 0, (size_t)(PANEL - w) * sizeof *dst);
+        if (w < panel)
+            memset(dst + w, 0, (size_t)(panel - w) * sizeof *dst);
     }
 }
 
-rt_packed_b *rt_gemm_pack(const float *B, int64_t K, int64_t N, int64_t ldb, int trans) {
-    if (!rt_gemm_packed_usable() || K < 1 || N < 1)
+void rt_pack_panels_into(float *dst, const float *B, int64_t K, int64_t N, int64_t ldb, int trans,
+                         int64_t panel) {
+    for (int64_t q = 0; q < (N + panel - 1) / panel; q++)
+        pack_panel(dst + q * K * panel, B, K, N, ldb, trans, panel, q);
+}
+
+rt_packed_b *rt_pack_panels(const float *B, int64_t K, int64_t N, int64_t ldb, int trans,
+                            int64_t panel) {
+    if (K < 1 || N < 1 || panel < 1)
         return NULL;
-    int64_t np = (N + PANEL - 1) / PANEL;
     rt_packed_b *pb = calloc(1, sizeof *pb);
-    size_t bytes = (size_t)(np * K * PANEL) * sizeof(float);
-    float *p = pb ? aligned_alloc(64, bytes) : NULL;
+    size_t bytes = (size_t)((N + panel - 1) / panel * K * panel) * sizeof(float);
+    float *p = pb ? aligned_alloc(64, (bytes + 63) / 64 * 64) : NULL;
     if (!p) {
         free(pb);
         return NULL;
     }
-    for (int64_t q = 0; q < np; q++)
-        pack_panel(p + q * K * PANEL, B, K, N, ldb, trans, q);
-    pb->p = p, pb->k = K, pb->n = N, pb->bytes = bytes;
+    rt_pack_panels_into(p, B, K, N, ldb, trans, panel);
+    pb->p = p, pb->k = K, pb->n = N, pb->panel = panel, pb->bytes = bytes;
     return pb;
+}
+
+rt_packed_b *rt_gemm_pack(const float *B, int64_t K, int64_t N, int64_t ldb, int trans) {
+    return rt_gemm_packed_usable() ? rt_pack_panels(B, K, N, ldb, trans, PANEL) : NULL;
 }
 
 void rt_gemm_packed_free(rt_packed_b *pb) {
@@ -71,23 +80,48 @@ void rt_gemm_packed_free(rt_packed_b *pb) {
     free(pb);
 }
 
-/* Splits t over the pool: groups of at most ROWS rows (their chunk of A fits L2), then enough
- * groups of panels for two tasks per thread; a single panel splits its rows further. */
+/* Splits t over the pool into groups of rows (at most ROWS: their chunk of A fits L2; at least
+ * two tiles' worth where M allows) by groups of panels, taking the split whose slowest thread has
+ * the least work (tasks in waves of one per thread) and, among those, the fewest tasks from two a
+ * thread up (a spare task a thread lets a thread that gets a core first take more). Two threads
+ * on 6 panels of 64 rows (Inception's 8 x 8 convolutions) ran 3 tasks of 2 panels: one thread
+ * did twice the other's work. */
+static void gemm_split(int64_t M, int64_t np, int64_t threads, int64_t *rows_per,
+                       int64_t *panels_per) {
+    enum { ROWS = RT_GEMM_ROWS, MIN_ROWS = 12 };
+    int64_t rg_min = (M + ROWS - 1) / ROWS, rg_max = M / MIN_ROWS, want = 2 * threads;
+    if (rg_max > rg_min + 4 * threads)
+        rg_max = rg_min + 4 * threads;
+    if (rg_max < rg_min)
+        rg_max = rg_min;
+    int64_t best_cost = INT64_MAX, best_tasks = 0;
+    for (int64_t rg = rg_min; rg <= rg_max; rg++) {
+        int64_t rp = (M + rg - 1) / rg;
+        if (rg > rg_min && rp == (M + rg - 2) / (rg - 1))
+            continue; /* the same groups as rg - 1 */
+        for (int64_t pg = 1; pg <= np; pg++) {
+            int64_t pp = (np + pg - 1) / pg;
+            int64_t tasks = (M + rp - 1) / rp * ((np + pp - 1) / pp);
+            int64_t cost = (tasks + threads - 1) / threads * rp * pp;
+            int better =
+                cost < best_cost ||
+                (cost == best_cost &&
+                 (best_tasks < want ? tasks > best_tasks : tasks >= want && tasks < best_tasks));
+            if (better)
+                best_cost = cost, best_tasks = tasks, *rows_per = rp, *panels_per = pp;
+        }
+    }
+}
+
 static void gemm_run(rt_gemm_task t) {
     void (*piece)(void *, int64_t) = rt_simd()->gemm_piece;
-    enum { ROWS = RT_GEMM_ROWS };
-    int64_t M = t.M, np = (t.N + PANEL - 1) / PANEL, threads = rt_pool_size();
-    int64_t rgroups = (M + ROWS - 1) / ROWS, want = 2 * threads;
-    int64_t pgroups = (want + rgroups - 1) / rgroups;
-    pgroups = pgroups > np ? np : pgroups < 1 ? 1 : pgroups;
-    if (rgroups * pgroups < want && M >= 2 * 12) /* few panels: more row groups */
-        rgroups = (want + pgroups - 1) / pgroups;
-    if (M * t.N * t.K < 65536)
-        rgroups = pgroups = 1;
-    int64_t rows_per = (M + rgroups - 1) / rgroups, panels_per = (np + pgroups - 1) / pgroups;
+    int64_t M = t.M, np = (t.N + PANEL - 1) / PANEL;
+    int64_t rows_per = M, panels_per = np;
+    if (M * t.N * t.K >= 65536)
+        gemm_split(M, np, rt_pool_size(), &rows_per, &panels_per);
     t.n_rgroups = (M + rows_per - 1) / rows_per;
     t.rows_per = rows_per, t.panels_per = panels_per;
-    pgroups = (np + panels_per - 1) / panels_per;
+    int64_t pgroups = (np + panels_per - 1) / panels_per;
     if (t.n_rgroups * pgroups > 1)
         rt_parallel_for(t.n_rgroups * pgroups, piece, &t);
     else
@@ -123,7 +157,7 @@ typedef struct pack_job {
 } pack_job;
 static void pack_task(void *ctx, int64_t q) {
     const pack_job *j = ctx;
-    pack_panel(j->dst + q * j->K * PANEL, j->B, j->K, j->N, j->ldb, 0, q);
+    pack_panel(j->dst + q * j->K * PANEL, j->B, j->K, j->N, j->ldb, 0, PANEL, q);
 }
 
 int rt_gemm_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, int trans_a,
@@ -191,7 +225,7 @@ void rt_gemm_f32_bt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda
         return;
     }
     for (int64_t q = 0; q < np; q++)
-        pack_panel(ap + q * K * PANEL, A, K, M, lda, 1, q);
+        pack_panel(ap + q * K * PANEL, A, K, M, lda, 1, PANEL, q);
     rt_packed_b pb = {.p = ap, .k = K, .n = M, .bytes = pbytes};
     run_packed(&pb, N, B, ldb, 0, t, M, NULL);
     /* C = C' transposed: the blocked copy on the pool that eager transposes use */

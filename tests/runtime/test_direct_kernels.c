@@ -115,7 +115,7 @@ static void conv_case(int64_t n, int64_t h, int64_t c, int64_t k, int64_t o, int
     conv_ref(CONV_Y, &g, x, w, dy, yr);
     conv_ref(CONV_DW, &g, x, w, dy, dwr);
     conv_ref(CONV_DX, &g, x, w, dy, dxr);
-    int ran = rt_conv_direct_fwd(&g, x, w, y) == 0;
+    int ran = rt_conv_direct_fwd(&g, x, w, NULL, y) == 0;
     CHECK_MSG(ran == vec, "%s: the forward kernel %s", name, ran ? "ran" : "declined");
     if (ran)
         close_to(y, yr, ny, name);
@@ -141,8 +141,29 @@ static void conv_case(int64_t n, int64_t h, int64_t c, int64_t k, int64_t o, int
     memset(y, 0, ny * 4);
     band_ctx bc = {&g, y};
     if (g.ow * g.o * 2 <= RT_CONV_BAND_FLOATS &&
-        rt_conv_direct_fwd_bands(&g, x, w, 2, g.oh, band_copy, &bc) == 0)
+        rt_conv_direct_fwd_bands(&g, x, w, NULL, 2, g.oh, band_copy, &bc) == 0)
         close_to(y, yr, ny, "bands");
+    /* the filter packed once for g's route (rt_conv_direct_pack): read instead of w, which is
+     * zero here, by the forward and the bands; a packing of another layout is ignored */
+    rt_packed_b *pw = rt_conv_direct_pack(&g, w);
+    CHECK_MSG(!pw == !vec, "%s: %s", name, pw ? "packed without a vector ISA" : "not packed");
+    float *w0 = calloc(nw, 4);
+    if (pw) {
+        memset(y, 0, ny * 4);
+        CHECK(rt_conv_direct_fwd(&g, x, w0, pw, y) == 0);
+        close_to(y, yr, ny, "forward, filter packed once");
+        memset(y, 0, ny * 4);
+        if (g.ow * g.o * 2 <= RT_CONV_BAND_FLOATS &&
+            rt_conv_direct_fwd_bands(&g, x, w0, pw, 2, g.oh, band_copy, &bc) == 0)
+            close_to(y, yr, ny, "bands, filter packed once");
+        rt_gemm_packed_free(pw);
+        rt_packed_b *other = rt_pack_panels(w, k * k * c, o, o, 0, 1);
+        memset(y, 0, ny * 4);
+        CHECK(other && rt_conv_direct_fwd(&g, x, w, other, y) == 0);
+        close_to(y, yr, ny, "forward, a packing of another layout ignored");
+        rt_gemm_packed_free(other);
+    }
+    free(w0);
     free(x), free(w), free(dy), free(y), free(yr), free(dw), free(dwr), free(dx), free(dxr);
 }
 
@@ -287,5 +308,7 @@ int main(void) {
      * of K, the last panel 44 wide */
     gemm_case(49, 300, 520);
     gemm_case(600, 130, 40); /* row groups: B packed per call (gemm_packed.c), a narrow panel */
+    /* 64 rows by 5 panels on the pool: groups of rows by single panels (gemm_packed.c's split) */
+    gemm_case(64, 320, 200);
     return check_done();
 }
