@@ -169,18 +169,21 @@ static int filter_of(const float *w, const rt_packed_b *pw, rt_dconv *d, float *
 }
 
 /* ---- short output rows and 1x1 filters: patches and a product ------------------------------
- * With few output rows of few pixels (ResNet's last stages at batch 1: 7 or 14 rows of 7 or 14),
- * a row is one or two tiles of 3 to 7 pixels, each streaming all the filter's taps from L2 for a
- * few multiply-adds per weight vector, and there are about as many rows as threads: 44-60
- * GFLOP/s. There, and for every 1x1 filter (a product already, whose K the product's tiles block
- * in L1), the output pixels of the whole batch are the rows of a product y [N·OH·OW, O] =
- * patches [N·OH·OW, KH·KW·C] · w [KH·KW·C, O] on the product tiles (gemm_packed.c), the filter
- * already being that matrix; a 1x1 stride-1 convolution's patches are its input, and a few rows'
- * patches are at most a few MB. (With many rows the patches grow with the batch: the seed CNN's
- * second input gradient, 14 x 14 at batch 50, would copy 63 MB; its step went 37 -> 48 ms.)
- * ResNet-50's convolutions at batch 1 (bench/RESULTS.md): 75 -> 43-60 ms. Where products are
- * OpenBLAS's (AVX2, NEON) the direct tiles run. */
-enum { SHORT_ROW = 14 };
+ * With few output rows of at most 7 pixels (ResNet's last stage at batch 1: 7 rows of 7), a row
+ * is two tiles of 3 and 4 pixels, each streaming all the filter's taps from L2 for a few
+ * multiply-adds per weight vector. There, with many output channels, and for every 1x1 filter (a
+ * product already, whose K the product's tiles block in L1), the output pixels of the whole batch
+ * are the rows of a product y [N·OH·OW, O] = patches [N·OH·OW, KH·KW·C] · w [KH·KW·C, O] on the
+ * product tiles (gemm_packed.c), the filter already being that matrix; a 1x1 stride-1
+ * convolution's patches are its input, and a few rows' patches are at most a few MB. (With many
+ * rows the patches grow with the batch: the seed CNN's second input gradient, 14 x 14 at batch
+ * 50, would copy 63 MB; its step went 37 -> 48 ms.) With the filter packed once for either
+ * route, 2 threads (bench/RESULTS.md): 7 x 7 x 512 -> 512 3x3 product 105-157 GFLOP/s, direct
+ * 91-98; but 14 x 14 x 256 -> 256 direct 180-234 against 90-147, and a few output channels
+ * (DenseNet's 32) gain nothing from a product and pay for its patches: 14 x 14 x 128 -> 32
+ * direct 87-137 against 71-81. Where products are OpenBLAS's (AVX2, NEON) the direct tiles
+ * run. */
+enum { SHORT_ROW = 7, PRODUCT_MIN_O = 256 };
 
 typedef struct patch_job {
     const rt_dconv *d;
@@ -202,7 +205,8 @@ static void patch_row(void *ctx, int64_t t) { /* output row t = b·OH + oy */
 
 static int as_product(const rt_conv_geom *g) {
     int64_t taps = g->kh * g->kw * g->c;
-    int few = g->ow <= SHORT_ROW && g->n * g->oh < 8 * (int64_t)rt_pool_size();
+    int few =
+        g->ow <= SHORT_ROW && g->o >= PRODUCT_MIN_O && g->n * g->oh < 8 * (int64_t)rt_pool_size();
     return (few || (g->kh == 1 && g->kw == 1)) &&
            rt_gemm_f32_takes(g->n * g->oh * g->ow, g->o, taps);
 }

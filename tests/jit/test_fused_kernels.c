@@ -248,7 +248,8 @@ static tj_tensor *res_looped(tj_tensor *x, tj_tensor *w, tj_tensor *b) {
 static void residual_cases(void) {
     residual_case(1, 14, 16, 1, 40, 0); /* 1x1: the product route, a masked last vector */
     residual_case(1, 14, 16, 1, 40, 1);
-    residual_case(2, 7, 24, 3, 70, 0);  /* short rows: the product route with patches */
+    residual_case(2, 7, 24, 3, 260, 0); /* short rows, many channels: the product with patches */
+    residual_case(2, 7, 24, 3, 70, 0);  /* short rows, fewer channels: the direct kernels */
     residual_case(1, 20, 8, 3, 16, 1);  /* long rows: by bands */
     residual_case(3, 9, 130, 1, 64, 0); /* K in two chunks: the epilogue after the last */
     tj_scope_begin();

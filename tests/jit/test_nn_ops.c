@@ -643,11 +643,12 @@ static void conv_errors(void) {
 }
 
 /* Convolutions whose filter is a constant of the graph (an imported model's weights) with a bias
- * and relu behind them, or alone, compiled: on the product route the filter is packed once by
- * the step and kept (rt_plan_conv); checked against loops in double on three calls (the second
- * reads the packed copy, the third writes into a tensor of ours), for short rows (7 x 7), a 1x1
- * filter whose output rows are larger than a band, a strided 1x1 alone (a residual block's
- * projection), and wide rows on the direct kernels (no packing) as the control. */
+ * and relu behind them, or alone, compiled: the filter is packed once by the step for its route
+ * and kept (rt_plan_conv); checked against loops in double on three calls (the second reads the
+ * packed copy, the third writes into a tensor of ours), for short rows (7 x 7) on the product
+ * route and on the direct kernels, a 1x1 filter whose output rows are larger than a band, a
+ * strided 1x1 alone (a residual block's projection), and wide rows on the direct kernels, by
+ * bands and alone. */
 static float *g_cw, *g_cb;
 static int64_t g_cwd[4], g_cpads[4];
 static int g_cs, g_cepi;
@@ -767,7 +768,8 @@ static void loop_conv_case(void) {
 
 static void const_convs(void) {
     loop_conv_case();
-    const_conv_case(7, 16, 3, 40, 1, 1, 1);  /* short rows: the product route, its filter packed */
+    const_conv_case(7, 16, 3, 264, 1, 1, 1); /* short rows, many channels: the product route */
+    const_conv_case(7, 16, 3, 40, 1, 1, 1);  /* short rows, few channels: the direct kernels */
     const_conv_case(7, 8, 1, 1200, 0, 1, 1); /* a 1x1 filter, rows of 7 x 1200 floats: whole */
     const_conv_case(20, 3, 3, 24, 1, 1, 1);  /* wide rows: the direct kernels by bands */
     const_conv_case(14, 24, 1, 80, 0, 2, 0); /* alone: a 1x1 stride-2 projection, packed */

@@ -292,6 +292,7 @@ int main(void) {
     conv_case(1, 9, 17, 3, 37, 1, 0, vec); /* channels past one group of vectors */
     conv_case(2, 8, 8, 5, 70, 2, 2, vec);  /* stride 2 (no input gradient), two groups */
     conv_case(1, 6, 32, 1, 16, 1, 0, vec); /* 1x1 */
+    conv_case(1, 5, 8, 3, 260, 1, 1, vec); /* short rows, many channels: the product route */
     /* rows wider than the product route takes (conv_direct.c: SHORT_ROW), whole last vectors (the
      * tiles' unmasked loads): the tap path (KW·C < 16) and the filter-row path, 4 and 3 vectors */
     conv_case(1, 17, 2, 3, 64, 1, 1, vec);
