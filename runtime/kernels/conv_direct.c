@@ -50,26 +50,34 @@ int rt_conv_direct_usable(const rt_conv_geom *g) {
            g->pt < g->kh && g->pl < g->kw;
 }
 
-static void fwd_row(void *ctx, int64_t t) {
-    const rt_dconv *d = ctx;
-    d->k->fwd_row_into(d, t / d->OH, t % d->OH, 0, INT64_MAX, d->y + t * d->OW * d->O);
+/* Forward tasks: blocks of `rows` output rows of one image (every group of output channels, or
+ * one: big_filter), so that a span of taps' weights serves several rows' tiles from L1. */
+typedef struct fwd_job {
+    const rt_dconv *d;
+    int64_t rows, per_img, per_group; /* per_group: tasks a group (0: every group a task) */
+} fwd_job;
+
+static void fwd_block(void *ctx, int64_t t) {
+    const fwd_job *j = ctx;
+    const rt_dconv *d = j->d;
+    int64_t g0 = 0, g1 = INT64_MAX;
+    if (j->per_group)
+        g0 = t / j->per_group, g1 = g0 + 1, t %= j->per_group;
+    int64_t b = t / j->per_img, oy0 = t % j->per_img * j->rows;
+    int64_t oy1 = oy0 + j->rows < d->OH ? oy0 + j->rows : d->OH;
+    d->k->fwd_rows_into(d, b, oy0, oy1, g0, g1, d->y + (b * d->OH + oy0) * d->OW * d->O,
+                        d->OW * d->O);
 }
 
 /* Filters larger than BIG_FILTER bytes (Inception's 3x3 stride-2 35x35x288 -> 384: 4 MB) run by
- * group of output channels, then row: task t is group t / rows of row t % rows, so the threads
- * take one group's rows together and its weights (at most KH·KW·C·GROUP floats) stay in each
+ * group of output channels, then block of rows (fwd_job.per_group), so the threads take one
+ * group's rows together and its weights (at most KH·KW·C·GROUP floats) stay in each
  * core's L2, where a task per row streamed every group's weights from L3 for a few tiles of
  * pixels (575 MFLOP in 4.1 ms). */
 enum { BIG_FILTER = 1 << 20 };
 
 static int big_filter(const rt_dconv *d) {
     return d->O > d->k->group && d->KH * d->KWC * d->O * (int64_t)sizeof(float) > BIG_FILTER;
-}
-
-static void fwd_group_row(void *ctx, int64_t t) {
-    const rt_dconv *d = ctx;
-    int64_t rows = d->N * d->OH, g = t / rows, r = t % rows;
-    d->k->fwd_row_into(d, r / d->OH, r % d->OH, g, g + 1, d->y + r * d->OW * d->O);
 }
 
 typedef struct pad_job {
@@ -281,10 +289,14 @@ int rt_conv_direct_fwd(const rt_conv_geom *g, const float *x, const float *w, co
         rt_free(pad, bytes);
         return 1;
     }
-    if (big_filter(&d))
-        rt_parallel_for((g->o + d.k->group - 1) / d.k->group * g->n * g->oh, fwd_group_row, &d);
-    else
-        rt_parallel_for(g->n * g->oh, fwd_row, &d);
+    /* rows a task: up to 4, while there are 8 tasks a thread */
+    int64_t groups = big_filter(&d) ? (g->o + d.k->group - 1) / d.k->group : 1;
+    int64_t rows = 4, want = 8 * (int64_t)rt_pool_size();
+    while (rows > 1 && groups * g->n * ((g->oh + rows - 1) / rows) < want)
+        rows--;
+    fwd_job j = {&d, rows, (g->oh + rows - 1) / rows,
+                 groups > 1 ? g->n * ((g->oh + rows - 1) / rows) : 0};
+    rt_parallel_for(groups * g->n * j.per_img, fwd_block, &j);
     rt_free(wp, wbytes);
     rt_free(pad, bytes);
     return 0;
@@ -305,8 +317,7 @@ static void band_task(void *ctx, int64_t t) {
     int64_t b = t / bd->per_img, r0 = (t % bd->per_img) * bd->band;
     int64_t nr = bd->oh_used - r0 < bd->band ? bd->oh_used - r0 : bd->band,
             row = bd->d.OW * bd->d.O;
-    for (int64_t r = 0; r < nr; r++)
-        bd->d.k->fwd_row_into(&bd->d, b, r0 + r, 0, INT64_MAX, buf + r * row);
+    bd->d.k->fwd_rows_into(&bd->d, b, r0, r0 + nr, 0, INT64_MAX, buf, row);
     bd->fn(bd->ctx, b, r0, nr, buf);
 }
 

@@ -34,6 +34,13 @@ typedef struct rt_dconv {
     int32_t tap[256];
 } rt_dconv;
 
+/* The taps a forward tile sums: filter rows [ky0, ky1), taps [j0, j1) of each, onto the sums in
+ * its output (add) or from zero. */
+typedef struct rt_kspan {
+    int64_t ky0, ky1, j0, j1;
+    int add;
+} rt_kspan;
+
 /* Filter-gradient tasks: (ky, channel group, block of taps). */
 typedef struct rt_dw_plan {
     const rt_dconv *d;
@@ -65,10 +72,10 @@ typedef struct rt_simd_kernels {
     /* whether f32 products run on these tiles rather than OpenBLAS (measured per ISA:
      * bench/RESULTS.md; gemm_packed.c) */
     int products;
-    /* forward output row (b, oy) of d into yrow ([OW][O]), the groups of output channels
-     * [g0, g1) (of `group` channels each) */
-    void (*fwd_row_into)(const rt_dconv *d, int64_t b, int64_t oy, int64_t g0, int64_t g1,
-                         float *yrow);
+    /* forward output rows [oy0, oy1) of image b of d into y ([OW][O] a row, rows ystride floats
+     * apart), the groups of output channels [g0, g1) (of `group` channels each) */
+    void (*fwd_rows_into)(const rt_dconv *d, int64_t b, int64_t oy0, int64_t oy1, int64_t g0,
+                          int64_t g1, float *y, int64_t ystride);
     /* filter-gradient task t of plan ctx (an rt_dw_plan) */
     void (*dw_task)(void *ctx, int64_t t);
     /* max pooling of sample b; one pooled row from its window's nr input rows (conv.h) */

@@ -300,6 +300,10 @@ int main(void) {
     /* a filter over 1 MB (conv_direct.c: BIG_FILTER): by group of output channels, the last one
      * partial */
     conv_case(1, 16, 160, 3, 200, 1, 1, vec);
+    /* filters summed in spans of taps (direct_kernels.inc: FWD_KC), onto partial sums kept in
+     * the output: 3 filter rows in 2 pieces each on AVX-512; on every ISA's group width */
+    conv_case(1, 6, 200, 3, 70, 1, 1, vec);
+    conv_case(1, 5, 720, 3, 20, 1, 1, vec);
     pool_case(5, 2, 2, 0, vec);
     pool_case(37, 3, 2, 1, vec);
     gemm_case(7, 37, 19);
