@@ -6,8 +6,8 @@ folded into the convolutions as torch.onnx.export writes it; batch 1 and 32), to
 DenseNet-121, Inception v3, VGG-19 and AlexNet exported by torch.onnx (batch 1, seeded random
 weights), plus the largest pytorch-converted models of ONNX's test data (by input size). Per model:
 - ONNX Runtime: first call = create the session from the file + run once, in a new process
-  (2 intra-op threads, all graph optimizations, as peer_onnxruntime.py); the median of N runs
-  of a session in this process;
+  (2 intra-op threads, all graph optimizations, as peer_onnxruntime.py); per call, the median
+  of N runs of a session in this process, in every round;
 - tracejit: `tj_onnx time` in a new process with an empty disk cache (load + trace + passes +
   compile + run), again in a second process with the cache warm, then the median of N calls
   (a `tj_onnx show` first puts the binary and its libraries in the page cache);
@@ -257,6 +257,7 @@ def ort_first(model, inputs):
 
 
 def time_ort(model, inputs, reps):
+    """A session in this process: the median of `reps` runs after 3 (ms), and its outputs."""
     sess_in = [read_pb(p) for p in inputs]
     sess = ort_session(model)
     feeds = {i.name: v for i, v in zip(sess.get_inputs(), sess_in)}
@@ -269,7 +270,7 @@ def time_ort(model, inputs, reps):
         sess.run(None, feeds)
         v.append(time.perf_counter() - a)
     del sess  # its threads gone before tracejit runs
-    return dict(median_ms=float(np.median(v)) * 1e3), out
+    return float(np.median(v)) * 1e3, out
 
 
 LINE = re.compile(r"load ([\d.]+) ms; first call \(trace \+ passes \+ compile \+ run\) ([\d.]+) ms; "
@@ -301,14 +302,21 @@ def time_first_calls(model, inputs, reps, rounds):
     """First calls in new processes, `rounds` times, ONNX Runtime's and tracejit's (cold: an
     empty disk cache; warm: the cache the cold run left) interleaved, so both meet the machine in
     the same state (this VM makes a process that starts after an idle moment pay for fresh
-    memory several times over). Medians and ranges."""
+    memory several times over), and per call the same way: each round times a session of ORT's
+    in this process, then tracejit's calls (this VM moves between two speeds within seconds: one
+    ORT block before every tracejit round read ResNet-50 at 0.60x and 1.12x on the same day).
+    Medians and ranges; ORT's outputs."""
     ort_ms, ort2, cold, warm, med, native, ort_peak, ort_base, peak = [], [], [], [], [], [], \
         [], [], []
+    ort_call, out = [], None
     env = tracejit_env()
     # the tool and its libraries in the page cache first, as onnxruntime's are by the import
     # before its clock starts (`show` loads the model only: nothing is traced or cached)
     subprocess.run([TOOL, "show", model], env=env, capture_output=True)
     for _ in range(rounds):
+        c, o = time_ort(model, inputs, reps)
+        ort_call.append(c)
+        out = o if out is None else out
         a, b, pk, base = ort_first(model, inputs)
         ort_ms.append(a)
         ort2.append(b)
@@ -323,9 +331,11 @@ def time_first_calls(model, inputs, reps, rounds):
             warm.append(tracejit_run(model, inputs, 1, cache)[0])
     stat = lambda v: dict(median=float(np.median(v)), min=min(v), max=max(v))  # noqa: E731
     return (dict(first=stat(ort_ms), second=stat(ort2), peak_mb=float(np.median(ort_peak)),
-                 base_mb=float(np.median(ort_base))),
-            dict(cold=stat(cold), warm=stat(warm), median_ms=float(np.median(med)),
-                 native_after_ms=float(np.median(native)), peak_mb=float(np.median(peak))))
+                 base_mb=float(np.median(ort_base)), per_call=stat(ort_call),
+                 median_ms=float(np.median(ort_call))),
+            dict(cold=stat(cold), warm=stat(warm), per_call=stat(med),
+                 median_ms=float(np.median(med)), native_after_ms=float(np.median(native)),
+                 peak_mb=float(np.median(peak)))), out
 
 
 def tracejit_outputs(model, inputs):
@@ -371,8 +381,8 @@ def machine():
     return f"{model}, {n} logical CPUs, kernels {isa}" + (f" (TJ_ISA={forced})" if forced else "")
 
 
-def rng(d):
-    return f"{d['median']:.1f} ({d['min']:.1f}-{d['max']:.1f})"
+def rng(d, digits=1):
+    return f"{d['median']:.{digits}f} ({d['min']:.{digits}f}-{d['max']:.{digits}f})"
 
 
 def markdown(rows, when, rounds):
@@ -388,7 +398,9 @@ def markdown(rows, when, rounds):
              "runs the first call on the interpreter while LLVM compiles in the background "
              "(tiered; the column after it says how much later the native code was in place), "
              "with an empty disk cache (cold) and again in a second process (warm cache). Steady "
-             "state: median per call, timed once the native code runs. Ratios above 1 favour "
+             "state, per call: in each round a session of ORT's in the benchmark's process, then "
+             "tracejit's calls once its native code runs; the median of each round's median "
+             "(min-max over the rounds). Ratios above 1 favour "
              "tracejit for steady state (ORT / tracejit); the first-call ratio is tracejit cold / "
              "ORT's second session, of the medians (the goal is at most 3). Peak memory: the "
              "largest resident set of each process (its VmHWM, median of the rounds): ONNX Runtime's "
@@ -409,7 +421,7 @@ def markdown(rows, when, rounds):
             f"| {r['model']} | {rng(o['first'])} | {rng(o['second'])} | {rng(t['cold'])} | "
             f"{t['native_after_ms']:.0f} | {rng(t['warm'])} | "
             f"{t['cold']['median'] / o['second']['median']:.2f} | "
-            f"{o['median_ms']:.4f} | {t['median_ms']:.4f} | "
+            f"{rng(o['per_call'], 4)} | {rng(t['per_call'], 4)} | "
             f"{o['median_ms'] / t['median_ms']:.2f} | {o['peak_mb']:.0f} ({o['base_mb']:.0f}) | "
             f"{t['peak_mb']:.0f} | {'agree' if r['agree'] else 'DIFFER'} |")
     lines.append(END)
@@ -441,9 +453,7 @@ def main():
         try:
             if model is None:
                 raise RuntimeError(f"export: {inputs}")
-            o, oo = time_ort(model, inputs, reps)
-            of, t = time_first_calls(model, inputs, reps, rounds)
-            o.update(of)
+            (o, t), oo = time_first_calls(model, inputs, reps, rounds)
             rows.append(dict(model=name, ort=o, tracejit=t,
                              agree=agree(tracejit_outputs(model, inputs), oo)))
         except Exception as e:  # reported, not fatal: the other models still run
