@@ -132,6 +132,19 @@ static tj_status run_cf(rt_plan *p, const rt_step *s, tj_tensor **vals, void **b
  * the node's: each element is read at its own index before it is written. A model's chain of
  * activations (conv, + bias, relu) then takes one buffer on the first call, not one per op:
  * fresh memory is what a first call pays most for. */
+tj_tensor *rt_plan_dying(const rt_plan *p, uint32_t j, uint32_t at, uint32_t keep,
+                         tj_tensor *const *vals, const ir_node *n) {
+    tj_tensor *t = vals[j];
+    if (p->last_use[j] != at || j == keep || !t || t->kind != RT_CONCRETE || !t->buf ||
+        atomic_load(&t->rc) != 1 || atomic_load(&t->buf->rc) != 1 || t->buf->release ||
+        t->buf->immutable || t->buf->n_strings || t->data != t->buf->data || t->is_static ||
+        t->host_scalar || t->dtype != n->dtype || t->rank != n->rank ||
+        memcmp(t->dims, n->dims, (size_t)n->rank * sizeof *n->dims) != 0 ||
+        RT_CHECKING_NUMERICS()) /* a step that fails the check is replayed from its inputs */
+        return NULL;
+    return t;
+}
+
 static tj_tensor *reusable(const rt_plan *p, const rt_step *s, uint32_t at, uint32_t keep,
                            tj_tensor *const *vals) {
     const ir_node *n = ir_node_get(p->base.g, s->id);
@@ -139,15 +152,9 @@ static tj_tensor *reusable(const rt_plan *p, const rt_step *s, uint32_t at, uint
         n->dtype == TJ_STRING)
         return NULL;
     for (uint32_t k = 0; k < s->n_in; k++) {
-        uint32_t j = s->in[k];
-        tj_tensor *t = vals[j];
-        if (p->last_use[j] != at || j == keep || !t || t->kind != RT_CONCRETE || !t->buf ||
-            atomic_load(&t->rc) != 1 || atomic_load(&t->buf->rc) != 1 || t->buf->release ||
-            t->buf->immutable || t->buf->n_strings || t->data != t->buf->data || t->is_static ||
-            t->host_scalar || t->dtype != n->dtype || t->rank != n->rank ||
-            memcmp(t->dims, n->dims, (size_t)n->rank * sizeof *n->dims) != 0)
-            continue;
-        return t;
+        tj_tensor *t = rt_plan_dying(p, s->in[k], at, keep, vals, n);
+        if (t)
+            return t;
     }
     return NULL;
 }
@@ -247,7 +254,7 @@ static tj_status exec_steps(rt_plan *p, const rt_exec_env *env, tj_tensor **vals
             st = run_cf(p, sp, vals, scratch, env);
             break;
         case RT_STEP_CONV:
-            st = rt_plan_run_conv(p, sp, vals, scratch);
+            st = rt_plan_run_conv(p, sp, vals, scratch, s, keep);
             break;
         default:
             st = rt_exec_node(g, sp->id, env, vals, (tj_tensor **)scratch,

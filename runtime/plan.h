@@ -154,7 +154,15 @@ void rt_plan_run_range(const rt_plan *p, rt_kernel_fn fn, const rt_units *u, voi
 void rt_plan_run_units(const rt_plan *p, rt_kernel_fn fn, const rt_units *u, void *const *bufs);
 /* The run loop's GEMM and CONV steps: buffers from vals (one slot per node), outputs allocated. */
 tj_status rt_plan_run_gemm(rt_plan *p, const rt_step *s, tj_tensor **vals, void **bufs);
-tj_status rt_plan_run_conv(rt_plan *p, const rt_step *s, tj_tensor **vals, void **bufs);
+/* A CONV step's epilogue writes its output over an input of the output's shape that dies there
+ * (step `at`; keep: a node that stays, IR_NONE: none), where its route allows it. */
+tj_status rt_plan_run_conv(rt_plan *p, const rt_step *s, tj_tensor **vals, void **bufs, uint32_t at,
+                           uint32_t keep);
+/* vals[j] when step `at` is its last reader, nothing else holds its buffer (not borrowed,
+ * immutable, a view or shared) and it has n's dtype and dims, so a step may write n over it;
+ * NULL otherwise, and always while numerics are checked. */
+tj_tensor *rt_plan_dying(const rt_plan *p, uint32_t j, uint32_t at, uint32_t keep,
+                         tj_tensor *const *vals, const ir_node *n);
 void rt_plan_gemm(rt_plan *p, const rt_step *s, const char *A, const char *B, char *C,
                   void *const *bufs);
 size_t rt_plan_gemm_bytes(const rt_step *s);

@@ -149,10 +149,10 @@ void rt_plan_simple_epi(const ir_graph *g, rt_step *s) {
 }
 
 /* The epilogue of step s for its tiles, reading bufs (its buffers; the output, `bytes` long in
- * rows of n_cols floats, at bufs[epi.n_in]): false when s's is not one (rt_plan_simple_epi), or a
- * full addend overlaps the output (a residual the plan overwrites in place: the tiles store
- * partial sums in the output before they read it). */
-static bool tiles_epi(const rt_step *s, void *const *bufs, int64_t n_cols, size_t bytes,
+ * rows of n_cols floats, at bufs[epi.n_in]; products over k): false when s's is not one
+ * (rt_plan_simple_epi), or a full addend overlaps the output other than as the output itself
+ * summed in one chunk of k (the tiles store partial sums in the output between chunks). */
+static bool tiles_epi(const rt_step *s, void *const *bufs, int64_t n_cols, int64_t k, size_t bytes,
                       rt_gemm_epi *e) {
     if (!s->epi_simple)
         return false;
@@ -161,7 +161,8 @@ static bool tiles_epi(const rt_step *s, void *const *bufs, int64_t n_cols, size_
     e->n_add = s->epi_n_add, e->relu = s->epi_relu, e->ld = n_cols;
     for (int i = 0; i < s->epi_n_add; i++) {
         const char *a = bufs[s->epi_add[i]];
-        if (s->epi_full[i] && a < o + bytes && o < a + bytes)
+        if (s->epi_full[i] && a < o + bytes && o < a + bytes &&
+            !(a == o && rt_gemm_epi_in_place(k))) /* the residual itself, summed in one chunk */
             return false;
         e->add[i] = (const float *)a, e->full[i] = s->epi_full[i];
     }
@@ -203,7 +204,7 @@ void rt_plan_gemm(rt_plan *p, const rt_step *s, const char *A, const char *B, ch
      * epilogue's output */
     rt_gemm_epi ge;
     const rt_gemm_epi *gep =
-        (pb || rt_plan_own_gemm(s)) && tiles_epi(s, bufs, mm->n, bytes, &ge) ? &ge : NULL;
+        (pb || rt_plan_own_gemm(s)) && tiles_epi(s, bufs, mm->n, mm->k, bytes, &ge) ? &ge : NULL;
     if (gep)
         C = (char *)bufs[s->epi.n_in];
     if (pb) { /* the product on the pool, then (unless the tiles did) the epilogue on the pool */
@@ -418,7 +419,8 @@ tj_status rt_plan_conv(rt_plan *p, const rt_step *s, const void *x, const void *
      * residual's reads cost in the tiles what the separate pass cost; bench/RESULTS.md) */
     rt_gemm_epi ge;
     if (direct && !s->pool && rt_conv_direct_as_product(&cg) &&
-        tiles_epi(s, bufs, cg.o, (size_t)(cg.n * cg.oh * c.row) * sizeof(float), &ge) &&
+        tiles_epi(s, bufs, cg.o, cg.kh * cg.kw * cg.c,
+                  (size_t)(cg.n * cg.oh * c.row) * sizeof(float), &ge) &&
         rt_conv_direct_product(&cg, x, w, conv_filter(p, s, &cg, w), &ge, bufs[s->epi.n_in]) == 0)
         return TJ_OK;
     int64_t band = s->pool ? c.pg.kh : RT_CONV_BAND_FLOATS / c.row;
@@ -432,15 +434,43 @@ tj_status rt_plan_conv(rt_plan *p, const rt_step *s, const void *x, const void *
     return conv_unfused(p, s, x, w, bufs, &c, &cg, direct);
 }
 
-tj_status rt_plan_run_conv(rt_plan *p, const rt_step *s, tj_tensor **vals, void **bufs) {
+/* An input of the epilogue's one output's shape that dies at step `at` (a residual block's
+ * input), whose buffer the output may take: the epilogue reads each element before it writes it
+ * (elementwise by bands or after the convolution, or in the product's tiles over one chunk of
+ * K); NULL where none may. The fresh 3.2 MB output of ResNet's 56 x 56 expansions cost a read
+ * for ownership of every line beside the residual's read. */
+static tj_tensor *conv_out_over(rt_plan *p, const rt_step *s, tj_tensor *const *vals, uint32_t at,
+                                uint32_t keep) {
+    const ir_graph *g = p->base.g;
+    if (s->pool || s->epi.n_out != 1)
+        return NULL;
+    rt_conv_geom cg;
+    rt_plan_conv_geoms(g, s->id, IR_NONE, &cg, &(rt_conv_geom){0});
+    const rt_config *cfg = rt_config_get();
+    if (!cfg->exact_math && !cfg->no_direct_conv && rt_conv_direct_as_product(&cg) &&
+        rt_gemm_packed_usable() && !rt_gemm_epi_in_place(cg.kh * cg.kw * cg.c))
+        return NULL; /* the tiles store partial sums in the output before the last chunk */
+    const ir_node *o = ir_node_get(g, s->epi.out[0]);
+    for (uint32_t k = 0; k < s->epi.n_in; k++) {
+        tj_tensor *t =
+            s->epi.in[k] == s->id ? NULL : rt_plan_dying(p, s->epi.in[k], at, keep, vals, o);
+        if (t)
+            return t;
+    }
+    return NULL;
+}
+
+tj_status rt_plan_run_conv(rt_plan *p, const rt_step *s, tj_tensor **vals, void **bufs, uint32_t at,
+                           uint32_t keep) {
     const ir_graph *g = p->base.g;
     tj_tensor *pooled = NULL;
     if (s->pool && !(vals[s->pool - 1] = pooled = out_tensor(ir_node_get(g, s->pool - 1))))
         return TJ_ERR_OOM;
     for (uint32_t k = 0; k < s->epi.n_in; k++)
         bufs[k] = s->epi.in[k] == s->id ? NULL : vals[s->epi.in[k]]->data;
+    tj_tensor *over = conv_out_over(p, s, vals, at, keep);
     for (uint32_t k = 0; !s->pool && k < s->epi.n_out; k++) {
-        tj_tensor *t = out_tensor(ir_node_get(g, s->epi.out[k]));
+        tj_tensor *t = over ? rt_retain(over) : out_tensor(ir_node_get(g, s->epi.out[k]));
         if (!t)
             return TJ_ERR_OOM;
         vals[s->epi.out[k]] = t;

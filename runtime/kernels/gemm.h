@@ -17,7 +17,9 @@ typedef struct rt_packed_b {
 /* An epilogue applied in registers after the last chunk of K, in order: + each addend, a row of
  * N floats added to every row (a bias) or, full, an [M][N] matrix whose rows are ld floats apart
  * (a residual: ResNet's skip connection), then relu (NaN stays NaN, as the reference kernel's).
- * A full addend must not overlap C (the tiles store partial sums in C before its last chunk). */
+ * A full addend must not overlap C (the tiles store partial sums in C before its last chunk),
+ * unless it is C itself and rt_gemm_epi_in_place(K): K in one chunk, each element of the addend
+ * read by its tile before the tile stores it. */
 enum { RT_GEMM_EPI_ADDS = 4 };
 typedef struct rt_gemm_epi {
     const float *add[RT_GEMM_EPI_ADDS];
@@ -29,6 +31,8 @@ typedef struct rt_gemm_epi {
 /* 1 when f32 products run on the runtime's own tiles here (AVX-512; on AVX2 OpenBLAS is faster:
  * direct.h's rt_simd_kernels.products). */
 int rt_gemm_packed_usable(void);
+/* 1 when the tiles sum K in one chunk, so that a full addend may be C itself. */
+int rt_gemm_epi_in_place(int64_t K);
 /* 1 when an f32 product of this size should run on these kernels (rt_gemm_f32) rather than
  * OpenBLAS: up to 2^30 multiply-adds they match or beat it here (bench/RESULTS.md); beyond,
  * OpenBLAS's packing of A keeps it ahead (2048^3: 36 vs 42 ms). */

@@ -29,6 +29,10 @@ int rt_gemm_packed_usable(void) {
     return k && k->products;
 }
 
+int rt_gemm_epi_in_place(int64_t K) {
+    return K >= 1 && K <= RT_KC; /* gemm_piece: one chunk of K */
+}
+
 int rt_gemm_f32_takes(int64_t m, int64_t n, int64_t k) {
     return rt_gemm_packed_usable() && m >= 1 && n >= 1 && k >= 1 && m <= (1 << 30) / n / k;
 }

@@ -190,11 +190,13 @@ static void conv_in_loop(void) {
  * relu(conv(x, w) + b + r), ResNet's block end, with the filter a constant: on the product route
  * (1x1 filters, short rows) the bias, the residual r and the relu run in the tiles
  * (rt_plan_simple_epi), elsewhere by bands; either way the values are eager's. */
-static tj_tensor *g_cw;
+static tj_tensor *g_cw, *g_cw2;
 static int g_res_first;
 
 static tj_tensor *resblock(tj_tensor *x, tj_tensor *r, tj_tensor *b) {
     int st[2] = {1, 1}, dil[2] = {1, 1};
+    if (g_cw2) /* the residual made in the function (a projection), dying at the block's end */
+        r = tj_conv2d(r, g_cw2, st, TJ_PAD_SAME, dil);
     tj_tensor *y = tj_conv2d(x, g_cw, st, TJ_PAD_SAME, dil); /* g_cw: concrete, a constant */
     y = g_res_first ? tj_add(tj_add(r, y), b) : tj_add(tj_add(y, b), r);
     return tj_relu(y);
@@ -204,11 +206,16 @@ static void residual_case(int64_t n, int64_t h, int64_t c, int64_t k, int64_t o,
     tj_scope_begin();
     int64_t xd[4] = {n, h, h, c}, wd[4] = {k, k, c, o}, rd[4] = {n, h, h, o}, bd[1] = {o};
     g_cw = rnd(4, wd, 51), g_res_first = res_first;
+    int projected = res_first == 2; /* the residual a 1x1 convolution of the input r */
+    g_cw2 = projected ? tj_mul(rnd(4, (int64_t[]){1, 1, o, o}, 55), tj_scalar_f32(0.1f)) : NULL;
     tj_tensor *args[3] = {rnd(4, xd, 52), rnd(4, rd, 53), rnd(1, bd, 54)};
     ((float *)tj_tensor_data(args[1]))[3] = NAN; /* through the residual and the relu */
     char name[96];
     snprintf(name, sizeof name, "residual n%lld h%lld c%lld k%lld o%lld%s", (long long)n,
-             (long long)h, (long long)c, (long long)k, (long long)o, res_first ? " r first" : "");
+             (long long)h, (long long)c, (long long)k, (long long)o,
+             projected   ? " r projected"
+             : res_first ? " r first"
+                         : "");
     tj_function *f = tj_function_new("resblock", (void *)resblock, 3, NULL);
     tj_tensor *want = tj_call_eager(f, 3, args);
     for (int rep = 0; rep < 2; rep++) /* the filter packed at the first call, reused after */
@@ -226,7 +233,7 @@ static void residual_case(int64_t n, int64_t h, int64_t c, int64_t k, int64_t o,
     if (direct && getenv("TJ_EXACT_MATH") == NULL)
         CHECK_MSG(has_conv_step(f, args), "%s: no conv step", name);
     tj_function_free(f);
-    g_cw = NULL;
+    g_cw = g_cw2 = NULL;
     tj_scope_end();
 }
 
@@ -252,6 +259,13 @@ static void residual_cases(void) {
     residual_case(2, 7, 24, 3, 70, 0);  /* short rows, fewer channels: the direct kernels */
     residual_case(1, 20, 8, 3, 16, 1);  /* long rows: by bands */
     residual_case(3, 9, 130, 1, 64, 0); /* K in two chunks: the epilogue after the last */
+    /* the residual computed in the function and dying at the block's end: the block's output
+     * takes its buffer (plan_lib.c's conv_out_over) where the epilogue reads each element before
+     * writing it: in the tiles over one chunk of K, by bands; not over two chunks (both
+     * convolutions over 130 channels: whichever carries the epilogue) */
+    residual_case(1, 14, 16, 1, 40, 2);
+    residual_case(3, 9, 130, 1, 130, 2);
+    residual_case(1, 20, 8, 3, 16, 2);
     tj_scope_begin();
     int64_t xd[4] = {2, 6, 6, 24}, wd[4] = {1, 1, 24, 24}, bd[1] = {24};
     tj_tensor *w = tj_mul(rnd(4, wd, 61), tj_scalar_f32(0.05f));
