@@ -34,7 +34,6 @@ static void computes(tj_function *f) {
     CHECK_MSG(tj_status_of(y) == TJ_OK, "%s", tj_last_error());
     for (int i = 0; i < 4 && !tj_status_of(y); i++)
         CHECK_NEAR(tj_tensor_get_f64(y, i), 2.0 * i + 1, 0);
-    tj_release(y);
     tj_scope_end();
 }
 
@@ -138,7 +137,6 @@ static void environment(void) {
             want = "interp";
         CHECK_STR(backend_of(f, 4), want);
     }
-    tj_release(y);
     tj_scope_end();
     tj_function_free(f);
 }

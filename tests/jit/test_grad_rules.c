@@ -303,7 +303,6 @@ static void run_case(const gcase *c) {
                           tj_tensor_get_f64(ck, i), an);
         }
     }
-    tj_release(gc);
     tj_function_free(gf);
     tj_function_free(lf);
     tj_scope_end();
@@ -368,8 +367,6 @@ static void second_order(void) {
     CHECK_MSG(tj_status_of(r) == TJ_OK, "%s", tj_error_message(r));
     CHECK_NEAR(tj_tensor_get_f64(r, 0), 9.0, 1e-12); /* d2/dx2 x^3 = 6x */
     CHECK_NEAR(tj_tensor_get_f64(re, 0), 9.0, 1e-12);
-    tj_release(r);
-    tj_release(re);
     tj_function_free(ddf);
     tj_function_free(df);
     tj_function_free(f);
@@ -480,8 +477,6 @@ static void errors(void) {
         tj_tensor *r2 = eager ? tj_call_eager(ng, 2, args2) : tj_call(ng, 2, args2);
         CHECK_EQ_INT(tj_status_of(r2), TJ_ERR_DTYPE);
         CHECK_HAS(tj_error_message(r2), "argument 1 of 'int_arg' is int32");
-        tj_release(r1);
-        tj_release(r2);
     }
     tj_function_free(pg);
     tj_function_free(ng);
@@ -617,8 +612,6 @@ static void for_gradients(void) {
                 CHECK_MSG(fabs(fd - e) <= 1e-5 * fmax(1, fabs(fd)),
                           "for d/dx%d[%d]: tape %.9g, finite differences %.9g", k, i, e, fd);
             }
-        tj_release(gc);
-        tj_release(ge);
         tj_function_free(gf);
         tj_function_free(f);
         tj_scope_end();
@@ -658,8 +651,6 @@ static void scan_gradients(void) {
                       tj_tensor_get_f64(e, i), fd);
         }
     }
-    tj_release(gc);
-    tj_release(ge);
     tj_function_free(gf);
     tj_function_free(f);
     tj_scope_end();
@@ -705,8 +696,6 @@ static void control_flow(void) {
                           "cond d/dx[%d]: %.9g vs fd %.9g", i,
                           tj_tensor_get_f64(tj_tuple_get(gc, 0), i), fd);
             }
-            tj_release(gc);
-            tj_release(ge);
             tj_function_free(gf);
             tj_function_free(f);
             tj_scope_end();
@@ -723,8 +712,6 @@ static void control_flow(void) {
         CHECK_MSG(tj_status_of(gc) == TJ_OK, "switch %lld: %s", (long long)b, tj_error_message(gc));
         for (int i = 0; i < 3 && tj_status_of(gc) == TJ_OK; i++)
             CHECK_NEAR(tj_tensor_get_f64(gc, i), tj_tensor_get_f64(ge, i), 1e-12);
-        tj_release(gc);
-        tj_release(ge);
     }
     CHECK_EQ_INT(tj_function_trace_count(sg), tj_get_eager() ? 0 : 1);
     tj_function_free(sg);
@@ -741,7 +728,6 @@ static void control_flow(void) {
         CHECK_EQ_INT(tj_status_of(r), TJ_ERR_UNSUPPORTED);
         CHECK_HAS(tj_error_message(r), "'print'");
     }
-    tj_release(r);
     tj_function_free(gf);
     tj_function_free(f);
     tj_function *wf = tj_function_new("through_while", (void *)through_while, 1, NULL);
@@ -755,8 +741,6 @@ static void control_flow(void) {
     }
     tj_tensor *re = tj_call_eager(wg, 1, &w); /* eagerly the loop runs as C: on the tape */
     CHECK_MSG(tj_status_of(re) == TJ_OK, "%s", tj_error_message(re));
-    tj_release(r);
-    tj_release(re);
     tj_function_free(wg);
     tj_function_free(wf);
     tj_scope_end();

@@ -106,7 +106,6 @@ static void conv_cases(void) {
             CHECK_MSG(0, "compiled conv differs at %lld", (long long)i);
             break;
         }
-    tj_release(yc);
     tj_function_free(f);
     tj_scope_end();
 }
@@ -478,8 +477,6 @@ static void xent_cases(void) {
     CHECK_NEAR(tj_tensor_get_f64(ok, 0), r0, 1e-6);
     CHECK_EQ_INT(tj_status_of(bad_r), TJ_ERR_RUNTIME);
     CHECK_HAS(tj_error_message(bad_r), "label 3 of row 1");
-    tj_release(ok);
-    tj_release(bad_r);
     tj_function_free(f);
     /* shapes and dtypes */
     e = tj_sparse_softmax_cross_entropy(logits, logits);
@@ -585,7 +582,6 @@ static void conv_transpose_cases(void) {
             CHECK_MSG(0, "compiled conv2d_transpose differs at %lld", (long long)k);
             break;
         }
-    tj_release(yc);
     tj_function_free(f);
     /* errors name the op and the shapes */
     int64_t bad[4] = {2, 9, 6, 5}, neg[4] = {2, -1, 6, 5}, badc[4] = {2, 8, 6, 4};

@@ -95,7 +95,6 @@ static void compiled_tape(void) {
             check_values(tj_tuple_get(r, 1), 6, want_dw, "compiled dw");
             check_values(tj_tuple_get(r, 2), 2, want_db, "compiled db");
         }
-        tj_release(r);
     }
     CHECK_EQ_INT(tj_function_trace_count(f), tj_get_eager() ? 0 : 1);
     /* the backward pass is in the same graph: it reads x (dw = x^T g) */

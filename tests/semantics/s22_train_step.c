@@ -38,7 +38,6 @@ static void train(int steps, int64_t batch, int eager, double *out, tj_tensor **
         tj_tensor *l = eager ? tj_call_eager(f, 2, args) : tj_call(f, 2, args);
         CHECK_MSG(tj_status_of(l) == TJ_OK, "step %d: %s", s, tj_error_message(l));
         out[s] = tj_tensor_get_f64(l, 0);
-        tj_release(l);
         tj_scope_end();
     }
     if (!eager)
@@ -80,8 +79,6 @@ static void gradients_agree(void) {
         CHECK_MSG(scale > 0 && worst <= 1e-4 * scale,
                   "gradient %d: compiled and eager differ by %g (largest %g)", k, worst, scale);
     }
-    tj_release(gc);
-    tj_release(ge);
     tj_scope_end();
     tj_function_free(f);
     cnn_free(&cnn_model);
@@ -100,7 +97,6 @@ static void bad_label(void) {
     tj_tensor *r = tj_call(f, 2, args);
     CHECK_EQ_INT(tj_status_of(r), TJ_ERR_RUNTIME);
     CHECK_HAS(tj_error_message(r), "label 10 of row 2 is outside [0, 10)");
-    tj_release(r);
     tj_scope_end();
     tj_function_free(f);
     cnn_free(&cnn_model);

@@ -158,8 +158,7 @@ static void steps(cnn_data *d, int from, int n, double *out) {
         tj_tensor *l = tj_call(f, 2, args);
         CHECK_MSG(tj_status_of(l) == TJ_OK, "step %d: %s", s, tj_error_message(l));
         out[s] = tj_tensor_get_f64(l, 0);
-        tj_release(l);
-        tj_scope_end();
+        tj_scope_end(); /* l too: the scope owns it */
     }
     tj_function_free(f);
 }
