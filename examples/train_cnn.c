@@ -100,8 +100,7 @@ int main(int argc, char **argv) {
         last_loss = tj_tensor_get_f64(loss, 0);
         if (quiet && (s % every == 0 || s == steps - 1))
             printf("step %d loss: %.6f\n", s, last_loss);
-        tj_release(loss);
-        tj_scope_end();
+        tj_scope_end(); /* loss too: the scope owns what the call returns */
         if (s == (int)first)
             t_first = now() - t0;
         if (ckpt && ((ckpt_every && (s + 1) % ckpt_every == 0) || s == steps - 1) &&
@@ -135,7 +134,6 @@ int main(int argc, char **argv) {
         } else {
             right += (int64_t)tj_tensor_get_f64(hit, 0);
         }
-        tj_release(p);
         tj_scope_end();
     }
     if (!status)
