@@ -127,11 +127,6 @@ static tj_status run_cf(rt_plan *p, const rt_step *s, tj_tensor **vals, void **b
 }
 
 /* ---- RT_STEP_NODE ---------------------------------------------------------------------------- */
-/* An elementwise node whose input dies there writes its result into that input's buffer when
- * nothing else holds it (not borrowed, immutable, a view or shared) and its dtype and dims are
- * the node's: each element is read at its own index before it is written. A model's chain of
- * activations (conv, + bias, relu) then takes one buffer on the first call, not one per op:
- * fresh memory is what a first call pays most for. */
 tj_tensor *rt_plan_dying(const rt_plan *p, uint32_t j, uint32_t at, uint32_t keep,
                          tj_tensor *const *vals, const ir_node *n) {
     tj_tensor *t = vals[j];
@@ -145,6 +140,11 @@ tj_tensor *rt_plan_dying(const rt_plan *p, uint32_t j, uint32_t at, uint32_t kee
     return t;
 }
 
+/* An elementwise node whose input dies there writes its result into that input's buffer when
+ * nothing else holds it (not borrowed, immutable, a view or shared) and its dtype and dims are
+ * the node's: each element is read at its own index before it is written. A model's chain of
+ * activations (conv, + bias, relu) then takes one buffer on the first call, not one per op:
+ * fresh memory is what a first call pays most for. */
 static tj_tensor *reusable(const rt_plan *p, const rt_step *s, uint32_t at, uint32_t keep,
                            tj_tensor *const *vals) {
     const ir_node *n = ir_node_get(p->base.g, s->id);

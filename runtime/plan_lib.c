@@ -448,7 +448,7 @@ static tj_tensor *conv_out_over(rt_plan *p, const rt_step *s, tj_tensor *const *
     rt_plan_conv_geoms(g, s->id, IR_NONE, &cg, &(rt_conv_geom){0});
     const rt_config *cfg = rt_config_get();
     if (!cfg->exact_math && !cfg->no_direct_conv && rt_conv_direct_as_product(&cg) &&
-        rt_gemm_packed_usable() && !rt_gemm_epi_in_place(cg.kh * cg.kw * cg.c))
+        !rt_gemm_epi_in_place(cg.kh * cg.kw * cg.c))
         return NULL; /* the tiles store partial sums in the output before the last chunk */
     const ir_node *o = ir_node_get(g, s->epi.out[0]);
     for (uint32_t k = 0; k < s->epi.n_in; k++) {

@@ -37,16 +37,18 @@ int rt_conv_direct_fwd(const rt_conv_geom *g, const float *x, const float *w,
 int rt_conv_direct_filter_grad(const rt_conv_geom *g, const float *x, const float *dy, float *dw);
 int rt_conv_direct_input_grad(const rt_conv_geom *g, const float *dy, const float *w, float *dx);
 /* 1 when rt_conv_direct_fwd runs g as a product of its patches and the filter (conv_direct.c:
- * short rows, 1x1 filters), which can then take the filter packed once (a graph constant) and an
- * epilogue in the product's tiles: rt_conv_direct_product. */
+ * short rows with many output channels, 1x1 filters) on the runtime's product tiles (none where
+ * products are OpenBLAS's: rt_gemm_packed_usable), which can then take an epilogue in the tiles:
+ * rt_conv_direct_product. */
 int rt_conv_direct_as_product(const rt_conv_geom *g);
 struct rt_gemm_epi;
 /* g's filter w packed, once, for the route g runs on: the product's panels (rt_gemm_pack) or the
  * direct tiles' groups of output channels. New, owned by the caller (rt_gemm_packed_free); NULL
  * when the direct kernels do not take g or memory is short. */
 struct rt_packed_b *rt_conv_direct_pack(const rt_conv_geom *g, const float *w);
-/* g on the product route: the filter packed (pb = rt_gemm_pack(w, KH·KW·C, O, O, 0)) when pb
- * has its size, else w as it lies (NULL: none), then epi (NULL: none) applied by the tiles, y
+/* g on the product route: the filter packed (pb: rt_conv_direct_pack's product panels) when pb
+ * has its size and layout, else w as it lies (NULL: none), then epi (NULL: none) applied by the
+ * tiles, y
  * being the product's [N·OH·OW][O] rows. 0 when it ran; 1 when it did not (another route, no
  * filter of the right size, no memory). */
 int rt_conv_direct_product(const rt_conv_geom *g, const float *x, const float *w,

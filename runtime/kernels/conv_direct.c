@@ -51,7 +51,8 @@ int rt_conv_direct_usable(const rt_conv_geom *g) {
 }
 
 /* Forward tasks: blocks of `rows` output rows of one image (every group of output channels, or
- * one: big_filter), so that a span of taps' weights serves several rows' tiles from L1. */
+ * one: big_filter), so that a span of taps' weights serves several rows' tiles from L2
+ * (direct_kernels.inc: FWD_KC). */
 typedef struct fwd_job {
     const rt_dconv *d;
     int64_t rows, per_img, per_group; /* per_group: tasks a group (0: every group a task) */
@@ -261,24 +262,21 @@ static int fwd_as_product(const rt_conv_geom *g, const float *x, const float *w,
 
 int rt_conv_direct_product(const rt_conv_geom *g, const float *x, const float *w,
                            const rt_packed_b *pb, const rt_gemm_epi *epi, float *y) {
-    return rt_conv_direct_as_product(g) && rt_gemm_packed_usable()
-               ? fwd_as_product(g, x, w, pb, epi, y)
-               : 1;
+    return rt_conv_direct_as_product(g) ? fwd_as_product(g, x, w, pb, epi, y) : 1;
 }
 
 rt_packed_b *rt_conv_direct_pack(const rt_conv_geom *g, const float *w) {
     if (!rt_conv_direct_usable(g))
         return NULL;
     int64_t taps = g->kh * g->kw * g->c;
-    if (as_product(g) && rt_gemm_packed_usable())
+    if (as_product(g))
         return rt_gemm_pack(w, taps, g->o, g->o, 0);
     return rt_pack_panels(w, taps, g->o, g->o, 0, rt_simd()->group);
 }
 
 int rt_conv_direct_fwd(const rt_conv_geom *g, const float *x, const float *w, const rt_packed_b *pw,
                        float *y) {
-    if (rt_conv_direct_as_product(g) && rt_gemm_packed_usable() &&
-        fwd_as_product(g, x, w, pw, NULL, y) == 0)
+    if (rt_conv_direct_as_product(g) && fwd_as_product(g, x, w, pw, NULL, y) == 0)
         return 0;
     rt_dconv d = {.y = y};
     float *pad, *wp;
@@ -294,9 +292,9 @@ int rt_conv_direct_fwd(const rt_conv_geom *g, const float *x, const float *w, co
     int64_t rows = 4, want = 8 * (int64_t)rt_pool_size();
     while (rows > 1 && groups * g->n * ((g->oh + rows - 1) / rows) < want)
         rows--;
-    fwd_job j = {&d, rows, (g->oh + rows - 1) / rows,
-                 groups > 1 ? g->n * ((g->oh + rows - 1) / rows) : 0};
-    rt_parallel_for(groups * g->n * j.per_img, fwd_block, &j);
+    int64_t per_img = (g->oh + rows - 1) / rows;
+    fwd_job j = {&d, rows, per_img, groups > 1 ? g->n * per_img : 0};
+    rt_parallel_for(groups * g->n * per_img, fwd_block, &j);
     rt_free(wp, wbytes);
     rt_free(pad, bytes);
     return 0;

@@ -92,27 +92,33 @@ void rt_gemm_packed_free(rt_packed_b *pb) {
  * did twice the other's work. */
 static void gemm_split(int64_t M, int64_t np, int64_t threads, int64_t *rows_per,
                        int64_t *panels_per) {
-    enum { ROWS = RT_GEMM_ROWS, MIN_ROWS = 12 };
-    int64_t rg_min = (M + ROWS - 1) / ROWS, rg_max = M / MIN_ROWS, want = 2 * threads;
-    if (rg_max > rg_min + 4 * threads)
-        rg_max = rg_min + 4 * threads;
-    if (rg_max < rg_min)
-        rg_max = rg_min;
+    /* at most TRIES more groups of rows than the fewest, and TRIES groups of panels: a product
+     * call decides this every time, and more tasks than that buy no balance */
+    enum { ROWS = RT_GEMM_ROWS, MIN_ROWS = 12, TRIES = 16 };
+    int64_t want = 2 * threads, more = 4 * threads < TRIES ? 4 * threads : TRIES;
+    int64_t rg_min = (M + ROWS - 1) / ROWS, rg_max = M / MIN_ROWS;
+    rg_max = rg_max > rg_min + more ? rg_min + more : rg_max < rg_min ? rg_min : rg_max;
+    int64_t pp[TRIES], n_pg[TRIES], n_pp = 0; /* the distinct panels a group, and groups */
+    for (int64_t pg = 1; pg <= np && pg <= more; pg++) {
+        int64_t q = (np + pg - 1) / pg;
+        if (!n_pp || q != pp[n_pp - 1])
+            pp[n_pp] = q, n_pg[n_pp++] = (np + q - 1) / q;
+    }
     int64_t best_cost = INT64_MAX, best_tasks = 0;
-    for (int64_t rg = rg_min; rg <= rg_max; rg++) {
+    for (int64_t rg = rg_min, last = 0; rg <= rg_max; rg++) {
         int64_t rp = (M + rg - 1) / rg;
-        if (rg > rg_min && rp == (M + rg - 2) / (rg - 1))
+        if (rp == last)
             continue; /* the same groups as rg - 1 */
-        for (int64_t pg = 1; pg <= np; pg++) {
-            int64_t pp = (np + pg - 1) / pg;
-            int64_t tasks = (M + rp - 1) / rp * ((np + pp - 1) / pp);
-            int64_t cost = (tasks + threads - 1) / threads * rp * pp;
+        last = rp;
+        int64_t n_rg = (M + rp - 1) / rp;
+        for (int64_t i = 0; i < n_pp; i++) {
+            int64_t tasks = n_rg * n_pg[i], cost = (tasks + threads - 1) / threads * rp * pp[i];
             int better =
                 cost < best_cost ||
                 (cost == best_cost &&
                  (best_tasks < want ? tasks > best_tasks : tasks >= want && tasks < best_tasks));
             if (better)
-                best_cost = cost, best_tasks = tasks, *rows_per = rp, *panels_per = pp;
+                best_cost = cost, best_tasks = tasks, *rows_per = rp, *panels_per = pp[i];
         }
     }
 }
@@ -230,7 +236,7 @@ void rt_gemm_f32_bt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda
     }
     for (int64_t q = 0; q < np; q++)
         pack_panel(ap + q * K * PANEL, A, K, M, lda, 1, PANEL, q);
-    rt_packed_b pb = {.p = ap, .k = K, .n = M, .bytes = pbytes};
+    rt_packed_b pb = {.p = ap, .k = K, .n = M, .panel = PANEL, .bytes = pbytes};
     run_packed(&pb, N, B, ldb, 0, t, M, NULL);
     /* C = C' transposed: the blocked copy on the pool that eager transposes use */
     tj_tensor ct = {.kind = RT_CONCRETE,

@@ -622,6 +622,38 @@ static void det_values(void) {
     tj_onnx_free(m);
 }
 
+/* Node `at` of b gets If's then_branch and else_branch: branch k is op[k] on input in[k] giving
+ * out[k], or with op[k] NULL no node, its output out[k] naming an enclosing value; every output
+ * f32 of rank r, dims d. The protos are static: one If is built at a time. */
+static void if_node(builder *b, int at, const char *const op[2], char **in[2], char **out[2], int r,
+                    int64_t *d) {
+    static Onnx__GraphProto br[2];
+    static Onnx__NodeProto bn[2], *pbn[2][1];
+    static Onnx__ValueInfoProto *bout[2][1];
+    static Onnx__AttributeProto ba[2], *pba[2];
+    const char *names[2] = {"then_branch", "else_branch"};
+    for (int k = 0; k < 2; k++) {
+        onnx__graph_proto__init(&br[k]);
+        if (op[k]) {
+            onnx__node_proto__init(&bn[k]);
+            bn[k].op_type = (char *)op[k];
+            bn[k].n_input = 1, bn[k].input = in[k];
+            bn[k].n_output = 1, bn[k].output = out[k];
+            pbn[k][0] = &bn[k];
+            br[k].n_node = 1, br[k].node = pbn[k];
+        }
+        bout[k][0] = value(b, out[k][0], ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, r, d);
+        br[k].n_output = 1, br[k].output = bout[k];
+        onnx__attribute_proto__init(&ba[k]);
+        ba[k].name = (char *)names[k];
+        ba[k].has_type = 1, ba[k].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH;
+        ba[k].g = &br[k];
+        pba[k] = &ba[k];
+    }
+    b->pnodes[at]->n_attribute = 2;
+    b->pnodes[at]->attribute = pba;
+}
+
 /* If: each branch a one-node subgraph reading the enclosing graph's x (captured by the cond);
  * a branch reading a name no graph defines is an error naming it. */
 static void if_branches(const char *else_input, const char *want_error) {
@@ -637,30 +669,8 @@ static void if_branches(const char *else_input, const char *want_error) {
     b.outs[b.g.n_output++] = value(&b, "y", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, xd);
     node(&b, "If", 1, in, 1, out);
     /* the branches: then = Neg(x), else = Abs(else_input) */
-    static Onnx__GraphProto br[2];
-    static Onnx__NodeProto bn[2], *pbn[2][1];
-    static Onnx__ValueInfoProto *bout[2][1];
-    static Onnx__AttributeProto ba[2], *pba[2];
-    const char *names[2] = {"then_branch", "else_branch"}, *ops[2] = {"Neg", "Abs"};
-    char **bins[2] = {t_in, e_in}, **bouts[2] = {t_out, e_out};
-    for (int k = 0; k < 2; k++) {
-        onnx__graph_proto__init(&br[k]);
-        onnx__node_proto__init(&bn[k]);
-        bn[k].op_type = (char *)ops[k];
-        bn[k].n_input = 1, bn[k].input = bins[k];
-        bn[k].n_output = 1, bn[k].output = bouts[k];
-        pbn[k][0] = &bn[k];
-        br[k].n_node = 1, br[k].node = pbn[k];
-        bout[k][0] = value(&b, bouts[k][0], ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, xd);
-        br[k].n_output = 1, br[k].output = bout[k];
-        onnx__attribute_proto__init(&ba[k]);
-        ba[k].name = (char *)names[k];
-        ba[k].has_type = 1, ba[k].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH;
-        ba[k].g = &br[k];
-        pba[k] = &ba[k];
-    }
-    b.pnodes[0]->n_attribute = 2;
-    b.pnodes[0]->attribute = pba;
+    if_node(&b, 0, (const char *[]){"Neg", "Abs"}, (char **[]){t_in, e_in},
+            (char **[]){t_out, e_out}, 1, xd);
     tj_onnx_model *m = load_built(&b, "if");
     CHECK_MSG(m != NULL, "%s", tj_last_error());
     if (!m)
@@ -1003,29 +1013,9 @@ static void prelaid_if_branches(int else_reads) {
     init_f32(&b, "v", 4, wd4, wv, 54);
     node(&b, "Conv", 2, c1, 1, o1);
     node(&b, "If", 1, in, 1, out);
-    static Onnx__GraphProto br[2];
-    static Onnx__NodeProto neg, *pneg[1] = {&neg};
-    static Onnx__ValueInfoProto *bout[2][1];
-    static Onnx__AttributeProto ba[2], *pba[2];
-    const char *names[2] = {"then_branch", "else_branch"}, *outs[2] = {"w", else_reads ? "e" : "v"};
-    onnx__node_proto__init(&neg);
-    neg.op_type = "Neg";
-    neg.n_input = 1, neg.input = e_in;
-    neg.n_output = 1, neg.output = e_out;
-    for (int k = 0; k < 2; k++) {
-        onnx__graph_proto__init(&br[k]);
-        if (k == 1 && else_reads)
-            br[k].n_node = 1, br[k].node = pneg;
-        bout[k][0] = value(&b, outs[k], ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 4, wd4);
-        br[k].n_output = 1, br[k].output = bout[k];
-        onnx__attribute_proto__init(&ba[k]);
-        ba[k].name = (char *)names[k];
-        ba[k].has_type = 1, ba[k].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH;
-        ba[k].g = &br[k];
-        pba[k] = &ba[k];
-    }
-    b.pnodes[1]->n_attribute = 2;
-    b.pnodes[1]->attribute = pba;
+    static char *t_out[1] = {"w"}, *v_out[1] = {"v"};
+    if_node(&b, 1, (const char *[]){NULL, else_reads ? "Neg" : NULL}, (char **[]){NULL, e_in},
+            (char **[]){t_out, else_reads ? e_out : v_out}, 4, wd4);
     tj_onnx_model *md = load_built(&b, "prelaid_if.onnx");
     CHECK_MSG(md != NULL, "%s", tj_last_error());
     if (!md)
