@@ -1,11 +1,13 @@
 /* codecache.c — sharing and caching the CPU backend's compiled code. A program's kernels are
- * keyed by a string naming everything that changes the code: the optimized graph's structural
- * hash, the target (triple, CPU, features, LLVM version), tracejit's version, the code generator's
- * sources (TJ_CODEGEN_ID, cmake/codegen_id.cmake), the codegen options and the format. Kernel
- * symbols are derived from the key, so the same graph gets the same names in every process. Lookup
- * order: the process table (two functions that trace to the same graph share one loaded object),
- * then the disk cache (jit/cache.c), else the caller compiles and registers the result, which is
- * also written to disk, in the payload format of payload.c. */
+ * keyed by a string naming everything that changes the code: its kernels' structural keys
+ * (jit_cpu_kernels_hash: extents only where the code depends on them, so a new shape whose
+ * kernels are extent-free finds the code another shape compiled), the target (triple, CPU,
+ * features, LLVM version), tracejit's version, the code generator's sources (TJ_CODEGEN_ID,
+ * cmake/codegen_id.cmake), the codegen options and the format. Kernel symbols are derived from the
+ * key, so the same graph gets the same names in every process. Lookup order: the process table (two
+ * functions that trace to the same graph share one loaded object), then the disk cache
+ * (jit/cache.c), else the caller compiles and registers the result, which is also written to disk,
+ * in the payload format of payload.c. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,13 +27,10 @@ struct jit_cpu_shared {
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static jit_cpu_shared *table;
 
-void jit_cpu_code_key(const ir_graph *g, bool contract, char *key, size_t n, char *prefix,
-                      size_t pn) {
-    ir_hash128 h = ir_graph_layout_hash(g); /* kernels are numbered in node order */
-    snprintf(key, n, "tjcpu;fmt=3;tj=%s;cg=%s;target=%s;contract=%d;graph=%016llx%016llx",
+void jit_cpu_code_key(ir_hash128 kernels, bool contract, char *key, size_t n) {
+    snprintf(key, n, "tjcpu;fmt=4;tj=%s;cg=%s;target=%s;contract=%d;kernels=%016llx%016llx",
              tj_version(), TJ_CODEGEN_ID, jit_cpu_target_id(), contract ? 1 : 0,
-             (unsigned long long)h.hi, (unsigned long long)h.lo);
-    snprintf(prefix, pn, "tj_%016llx_", (unsigned long long)ir_hash_bytes(key, strlen(key), 11));
+             (unsigned long long)kernels.hi, (unsigned long long)kernels.lo);
 }
 
 static jit_cpu_shared *table_find(const char *key) {

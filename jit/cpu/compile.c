@@ -60,8 +60,8 @@ tj_status jit_cpu_plan(cpu_prog *cp, const jit_cpu_opts *o) {
     if (st)
         return st;
     /* the key names everything that changes the code; symbols derive from it */
-    char base[1536], key[1700], prefix[40];
-    jit_cpu_code_key(g, !o->no_contract, base, sizeof base, prefix, sizeof prefix);
+    char base[1536], key[1700];
+    jit_cpu_code_key(jit_cpu_kernels_hash(cp), !o->no_contract, base, sizeof base);
     jit_cpu_plan_key(cp, o, base, key, sizeof key);
     jit_cpu_plan_names(cp, key);
     const char **names = calloc(cp->n_steps + 1, sizeof *names);

@@ -103,9 +103,8 @@ const void *jit_cpu_code_object(const jit_cpu_code *c, size_t *size);
 void jit_cpu_code_free(jit_cpu_code *c);
 
 /* ---- shared and cached code (codecache.c) --------------------------------------------------- */
-/* The cache key of g's kernels and the symbol prefix derived from it. */
-void jit_cpu_code_key(const ir_graph *g, bool contract, char *key, size_t n, char *prefix,
-                      size_t pn);
+/* The cache key of a program's kernels from their structural hash (jit_cpu_kernels_hash). */
+void jit_cpu_code_key(ir_hash128 kernels, bool contract, char *key, size_t n);
 typedef struct jit_cpu_shared jit_cpu_shared;
 /* Finds code for key in the process table (*from = 1) or on disk (*from = 2), fills addrs and
  * returns a reference; NULL (*from = 0) on a miss. */

@@ -612,6 +612,43 @@ static tj_status decide_aliases(cpu_prog *cp) {
     return st;
 }
 
+ir_hash128 jit_cpu_kernels_hash(const cpu_prog *cp) {
+    const ir_graph *g = cp->rp.base.g;
+    kbuf b = {0};
+    bool cf = false;
+    kput64(&b, cp->n_steps);
+    for (uint32_t s = 0; s < cp->n_steps; s++) {
+        const step *sp = &cp->steps[s];
+        if (!emits(sp))
+            continue;
+        /* its position (the symbol's number) and what it runs: another step's code, or its own */
+        kput64(&b, s), kput64(&b, sp->kidx), kput64(&b, sp->kind), kput64(&b, sp->sub);
+        kput64(&b, sp->alias);
+        for (uint32_t m = 0; m < sp->n_members; m++) /* a chain's members are named too */
+            kput64(&b, sp->members[m].kidx);
+        if (sp->kind == STEP_CF) /* native control flow reads its regions whole */
+            cf = true;
+        else if (!sp->alias) {
+            kbuf k = {0};
+            step_key(&k, cp, sp);
+            kput64(&b, (int64_t)k.n);
+            kput(&b, k.p, k.n);
+            b.oom |= k.oom;
+            free(k.p);
+        }
+    }
+    ir_hash128 h = {0, 0};
+    if (cf || b.oom) { /* the graph itself, extents and all, as before kernels had keys */
+        h = ir_graph_layout_hash(g);
+        h.lo ^= 0xcf, h.hi ^= (uint64_t)b.oom;
+    } else {
+        h.lo = ir_hash_bytes(b.p, b.n, 0x6b65726e);
+        h.hi = ir_hash_bytes(b.p, b.n, 0x656c7321);
+    }
+    free(b.p);
+    return h;
+}
+
 bool jit_cpu_same_kernel(const cpu_prog *cp, const step *a, const step *b) {
     kbuf ka = {0}, kb = {0};
     step_key(&ka, cp, a);

@@ -74,6 +74,12 @@ tj_status jit_cpu_plan(cpu_prog *cp, const jit_cpu_opts *o);
 /* The plan without LLVM (plan_decide.c): partition, steps, consts, work units, chains and
  * aliases of cp (whose base.g and par_min are set). Names come after, from the key. */
 tj_status jit_cpu_plan_decide(cpu_prog *cp, const jit_cpu_opts *o);
+/* The structural hash of cp's kernels (after jit_cpu_plan_decide): per step with code, its
+ * position and its kernel's key (step_key: op, dtypes, attributes, constants' content and the
+ * extents the code bakes in, none for a flat elementwise loop, whose code serves every size), so
+ * that another graph, or the same one at another shape, planning the same kernels shares their
+ * code. Native control flow hashes the whole graph (its regions' code reads them whole). */
+ir_hash128 jit_cpu_kernels_hash(const cpu_prog *cp);
 /* The code's cache key: base (jit_cpu_code_key) and what of the plan changes the code. */
 void jit_cpu_plan_key(const cpu_prog *cp, const jit_cpu_opts *o, const char *base, char *key,
                       size_t n);

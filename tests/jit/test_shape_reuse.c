@@ -1,0 +1,167 @@
+/* Code shared across shapes (issue 26): a new shape traces again (S3: the trace's host code runs
+ * again) and plans again, but where every kernel's code is extent-free (flat elementwise loops)
+ * it runs the code an earlier shape compiled instead of calling LLVM; kernels whose code bakes
+ * in extents (broadcast strides, reductions, products) get their own. Every result is checked
+ * against eager execution, shapes alternating, so a kernel run at a size it was not planned for
+ * would show. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include <tracejit.h>
+
+static int n_shared, n_built, n_traces;
+
+static void log_sink(const char *topic, const char *msg, void *user) {
+    (void)topic, (void)user;
+    if (strstr(msg, "shared with a loaded program"))
+        n_shared++;
+    else if (strstr(msg, "kernels, build") || strstr(msg, "loaded from the disk cache"))
+        n_built++;
+}
+
+/* flat: every input full-size or a scalar; one fused loop */
+static tj_tensor *flat_chain(tj_tensor *x, tj_tensor *y) {
+    n_traces++; /* host code: runs at every trace */
+    tj_tensor *t = tj_add(tj_mul(x, tj_scalar_f32(1.5f)), y);
+    t = tj_sqrt(tj_add(tj_mul(t, t), tj_scalar_f32(0.25f)));
+    return tj_sub(t, tj_mul(y, tj_scalar_f32(0.5f)));
+}
+/* the same ops written again: another function, the same kernel */
+static tj_tensor *flat_chain_again(tj_tensor *x, tj_tensor *y) {
+    tj_tensor *t = tj_add(tj_mul(x, tj_scalar_f32(1.5f)), y);
+    t = tj_sqrt(tj_add(tj_mul(t, t), tj_scalar_f32(0.25f)));
+    return tj_sub(t, tj_mul(y, tj_scalar_f32(0.5f)));
+}
+/* a row broadcast: strides in the code */
+static tj_tensor *bcast(tj_tensor *x, tj_tensor *b) {
+    return tj_mul(tj_add(x, b), tj_scalar_f32(2.0f));
+}
+/* a reduction over the last axis of x*x */
+static tj_tensor *row_norms(tj_tensor *x, tj_tensor *y) {
+    return tj_sum(tj_mul(x, y), 1, (const int[]){1}, 0);
+}
+/* a product and a flat epilogue */
+static tj_tensor *dense(tj_tensor *x, tj_tensor *w) {
+    return tj_mul(tj_matmul(x, w), tj_scalar_f32(0.5f));
+}
+
+static tj_tensor *filled(int rank, const int64_t *dims, float seed) {
+    int64_t n = 1;
+    for (int d = 0; d < rank; d++)
+        n *= dims[d];
+    float *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+    for (int64_t i = 0; i < n; i++)
+        v[i] = seed + (float)((i * 7919) % 113) / 37.0f - 1.0f;
+    tj_tensor *t = tj_tensor_from_data(TJ_F32, rank, dims, v);
+    free(v);
+    return t;
+}
+
+/* f on (a, b), compiled, against f run eagerly: same shape, values within tol */
+static void same_as_eager(tj_function *f, tj_tensor *a, tj_tensor *b, double tol) {
+    tj_tensor *args[2] = {a, b};
+    tj_tensor *r = tj_call(f, 2, args), *e = tj_call_eager(f, 2, args);
+    CHECK_MSG(tj_status_of(r) == TJ_OK, "%s: %s", tj_function_name(f), tj_error_message(r));
+    CHECK_EQ_INT(tj_status_of(e), TJ_OK);
+    if (tj_status_of(r) || tj_status_of(e)) {
+        tj_release(r);
+        tj_release(e);
+        return;
+    }
+    CHECK_EQ_INT(tj_tensor_rank(r), tj_tensor_rank(e));
+    CHECK_EQ_INT(tj_tensor_numel(r), tj_tensor_numel(e));
+    int bad = 0;
+    for (int64_t i = 0; i < tj_tensor_numel(e) && i < tj_tensor_numel(r); i++) {
+        double x = tj_tensor_get_f64(r, i), y = tj_tensor_get_f64(e, i);
+        bad += !(fabs(x - y) <= tol * (1 + fabs(y)));
+    }
+    CHECK_MSG(bad == 0, "%s: %d elements differ from eager", tj_function_name(f), bad);
+    tj_release(r);
+    tj_release(e);
+}
+
+static void call_shape(tj_function *f, int rank, const int64_t *dims, float seed) {
+    tj_tensor *a = filled(rank, dims, seed), *b = filled(rank, dims, seed + 0.5f);
+    same_as_eager(f, a, b, 1e-5);
+    tj_release(a);
+    tj_release(b);
+}
+
+int main(void) {
+    tj_set_log(log_sink, NULL);
+    tj_set_log_topics("compile");
+
+    /* one flat kernel: the first shape compiles (or finds its code on disk), the others share */
+    tj_function *f = tj_function_new("flat_chain", (void *)flat_chain, 2, NULL);
+    call_shape(f, 1, (const int64_t[]){16}, 0.0f);
+    CHECK_EQ_INT(n_built, 1);
+    CHECK_EQ_INT(n_shared, 0);
+    call_shape(f, 1, (const int64_t[]){1000}, 1.0f);
+    call_shape(f, 2, (const int64_t[]){3, 5}, 2.0f);  /* another rank: still one flat loop */
+    call_shape(f, 1, (const int64_t[]){70000}, 3.0f); /* split across the pool's threads */
+    CHECK_EQ_INT(tj_function_trace_count(f), 4);
+    CHECK_EQ_INT(n_traces, 8); /* 4 traces, and the 4 eager runs beside them */
+    CHECK_EQ_INT(n_built, 1);
+    CHECK_EQ_INT(n_shared, 3);
+    /* back to earlier shapes: their concrete functions, no trace */
+    call_shape(f, 1, (const int64_t[]){16}, 4.0f);
+    call_shape(f, 2, (const int64_t[]){3, 5}, 5.0f);
+    CHECK_EQ_INT(tj_function_trace_count(f), 4);
+    /* one element: the inputs are scalars to the kernel (loaded once): other code */
+    call_shape(f, 1, (const int64_t[]){1}, 6.0f);
+    CHECK_EQ_INT(n_built, 2);
+    /* another function tracing to the same kernel, at a shape not seen yet, shares it */
+    tj_function *g = tj_function_new("flat_chain_again", (void *)flat_chain_again, 2, NULL);
+    call_shape(g, 1, (const int64_t[]){33}, 7.0f);
+    CHECK_EQ_INT(n_built, 2);
+    CHECK_EQ_INT(n_shared, 4);
+    tj_function_free(g);
+
+    /* broadcasting bakes strides into the code: each shape its own kernel, values right */
+    tj_function *fb = tj_function_new("bcast", (void *)bcast, 2, NULL);
+    int built = n_built, shared = n_shared;
+    for (int r = 0; r < 2; r++) {
+        for (int64_t cols = 8; cols <= 24; cols += 8) {
+            tj_tensor *x = filled(2, (const int64_t[]){4, cols}, (float)cols),
+                      *b = filled(1, (const int64_t[]){cols}, 0.25f);
+            same_as_eager(fb, x, b, 1e-6);
+            tj_release(x);
+            tj_release(b);
+        }
+    }
+    CHECK_EQ_INT(tj_function_trace_count(fb), 3);
+    CHECK_EQ_INT(n_built - built, 3);
+    CHECK_EQ_INT(n_shared, shared);
+    tj_function_free(fb);
+
+    /* reductions: the geometry is in the code */
+    tj_function *fr = tj_function_new("row_norms", (void *)row_norms, 2, NULL);
+    built = n_built, shared = n_shared;
+    call_shape(fr, 2, (const int64_t[]){4, 8}, 0.5f);
+    call_shape(fr, 2, (const int64_t[]){8, 4}, 1.5f);
+    call_shape(fr, 2, (const int64_t[]){4, 8}, 2.5f);
+    CHECK_EQ_INT(n_built - built, 2);
+    CHECK_EQ_INT(n_shared, shared);
+    tj_function_free(fr);
+
+    /* a product (sizes in its code) with a flat epilogue: a new shape compiles */
+    tj_function *fd = tj_function_new("dense", (void *)dense, 2, NULL);
+    built = n_built;
+    for (int64_t m = 2; m <= 6; m += 4) {
+        tj_tensor *x = filled(2, (const int64_t[]){m, 5}, 0.0f),
+                  *w = filled(2, (const int64_t[]){5, 3}, 1.0f);
+        same_as_eager(fd, x, w, 1e-5);
+        tj_release(x);
+        tj_release(w);
+    }
+    CHECK_EQ_INT(n_built - built, 2);
+    tj_function_free(fd);
+
+    tj_function_free(f);
+    tj_set_log_topics("");
+    tj_set_log(NULL, NULL);
+    return check_done();
+}
