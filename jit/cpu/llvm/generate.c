@@ -64,6 +64,9 @@ static tj_status emit_chain(LLVMModuleRef m, cpu_prog *cp, step *sp, const jit_c
 /* Emits every kernel the plan names into a new module and compiles it; cp->shared holds it. */
 static tj_status generate(cpu_prog *cp, const jit_cpu_opts *o, const char **names, void **addrs,
                           uint32_t *nk) {
+    tj_status st0 = jit_cpu_llvm_init(); /* the target machines: a cache hit never needs them */
+    if (st0)
+        return st0;
     LLVMContextRef ctx = LLVMContextCreate();
     LLVMModuleRef m = LLVMModuleCreateWithNameInContext("tracejit", ctx);
     jit_cpu_prepare_module(m);

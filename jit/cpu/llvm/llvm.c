@@ -27,14 +27,16 @@
 #include <llvm-c/Transforms/PassBuilder.h>
 
 static struct {
-    pthread_once_t once;
-    tj_status status;
+    pthread_once_t id_once, once;
+    tj_status id_status, status;
     char msg[512];
     LLVMTargetMachineRef tm[2]; /* one per half of a split compile, each under its mutex */
     char *triple, *cpu, *features, *layout;
     char target_id[1024];
     pthread_mutex_t compile_mu[2];
 } L = {PTHREAD_ONCE_INIT,
+       PTHREAD_ONCE_INIT,
+       TJ_OK,
        TJ_OK,
        "",
        {NULL, NULL},
@@ -103,8 +105,12 @@ static char *limited_features(char *host) {
     return host;
 }
 
-static void init_once(void) {
-    L.status = TJ_ERR_UNSUPPORTED;
+/* What names the target (the code cache's key) and whether LLVM has one here: all that a
+ * cache hit asks, a small part of init_once's cost (target machines and the warm-up: ~2.5 ms,
+ * which was most of a first call that found its code on disk). */
+static LLVMTargetRef id_target;
+static void id_once(void) {
+    L.id_status = TJ_ERR_UNSUPPORTED;
     if (LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter()) {
         snprintf(L.msg, sizeof L.msg, "no native target in this LLVM");
         return;
@@ -112,13 +118,26 @@ static void init_once(void) {
     L.triple = LLVMGetDefaultTargetTriple();
     L.cpu = LLVMGetHostCPUName();
     L.features = limited_features(LLVMGetHostCPUFeatures());
-    LLVMTargetRef target;
     char *err = NULL;
-    if (LLVMGetTargetFromTriple(L.triple, &target, &err)) {
+    if (LLVMGetTargetFromTriple(L.triple, &id_target, &err)) {
         snprintf(L.msg, sizeof L.msg, "target %s: %s", L.triple, err ? err : "?");
         LLVMDisposeMessage(err);
         return;
     }
+    unsigned maj = 0, min = 0, patch = 0;
+    LLVMGetVersion(&maj, &min, &patch);
+    snprintf(L.target_id, sizeof L.target_id, "%s/%s/%s/llvm%u.%u.%u", L.triple, L.cpu, L.features,
+             maj, min, patch);
+    L.id_status = TJ_OK;
+}
+
+/* What generating code needs: the target machines, the data layout, LLVM's statics warmed. */
+static void init_once(void) {
+    pthread_once(&L.id_once, id_once);
+    L.status = TJ_ERR_UNSUPPORTED;
+    if (L.id_status != TJ_OK)
+        return;
+    LLVMTargetRef target = id_target;
     for (int i = 0; i < 2; i++) {
         L.tm[i] =
             LLVMCreateTargetMachine(target, L.triple, L.cpu, L.features, LLVMCodeGenLevelAggressive,
@@ -131,11 +150,6 @@ static void init_once(void) {
     LLVMTargetDataRef td = LLVMCreateTargetDataLayout(L.tm[0]);
     L.layout = LLVMCopyStringRepOfTargetData(td);
     LLVMDisposeTargetData(td);
-
-    unsigned maj = 0, min = 0, patch = 0;
-    LLVMGetVersion(&maj, &min, &patch);
-    snprintf(L.target_id, sizeof L.target_id, "%s/%s/%s/llvm%u.%u.%u", L.triple, L.cpu, L.features,
-             maj, min, patch);
     warm_up();
     L.status = TJ_OK;
 }
@@ -148,12 +162,12 @@ tj_status jit_cpu_llvm_init(void) {
 }
 
 const char *jit_cpu_llvm_unavailable(void) {
-    pthread_once(&L.once, init_once);
-    return L.status == TJ_OK ? NULL : L.msg;
+    pthread_once(&L.id_once, id_once);
+    return L.id_status == TJ_OK ? NULL : L.msg;
 }
 
 const char *jit_cpu_llvm_target_id(void) {
-    return jit_cpu_llvm_init() == TJ_OK ? L.target_id : "none";
+    return jit_cpu_llvm_unavailable() ? "none" : L.target_id;
 }
 
 void jit_cpu_prepare_module(LLVMModuleRef m) {
