@@ -28,6 +28,14 @@ static inline double bench_median(double *v, int n) {
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* The benchmarks time native code: tiering (on by default: a new signature's first calls run on
+ * the interpreter while LLVM compiles) is turned off for the process before its first call, so a
+ * first call compiles and every timed call runs the native program. Rows about the tiers ask for
+ * them per function (tj_function_options.tiered = 1). */
+static inline void bench_native_tier(void) {
+    setenv("TJ_TIERED", "0", 1);
+}
+
 static inline int bench_quick(int argc, char **argv) {
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "--quick") == 0)

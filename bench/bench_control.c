@@ -161,6 +161,7 @@ static double time_call(tj_function *f, int n, tj_tensor **args, int reps, tj_te
 }
 
 int main(int argc, char **argv) {
+    bench_native_tier();
     int quick = bench_quick(argc, argv), bad = 0;
     printf("%-24s %-14s %12s %-8s %-26s %12s  %7s\n", "bench", "metric", "value", "unit",
            "baseline", "base value", "ratio");

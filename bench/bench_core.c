@@ -39,6 +39,7 @@ __attribute__((noinline)) static void power_c(const int32_t *x, int32_t *r) {
 #define REPS 15
 
 int main(int argc, char **argv) {
+    bench_native_tier();
     int quick = bench_quick(argc, argv);
     int iters = quick ? 20000 : 200000;
     double v[REPS];

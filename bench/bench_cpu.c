@@ -435,8 +435,10 @@ static float nonce_const(uint64_t nonce) {
     return 0.5f + (float)(nonce & 0xfffff);
 }
 
-/* Runs chain50 once (the first call of a new function) and checks it; returns ms or -1. */
-static double chain_first_call(float c) {
+/* Runs chain50 once (the first call of a new function) and checks it; returns ms or -1. Tiered
+ * (native_ms not NULL): the function is tiered, and *native_ms is the time from the call's start
+ * until its native code is in place (the background compile's end). */
+static double chain_first_call_tiers(float c, double *native_ms) {
     float ones[16], ref[16];
     for (int i = 0; i < 16; i++) {
         ones[i] = 1;
@@ -449,9 +451,14 @@ static double chain_first_call(float c) {
     tj_tensor *in = tj_tensor_from_data(TJ_F32, 1, &d, ones);
     chain_c = c;
     double t0 = bench_now();
-    tj_function *f = tj_function_new("chain50", (void *)chain50, 1, NULL);
+    tj_function *f = tj_function_new("chain50", (void *)chain50, 1,
+                                     &(tj_function_options){.tiered = native_ms ? 1 : -1});
     tj_tensor *y = tj_call(f, 1, &in);
     double ms = (bench_now() - t0) * 1e3;
+    if (native_ms) {
+        tj_function_wait_compiled(f);
+        *native_ms = (bench_now() - t0) * 1e3;
+    }
     int ok = tj_status_of(y) == TJ_OK && tj_tensor_numel(y) == 16;
     for (int i = 0; ok && i < 16; i++)
         ok = fabs(tj_tensor_get_f64(y, i) - ref[i]) <= 1e-5 * fabs(ref[i]) + 1e-3;
@@ -461,6 +468,10 @@ static double chain_first_call(float c) {
     tj_function_free(f);
     tj_release(in);
     return ok ? ms : -1;
+}
+
+static double chain_first_call(float c) {
+    return chain_first_call_tiers(c, NULL);
 }
 
 /* retrace_50op: a function already traced for f32[16] is called with f32[32]; the second call's
@@ -562,6 +573,26 @@ static void bench_compile(void) {
         failures++;
     }
 
+    /* first_call_50op: the default, tiered: trace + passes + the interpreter's run, LLVM
+     * compiling in the background; and when the native code is in place */
+    double nat[MAX_REPS];
+    got = 0;
+    for (int r = 0; r < reps; r++) {
+        int c0 = n_compiled;
+        double ms = chain_first_call_tiers(nonce_const(nonce_next()), &nat[got]);
+        if (ms >= 0 && n_compiled == c0 + 1)
+            v[got++] = ms;
+    }
+    if (got == reps) {
+        bench_report("first_call_50op", "ms_median", bench_median(v, got), "ms", NULL, 0, 0);
+        bench_report("first_call_50op", "native_ms_median", bench_median(nat, got), "ms", NULL, 0,
+                     0);
+    } else {
+        fprintf(stderr, "bench_cpu: first_call_50op: %d of %d calls compiled in the background\n",
+                got, reps);
+        failures++;
+    }
+
     got = 0;
     for (int r = 0; r < reps; r++) {
         int c0 = n_compiled, s0 = n_shared;
@@ -614,6 +645,7 @@ static void ensure_cache_dir(void) {
 }
 
 int main(int argc, char **argv) {
+    bench_native_tier();
     if (argc == 3 && strcmp(argv[1], "--disk-hit-child") == 0)
         return disk_hit_child(argv[2]);
     quick = bench_quick(argc, argv);

@@ -51,6 +51,7 @@ static double median_call_ms(tj_function *f, tj_tensor *x, int reps) {
 }
 
 int main(int argc, char **argv) {
+    bench_native_tier();
     int reps = bench_quick(argc, argv) ? 9 : 31;
     setenv("TJ_CACHE", "0", 1); /* first calls compile */
     for (int u = 0; u < UNITS; u++) {

@@ -466,6 +466,7 @@ static void thread_rows(const char *row, void (*fn)(void), int busy) {
 }
 
 int main(int argc, char **argv) {
+    bench_native_tier();
     quick = bench_quick(argc, argv);
     int load = 0;
     for (int i = 1; i < argc; i++)

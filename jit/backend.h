@@ -26,6 +26,11 @@
 /* Options of one compile, backend-neutral. */
 typedef struct jit_backend_opts {
     bool exact_math; /* results bit-identical to the reference kernels (TJ_EXACT_MATH=1) */
+    /* only what needs no code generator: every kernel found in the backend's code cache (this
+     * process or disk), or none needed; otherwise TJ_ERR_UNSUPPORTED with nothing compiled (a
+     * new signature of a tiered function asks this first, and starts on the interpreter only
+     * when the code must be generated). A backend that caches nothing compiles as usual. */
+    bool cached_only;
 } jit_backend_opts;
 
 typedef struct jit_backend {

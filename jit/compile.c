@@ -122,6 +122,20 @@ rt_program *jit_backend_program(const ir_graph *g, const char *fn_name, const ji
     return p;
 }
 
+rt_program *jit_backend_program_cached(const ir_graph *g, const char *fn_name,
+                                       const jit_backend *b) {
+    jit_backend_opts o = {.exact_math = rt_config_get()->exact_math != 0, .cached_only = true};
+    double t0 = now_ms();
+    rt_program *p = b == jit_backend_interpreter() ? NULL : b->compile(g, &o);
+    if (!p) {
+        ir_clear_error(); /* a miss: the caller starts on the interpreter */
+        return NULL;
+    }
+    rt_log(RT_LOG_COMPILE, "%s: %u nodes for backend %s from cached code in %.3f ms", fn_name,
+           g->n_nodes, p->vt->name, now_ms() - t0);
+    return p;
+}
+
 rt_program *jit_compile_graph(const ir_graph *traced, const char *fn_name, uint64_t sig_hash,
                               const jit_backend *b, ir_graph **opt) {
     ir_graph *g = jit_optimize_graph(traced, fn_name, sig_hash, b);

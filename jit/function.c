@@ -53,7 +53,7 @@ tj_function *tj_function_new(const char *name, void *fn, int nargs,
     f->nargs = nargs;
     f->cache_bound = opts && opts->cache_bound > 0 ? opts->cache_bound : 64;
     f->eager = opts && opts->eager;
-    f->tiered = opts && opts->tiered;
+    f->tiered = opts ? opts->tiered : 0; /* 0: TJ_TIERED decides (on by default) */
     f->backend = backend;
     pthread_mutex_init(&f->mu, NULL);
     f->arg_types = calloc((size_t)nargs + 1, sizeof *f->arg_types);

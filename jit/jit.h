@@ -89,7 +89,7 @@ struct tj_function {
     int n_input_sig;
     int cache_bound;
     int eager;
-    int tiered;                 /* tj_function_options.tiered */
+    int tiered;                 /* tj_function_options.tiered: 1 on, < 0 off, 0 TJ_TIERED's */
     const jit_backend *backend; /* tj_function_options.backend resolved; NULL: TJ_BACKEND's */
     pthread_mutex_t mu;
     _Atomic(jit_snapshot *) cache;
@@ -173,6 +173,11 @@ rt_program *jit_compile_graph(const ir_graph *traced, const char *fn_name, uint6
 ir_graph *jit_optimize_graph(const ir_graph *traced, const char *fn_name, uint64_t sig_hash,
                              const jit_backend *b);
 rt_program *jit_backend_program(const ir_graph *g, const char *fn_name, const jit_backend *b);
+/* b's program for g from code already compiled (b's code cache, in this process or on disk; a
+ * program that needs no generated code), or NULL with no error: it would have to generate code
+ * (the interpreter: always NULL). */
+rt_program *jit_backend_program_cached(const ir_graph *g, const char *fn_name,
+                                       const jit_backend *b);
 
 /* Tiered concrete functions (tracing.c): starts c's background compile thread (c->prog is the
  * interpreter's program; it compiles once released); cancels or joins it (c->tier1 is final

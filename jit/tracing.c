@@ -328,13 +328,19 @@ tj_concrete *jit_build_concrete(tj_function *f, const jit_argsig *sig, uint64_t 
         for (int d = 0; d < sig[i].rank && !sig[i].is_static; d++)
             if (sig[i].dims[d] < 0)
                 c->has_unknown = 1;
-    int tiered =
-        (f->tiered || rt_config_get()->tiered) && !c->has_unknown && b != jit_backend_interpreter();
-    if (tiered) { /* the interpreter now, b's code from a background thread */
-        c->tier_backend = b;
+    int tiered = (f->tiered > 0 || (f->tiered == 0 && rt_config_get()->tiered)) &&
+                 !c->has_unknown && b != jit_backend_interpreter();
+    if (tiered) {
+        /* b's code at once where none must be generated (a new shape whose kernels are compiled
+         * already, code on disk), else the interpreter now and b's code from a background
+         * thread */
         c->graph = jit_optimize_graph(tr.g, f->name, h, b);
-        c->prog =
-            c->graph ? jit_backend_program(c->graph, f->name, jit_backend_interpreter()) : NULL;
+        c->prog = c->graph ? jit_backend_program_cached(c->graph, f->name, b) : NULL;
+        tiered = c->graph && !c->prog;
+        if (tiered) {
+            c->tier_backend = b;
+            c->prog = jit_backend_program(c->graph, f->name, jit_backend_interpreter());
+        }
     } else {
         c->prog = jit_compile_graph(tr.g, f->name, h, b, &c->graph);
     }

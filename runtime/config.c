@@ -60,7 +60,7 @@ static void cfg_init(void) {
     cfg.cache_dir = getenv("TJ_CACHE_DIR");
     cfg.backend = getenv("TJ_BACKEND");
     const char *ti = getenv("TJ_TIERED");
-    cfg.tiered = ti && *ti && strcmp(ti, "0") != 0;
+    cfg.tiered = !(ti && strcmp(ti, "0") == 0); /* on unless TJ_TIERED=0 */
     const char *x = getenv("TJ_EXACT_MATH");
     cfg.exact_math = x && *x && strcmp(x, "0") != 0;
     const char *dp = getenv("TJ_DECOMPOSE");

@@ -364,8 +364,9 @@ typedef struct rt_config {
     size_t cache_max_bytes; /* TJ_CACHE_MAX_BYTES: the disk cache's bound (default 1 GiB) */
     int num_threads;
     const char *backend; /* TJ_BACKEND: "cpu" (default) or "interp" */
-    int tiered;          /* TJ_TIERED=1: every function runs its first calls on the interpreter
-                            while LLVM compiles in the background (tj_function_options.tiered) */
+    int tiered;          /* 1 unless TJ_TIERED=0: a function's new signature runs its first calls
+                            on the interpreter while LLVM compiles in the background, unless its
+                            tj_function_options.tiered says otherwise */
     int exact_math;      /* TJ_EXACT_MATH=1: compiled transcendentals call libm (bit-exact) */
     int no_direct_conv;  /* TJ_DIRECT_CONV=0: f32 convolutions always use im2col + OpenBLAS */
     int decompose;       /* TJ_DECOMPOSE=1: every backend gets composite ops as primitives */

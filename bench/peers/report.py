@@ -24,7 +24,7 @@ END = "<!-- peers:end -->"
 PEER_ORDER = ["tracejit", "numpy", "tensorflow", "jax", "torch", "numba", "onnxruntime"]
 SHORT = {"tf.function(jit_compile=True)": "tf.function XLA", "numba @njit": "numba"}
 # tracejit's bench names for each workload (bench/bench_core.c and later benches)
-ALIASES = {"first_call_50op": ["compile_50op", "first_call_50op"],
+ALIASES = {"first_call_50op": ["first_call_50op", "compile_50op"],
            "retrace_50op": ["retrace_50op", "compile_50op"],
            "conv2d_200x200x100": ["conv2d_200x200x100", "conv2d", "conv"]}
 
@@ -38,7 +38,7 @@ def tracejit_value(rows, workload, mode):
         if workload == "retrace_50op":
             recs = [r for r in recs if "retrace" in r["metric"] or bench == "retrace_50op"]
         elif workload == "first_call_50op":
-            recs = [r for r in recs if "retrace" not in r["metric"]]
+            recs = [r for r in recs if "retrace" not in r["metric"] and "native" not in r["metric"]]
         tagged = [r for r in recs if mode in r["metric"]]
         if workload == "call_overhead":  # the call allocates its result, as the peers' do
             tagged = [r for r in recs if r["metric"] == "ns_alloc" and mode == "compiled"]

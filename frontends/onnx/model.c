@@ -698,7 +698,7 @@ static tj_status load(tj_onnx_model *m, const void *data, size_t size, bool mapp
     if (!st) {
         const char *name = g->name && *g->name ? g->name : "onnx_model";
         m->generic.m = m;
-        tj_function_options fo = {.tiered = !m->opts.compile_first};
+        tj_function_options fo = {.tiered = m->opts.compile_first ? -1 : 0};
         if (!(m->fn = tj_function_new_body(name, body, m->n_in, &m->generic, &fo)))
             st = tj_set_error(TJ_ERR_INVALID, "onnx: %s: %s", m->path, tj_last_error());
     }
@@ -895,7 +895,7 @@ tj_tensor *tj_onnx_call(tj_onnx_model *m, int nargs, tj_tensor *const *args) {
             if (m->is_value[k])
                 s->b.fixed[k] = tj_retain(args[k]); /* unscoped: ours */
         const char *name = m->g->name && *m->g->name ? m->g->name : "onnx_model";
-        tj_function_options fo = {.tiered = !m->opts.compile_first};
+        tj_function_options fo = {.tiered = m->opts.compile_first ? -1 : 0};
         if (!(s->fn = tj_function_new_body(name, body, m->n_in, &s->b, &fo))) {
             tj_tensor *err = tj_error_new(TJ_ERR_INVALID, "onnx: %s", tj_last_error());
             spec_free(s, m->n_in);

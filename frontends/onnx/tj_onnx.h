@@ -24,9 +24,9 @@ typedef struct tj_onnx_options {
     int initializers_as_variables; /* 1: initializers become tj_variables (trainable, named by
                                       the initializer); 0 (default): constants of the graph */
     int compile_first; /* 1: a new input signature's first call waits for the native code;
-                          0 (default): tiered, the first calls run on the interpreter while LLVM
-                          compiles in the background (tj_function_options.tiered), as a runtime
-                          session starts */
+                          0 (default): tiered unless TJ_TIERED=0, the first calls run on the
+                          interpreter while LLVM compiles in the background
+                          (tj_function_options.tiered), as a runtime session starts */
 } tj_onnx_options;
 
 /* Reads and checks the model at path (or the bytes data[0..size)): the protobuf, the opsets

@@ -7,7 +7,9 @@
 static rt_program *compile(const ir_graph *g, const jit_backend_opts *o) {
     /* exact math: results bit-identical to the reference kernels (libm transcendentals, no FMA
      * contraction); the default trades that for vectorized approximations and FMA */
-    jit_cpu_opts co = {.exact_math = o && o->exact_math, .no_contract = o && o->exact_math};
+    jit_cpu_opts co = {.exact_math = o && o->exact_math,
+                       .no_contract = o && o->exact_math,
+                       .cached_only = o && o->cached_only};
     return jit_cpu_compile_opts(g, &co);
 }
 

@@ -82,6 +82,11 @@ tj_status jit_cpu_plan(cpu_prog *cp, const jit_cpu_opts *o) {
     jit_cpu_stats stats = {0};
     if (nk) /* the cache first: a hit builds no IR */
         cp->shared = jit_cpu_shared_find(key, names, nk, addrs, &from);
+    if (nk && !cp->shared && o->cached_only) {
+        free(names);
+        free(addrs);
+        return ir_errorf(TJ_ERR_UNSUPPORTED, "cpu jit: its kernels are not in the code cache");
+    }
     if (nk && !cp->shared) {
         double t1 = now_ms();
         st = jit_cpu_codegen_linked.generate(cp, o, names, addrs, &nk);
@@ -121,6 +126,8 @@ tj_status jit_cpu_plan(cpu_prog *cp, const jit_cpu_opts *o) {
  * branch itself runs in the executor), interpreted where the backend declines. */
 static rt_program *compile_region(const ir_graph *g, void *ctx) {
     rt_program *p = jit_cpu_compile_opts(g, ctx);
+    if (!p && ((const jit_cpu_opts *)ctx)->cached_only)
+        return NULL; /* not cached: the whole program is, not a region on the interpreter */
     if (!p) {
         ir_clear_error();
         p = rt_interp_new(g);

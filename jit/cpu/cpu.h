@@ -23,6 +23,7 @@ typedef struct jit_cpu_opts {
     int64_t par_min;  /* elements above which a kernel is split across threads (0: 65536) */
     bool exact_math;  /* transcendentals call libm as the reference kernels do (bit-identical);
                          default: vectorizable approximations (approx.c). TJ_EXACT_MATH=1 too */
+    bool cached_only; /* kernels from the code cache only: a miss is TJ_ERR_UNSUPPORTED */
 } jit_cpu_opts;
 
 /* Whether o (may be NULL) or the environment (TJ_EXACT_MATH=1) asks for exact math. Part of the

@@ -142,6 +142,9 @@ static void environment(void) {
 }
 
 int main(void) {
+    /* the native program's own behaviour from the first call: tiering off (read once, before
+     * the first call; tests/jit/test_tiered.c checks the tiers) */
+    setenv("TJ_TIERED", "0", 1);
     registry();
     options();
     declined();

@@ -75,6 +75,9 @@ static void bad_containers(void) {
 }
 
 int main(void) {
+    /* the native program's own behaviour from the first call: tiering off (read once, before
+     * the first call; tests/jit/test_tiered.c checks the tiers) */
+    setenv("TJ_TIERED", "0", 1);
     char dir[] = "/tmp/tj-split-XXXXXX";
     if (!mkdtemp(dir))
         return 77;

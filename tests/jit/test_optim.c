@@ -348,6 +348,9 @@ static void idx_files(void) {
 }
 
 int main(void) {
+    /* the native program's own behaviour from the first call: tiering off (read once, before
+     * the first call; tests/jit/test_tiered.c checks the tiers) */
+    setenv("TJ_TIERED", "0", 1);
     for (int kind = 0; kind < 4; kind++)
         for (int compiled = 0; compiled < 2; compiled++)
             run(kind, compiled);

@@ -50,6 +50,9 @@ static tj_function *run(const char *name, tj_tensor *(*fun)(tj_tensor *), float 
 }
 
 int main(void) {
+    /* the native program's own behaviour from the first call: tiering off (read once, before
+     * the first call; tests/jit/test_tiered.c checks the tiers) */
+    setenv("TJ_TIERED", "0", 1);
     setenv("TJ_CACHE", "0", 1); /* fresh compiles, whatever the disk cache holds (read once) */
     if (tj_backend_unavailable("cpu")) {
         printf("skipped: %s\n", tj_backend_unavailable("cpu"));

@@ -117,6 +117,9 @@ static void gradients_wanted(const char *path) {
 }
 
 int main(void) {
+    /* the native program's own behaviour from the first call: tiering off (read once, before
+     * the first call; tests/jit/test_tiered.c checks the tiers) */
+    setenv("TJ_TIERED", "0", 1);
     char path[] = "/tmp/tj-profile-XXXXXX";
     int fd = mkstemp(path);
     if (fd < 0)

@@ -91,6 +91,9 @@ static void call_shape(tj_function *f, int rank, const int64_t *dims, float seed
 }
 
 int main(void) {
+    /* the native program's own behaviour from the first call: tiering off (read once, before
+     * the first call; tests/jit/test_tiered.c checks the tiers) */
+    setenv("TJ_TIERED", "0", 1);
     tj_set_log(log_sink, NULL);
     tj_set_log_topics("compile");
 

@@ -1,11 +1,15 @@
-/* test_tiered.c — tiered functions (tj_function_options.tiered): a new signature's first calls
- * run on the interpreter while LLVM compiles in a background thread, then calls switch to the
- * native program. Checked: the first tier is the interpreter and the second native code
+/* test_tiered.c — tiered functions (the default; tj_function_options.tiered, TJ_TIERED): a new
+ * signature whose code must be generated runs its first calls on the interpreter while LLVM
+ * compiles in a background thread, then calls switch to the native program; a new signature
+ * whose code is compiled already runs it from its first call. Checked: the first tier is the
+ * interpreter and the second native code
  * (tj_concrete_backend), results agree across the switch and with eager execution, calls from
  * several threads during the compile (TSan runs this file), one background compile per
  * signature, freeing a function while its compile runs (joined, nothing leaks), concrete
  * functions handed out unrun (waiting starts their compile, freeing cancels it), and the errors
- * of tj_function_wait_compiled. */
+ * of tj_function_wait_compiled; tiering by default, turned off by the option; a new shape of
+ * compiled flat kernels native at once. The disk cache is a fresh directory of this run's, so a
+ * first tier is the interpreter whatever earlier runs left. */
 #include <pthread.h>
 #include <tracejit.h>
 
@@ -14,6 +18,17 @@
 
 static tj_tensor *dense(tj_tensor *x, tj_tensor *w) {
     return tj_relu(tj_add(tj_matmul(x, w), tj_scalar_f32(0.25f)));
+}
+
+/* dense with its own constant: code no earlier compile made (a dense's product needs no generated
+ * code and its epilogue's flat loop serves every size, so a new shape alone would find it) */
+static float bias_k = 1.0f;
+static tj_tensor *dense_k(tj_tensor *x, tj_tensor *w) {
+    return tj_relu(tj_add(tj_matmul(x, w), tj_scalar_f32(bias_k)));
+}
+
+static tj_tensor *flat(tj_tensor *x, tj_tensor *y) {
+    return tj_sub(tj_mul(tj_add(x, y), tj_scalar_f32(3.0f)), tj_sqrt(tj_abs(y)));
 }
 
 static tj_tensor *input(int64_t rows, int64_t cols, float scale) {
@@ -93,12 +108,13 @@ static void tiers(void) {
 /* Freed while compiling: the free joins the thread (ASan/LSan: nothing leaks or is used after). */
 static void free_while_compiling(void) {
     for (int i = 0; i < 3; i++) {
+        bias_k = 2.0f + (float)i;
         tj_function *f =
-            tj_function_new("dense", (void *)dense, 2, &(tj_function_options){.tiered = 1});
+            tj_function_new("dense", (void *)dense_k, 2, &(tj_function_options){.tiered = 1});
         tj_scope_begin();
         tj_tensor *x = input(4, 64 + i, 1.0f), *w = input(64 + i, 70, 1.0f);
         tj_tensor *args[2] = {x, w};
-        CHECK(close_to(tj_call(f, 2, args), dense(x, w)));
+        CHECK(close_to(tj_call(f, 2, args), dense_k(x, w)));
         tj_scope_end();
         tj_function_free(f);
     }
@@ -108,8 +124,9 @@ static void free_while_compiling(void) {
 static void unrun(void) {
     tj_spec specs[2] = {{.dtype = TJ_F32, .rank = 2, .dims = {5, 70}},
                         {.dtype = TJ_F32, .rank = 2, .dims = {70, 9}}};
+    bias_k = 9.0f;
     tj_function *f =
-        tj_function_new("dense", (void *)dense, 2, &(tj_function_options){.tiered = 1});
+        tj_function_new("dense", (void *)dense_k, 2, &(tj_function_options){.tiered = 1});
     tj_concrete *c = tj_function_get_concrete(f, 2, specs);
     CHECK_STR(tj_concrete_backend(c), "interp");
     CHECK_EQ_INT(tj_function_wait_compiled(f), TJ_OK);
@@ -117,14 +134,16 @@ static void unrun(void) {
     tj_function_free(f);
     /* a picture of the kernels wants the native program: it compiles it (was: cancelled it, and
      * the function stayed on the interpreter) */
-    f = tj_function_new("dense", (void *)dense, 2, &(tj_function_options){.tiered = 1});
+    bias_k = 10.0f;
+    f = tj_function_new("dense", (void *)dense_k, 2, &(tj_function_options){.tiered = 1});
     c = tj_function_get_concrete(f, 2, specs);
     char *dot = tj_concrete_graph_dot(c, TJ_GRAPH_KERNELS);
     CHECK(dot != NULL);
     free(dot);
     CHECK_STR(tj_concrete_backend(c), "cpu");
     tj_function_free(f);
-    f = tj_function_new("dense", (void *)dense, 2, &(tj_function_options){.tiered = 1});
+    bias_k = 11.0f;
+    f = tj_function_new("dense", (void *)dense_k, 2, &(tj_function_options){.tiered = 1});
     CHECK(tj_function_get_concrete(f, 2, specs) != NULL);
     tj_function_free(f); /* its compile never started: cancelled, joined */
 }
@@ -133,8 +152,9 @@ static void errors(void) {
     CHECK_EQ_INT(tj_function_wait_compiled(NULL), TJ_ERR_INVALID);
     CHECK_HAS(tj_last_error(), "function_wait_compiled: a NULL function");
     CHECK_STR(tj_concrete_backend(NULL), "");
-    /* an untiered function: native code from the first call */
-    tj_function *f = tj_function_new("dense", (void *)dense, 2, NULL);
+    /* tiering turned off: native code from the first call */
+    tj_function *f =
+        tj_function_new("dense", (void *)dense, 2, &(tj_function_options){.tiered = -1});
     tj_scope_begin();
     tj_tensor *x = input(2, 8, 1.0f), *w = input(8, 3, 1.0f);
     tj_tensor *args[2] = {x, w};
@@ -146,12 +166,47 @@ static void errors(void) {
     tj_function_free(f);
 }
 
+/* The default: tiered. A first shape starts on the interpreter; a second shape whose kernels
+ * (one flat loop) are compiled already runs native code from its first call, no compile. */
+static void by_default(void) {
+    tj_function *f = tj_function_new("flat", (void *)flat, 2, NULL);
+    tj_scope_begin();
+    tj_tensor *x = input(4, 33, 1.0f), *y = input(4, 33, 2.0f);
+    tj_tensor *args[2] = {x, y};
+    CHECK(close_to(tj_call(f, 2, args), flat(x, y)));
+    tj_spec s1[2] = {{.dtype = TJ_F32, .rank = 2, .dims = {4, 33}},
+                     {.dtype = TJ_F32, .rank = 2, .dims = {4, 33}}};
+    CHECK_STR(tj_concrete_backend(tj_function_get_concrete(f, 2, s1)), "interp");
+    CHECK_EQ_INT(tj_function_wait_compiled(f), TJ_OK);
+    CHECK_STR(tj_concrete_backend(tj_function_get_concrete(f, 2, s1)), "cpu");
+    tj_tensor *x2 = input(7, 5, 1.5f), *y2 = input(7, 5, 0.5f);
+    tj_tensor *args2[2] = {x2, y2};
+    CHECK(close_to(tj_call(f, 2, args2), flat(x2, y2)));
+    tj_spec s2[2] = {{.dtype = TJ_F32, .rank = 2, .dims = {7, 5}},
+                     {.dtype = TJ_F32, .rank = 2, .dims = {7, 5}}};
+    CHECK_STR(tj_concrete_backend(tj_function_get_concrete(f, 2, s2)), "cpu");
+    CHECK_EQ_INT(tj_function_trace_count(f), 2);
+    tj_scope_end();
+    tj_function_free(f);
+}
+
 int main(void) {
-    if (getenv("TJ_BACKEND") || tj_backend_unavailable("cpu")) /* the tiers: interp, then cpu */
+    if (getenv("TJ_TIERED") || getenv("TJ_CACHE"))
+        return 77; /* the defaults are what this file checks */
+    char dir[] = "/tmp/tj-tiered-XXXXXX";
+    if (!mkdtemp(dir))
         return 77;
+    setenv("TJ_CACHE_DIR", dir, 1); /* before anything reads the configuration */
+    if (getenv("TJ_BACKEND") || tj_backend_unavailable("cpu")) { /* the tiers: interp, then cpu */
+        rmdir(dir);
+        return 77;
+    }
+    by_default();
     tiers();
     free_while_compiling();
     unrun();
     errors();
+    tj_cache_clear();
+    rmdir(dir);
     return check_done();
 }

@@ -11,6 +11,7 @@
  * dataset. */
 #include "../../examples/cnn.h"
 #include "check.h"
+#include "native_first.h"
 
 enum { LIMIT = 1000 };
 
@@ -35,6 +36,8 @@ static void train(int steps, int64_t batch, int eager, double *out, tj_tensor **
         tj_tensor *x, *y;
         cnn_batch(&data, LIMIT, batch, 100 + (uint64_t)s, &x, &y);
         tj_tensor *args[2] = {x, y};
+        if (s == 0 && !eager) /* the native tier from the first step */
+            check_native_first(f, 2, args);
         tj_tensor *l = eager ? tj_call_eager(f, 2, args) : tj_call(f, 2, args);
         CHECK_MSG(tj_status_of(l) == TJ_OK, "step %d: %s", s, tj_error_message(l));
         out[s] = tj_tensor_get_f64(l, 0);

@@ -8,6 +8,7 @@
 
 #include "../../examples/cnn.h"
 #include "check.h"
+#include "native_first.h"
 
 static char path[64];
 
@@ -155,6 +156,8 @@ static void steps(cnn_data *d, int from, int n, double *out) {
         tj_tensor *x, *y;
         cnn_batch(d, 1000, 10, 500 + (uint64_t)s, &x, &y);
         tj_tensor *args[2] = {x, y};
+        if (s == from) /* the native tier from the first step */
+            check_native_first(f, 2, args);
         tj_tensor *l = tj_call(f, 2, args);
         CHECK_MSG(tj_status_of(l) == TJ_OK, "step %d: %s", s, tj_error_message(l));
         out[s] = tj_tensor_get_f64(l, 0);

@@ -1,0 +1,25 @@
+/* native_first.h — for tests whose runs must repeat bit for bit: functions are tiered by default,
+ * and a new signature's first calls run on the interpreter (whose sums differ from the native
+ * code's in the last bits) for as long as the background compile takes. check_native_first(f,
+ * args) traces f for args' signature without running it and waits for its native code, so every
+ * call of the run, the first included, runs the same code (README: "Tiers"). */
+#ifndef TJ_TEST_NATIVE_FIRST_H
+#define TJ_TEST_NATIVE_FIRST_H
+#include <string.h>
+#include <tracejit.h>
+
+#include "check.h"
+
+static inline void check_native_first(tj_function *f, int n, tj_tensor *const *args) {
+    if (tj_get_eager())
+        return; /* no traces in eager mode */
+    tj_spec sp[8];
+    for (int k = 0; k < n && k < 8; k++) {
+        sp[k] = (tj_spec){.dtype = tj_tensor_dtype(args[k]), .rank = tj_tensor_rank(args[k])};
+        memcpy(sp[k].dims, tj_tensor_dims(args[k]), sizeof(int64_t) * (size_t)sp[k].rank);
+    }
+    CHECK(n <= 8 && tj_function_get_concrete(f, n, sp) != NULL);
+    CHECK_EQ_INT(tj_function_wait_compiled(f), TJ_OK);
+}
+
+#endif
