@@ -632,6 +632,76 @@ static void bench_compile(void) {
     bench_report("compile_disk_hit", "ms_median", bench_median(v, reps), "ms", NULL, 0, 0);
 }
 
+/* shapes_sweep (issue 26; as bench/peers/common.py's): relu(x @ W + b + c), W [256, 128] f32, a
+ * fresh function, tiered as by default (bench_native_tier turns the default off), called once at
+ * each batch size 1..100: the total time of the 100 calls (each a new signature: trace, passes, the
+ * code cache asked, then cached code or the interpreter) and how many LLVM compiles they caused (a
+ * tiered signature compiles from its second call: none here; counted once the function is freed,
+ * which joins a compile running). c, fresh per rep, keeps an earlier rep's code out of it. */
+enum { SW_K = 256, SW_N = 128, SW_MAX = 100 };
+static float sweep_c;
+static tj_tensor *sweep_dense(tj_tensor *x, tj_tensor *w, tj_tensor *b) {
+    return tj_relu(tj_add(tj_add(tj_matmul(x, w), b), tj_scalar_f32(sweep_c)));
+}
+
+static void bench_sweep(void) {
+    float *x = malloc(sizeof(float) * SW_MAX * SW_K), *w = malloc(sizeof(float) * SW_K * SW_N);
+    float b[SW_N];
+    for (int i = 0; i < SW_MAX * SW_K; i++)
+        x[i] = (float)((i * 37) % 101) / 50.0f - 1.0f;
+    for (int i = 0; i < SW_K * SW_N; i++)
+        w[i] = (float)((i * 13) % 97) / 1552.0f - 0.03f;
+    for (int j = 0; j < SW_N; j++)
+        b[j] = (float)(j % 7) / 7.0f - 0.5f;
+    tj_tensor *xs[SW_MAX];
+    for (int n = 1; n <= SW_MAX; n++)
+        xs[n - 1] = tj_tensor_from_data(TJ_F32, 2, (const int64_t[]){n, SW_K}, x);
+    tj_tensor *wt = tj_tensor_from_data(TJ_F32, 2, (const int64_t[]){SW_K, SW_N}, w),
+              *bt = tj_tensor_from_data(TJ_F32, 1, (const int64_t[]){SW_N}, b);
+    int reps = quick ? 1 : 3, ok = 1;
+    double v[MAX_REPS], nc[MAX_REPS];
+    for (int r = 0; r < reps && ok; r++) {
+        sweep_c = (float)(nonce_next() & 0xffff) / 65536.0f;
+        int c0 = n_compiled;
+        double t0 = bench_now();
+        tj_function *f = tj_function_new("sweep_dense", (void *)sweep_dense, 3,
+                                         &(tj_function_options){.tiered = 1}); /* the default */
+        tj_tensor *y = NULL;
+        for (int n = 1; n <= SW_MAX && ok; n++) {
+            tj_release(y);
+            y = tj_call(f, 3, (tj_tensor *[]){xs[n - 1], wt, bt});
+            ok = tj_status_of(y) == TJ_OK;
+        }
+        v[r] = (bench_now() - t0) * 1e3;
+        for (int i = 0; ok && i < SW_MAX; i += 33) /* the last call's rows 0, 33, 66, 99 */
+            for (int j = 0; ok && j < SW_N; j++) {
+                double s = b[j] + sweep_c;
+                for (int k = 0; k < SW_K; k++)
+                    s += (double)x[i * SW_K + k] * w[k * SW_N + j];
+                s = s > 0 ? s : 0;
+                ok = fabs(tj_tensor_get_f64(y, i * SW_N + j) - s) <= 1e-4 * (1 + fabs(s));
+            }
+        if (!ok)
+            fprintf(stderr, "bench_cpu: shapes_sweep: wrong result or error: %s\n",
+                    tj_error_message(y));
+        tj_release(y);
+        tj_function_free(f); /* joins a compile running, cancels those not released */
+        nc[r] = n_compiled - c0;
+    }
+    for (int n = 0; n < SW_MAX; n++)
+        tj_release(xs[n]);
+    tj_release(wt);
+    tj_release(bt);
+    free(x);
+    free(w);
+    if (!ok) {
+        failures++;
+        return;
+    }
+    bench_report("shapes_sweep", "ms_median", bench_median(v, reps), "ms", NULL, 0, 0);
+    bench_report("shapes_sweep", "llvm_compiles", bench_median(nc, reps), "compiles", NULL, 0, 0);
+}
+
 /* Without TJ_CACHE_DIR (bench/run sets it) the disk-hit child needs a folder of its own. */
 static char own_cache[64];
 static void ensure_cache_dir(void) {
@@ -657,6 +727,7 @@ int main(int argc, char **argv) {
     if (wanted("compile")) {
         bench_compile_first(); /* first: nothing in this process has compiled yet */
         bench_compile();
+        bench_sweep();
     }
     tj_set_log_topics("");
 

@@ -604,10 +604,11 @@ typedef struct tj_function_options {
     int tiered;       /* 0 (the default): as TJ_TIERED says, on unless TJ_TIERED=0; 1: on; -1: off.
                          On: a new signature whose native code must be generated runs its first
                          calls on the interpreter (the optimized graph, reference kernels) while LLVM
-                         compiles in a background thread; later calls take the native code once it
-                         is ready (tj_function_wait_compiled waits for it). A signature whose code is
-                         compiled already (in this process, on disk) runs it from the first call.
-                         Results may differ in the last bits between the tiers unless
+                         compiles in a background thread from its second call on (a signature
+                         called once never compiles); later calls take the native code once it is
+                         ready (tj_function_wait_compiled starts the compile and waits for it). A
+                         signature whose code is       compiled already (in this process, on disk) runs it from
+                         the first call.       Results may differ in the last bits between the tiers unless
                          TJ_EXACT_MATH=1. Off: the first call compiles, then runs native code. */
     const char *backend; /* the backend its signatures compile for: a name ("cpu", "interp";
                             tj_backend_name lists them) or a comma-separated list in order of

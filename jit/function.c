@@ -331,12 +331,17 @@ static tj_concrete *lookup(tj_function *f, uint64_t h, tj_tensor *const *args, i
 /* ---- running a concrete function ------------------------------------------------------------- */
 /* The run core of tj_call, tj_concrete_call, module calls and tj_call_into: c's program under
  * its variables' locks, outputs into outs (NULL entries: new references; else the caller's
- * tensors), the tier released after the first call. A check-numerics failure names the function
- * and the signature it was called with. */
+ * tensors), the tier released after the second call: a signature called once (one of a sweep of
+ * batch sizes) never compiles; one called again compiles, on the other core, from its second
+ * call's end (tj_function_wait_compiled releases any). A check-numerics failure names the
+ * function and the signature it was called with. */
 static tj_status run_program(tj_concrete *c, tj_tensor *const *args, tj_tensor **outs) {
     tj_status st =
         rt_run_locked(jit_concrete_program(c), args, c->nargs, c->caps, c->locks, c->n_locks, outs);
-    jit_tier_go(c, 1);
+    if (!atomic_load_explicit(&c->tier_go, memory_order_relaxed) &&
+        atomic_load_explicit(&c->compiling, memory_order_relaxed) &&
+        atomic_fetch_add(&c->tier_runs, 1) >= 1)
+        jit_tier_go(c, 1);
     if (st && strncmp(ir_last_error(), "check_numerics:", 15) == 0) {
         char sig[512] = "", a[160], msg[1024]; /* the signature as tj_function_signatures has it */
         for (uint32_t i = 0; i < c->nargs; i++) {

@@ -51,7 +51,8 @@ struct tj_concrete {
     pthread_t compiler;              /* tiered: the background compile (joined on free) */
     const jit_backend *tier_backend; /* tiered: the backend it compiles for */
     atomic_int compiling;            /* 1 while `compiler` has not been joined */
-    atomic_int tier_go;              /* set after the first call: the compile may start */
+    atomic_int tier_go;              /* set after the second call: the compile may start */
+    atomic_int tier_runs;            /* tiered: calls run before the compile was released */
     int result_kind;
     atomic_uint_fast64_t last_used;
     int has_unknown; /* some signature dims are -1 */

@@ -198,9 +198,10 @@ static tj_status collect_locks(tj_concrete *c) {
 /* ---- tiered compilation ------------------------------------------------------------------------
  * A tiered function's new signature runs on the interpreter at once (the optimized graph, the
  * reference kernels; large f32 products on gemm_packed.c's tiles); one background thread per
- * concrete function compiles the native program once the first call has run (jit_tier_go: that call
- * has the cores to itself; a compile beside it preempted its OpenBLAS threads or held a lock it
- * needed, up to 70 ms), on that thread alone, leaving the other core to the calls. Calls switch to
+ * concrete function compiles the native program once the second call has run (jit_tier_go, from
+ * run_program: a signature called once never compiles; the calls before have the cores to
+ * themselves: a compile beside a call preempted its OpenBLAS threads or held a lock it needed,
+ * up to 70 ms), on that thread alone, leaving the other core to the calls. Calls switch to
  * the native program when it is published (an atomic pointer: a call takes whichever program it
  * reads; both stay alive until the concrete function is freed, which cancels or joins the thread
  * first). tier_running counts the compiles released and not finished; process exit waits for them,

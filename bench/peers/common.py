@@ -183,6 +183,19 @@ def _tanh_ref(x):
     return np.tanh(x * TANH_A + TANH_B) * TANH_C - x
 
 
+# shapes_sweep (issue 26): relu(x @ W + b), W [256, 128], called once at each batch size 1..100
+# by a function made fresh (as bench/bench_cpu.c's shapes_sweep): the total time of the 100
+# calls, a compile or a retrace per new size included; the last call's output is checked
+SWEEP_K, SWEEP_N, SWEEP_SIZES = 256, 128, tuple(range(1, 101))
+
+
+def _sweep_inputs():
+    r = _rng(9)
+    return (r.uniform(-1, 1, (SWEEP_SIZES[-1], SWEEP_K)).astype(np.float32),
+            (r.uniform(-1, 1, (SWEEP_K, SWEEP_N)) / 16).astype(np.float32),
+            r.uniform(-1, 1, (SWEEP_N,)).astype(np.float32))
+
+
 def _chain_inputs(n):
     return lambda: (np.ones(n, dtype=np.float32),)
 
@@ -320,6 +333,8 @@ WORKLOADS = {w.name: w for w in [
              _chain_inputs(16), chain_ref, F32, "ms"),
     Workload("retrace_50op", "retrace for a new shape, 50-op chain f32[16] -> f32[32]",
              _chain_inputs(32), chain_ref, F32, "ms"),
+    Workload("shapes_sweep", "relu(x@W+b), W 256x128, a fresh function called at batch sizes "
+             "1..100 (one call each): total", _sweep_inputs, _dense_ref, RED, "ms"),
     # a different tanh or sum order may stop one iteration earlier or later: 3e-4 relative
     Workload("while_tanh", "while sum(x) > 30: x = tanh(x), f32[1000] (S16), per iteration",
              _while_tanh_inputs, while_tanh_ref, ("elem", 2e-3, 1e-6), "ns",
@@ -546,3 +561,22 @@ def run_standard(R, ops, impls):
 
         R.first_call("first_call_50op", im.name, first, to_numpy=ops.numpy, note=im.note)
         R.first_call("retrace_50op", im.name, retrace, to_numpy=ops.numpy, note=im.note)
+    if R.wants("shapes_sweep"):
+        x, w, b = WORKLOADS["shapes_sweep"].inputs
+        xs = [ops.tensor(np.ascontiguousarray(x[:n])) for n in SWEEP_SIZES]
+        wt, bt = ops.tensor(w), ops.tensor(b)
+        for im in impls:
+            if im.mode != "compiled":
+                continue
+
+            def sweep(im=im):
+                im.reset()
+                t0 = time.perf_counter()
+                f = im.wrap(lambda x, w, b: ops.relu(ops.matmul(x, w) + b))
+                y = None
+                for xn in xs:
+                    y = sync(f(xn, wt, bt))
+                return time.perf_counter() - t0, y
+
+            R.first_call("shapes_sweep", im.name, sweep, to_numpy=ops.numpy, note=im.note,
+                         reps=1 if R.quick else 3)

@@ -197,6 +197,25 @@ def main():
 
     R.first_call("retrace_50op", E, retrace, note="symbolic dim: no rebuild")
 
+    if R.wants("shapes_sweep"):
+        x, w, b = WORKLOADS["shapes_sweep"].inputs
+        xs = [np.ascontiguousarray(x[:n]) for n in common.SWEEP_SIZES]
+
+        def sweep():
+            t0 = time.perf_counter()
+            s = session([binop("MatMul", "x", "w", "t"), binop("Add", "t", "b", "u"),
+                         helper.make_node("Relu", ["u"], ["y"])],
+                        [vi("x", F, ["n", common.SWEEP_K])],
+                        [vi("y", F, ["n", common.SWEEP_N])],
+                        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+            y = None
+            for xn in xs:
+                y = s.run(None, {"x": xn})[0]
+            return time.perf_counter() - t0, y
+
+        R.first_call("shapes_sweep", E, sweep, note="session with a symbolic batch dim + 100 runs",
+                     reps=1 if R.quick else 3)
+
     if R.wants("while_tanh"):
         timed("while_tanh", build_while_tanh(), {"x": WORKLOADS["while_tanh"].inputs[0]},
               note="Loop")

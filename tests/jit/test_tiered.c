@@ -115,9 +115,38 @@ static void free_while_compiling(void) {
         tj_tensor *x = input(4, 64 + i, 1.0f), *w = input(64 + i, 70, 1.0f);
         tj_tensor *args[2] = {x, w};
         CHECK(close_to(tj_call(f, 2, args), dense_k(x, w)));
+        CHECK(close_to(tj_call(f, 2, args), dense_k(x, w))); /* the second: the compile starts */
         tj_scope_end();
         tj_function_free(f);
     }
+}
+
+/* A signature called once never compiles (a sweep of batch sizes: each once); the second call of
+ * one starts its compile. */
+static void once_never_compiles(void) {
+    bias_k = 20.0f;
+    tj_function *f =
+        tj_function_new("dense", (void *)dense_k, 2, &(tj_function_options){.tiered = 1});
+    tj_scope_begin();
+    tj_tensor *w = input(24, 6, 1.0f);
+    tj_spec s3[2] = {{.dtype = TJ_F32, .rank = 2, .dims = {3, 24}},
+                     {.dtype = TJ_F32, .rank = 2, .dims = {24, 6}}};
+    for (int64_t n = 1; n <= 3; n++) {
+        tj_tensor *x = input(n, 24, 0.5f);
+        CHECK(close_to(tj_call(f, 2, (tj_tensor *[]){x, w}), dense_k(x, w)));
+    }
+    tj_concrete *c = tj_function_get_concrete(f, 2, s3);
+    usleep(200 * 1000); /* a compile released by mistake would be done, or well under way */
+    CHECK_STR(tj_concrete_backend(c), "interp");
+    CHECK_EQ_INT(atomic_load(&c->compiling), 1); /* its thread waits, unreleased */
+    CHECK_EQ_INT(atomic_load(&c->tier_go), 0);
+    tj_tensor *x3 = input(3, 24, 0.5f);
+    CHECK(close_to(tj_call(f, 2, (tj_tensor *[]){x3, w}), dense_k(x3, w)));
+    CHECK(atomic_load(&c->tier_go) == 1); /* the second call released it */
+    CHECK_EQ_INT(tj_function_wait_compiled(f), TJ_OK);
+    CHECK_STR(tj_concrete_backend(c), "cpu");
+    tj_scope_end();
+    tj_function_free(f); /* the other two: cancelled unrun */
 }
 
 /* Concrete functions handed out unrun: waiting starts their compile; freeing one cancels it. */
@@ -204,6 +233,7 @@ int main(void) {
     by_default();
     tiers();
     free_while_compiling();
+    once_never_compiles();
     unrun();
     errors();
     tj_cache_clear();
