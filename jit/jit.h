@@ -50,7 +50,7 @@ struct tj_concrete {
     _Atomic(rt_program *) tier1;     /* tiered: the native program once compiled, else NULL */
     pthread_t compiler;              /* tiered: the background compile (joined on free) */
     const jit_backend *tier_backend; /* tiered: the backend it compiles for */
-    atomic_int compiling;            /* 1 while `compiler` has not been joined */
+    atomic_int compiling;            /* 1 while a compile is pending or `compiler` not joined */
     atomic_int tier_go;              /* set after the second call: the compile may start */
     atomic_int tier_runs;            /* tiered: calls run before the compile was released */
     int result_kind;
@@ -180,13 +180,13 @@ rt_program *jit_backend_program(const ir_graph *g, const char *fn_name, const ji
 rt_program *jit_backend_program_cached(const ir_graph *g, const char *fn_name,
                                        const jit_backend *b);
 
-/* Tiered concrete functions (tracing.c): starts c's background compile thread (c->prog is the
- * interpreter's program; it compiles once released); cancels or joins it (c->tier1 is final
- * after); the program a call runs. */
+/* Tiered concrete functions (tracing.c): marks c's background compile pending (c->prog is the
+ * interpreter's program; the compile's thread starts when released); cancels or joins it
+ * (c->tier1 is final after); the program a call runs. */
 tj_status jit_tier_up_start(tj_concrete *c);
 void jit_tier_join(tj_concrete *c);
-/* Releases c's compile: how 1 starts it (after c's first call, or when native code is waited
- * for), 2 cancels one not started. Only the first release counts. */
+/* Releases c's compile: how 1 starts its thread (after c's second call, or when native code is
+ * waited for), 2 cancels one not started. Only the first release counts. */
 void jit_tier_go(tj_concrete *c, int how);
 /* The final program of c: starts its compile if not released yet, then joins it (pictures and
  * saved modules want the native code, not a cancelled compile). */

@@ -197,8 +197,9 @@ static tj_status collect_locks(tj_concrete *c) {
 
 /* ---- tiered compilation ------------------------------------------------------------------------
  * A tiered function's new signature runs on the interpreter at once (the optimized graph, the
- * reference kernels; large f32 products on gemm_packed.c's tiles); one background thread per
- * concrete function compiles the native program once the second call has run (jit_tier_go, from
+ * reference kernels; large f32 products on gemm_packed.c's tiles); a background thread, made for
+ * the concrete function when its compile is released, compiles the native program once the
+ * second call has run (jit_tier_go, from
  * run_program: a signature called once never compiles; the calls before have the cores to
  * themselves: a compile beside a call preempted its OpenBLAS threads or held a lock it needed,
  * up to 70 ms), on that thread alone, leaving the other core to the calls. Calls switch to
@@ -223,12 +224,6 @@ static void tier_register_exit(void) {
 
 static void *tier_up(void *arg) {
     tj_concrete *c = arg;
-    pthread_mutex_lock(&tier_mu);
-    while (!atomic_load(&c->tier_go))
-        pthread_cond_wait(&tier_cv, &tier_mu);
-    pthread_mutex_unlock(&tier_mu);
-    if (atomic_load(&c->tier_go) != 1)
-        return NULL; /* cancelled before it started: freed unrun */
     rt_compile_one_thread = 1;
     rt_program *p = jit_backend_program(c->graph, c->name, c->tier_backend);
     if (p && p->vt != c->prog->vt) {
@@ -251,9 +246,7 @@ static void *tier_up(void *arg) {
 
 tj_status jit_tier_up_start(tj_concrete *c) {
     pthread_once(&tier_once, tier_register_exit);
-    if (pthread_create(&c->compiler, NULL, tier_up, c) != 0)
-        return ir_errorf(TJ_ERR_RUNTIME, "%s: cannot start the background compile", c->name);
-    atomic_store(&c->compiling, 1);
+    atomic_store(&c->compiling, 1); /* pending: its thread starts when the compile is released */
     return TJ_OK;
 }
 
@@ -263,9 +256,17 @@ void jit_tier_go(tj_concrete *c, int how) {
         return;
     pthread_mutex_lock(&tier_mu);
     if (!atomic_load(&c->tier_go)) {
+        /* the thread is made here, not with the signature: a sweep of once-called shapes made
+         * (and joined) a thread per shape for nothing */
+        if (how == 1 && pthread_create(&c->compiler, NULL, tier_up, c) != 0) {
+            rt_log(RT_LOG_COMPILE,
+                   "%s: cannot start the background compile; staying on the "
+                   "interpreter",
+                   c->name);
+            how = 2;
+        }
         atomic_store(&c->tier_go, how);
         tier_running += how == 1;
-        pthread_cond_broadcast(&tier_cv);
     }
     pthread_mutex_unlock(&tier_mu);
 }
@@ -277,8 +278,8 @@ void jit_tier_finish(tj_concrete *c) {
 
 void jit_tier_join(tj_concrete *c) {
     if (c && atomic_load(&c->compiling)) {
-        jit_tier_go(c, 2); /* never released: cancelled */
-        if (atomic_exchange(&c->compiling, 0))
+        jit_tier_go(c, 2); /* never released: cancelled, no thread */
+        if (atomic_exchange(&c->compiling, 0) && atomic_load(&c->tier_go) == 1)
             pthread_join(c->compiler, NULL);
     }
 }
