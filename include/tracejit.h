@@ -601,15 +601,15 @@ typedef struct tj_function_options {
     const char *name; /* tj_jit_compile: the name used in messages and signatures (default: the
                          C function's symbol name where the dynamic linker knows it, else
                          "fn_<address>"); tj_function_new takes its name as an argument */
-    int tiered;       /* 0 (the default): as TJ_TIERED says, on unless TJ_TIERED=0; 1: on; -1: off.
-                         On: a new signature whose native code must be generated runs its first
-                         calls on the interpreter (the optimized graph, reference kernels) while LLVM
-                         compiles in a background thread from its second call on (a signature
-                         called once never compiles); later calls take the native code once it is
-                         ready (tj_function_wait_compiled starts the compile and waits for it). A
-                         signature whose code is       compiled already (in this process, on disk) runs it from
-                         the first call.       Results may differ in the last bits between the tiers unless
-                         TJ_EXACT_MATH=1. Off: the first call compiles, then runs native code. */
+    /* tiered: 0 (the default): as TJ_TIERED says, on unless TJ_TIERED=0; 1: on; -1: off. On: a
+     * new signature runs its first calls on the interpreter (the optimized graph, reference
+     * kernels) while LLVM compiles in a background thread from its second call on (a signature
+     * called once never compiles); later calls take the native code once it is ready
+     * (tj_function_wait_compiled starts the compile and waits for it). A new shape of a function
+     * that has run before, whose code is compiled already (in this process, on disk), runs it
+     * from its first call. Results may differ in the last bits between the tiers unless
+     * TJ_EXACT_MATH=1. Off: the first call compiles, then runs native code. */
+    int tiered;
     const char *backend; /* the backend its signatures compile for: a name ("cpu", "interp";
                             tj_backend_name lists them) or a comma-separated list in order of
                             preference, the first one available here chosen ("cpu,interp": the
