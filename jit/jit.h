@@ -183,7 +183,7 @@ rt_program *jit_backend_program_cached(const ir_graph *g, const char *fn_name,
 /* Tiered concrete functions (tracing.c): marks c's background compile pending (c->prog is the
  * interpreter's program; the compile's thread starts when released); cancels or joins it
  * (c->tier1 is final after); the program a call runs. */
-tj_status jit_tier_up_start(tj_concrete *c);
+void jit_tier_up_start(tj_concrete *c);
 void jit_tier_join(tj_concrete *c);
 /* Releases c's compile: how 1 starts its thread (after c's second call, or when native code is
  * waited for), 2 cancels one not started. Only the first release counts. */

@@ -197,16 +197,15 @@ static tj_status collect_locks(tj_concrete *c) {
 
 /* ---- tiered compilation ------------------------------------------------------------------------
  * A tiered function's new signature runs on the interpreter at once (the optimized graph, the
- * reference kernels; large f32 products on gemm_packed.c's tiles); a background thread, made for
- * the concrete function when its compile is released, compiles the native program once the
- * second call has run (jit_tier_go, from
- * run_program: a signature called once never compiles; the calls before have the cores to
- * themselves: a compile beside a call preempted its OpenBLAS threads or held a lock it needed,
- * up to 70 ms), on that thread alone, leaving the other core to the calls. Calls switch to
- * the native program when it is published (an atomic pointer: a call takes whichever program it
- * reads; both stay alive until the concrete function is freed, which cancels or joins the thread
- * first). tier_running counts the compiles released and not finished; process exit waits for them,
- * so LLVM is never torn down under one. */
+ * reference kernels; large f32 products on gemm_packed.c's tiles). Its compile is released by
+ * its second call (jit_tier_go, from run_program: a signature called once never compiles, and
+ * the calls before have the cores to themselves: a compile beside a call preempted its OpenBLAS
+ * threads or held a lock it needed, up to 70 ms); only then is a background thread made, which
+ * compiles the native program on that thread alone, leaving the other core to the calls. Calls
+ * switch to the native program when it is published (an atomic pointer: a call takes whichever
+ * program it reads; both stay alive until the concrete function is freed, which cancels or joins
+ * the thread first). tier_running counts the compiles released and not finished; process exit waits
+ * for them, so LLVM is never torn down under one. */
 static pthread_mutex_t tier_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t tier_cv = PTHREAD_COND_INITIALIZER;
 static int tier_running;
@@ -244,10 +243,9 @@ static void *tier_up(void *arg) {
     return NULL;
 }
 
-tj_status jit_tier_up_start(tj_concrete *c) {
+void jit_tier_up_start(tj_concrete *c) {
     pthread_once(&tier_once, tier_register_exit);
     atomic_store(&c->compiling, 1); /* pending: its thread starts when the compile is released */
-    return TJ_OK;
 }
 
 void jit_tier_go(tj_concrete *c, int how) {
@@ -259,9 +257,7 @@ void jit_tier_go(tj_concrete *c, int how) {
         /* the thread is made here, not with the signature: a sweep of once-called shapes made
          * (and joined) a thread per shape for nothing */
         if (how == 1 && pthread_create(&c->compiler, NULL, tier_up, c) != 0) {
-            rt_log(RT_LOG_COMPILE,
-                   "%s: cannot start the background compile; staying on the "
-                   "interpreter",
+            rt_log(RT_LOG_COMPILE, "%s: no thread for the background compile: interpreted",
                    c->name);
             how = 2;
         }
@@ -358,7 +354,9 @@ tj_concrete *jit_build_concrete(tj_function *f, const jit_argsig *sig, uint64_t 
     }
     c->prog->g = c->graph;
     jit_dump_dot(c);
-    if (collect_locks(c) != TJ_OK || (tiered && jit_tier_up_start(c) != TJ_OK)) {
+    if (tiered)
+        jit_tier_up_start(c);
+    if (collect_locks(c) != TJ_OK) {
         jit_concrete_free(c);
         return NULL;
     }

@@ -1,14 +1,22 @@
-/* native_first.h — for tests whose runs must repeat bit for bit: functions are tiered by default,
+/* native_first.h — native code from the first call, for tests: functions are tiered by default,
  * and a new signature's first calls run on the interpreter (whose sums differ from the native
- * code's in the last bits) for as long as the background compile takes. check_native_first(f,
- * args) traces f for args' signature without running it and waits for its native code, so every
- * call of the run, the first included, runs the same code (README: "Tiers"). */
+ * code's in the last bits) for as long as the background compile takes.
+ * - check_native_first(f, args): for tests whose runs must repeat bit for bit; traces f for
+ *   args' signature without running it and waits for its native code, so every call of the run,
+ *   the first included, runs the same code (README: "Tiers").
+ * - check_untiered(): for tests of the native program itself (kernels, images, profiles): turns
+ *   tiering off for the process; call it first, before anything reads the configuration
+ *   (tests/jit/test_tiered.c checks the tiers). */
 #ifndef TJ_TEST_NATIVE_FIRST_H
 #define TJ_TEST_NATIVE_FIRST_H
 #include <string.h>
 #include <tracejit.h>
 
 #include "check.h"
+
+static inline void check_untiered(void) {
+    setenv("TJ_TIERED", "0", 1);
+}
 
 static inline void check_native_first(tj_function *f, int n, tj_tensor *const *args) {
     if (tj_get_eager())

@@ -9,6 +9,7 @@
 #include <tracejit.h>
 
 #include "check.h"
+#include "native_first.h"
 #include "jit/jit.h"
 
 static tj_tensor *affine(tj_tensor *x) {
@@ -142,9 +143,7 @@ static void environment(void) {
 }
 
 int main(void) {
-    /* the native program's own behaviour from the first call: tiering off (read once, before
-     * the first call; tests/jit/test_tiered.c checks the tiers) */
-    setenv("TJ_TIERED", "0", 1);
+    check_untiered();
     registry();
     options();
     declined();

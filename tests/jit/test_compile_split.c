@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "native_first.h"
 #include "jit/cpu/cpu.h"
 #include "jit/jit.h"
 
@@ -75,9 +76,7 @@ static void bad_containers(void) {
 }
 
 int main(void) {
-    /* the native program's own behaviour from the first call: tiering off (read once, before
-     * the first call; tests/jit/test_tiered.c checks the tiers) */
-    setenv("TJ_TIERED", "0", 1);
+    check_untiered();
     char dir[] = "/tmp/tj-split-XXXXXX";
     if (!mkdtemp(dir))
         return 77;

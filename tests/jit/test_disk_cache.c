@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "native_first.h"
 #include "jit/cpu/cpu.h"
 #include "jit/jit.h"
 
@@ -66,9 +67,7 @@ static void corrupt_entries(const char *dir) {
 }
 
 int main(int argc, char **argv) {
-    /* the native program's own behaviour from the first call: tiering off (read once, before
-     * the first call; tests/jit/test_tiered.c checks the tiers) */
-    setenv("TJ_TIERED", "0", 1);
+    check_untiered();
     if (!jit_cpu_available()) {
         printf("no LLVM: skipped\n");
         return 77;

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "native_first.h"
 #include "jit/cpu/program.h"
 #include "jit/jit.h"
 #include "runtime/objload.h"
@@ -467,9 +468,7 @@ static void bad_objects(void) {
 }
 
 int main(void) {
-    /* the native program's own behaviour from the first call: tiering off (read once, before
-     * the first call; tests/jit/test_tiered.c checks the tiers) */
-    setenv("TJ_TIERED", "0", 1);
+    check_untiered();
     if (tj_backend_unavailable("cpu")) { /* images hold native code: none without LLVM */
         printf("skipped: %s\n", tj_backend_unavailable("cpu"));
         return 77;

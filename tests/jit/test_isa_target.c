@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "native_first.h"
 #include "jit/cpu/cpu.h"
 #include <tracejit.h>
 
@@ -18,9 +19,7 @@ static tj_tensor *f(tj_tensor *x) {
 }
 
 int main(void) {
-    /* the native program's own behaviour from the first call: tiering off (read once, before
-     * the first call; tests/jit/test_tiered.c checks the tiers) */
-    setenv("TJ_TIERED", "0", 1);
+    check_untiered();
     if (tj_backend_unavailable("cpu")) {
         printf("skipped: %s\n", tj_backend_unavailable("cpu"));
         return 77;

@@ -7,6 +7,7 @@
 #include <zlib.h>
 
 #include "check.h"
+#include "native_first.h"
 
 static const float x0v[4] = {1.0f, -2.0f, 0.5f, 3.0f};
 
@@ -348,9 +349,7 @@ static void idx_files(void) {
 }
 
 int main(void) {
-    /* the native program's own behaviour from the first call: tiering off (read once, before
-     * the first call; tests/jit/test_tiered.c checks the tiers) */
-    setenv("TJ_TIERED", "0", 1);
+    check_untiered();
     for (int kind = 0; kind < 4; kind++)
         for (int compiled = 0; compiled < 2; compiled++)
             run(kind, compiled);

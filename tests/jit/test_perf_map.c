@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "native_first.h"
 #include <tracejit.h>
 
 static tj_tensor *f(tj_tensor *x) {
@@ -50,9 +51,7 @@ static tj_function *run(const char *name, tj_tensor *(*fun)(tj_tensor *), float 
 }
 
 int main(void) {
-    /* the native program's own behaviour from the first call: tiering off (read once, before
-     * the first call; tests/jit/test_tiered.c checks the tiers) */
-    setenv("TJ_TIERED", "0", 1);
+    check_untiered();
     setenv("TJ_CACHE", "0", 1); /* fresh compiles, whatever the disk cache holds (read once) */
     if (tj_backend_unavailable("cpu")) {
         printf("skipped: %s\n", tj_backend_unavailable("cpu"));

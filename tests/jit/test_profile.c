@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "native_first.h"
 #include "json_check.h"
 #include <tracejit.h>
 
@@ -117,9 +118,7 @@ static void gradients_wanted(const char *path) {
 }
 
 int main(void) {
-    /* the native program's own behaviour from the first call: tiering off (read once, before
-     * the first call; tests/jit/test_tiered.c checks the tiers) */
-    setenv("TJ_TIERED", "0", 1);
+    check_untiered();
     char path[] = "/tmp/tj-profile-XXXXXX";
     int fd = mkstemp(path);
     if (fd < 0)

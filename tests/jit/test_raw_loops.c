@@ -11,6 +11,7 @@
 #include <tracejit.h>
 
 #include "check.h"
+#include "native_first.h"
 #include "runtime/runtime.h"
 
 static tj_tensor *vec(int n, float start, float step) {
@@ -164,9 +165,7 @@ static tj_tensor *overwrite(tj_tensor *n, tj_tensor *x, tj_tensor *init) {
 }
 
 int main(void) {
-    /* the native program's own behaviour from the first call: tiering off (read once, before
-     * the first call; tests/jit/test_tiered.c checks the tiers) */
-    setenv("TJ_TIERED", "0", 1);
+    check_untiered();
     const char *be = getenv("TJ_BACKEND");
     int native = (!be || !*be || strcmp(be, "interp") != 0) && !tj_backend_unavailable("cpu");
     tj_scope_begin();

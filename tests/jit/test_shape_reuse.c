@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "native_first.h"
 #include <tracejit.h>
 
 static int n_shared, n_built, n_traces;
@@ -91,9 +92,7 @@ static void call_shape(tj_function *f, int rank, const int64_t *dims, float seed
 }
 
 int main(void) {
-    /* the native program's own behaviour from the first call: tiering off (read once, before
-     * the first call; tests/jit/test_tiered.c checks the tiers) */
-    setenv("TJ_TIERED", "0", 1);
+    check_untiered();
     tj_set_log(log_sink, NULL);
     tj_set_log_topics("compile");
 
@@ -164,6 +163,19 @@ int main(void) {
     tj_function_free(fd);
 
     tj_function_free(f);
+
+    /* TJ_TIERED=0 (check_untiered) turns the default off; tiered = 1 turns it on all the same */
+    tj_spec s9[2] = {{.dtype = TJ_F32, .rank = 1, .dims = {9}},
+                     {.dtype = TJ_F32, .rank = 1, .dims = {9}}};
+    for (int on = 0; on < 2; on++) {
+        tj_function *ft = tj_function_new("flat_chain", (void *)flat_chain, 2,
+                                          &(tj_function_options){.tiered = on ? 1 : 0});
+        call_shape(ft, 1, (const int64_t[]){9}, 8.0f);
+        CHECK_STR(tj_concrete_backend(tj_function_get_concrete(ft, 2, s9)), on ? "interp" : "cpu");
+        CHECK_EQ_INT(tj_function_wait_compiled(ft), TJ_OK);
+        CHECK_STR(tj_concrete_backend(tj_function_get_concrete(ft, 2, s9)), "cpu");
+        tj_function_free(ft);
+    }
     tj_set_log_topics("");
     tj_set_log(NULL, NULL);
     return check_done();

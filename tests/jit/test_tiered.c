@@ -46,6 +46,13 @@ static int close_to(tj_tensor *a, tj_tensor *b) {
     return 1;
 }
 
+/* f's concrete function for two f32 matrices [r0, c0] and [r1, c1] (traced if new, not run) */
+static tj_concrete *concrete_at(tj_function *f, int64_t r0, int64_t c0, int64_t r1, int64_t c1) {
+    tj_spec s[2] = {{.dtype = TJ_F32, .rank = 2, .dims = {r0, c0}},
+                    {.dtype = TJ_F32, .rank = 2, .dims = {r1, c1}}};
+    return tj_function_get_concrete(f, 2, s);
+}
+
 typedef struct caller {
     tj_function *f;
     tj_tensor *x, *w, *want;
@@ -73,9 +80,7 @@ static void tiers(void) {
     tj_tensor *args[2] = {x, w};
     tj_tensor *y = tj_call(f, 2, args);
     CHECK(close_to(y, want));
-    tj_spec specs[2] = {{.dtype = TJ_F32, .rank = 2, .dims = {8, 96}},
-                        {.dtype = TJ_F32, .rank = 2, .dims = {96, 80}}};
-    tj_concrete *c = tj_function_get_concrete(f, 2, specs);
+    tj_concrete *c = concrete_at(f, 8, 96, 96, 80);
     CHECK(c != NULL);
     if (!c) {
         tj_scope_end();
@@ -129,13 +134,11 @@ static void once_never_compiles(void) {
         tj_function_new("dense", (void *)dense_k, 2, &(tj_function_options){.tiered = 1});
     tj_scope_begin();
     tj_tensor *w = input(24, 6, 1.0f);
-    tj_spec s3[2] = {{.dtype = TJ_F32, .rank = 2, .dims = {3, 24}},
-                     {.dtype = TJ_F32, .rank = 2, .dims = {24, 6}}};
     for (int64_t n = 1; n <= 3; n++) {
         tj_tensor *x = input(n, 24, 0.5f);
         CHECK(close_to(tj_call(f, 2, (tj_tensor *[]){x, w}), dense_k(x, w)));
     }
-    tj_concrete *c = tj_function_get_concrete(f, 2, s3);
+    tj_concrete *c = concrete_at(f, 3, 24, 24, 6);
     usleep(200 * 1000); /* a compile released by mistake would be done, or well under way */
     CHECK_STR(tj_concrete_backend(c), "interp");
     CHECK_EQ_INT(atomic_load(&c->compiling), 1); /* its thread waits, unreleased */
@@ -151,12 +154,10 @@ static void once_never_compiles(void) {
 
 /* Concrete functions handed out unrun: waiting starts their compile; freeing one cancels it. */
 static void unrun(void) {
-    tj_spec specs[2] = {{.dtype = TJ_F32, .rank = 2, .dims = {5, 70}},
-                        {.dtype = TJ_F32, .rank = 2, .dims = {70, 9}}};
     bias_k = 9.0f;
     tj_function *f =
         tj_function_new("dense", (void *)dense_k, 2, &(tj_function_options){.tiered = 1});
-    tj_concrete *c = tj_function_get_concrete(f, 2, specs);
+    tj_concrete *c = concrete_at(f, 5, 70, 70, 9);
     CHECK_STR(tj_concrete_backend(c), "interp");
     CHECK_EQ_INT(tj_function_wait_compiled(f), TJ_OK);
     CHECK_STR(tj_concrete_backend(c), "cpu");
@@ -165,7 +166,7 @@ static void unrun(void) {
      * the function stayed on the interpreter) */
     bias_k = 10.0f;
     f = tj_function_new("dense", (void *)dense_k, 2, &(tj_function_options){.tiered = 1});
-    c = tj_function_get_concrete(f, 2, specs);
+    c = concrete_at(f, 5, 70, 70, 9);
     char *dot = tj_concrete_graph_dot(c, TJ_GRAPH_KERNELS);
     CHECK(dot != NULL);
     free(dot);
@@ -173,7 +174,7 @@ static void unrun(void) {
     tj_function_free(f);
     bias_k = 11.0f;
     f = tj_function_new("dense", (void *)dense_k, 2, &(tj_function_options){.tiered = 1});
-    CHECK(tj_function_get_concrete(f, 2, specs) != NULL);
+    CHECK(concrete_at(f, 5, 70, 70, 9) != NULL);
     tj_function_free(f); /* its compile never started: cancelled, joined */
 }
 
@@ -188,9 +189,7 @@ static void errors(void) {
     tj_tensor *x = input(2, 8, 1.0f), *w = input(8, 3, 1.0f);
     tj_tensor *args[2] = {x, w};
     (void)tj_call(f, 2, args); /* the scope owns the result */
-    tj_spec specs[2] = {{.dtype = TJ_F32, .rank = 2, .dims = {2, 8}},
-                        {.dtype = TJ_F32, .rank = 2, .dims = {8, 3}}};
-    CHECK_STR(tj_concrete_backend(tj_function_get_concrete(f, 2, specs)), "cpu");
+    CHECK_STR(tj_concrete_backend(concrete_at(f, 2, 8, 8, 3)), "cpu");
     tj_scope_end();
     tj_function_free(f);
 }
@@ -203,17 +202,13 @@ static void by_default(void) {
     tj_tensor *x = input(4, 33, 1.0f), *y = input(4, 33, 2.0f);
     tj_tensor *args[2] = {x, y};
     CHECK(close_to(tj_call(f, 2, args), flat(x, y)));
-    tj_spec s1[2] = {{.dtype = TJ_F32, .rank = 2, .dims = {4, 33}},
-                     {.dtype = TJ_F32, .rank = 2, .dims = {4, 33}}};
-    CHECK_STR(tj_concrete_backend(tj_function_get_concrete(f, 2, s1)), "interp");
+    CHECK_STR(tj_concrete_backend(concrete_at(f, 4, 33, 4, 33)), "interp");
     CHECK_EQ_INT(tj_function_wait_compiled(f), TJ_OK);
-    CHECK_STR(tj_concrete_backend(tj_function_get_concrete(f, 2, s1)), "cpu");
+    CHECK_STR(tj_concrete_backend(concrete_at(f, 4, 33, 4, 33)), "cpu");
     tj_tensor *x2 = input(7, 5, 1.5f), *y2 = input(7, 5, 0.5f);
     tj_tensor *args2[2] = {x2, y2};
     CHECK(close_to(tj_call(f, 2, args2), flat(x2, y2)));
-    tj_spec s2[2] = {{.dtype = TJ_F32, .rank = 2, .dims = {7, 5}},
-                     {.dtype = TJ_F32, .rank = 2, .dims = {7, 5}}};
-    CHECK_STR(tj_concrete_backend(tj_function_get_concrete(f, 2, s2)), "cpu");
+    CHECK_STR(tj_concrete_backend(concrete_at(f, 7, 5, 7, 5)), "cpu");
     CHECK_EQ_INT(tj_function_trace_count(f), 2);
     tj_scope_end();
     tj_function_free(f);
