@@ -592,6 +592,7 @@ static tj_status decide_aliases(cpu_prog *cp) {
     for (uint32_t s = 0; s < cp->n_steps && !st; s++) {
         step *sp = &cp->steps[s];
         sp->alias = 0;
+        sp->key_h[0] = sp->key_h[1] = 0;
         if (!emits(sp) || sp->kind == STEP_CF)
             continue;
         step_key(&keys[s], cp, sp);
@@ -599,7 +600,8 @@ static tj_status decide_aliases(cpu_prog *cp) {
             st = ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
             break;
         }
-        h[s] = ir_hash_bytes(keys[s].p, keys[s].n, 0xdedu);
+        h[s] = sp->key_h[0] = ir_hash_bytes(keys[s].p, keys[s].n, 0xdedu);
+        sp->key_h[1] = ir_hash_bytes(keys[s].p, keys[s].n, 0x656c7321);
         for (uint32_t r = 0; r < s && !sp->alias; r++)
             if (keys[r].n && !cp->steps[r].alias && h[r] == h[s] && keys[r].n == keys[s].n &&
                 !memcmp(keys[r].p, keys[s].p, keys[s].n))
@@ -628,14 +630,8 @@ ir_hash128 jit_cpu_kernels_hash(const cpu_prog *cp) {
             kput64(&b, sp->members[m].kidx);
         if (sp->kind == STEP_CF) /* native control flow reads its regions whole */
             cf = true;
-        else if (!sp->alias) {
-            kbuf k = {0};
-            step_key(&k, cp, sp);
-            kput64(&b, (int64_t)k.n);
-            kput(&b, k.p, k.n);
-            b.oom |= k.oom;
-            free(k.p);
-        }
+        else if (!sp->alias) /* its kernel's key, as decide_aliases hashed it */
+            kput(&b, sp->key_h, sizeof sp->key_h);
     }
     ir_hash128 h = {0, 0};
     if (cf || b.oom) { /* the graph itself, extents and all, as before kernels had keys */

@@ -45,7 +45,10 @@ struct step {
     uint32_t *chain_nodes, n_chain_nodes;
     struct step *members;
     uint32_t n_members;
-    uint32_t kidx; /* its kernel's number: the name's suffix (kN, or cN for a chain) */
+    uint32_t kidx;     /* its kernel's number: the name's suffix (kN, or cN for a chain) */
+    uint64_t key_h[2]; /* its kernel's structural key hashed two ways (decide_aliases), which
+                          jit_cpu_kernels_hash combines; 0s: no key (no kernel, native control
+                          flow) */
 };
 
 /* The CPU program: the runtime's plan (what runs) and the decisions it came from. */
