@@ -31,6 +31,10 @@ typedef struct jit_backend_opts {
      * new signature of a tiered function asks this first, and starts on the interpreter only
      * when the code must be generated). A backend that caches nothing compiles as usual. */
     bool cached_only;
+    /* code that serves every shape of the graph's class where the backend has such code (its
+     * extents passed at run time), rather than code specialized to these extents: what a
+     * function's later signatures ask (jit/tracing.c: automatic dynamic shapes) */
+    bool shape_generic;
 } jit_backend_opts;
 
 typedef struct jit_backend {

@@ -100,11 +100,12 @@ tj_status jit_fn_backend(const tj_function *f, const jit_backend **out) {
     return jit_backend_select(rt_config_get()->backend, "TJ_BACKEND", out);
 }
 
-rt_program *jit_backend_program(const ir_graph *g, const char *fn_name, const jit_backend *b) {
+rt_program *jit_backend_program(const ir_graph *g, const char *fn_name, const jit_backend *b,
+                                bool shape_generic) {
     const rt_config *cfg = rt_config_get();
     double t0 = now_ms();
     double c0 = RT_PROFILING() ? rt_profile_now() : 0;
-    jit_backend_opts o = {.exact_math = cfg->exact_math != 0};
+    jit_backend_opts o = {.exact_math = cfg->exact_math != 0, .shape_generic = shape_generic};
     rt_program *p = b->compile(g, &o);
     if (!p && b != jit_backend_interpreter()) {
         /* declined (unknown dims, subgraphs) or failed: the interpreter runs this signature */
@@ -122,9 +123,11 @@ rt_program *jit_backend_program(const ir_graph *g, const char *fn_name, const ji
     return p;
 }
 
-rt_program *jit_backend_program_cached(const ir_graph *g, const char *fn_name,
-                                       const jit_backend *b) {
-    jit_backend_opts o = {.exact_math = rt_config_get()->exact_math != 0, .cached_only = true};
+rt_program *jit_backend_program_cached(const ir_graph *g, const char *fn_name, const jit_backend *b,
+                                       bool shape_generic) {
+    jit_backend_opts o = {.exact_math = rt_config_get()->exact_math != 0,
+                          .cached_only = true,
+                          .shape_generic = shape_generic};
     double t0 = now_ms();
     rt_program *p = b == jit_backend_interpreter() ? NULL : b->compile(g, &o);
     if (!p) {
@@ -137,9 +140,9 @@ rt_program *jit_backend_program_cached(const ir_graph *g, const char *fn_name,
 }
 
 rt_program *jit_compile_graph(const ir_graph *traced, const char *fn_name, uint64_t sig_hash,
-                              const jit_backend *b, ir_graph **opt) {
+                              const jit_backend *b, bool shape_generic, ir_graph **opt) {
     ir_graph *g = jit_optimize_graph(traced, fn_name, sig_hash, b);
-    rt_program *p = g ? jit_backend_program(g, fn_name, b) : NULL;
+    rt_program *p = g ? jit_backend_program(g, fn_name, b, shape_generic) : NULL;
     if (!p) {
         ir_graph_free(g);
         return NULL;

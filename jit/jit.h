@@ -50,9 +50,10 @@ struct tj_concrete {
     _Atomic(rt_program *) tier1;     /* tiered: the native program once compiled, else NULL */
     pthread_t compiler;              /* tiered: the background compile (joined on free) */
     const jit_backend *tier_backend; /* tiered: the backend it compiles for */
-    atomic_int compiling;            /* 1 while a compile is pending or `compiler` not joined */
-    atomic_int tier_go;              /* set after the second call: the compile may start */
-    atomic_int tier_runs;            /* tiered: calls run before the compile was released */
+    bool shape_generic;   /* not its function's first signature: shape-generic code (tracing.c) */
+    atomic_int compiling; /* 1 while a compile is pending or `compiler` not joined */
+    atomic_int tier_go;   /* set after the second call: the compile may start */
+    atomic_int tier_runs; /* tiered: calls run before the compile was released */
     int result_kind;
     atomic_uint_fast64_t last_used;
     int has_unknown; /* some signature dims are -1 */
@@ -163,9 +164,10 @@ tj_concrete *jit_concrete_from_graph(const char *name, const ir_graph *g, const 
  * when it names an unknown or unavailable backend. */
 tj_status jit_fn_backend(const tj_function *f, const jit_backend **out);
 /* Compiles a traced graph into a program: runs the pass pipeline (consuming nothing; returns the
- * optimized graph in *opt) then backend b. NULL with the error set. */
+ * optimized graph in *opt) then backend b (shape_generic: jit_backend_opts'). NULL with the
+ * error set. */
 rt_program *jit_compile_graph(const ir_graph *traced, const char *fn_name, uint64_t sig_hash,
-                              const jit_backend *b, ir_graph **opt);
+                              const jit_backend *b, bool shape_generic, ir_graph **opt);
 /* The two halves of jit_compile_graph: the pass pipeline (a new optimized graph, caller frees;
  * NULL with the error set), composites written as primitives where b does not lower them
  * (b->native) or TJ_DECOMPOSE=1 asks, and backend b's program for an optimized graph (the
@@ -173,12 +175,13 @@ rt_program *jit_compile_graph(const ir_graph *traced, const char *fn_name, uint6
  * which must outlive it. */
 ir_graph *jit_optimize_graph(const ir_graph *traced, const char *fn_name, uint64_t sig_hash,
                              const jit_backend *b);
-rt_program *jit_backend_program(const ir_graph *g, const char *fn_name, const jit_backend *b);
+rt_program *jit_backend_program(const ir_graph *g, const char *fn_name, const jit_backend *b,
+                                bool shape_generic);
 /* b's program for g from code already compiled (b's code cache, in this process or on disk; a
  * program that needs no generated code), or NULL with no error: it would have to generate code
  * (the interpreter: always NULL). */
-rt_program *jit_backend_program_cached(const ir_graph *g, const char *fn_name,
-                                       const jit_backend *b);
+rt_program *jit_backend_program_cached(const ir_graph *g, const char *fn_name, const jit_backend *b,
+                                       bool shape_generic);
 
 /* Tiered concrete functions (tracing.c): marks c's background compile pending (c->prog is the
  * interpreter's program; the compile's thread starts when released); cancels or joins it

@@ -224,7 +224,7 @@ static void tier_register_exit(void) {
 static void *tier_up(void *arg) {
     tj_concrete *c = arg;
     rt_compile_one_thread = 1;
-    rt_program *p = jit_backend_program(c->graph, c->name, c->tier_backend);
+    rt_program *p = jit_backend_program(c->graph, c->name, c->tier_backend, c->shape_generic);
     if (p && p->vt != c->prog->vt) {
         p->g = c->graph;
         atomic_store_explicit(&c->tier1, p, memory_order_release);
@@ -326,6 +326,11 @@ tj_concrete *jit_build_concrete(tj_function *f, const jit_argsig *sig, uint64_t 
         for (int d = 0; d < sig[i].rank && !sig[i].is_static; d++)
             if (sig[i].dims[d] < 0)
                 c->has_unknown = 1;
+    /* automatic dynamic shapes (torch.compile's rule): a function's first signature gets code
+     * specialized to its extents; a later one, most often the same ranks at other extents, gets
+     * shape-generic kernels where the backend has them, which its next shapes reuse without a
+     * compile (jit_backend_opts.shape_generic) */
+    c->shape_generic = !first;
     int tiered = (f->tiered > 0 || (f->tiered == 0 && rt_config_get()->tiered)) &&
                  !c->has_unknown && b != jit_backend_interpreter();
     if (tiered) {
@@ -336,14 +341,16 @@ tj_concrete *jit_build_concrete(tj_function *f, const jit_argsig *sig, uint64_t 
          * time, and a model's first call took longer so (ResNet-50 from the disk cache: 120-142
          * ms native, 78-95 ms interpreted; the seed CNN 20-21 against 14-16 ms). */
         c->graph = jit_optimize_graph(tr.g, f->name, h, b);
-        c->prog = c->graph && !first ? jit_backend_program_cached(c->graph, f->name, b) : NULL;
+        c->prog = c->graph && !first
+                      ? jit_backend_program_cached(c->graph, f->name, b, c->shape_generic)
+                      : NULL;
         tiered = c->graph && !c->prog;
         if (tiered) {
             c->tier_backend = b;
-            c->prog = jit_backend_program(c->graph, f->name, jit_backend_interpreter());
+            c->prog = jit_backend_program(c->graph, f->name, jit_backend_interpreter(), false);
         }
     } else {
-        c->prog = jit_compile_graph(tr.g, f->name, h, b, &c->graph);
+        c->prog = jit_compile_graph(tr.g, f->name, h, b, c->shape_generic, &c->graph);
     }
     c->traced = tr.g; /* kept for pictures (tj_concrete_graph_dot) */
     tr.g = NULL;
@@ -393,7 +400,7 @@ tj_concrete *jit_concrete_from_graph(const char *name, const ir_graph *g, const 
     for (uint32_t k = 0; k < n_caps; k++)
         c->caps[c->n_caps++] = rt_variable_retain(caps[k]);
     if (!image)
-        c->prog = jit_compile_graph(g, name, hash, b, &c->graph);
+        c->prog = jit_compile_graph(g, name, hash, b, false, &c->graph);
     else if (!b->read)
         ir_errorf(TJ_ERR_UNSUPPORTED, "%s: the %s backend reads no images", name, b->name);
     else if ((c->graph = ir_graph_clone(g)) != NULL)

@@ -82,6 +82,7 @@ static tj_status run_kernel(rt_plan *p, const rt_step *s, tj_tensor **vals, void
         vals[s->out[k]] = t;
         bufs[s->n_in + k] = t->data;
     }
+    bufs[s->n_in + s->n_out] = s->geom;
     rt_plan_run_units(p, s->fn, &s->units, bufs);
     return TJ_OK;
 }
@@ -353,6 +354,119 @@ uint32_t rt_plan_step_nodes(const rt_plan *p, uint32_t s, uint32_t *out) {
     return sp->n_nodes;
 }
 
+tj_status rt_ew_layout_of(const ir_graph *g, const uint32_t *in_ids, uint32_t ni, int r,
+                          const int64_t *loop, rt_ew_layout *L) {
+    L->st = calloc(ni + 1, sizeof *L->st);
+    L->scalar = calloc(ni + 1, sizeof *L->scalar);
+    if (!L->st || !L->scalar)
+        return ir_errorf(TJ_ERR_OOM, "elementwise layout: out of memory");
+    /* raw broadcast strides over the loop dims, size-1 loop dims dropped */
+    int64_t dims[IR_MAX_RANK];
+    int k = 0;
+    for (int d = 0; d < r; d++)
+        if (loop[d] != 1)
+            dims[k++] = loop[d];
+    int kr = k;
+    for (uint32_t i = 0; i < ni; i++) {
+        const ir_node *in = ir_node_get(g, in_ids[i]);
+        int64_t s = 1, raw[IR_MAX_RANK];
+        for (int d = r - 1; d >= 0; d--) {
+            int id = d - (r - in->rank);
+            int64_t dim = id >= 0 ? in->dims[id] : 1;
+            raw[d] = dim == 1 ? 0 : s;
+            s *= dim;
+        }
+        k = 0;
+        for (int d = 0; d < r; d++)
+            if (loop[d] != 1)
+                L->st[i][k++] = raw[d];
+    }
+    /* merge adjacent dims whose strides agree for every input */
+    L->rank = 0;
+    for (int d = 0; d < kr; d++) {
+        int o = L->rank;
+        bool merge = o > 0;
+        for (uint32_t i = 0; i < ni && merge; i++)
+            merge = L->st[i][o - 1] == L->st[i][d] * dims[d];
+        if (merge) {
+            L->dims[o - 1] *= dims[d];
+            for (uint32_t i = 0; i < ni; i++)
+                L->st[i][o - 1] = L->st[i][d];
+        } else {
+            L->dims[o] = dims[d];
+            for (uint32_t i = 0; i < ni; i++)
+                L->st[i][o] = L->st[i][d];
+            L->rank++;
+        }
+    }
+    if (L->rank == 0) { /* every loop dim is 1: one element */
+        L->rank = 1;
+        L->dims[0] = 1;
+        for (uint32_t i = 0; i < ni; i++)
+            L->st[i][0] = 0;
+    }
+    L->flat = L->rank == 1;
+    for (uint32_t i = 0; i < ni; i++) {
+        L->scalar[i] = true;
+        for (int d = 0; d < L->rank; d++)
+            L->scalar[i] &= L->st[i][d] == 0;
+        if (!L->scalar[i] && L->rank > 1)
+            L->flat = false;
+    }
+    return TJ_OK;
+}
+
+void rt_ew_layout_free(rt_ew_layout *L) {
+    free(L->st);
+    free(L->scalar);
+    L->st = NULL;
+    L->scalar = NULL;
+}
+
+int64_t *rt_ew_geom(const rt_ew_layout *L, uint32_t n_in) {
+    int r = L->rank;
+    int64_t *geom = malloc((size_t)(1 + n_in) * (size_t)r * sizeof *geom);
+    if (!geom)
+        return NULL;
+    memcpy(geom, L->dims, (size_t)r * sizeof *geom);
+    for (uint32_t i = 0; i < n_in; i++)
+        memcpy(geom + (size_t)(1 + i) * (size_t)r, L->st[i], (size_t)r * sizeof *geom);
+    return geom;
+}
+
+/* Step sp's geometry block from the graph (a shape-generic kernel's extents are never taken
+ * from an image's bytes); its work units must be the layout's rows. */
+static tj_status step_geom(rt_plan *p, rt_step *sp) {
+    const ir_graph *g = p->base.g;
+    bool epi = sp->kind == RT_STEP_GEMM && rt_step_has_epi(sp);
+    if (!(sp->kind == RT_STEP_KERNEL || epi))
+        return ir_errorf(TJ_ERR_INVALID,
+                         "%s: step %%%u: only a kernel or a product's epilogue is "
+                         "shape-generic",
+                         p->who, sp->id);
+    const uint32_t *in = epi ? sp->epi.in : sp->in, *out = epi ? sp->epi.out : sp->out;
+    uint32_t n_in = epi ? sp->epi.n_in : sp->n_in, n_out = epi ? sp->epi.n_out : sp->n_out;
+    if (!n_out)
+        return ir_errorf(TJ_ERR_INVALID, "%s: step %%%u: a shape-generic kernel writes nothing",
+                         p->who, sp->id);
+    const ir_node *o = ir_node_get(g, out[0]);
+    rt_ew_layout L = {0};
+    tj_status st = rt_ew_layout_of(g, in, n_in, o->rank, o->dims, &L);
+    if (!st) {
+        int64_t len = L.dims[L.rank - 1], numel = ir_numel(o->rank, o->dims);
+        if (L.flat || sp->units.unit_len != len || sp->units.n_units != (len ? numel / len : 0))
+            st = ir_errorf(TJ_ERR_INVALID,
+                           "%s: step %%%u: work units %lld x %lld do not match its shape-generic "
+                           "kernel's rows",
+                           p->who, sp->id, (long long)sp->units.n_units,
+                           (long long)sp->units.unit_len);
+    }
+    if (!st && !(sp->geom = rt_ew_geom(&L, n_in)))
+        st = ir_errorf(TJ_ERR_OOM, "%s: out of memory", p->who);
+    rt_ew_layout_free(&L);
+    return st;
+}
+
 tj_status rt_plan_finish(rt_plan *p, bool raw, rt_program *(*region)(const ir_graph *, void *),
                          void *ctx) {
     const ir_graph *g = p->base.g;
@@ -368,6 +482,12 @@ tj_status rt_plan_finish(rt_plan *p, bool raw, rt_program *(*region)(const ir_gr
             p->max_bufs = nb;
         for (uint32_t k = 0; k < sp->n_in; k++)
             p->last_use[sp->in[k]] = s;
+    }
+    for (uint32_t s = 0; s < p->n_steps; s++) {
+        tj_status st =
+            p->steps[s].generic && !p->steps[s].geom ? step_geom(p, &p->steps[s]) : TJ_OK;
+        if (st)
+            return st;
     }
     for (uint32_t k = 0; k < g->n_outputs; k++)
         p->last_use[g->outputs[k]] = UINT32_MAX;
@@ -389,6 +509,7 @@ void rt_plan_release(rt_plan *p) {
         free(sp->epi.in);
         free(sp->epi.out);
         free(sp->raw_res);
+        free(sp->geom);
         rt_gemm_packed_free(sp->packed);
         if (p->labels)
             free(p->labels[s]);

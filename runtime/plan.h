@@ -22,8 +22,9 @@
 
 #include "runtime/runtime.h"
 
-/* Kernel ABI: bufs holds the step's input data pointers then its output data pointers;
- * [begin, end) is a range of work units (elements, or rows of the loop shape). */
+/* Kernel ABI: bufs holds the step's input data pointers then its output data pointers (then,
+ * for a shape-generic kernel, its geometry block: rt_step.geom); [begin, end) is a range of work
+ * units (elements, or rows of the loop shape). */
 typedef void (*rt_kernel_fn)(void *const *bufs, int64_t begin, int64_t end);
 /* Control-flow ABI: bufs holds the node's operands' data then its results'; returns 0, or 1
  * when the run must be redone by the executor (an error to report with its iteration). */
@@ -33,6 +34,26 @@ typedef int32_t (*rt_cf_fn)(void *const *bufs);
 typedef struct rt_units {
     int64_t n_units, unit_len;
 } rt_units;
+
+/* The loop of an elementwise kernel over dims (every output's shape) reading inputs in: the
+ * dims with size-1 dims dropped and adjacent dims merged where every input's strides agree; per
+ * input its element strides over them (0 where it is broadcast); scalar: every stride 0; flat:
+ * one dim, or every input full-size or scalar (one loop over elements). */
+typedef struct rt_ew_layout {
+    int rank; /* collapsed rank (>= 1) */
+    int64_t dims[IR_MAX_RANK];
+    int64_t (*st)[IR_MAX_RANK];
+    bool *scalar;
+    bool flat;
+} rt_ew_layout;
+/* Fills L (st and scalar malloc'd: rt_ew_layout_free frees them). */
+tj_status rt_ew_layout_of(const ir_graph *g, const uint32_t *in, uint32_t n_in, int rank,
+                          const int64_t *dims, rt_ew_layout *L);
+void rt_ew_layout_free(rt_ew_layout *L);
+/* A shape-generic elementwise kernel's geometry block (malloc'd; NULL on no memory): its
+ * collapsed dims, then per input its strides over them, rank + n_in * rank int64s. The code was
+ * generated for the same collapsed rank and the same zero strides (its structural key). */
+int64_t *rt_ew_geom(const rt_ew_layout *L, uint32_t n_in);
 
 /* A matrix product's geometry: batches of [m,k] x [k,n], NumPy-broadcast batch dims whose
  * strides (in matrices, 0 where broadcast) locate each batch's operands. */
@@ -85,6 +106,11 @@ typedef struct rt_step {
     uint32_t epi_add[RT_STEP_EPI_ADDS];
     uint8_t epi_full[RT_STEP_EPI_ADDS];
     int64_t *raw_res; /* CF in the raw form: the scratch offsets of its results */
+    /* KERNEL, GEMM: the (epilogue's) elementwise kernel is shape-generic: it takes its extents
+     * at run time from geom, a pointer passed after its buffers (rt_ew_geom's block, made from
+     * the graph by rt_plan_finish; owned) */
+    uint8_t generic;
+    int64_t *geom;
 } rt_step;
 
 typedef struct rt_plan {

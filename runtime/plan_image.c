@@ -5,15 +5,16 @@
  *
  *   i64 par_min | u8 reuse, reinfer, check_params, labelled | u32 n_steps | per step: u8 kind |
  *   u32 id | ids in | ids out | ids nodes | str symbol | i64 n_units, unit_len | u32 src[2] |
- *   u8 trans[2] | ids epilogue in | ids epilogue out | u32 pool | u8 packs | str label (when
- *   labelled)
+ *   u8 trans[2] | ids epilogue in | ids epilogue out | u32 pool | u8 packs | u8 generic |
+ *   str label (when labelled)
  *
  * What a product's tiles apply of its epilogue is not written: the reader derives it from the
  * graph (rt_plan_simple_epi), so no image can point the tiles at another buffer.
  *
  * Reading checks the structure against the graph before anything runs (rt_plan_check): every
  * index in range, each kind's node of the right op, a product's operands and a convolution's
- * geometry the graph's (the geometry itself is taken from the graph, never from the bytes), each
+ * geometry the graph's (the geometry itself is taken from the graph, never from the bytes, as is a
+ * shape-generic kernel's: rt_plan_finish makes it and checks the units against it), each
  * value made once and before it is read, every output made. Unlike the backend's own reader,
  * which decides the plan again and refuses any other, it cannot know that a kernel computes what
  * its node asks: the code is the image author's, as any native code is (objload.h). */
@@ -53,6 +54,7 @@ tj_status rt_plan_write_steps(rt_wbuf *w, const rt_plan *p,
         rt_put_ids(w, sp->epi.out, sp->epi.n_out);
         rt_put_u32(w, sp->pool);
         rt_put_u8(w, (uint8_t)sp->packs);
+        rt_put_u8(w, sp->generic);
         if (p->labels)
             rt_put_str(w, p->labels[s] ? p->labels[s] : "");
     }
@@ -189,6 +191,9 @@ static void read_step(rt_plan *p, rt_rbuf *r, uint32_t s, char *sym, size_t cap,
     memcpy(sp->trans, tr, sizeof sp->trans);
     sp->pool = rt_get_u32(r);
     sp->packs = rt_get_u8(r) != 0;
+    sp->generic = rt_get_u8(r);
+    if (sp->generic > 1 || (sp->generic && sp->kind != RT_STEP_KERNEL && sp->kind != RT_STEP_GEMM))
+        r->bad = 1;
     if (sp->src[0] >= nn || sp->src[1] >= nn || sp->pool > nn || sp->n_nodes == 0)
         r->bad = 1;
     if (labelled) {

@@ -286,6 +286,7 @@ tj_status rt_plan_run_gemm(rt_plan *p, const rt_step *s, tj_tensor **vals, void 
             vals[s->epi.out[k]] = t;
             bufs[s->epi.n_in + k] = t->data;
         }
+        bufs[s->epi.n_in + s->epi.n_out] = s->geom;
     } else {
         tj_tensor *t = out_tensor(ir_node_get(g, s->id));
         if (!t)

@@ -236,6 +236,7 @@ tj_status rt_plan_run_raw(rt_program *p, void *const *in, void *const *out, void
                 bufs[k] = ptr[sp->in[k]];
             for (uint32_t k = 0; k < sp->n_out; k++)
                 bufs[sp->n_in + k] = ptr[sp->out[k]];
+            bufs[sp->n_in + sp->n_out] = sp->geom;
             rt_plan_run_units(pl, sp->fn, &sp->units, bufs);
             break;
         case RT_STEP_GEMM: {
@@ -245,6 +246,7 @@ tj_status rt_plan_run_raw(rt_program *p, void *const *in, void *const *out, void
                 bufs[k] = ptr[e->in[k]];
             for (uint32_t k = 0; k < e->n_out; k++)
                 bufs[e->n_in + k] = ptr[e->out[k]];
+            bufs[e->n_in + e->n_out] = sp->geom;
             rt_plan_gemm(pl, sp, ptr[sp->src[0]], ptr[sp->src[1]], C, bufs);
             break;
         }

@@ -9,7 +9,8 @@ static rt_program *compile(const ir_graph *g, const jit_backend_opts *o) {
      * contraction); the default trades that for vectorized approximations and FMA */
     jit_cpu_opts co = {.exact_math = o && o->exact_math,
                        .no_contract = o && o->exact_math,
-                       .cached_only = o && o->cached_only};
+                       .cached_only = o && o->cached_only,
+                       .shape_generic = o && o->shape_generic};
     return jit_cpu_compile_opts(g, &co);
 }
 

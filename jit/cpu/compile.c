@@ -76,8 +76,11 @@ tj_status jit_cpu_plan(cpu_prog *cp, const jit_cpu_opts *o) {
         if (cp->steps[s].kind == STEP_CF)
             rt_log(RT_LOG_COMPILE, "cpu: %%%u %s: native control flow", cp->steps[s].id,
                    ir_ops[ir_node_get(g, cp->steps[s].id)->op].name);
-    for (uint32_t s = 0; s < cp->n_steps; s++)
+    uint32_t n_generic = 0;
+    for (uint32_t s = 0; s < cp->n_steps; s++) {
         n_alias += cp->steps[s].alias != 0;
+        n_generic += cp->steps[s].generic && !cp->steps[s].alias;
+    }
     int from = 0;
     jit_cpu_stats stats = {0};
     if (nk) /* the cache first: a hit builds no IR */
@@ -110,15 +113,16 @@ tj_status jit_cpu_plan(cpu_prog *cp, const jit_cpu_opts *o) {
         return st;
     if (from)
         rt_log(RT_LOG_COMPILE,
-               "cpu: %u kernels %s in %.2f ms (no compile; +%u the same as one of them)", nk,
-               from == 1 ? "shared with a loaded program" : "loaded from the disk cache",
-               stats.build_ms, n_alias);
+               "cpu: %u kernels %s in %.2f ms (no compile; +%u the same as one of them; %u "
+               "shape-generic)",
+               nk, from == 1 ? "shared with a loaded program" : "loaded from the disk cache",
+               stats.build_ms, n_alias, n_generic);
     else if (nk)
         rt_log(RT_LOG_COMPILE,
                "cpu: %u kernels, build %.2f ms, O3 %.2f ms, emit %.2f ms, link %.2f ms, "
-               "%zu-byte object%s (+%u the same as one of them)",
+               "%zu-byte object%s (+%u the same as one of them; %u shape-generic)",
                nk, stats.build_ms, stats.opt_ms, stats.emit_ms, stats.link_ms, stats.obj_bytes,
-               stats.halves == 2 ? " in two halves on two threads" : "", n_alias);
+               stats.halves == 2 ? " in two halves on two threads" : "", n_alias, n_generic);
     return TJ_OK;
 }
 

@@ -24,6 +24,9 @@ typedef struct jit_cpu_opts {
     bool exact_math;  /* transcendentals call libm as the reference kernels do (bit-identical);
                          default: vectorizable approximations (approx.c). TJ_EXACT_MATH=1 too */
     bool cached_only; /* kernels from the code cache only: a miss is TJ_ERR_UNSUPPORTED */
+    /* elementwise kernels that broadcast take their extents at run time (rt_step.geom): one
+     * compiled kernel serves every shape of its broadcasting pattern */
+    bool shape_generic;
 } jit_cpu_opts;
 
 /* Whether o (may be NULL) or the environment (TJ_EXACT_MATH=1) asks for exact math. Part of the

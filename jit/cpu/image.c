@@ -9,7 +9,7 @@
  * and count, then decides the plan again for the graph (plan_decide.c) and refuses an image whose
  * plan differs, and last checks the runtime's plan as any image's steps are checked
  * (rt_plan_check), before anything runs: plan section = str key | i64 par_min |
- * u8 exact, no_contract | groups | steps. */
+ * u8 exact, no_contract, shape_generic | groups | steps. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +26,7 @@ static tj_status write_plan(rt_wbuf *w, const rt_program *p) {
     rt_put_i64(w, cp->rp.par_min);
     rt_put_u8(w, cp->opts.exact_math);
     rt_put_u8(w, cp->opts.no_contract);
+    rt_put_u8(w, cp->opts.shape_generic);
     rt_put_u32(w, cp->part->n_groups);
     for (uint32_t i = 0; i < cp->part->n_groups; i++) {
         const pass_group *gr = &cp->part->groups[i];
@@ -55,6 +56,7 @@ static tj_status write_plan(rt_wbuf *w, const rt_program *p) {
         rt_put(w, sp->trans, sizeof sp->trans);
         rt_put_ids(w, sp->chain_nodes, sp->chain_nodes ? sp->n_chain_nodes : 0);
         rt_put_u32(w, sp->pool);
+        rt_put_u8(w, sp->generic);
     }
     return TJ_OK;
 }
@@ -136,6 +138,7 @@ static tj_status read_plan(cpu_prog *cp, rt_rbuf *r) {
         sp->chain_nodes = rt_get_ids(r, nn, &n_chain);
         sp->n_chain_nodes = n_chain;
         sp->pool = rt_get_u32(r);
+        sp->generic = rt_get_u8(r) != 0;
         if (r->bad || !mm || !src || !tr)
             break;
         memcpy(&sp->mm, mm, sizeof sp->mm);
@@ -208,6 +211,8 @@ static const char *step_differs(const cpu_prog *ca, const step *a, const cpu_pro
         return "its buffers";
     if (a->plan.n_units != b->plan.n_units || a->plan.unit_len != b->plan.unit_len)
         return "its work units";
+    if (a->generic != b->generic)
+        return "whether its kernel is shape-generic";
     if ((declined ? a->name[0] != 0 : strcmp(a->name, b->name) != 0) || a->alias != b->alias)
         return "its kernel's symbol";
     uint32_t ea = a->epi ? (uint32_t)(a->epi - ca->part->groups) : IR_NONE,
@@ -303,6 +308,7 @@ static rt_program *read_image(const ir_graph *g, rt_image_in *in) {
     jit_cpu_opts o = {.par_min = rt_get_i64(r)};
     o.exact_math = rt_get_u8(r) != 0;
     o.no_contract = rt_get_u8(r) != 0;
+    o.shape_generic = rt_get_u8(r) != 0;
     if (r->bad || o.par_min <= 0) {
         ir_errorf(TJ_ERR_CORRUPT, "cpu image: its options are damaged");
         return NULL;

@@ -12,16 +12,9 @@ static inline bool jit_cpu_flt(int dt) {
     return dt == TJ_F32 || dt == TJ_F64;
 }
 
-/* A fused group's loop: collapsed loop dims and per-input strides (lower_ew.c). */
-typedef struct jit_cpu_layout {
-    int rank; /* collapsed rank (>= 1) */
-    int64_t dims[IR_MAX_RANK];
-    int64_t (*st)[IR_MAX_RANK]; /* per input: element strides over the collapsed dims */
-    bool *scalar;               /* per input: every stride is 0 */
-    bool flat;                  /* every input full-size (contiguous) or scalar */
-} jit_cpu_layout;
-/* Fills L for group gr (L->st and L->scalar malloc'd: the caller frees them). */
-tj_status jit_cpu_ew_layout(const ir_graph *g, const pass_group *gr, jit_cpu_layout *L);
+/* Fills L with fused group gr's loop: rt_ew_layout_of its inputs over its loop shape
+ * (rt_ew_layout_free frees it). */
+tj_status jit_cpu_ew_layout(const ir_graph *g, const pass_group *gr, rt_ew_layout *L);
 
 /* Reduced-axes geometry of reduction n, size-1 axes ignored: outer kept elements, then len
  * reduced ones (the reduced axes must be adjacent), then inner kept ones; out[o, i] reduces

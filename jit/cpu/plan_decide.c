@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jit/cpu/lower.h"
 #include "jit/cpu/program.h"
 
 bool jit_cpu_fusable(const ir_graph *g, uint32_t id, void *user) {
@@ -427,6 +428,22 @@ static tj_status decide_chains(cpu_prog *cp, const uint8_t *is_out) {
     return st;
 }
 
+/* ---- shape-generic kernels ------------------------------------------------------------------- */
+/* A function's later signatures (o->shape_generic): its broadcasting elementwise kernels, alone
+ * or a product's epilogue, take their extents at run time, so the next shape of the same pattern
+ * runs this code. A flat loop needs nothing (its size is its work units); chains, reductions,
+ * products, softmax and convolution epilogues stay specialized to their extents. */
+static void decide_generic(cpu_prog *cp, const jit_cpu_opts *o) {
+    const ir_graph *g = cp->rp.base.g;
+    for (uint32_t s = 0; s < cp->n_steps; s++) {
+        step *sp = &cp->steps[s];
+        const pass_group *gr = sp->kind == STEP_GEN && sp->sub == SUB_EW ? &cp->part->groups[sp->id]
+                               : sp->kind == STEP_BLAS                   ? sp->epi
+                                                                         : NULL;
+        sp->generic = o->shape_generic && gr && gr->fused && !gr->reduce && !jit_cpu_ew_flat(g, gr);
+    }
+}
+
 /* ---- structural keys: which kernels are the same code ---------------------------------------- */
 typedef struct kbuf {
     unsigned char *p;
@@ -538,16 +555,26 @@ static void step_key(kbuf *b, const cpu_prog *cp, const step *sp) {
         gr = &cp->part->groups[sp->id];
     if (gr) {
         /* a flat elementwise loop's code is the same for every size (the Adam updates of a
-         * model's variables, the repeated blocks of a network: one kernel each) */
+         * model's variables, the repeated blocks of a network: one kernel each); a shape-generic
+         * one's for every shape of its pattern: collapsed rank and which strides are 0 */
         bool sizeless = gr->fused && !gr->reduce && jit_cpu_ew_flat(g, gr);
         kput64(b, gr->reduce ? SUB_RED : SUB_EW);
-        kput64(b, gr->fused), kput64(b, gr->reduce), kput64(b, sizeless);
-        if (!sizeless) {
+        kput64(b, gr->fused), kput64(b, gr->reduce), kput64(b, sizeless), kput64(b, sp->generic);
+        rt_ew_layout L = {0};
+        if (sp->generic && jit_cpu_ew_layout(g, gr, &L) == TJ_OK) {
+            kput64(b, L.rank);
+            for (uint32_t i = 0; i < gr->n_inputs; i++)
+                for (int d = 0; d < L.rank; d++)
+                    kput64(b, L.scalar[i] ? -1 : L.st[i][d] == 0 ? 0 : d == L.rank - 1 ? 1 : 2);
+        } else if (sp->generic) {
+            b->oom = 1;
+        } else if (!sizeless) {
             kput64(b, gr->rank);
             kput(b, gr->dims, sizeof(int64_t) * gr->rank);
         }
+        rt_ew_layout_free(&L);
         body_key(b, g, gr->nodes, gr->n_nodes, gr->inputs, gr->n_inputs, gr->outputs, gr->n_outputs,
-                 sizeless);
+                 sizeless || sp->generic);
     } else if (sp->kind == STEP_GEN && sp->sub == SUB_CHAIN) {
         kput64(b, SUB_CHAIN);
         kput64(b, sp->n_members), kput64(b, sp->n_in), kput64(b, sp->n_out);
@@ -684,8 +711,10 @@ tj_status jit_cpu_plan_decide(cpu_prog *cp, const jit_cpu_opts *o) {
     }
     if (!st)
         st = decide_chains(cp, is_out);
-    if (!st)
+    if (!st) {
+        decide_generic(cp, o);
         st = decide_aliases(cp);
+    }
     free(is_out);
     return st;
 }

@@ -129,6 +129,7 @@ static tj_status to_rt_step(cpu_prog *cp, const step *sp, rt_step *r, uint32_t *
     memcpy(r->src, sp->src, sizeof r->src);
     memcpy(r->trans, sp->trans, sizeof r->trans);
     r->pool = sp->pool;
+    r->generic = sp->generic;
     bool epi = (sp->kind == STEP_BLAS || sp->kind == STEP_CONV) && sp->epi;
     if (!(r->in = ids_dup(sp->in, sp->n_in)) || !(r->out = ids_dup(sp->out, sp->n_out)) ||
         !(r->nodes = ids_dup(ids, n)) ||

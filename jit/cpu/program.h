@@ -45,7 +45,10 @@ struct step {
     uint32_t *chain_nodes, n_chain_nodes;
     struct step *members;
     uint32_t n_members;
-    uint32_t kidx;     /* its kernel's number: the name's suffix (kN, or cN for a chain) */
+    uint32_t kidx; /* its kernel's number: the name's suffix (kN, or cN for a chain) */
+    /* SUB_EW, or a product's epilogue: a broadcasting elementwise kernel that takes its extents
+     * at run time (opts.shape_generic; never a chain's member) */
+    bool generic;
     uint64_t key_h[2]; /* its kernel's structural key hashed two ways (decide_aliases), which
                           jit_cpu_kernels_hash combines; 0s: no key (no kernel, native control
                           flow) */

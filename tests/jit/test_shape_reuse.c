@@ -1,9 +1,10 @@
 /* Code shared across shapes (issue 26): a new shape traces again (S3: the trace's host code runs
- * again) and plans again, but where every kernel's code is extent-free (flat elementwise loops)
- * it runs the code an earlier shape compiled instead of calling LLVM; kernels whose code bakes
- * in extents (broadcast strides, reductions, products) get their own. Every result is checked
- * against eager execution, shapes alternating, so a kernel run at a size it was not planned for
- * would show. */
+ * again) and plans again, but where every kernel's code is extent-free (flat elementwise loops,
+ * and from a function's second signature on its broadcasting loops, whose extents come from a
+ * geometry block at run time) it runs the code an earlier shape compiled instead of calling
+ * LLVM; kernels whose code bakes in extents (reductions, products) get their own. Every result is
+ * checked against eager execution, shapes alternating, so a kernel run at a size it was not planned
+ * for would show. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,21 +123,59 @@ int main(void) {
     CHECK_EQ_INT(n_shared, 4);
     tj_function_free(g);
 
-    /* broadcasting bakes strides into the code: each shape its own kernel, values right */
+    /* broadcasting: the first shape's kernel has its strides in the code; from the function's
+     * second signature on the kernel takes them at run time (automatic dynamic shapes), so the
+     * third shape of the same pattern shares the second's code */
     tj_function *fb = tj_function_new("bcast", (void *)bcast, 2, NULL);
     int built = n_built, shared = n_shared;
     for (int r = 0; r < 2; r++) {
-        for (int64_t cols = 8; cols <= 24; cols += 8) {
-            tj_tensor *x = filled(2, (const int64_t[]){4, cols}, (float)cols),
+        for (int64_t cols = 8; cols <= 32; cols += 8) {
+            tj_tensor *x = filled(2, (const int64_t[]){4 + cols / 8, cols}, (float)cols),
                       *b = filled(1, (const int64_t[]){cols}, 0.25f);
             same_as_eager(fb, x, b, 1e-6);
             tj_release(x);
             tj_release(b);
         }
     }
-    CHECK_EQ_INT(tj_function_trace_count(fb), 3);
-    CHECK_EQ_INT(n_built - built, 3);
-    CHECK_EQ_INT(n_shared, shared);
+    CHECK_EQ_INT(tj_function_trace_count(fb), 4);
+    CHECK_EQ_INT(n_built - built, 2);   /* the first shape's, the generic one */
+    CHECK_EQ_INT(n_shared - shared, 2); /* the third and fourth shapes */
+    /* another pattern (a column, not a row): its own generic kernel, then shared */
+    built = n_built, shared = n_shared;
+    for (int64_t rows = 3; rows <= 5; rows++) {
+        tj_tensor *x = filled(2, (const int64_t[]){rows, 7}, 1.0f),
+                  *b = filled(2, (const int64_t[]){rows, 1}, 2.0f);
+        same_as_eager(fb, x, b, 1e-6);
+        tj_release(x);
+        tj_release(b);
+    }
+    CHECK_EQ_INT(n_built - built, 1);
+    CHECK_EQ_INT(n_shared - shared, 2);
+    /* rank 3 with a middle-axis broadcast ([a,b,c] + [b,1]: three collapsed dims, outer strides
+     * from the geometry block), shapes alternating between two of the pattern */
+    built = n_built, shared = n_shared;
+    for (int k = 0; k < 4; k++) {
+        int64_t a = 2 + k % 2, bb = 3 + k % 2 * 2, c = 5 + k;
+        tj_tensor *x = filled(3, (const int64_t[]){a, bb, c}, 0.5f * (float)k),
+                  *b = filled(2, (const int64_t[]){bb, 1}, 1.5f);
+        same_as_eager(fb, x, b, 1e-6);
+        tj_release(x);
+        tj_release(b);
+    }
+    CHECK_EQ_INT(n_built - built, 1);
+    CHECK_EQ_INT(n_shared - shared, 3);
+    /* shapes that do not broadcast at a later call: the trace reports them, naming the op and
+     * both shapes, whatever code the earlier shapes compiled */
+    tj_tensor *x48 = filled(2, (const int64_t[]){4, 8}, 0.0f),
+              *bad = filled(1, (const int64_t[]){5}, 0.0f);
+    tj_tensor *r = tj_call(fb, 2, (tj_tensor *[]){x48, bad});
+    CHECK_EQ_INT(tj_status_of(r), TJ_ERR_SHAPE);
+    CHECK_MSG(strstr(tj_error_message(r), "add") && strstr(tj_error_message(r), "[4,8]") &&
+                  strstr(tj_error_message(r), "[5]"),
+              "%s", tj_error_message(r));
+    tj_release(r);
+    tj_release(x48);
+    tj_release(bad);
     tj_function_free(fb);
 
     /* reductions: the geometry is in the code */

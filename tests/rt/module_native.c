@@ -1,15 +1,15 @@
 /* S27: saved native code runs without LLVM. Built twice: with PRODUCER against the full
  * library, it traces and compiles `model` (an OpenBLAS product with a fused epilogue, a softmax,
- * a reduction, a strided view, a while loop whose body is compiled, a variable update) into a
- * module and saves it with its native code, and beside it what the same C function gives run
- * eagerly (the same ops on the reference kernels: want.f32). Without PRODUCER it is linked
- * against tracejit_rt only, the library of ir/ and runtime/ alone (no tracer, no ops, no
- * backend: so this half cannot run `model` itself; no libLLVM on its link line, and none mapped:
- * checked through /proc/self/maps), loads that module, and checks that every function runs the
- * saved code, read by the runtime from the image's steps, and matches the eager values. Loading
- * the graph only must fall back to the interpreter here, and say so; so must an image for a CPU
- * with other features; a cut image is an error naming its file, and a call with another signature
- * one naming the input. */
+ * a reduction, a strided view, a while loop whose body is compiled, a variable update) at a
+ * second batch size (so its broadcasting kernels are shape-generic) into a module and saves it with
+ * its native code, and beside it what the same C function gives run eagerly (the same ops on the
+ * reference kernels: want.f32). Without PRODUCER it is linked against tracejit_rt only, the library
+ * of ir/ and runtime/ alone (no tracer, no ops, no backend: so this half cannot run `model` itself;
+ * no libLLVM on its link line, and none mapped: checked through /proc/self/maps), loads that
+ * module, and checks that every function runs the saved code, read by the runtime from the image's
+ * steps, and matches the eager values. Loading the graph only must fall back to the interpreter
+ * here, and say so; so must an image for a CPU with other features; a cut image is an error naming
+ * its file, and a call with another signature one naming the input. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +85,18 @@ int main(int argc, char **argv) {
     check_rm_dir(argv[1]);
     make_vars();
     tj_function *f = tj_function_new("model", (void *)model, 1, NULL);
+    /* a first signature at another batch size: the module's is then the function's second, whose
+     * broadcasting kernels (the bias added in the product's epilogue) are shape-generic, so the
+     * runtime alone must make their geometry from the graph */
+    int64_t hd[2] = {B / 2, K};
+    tj_tensor *half = ramp(2, hd, 1.0f);
+    tj_tensor *hr = tj_call(f, 1, &half);
+    CHECK_MSG(tj_status_of(hr) == TJ_OK, "%s", tj_error_message(hr));
+    tj_release(hr);
+    tj_release(half);
+    tj_tensor *zero = tj_scalar_f32(0); /* the count starts at 0 again for the consumer */
+    tj_release(tj_assign(steps, zero));
+    tj_release(zero);
     tj_spec spec = {TJ_F32, 2, {B, K}, NULL};
     tj_module *m = tj_module_new("native");
     CHECK_EQ_INT(tj_module_add_function(m, "model", f, 1, &spec), TJ_OK);

@@ -23,9 +23,11 @@ void jit_cpu_prepare_module(LLVMModuleRef m);
  * own_ctx) and looks up syms. NULL with the error set. Records timings in the thread's stats. */
 jit_cpu_code *jit_cpu_code_compile(LLVMModuleRef m, LLVMContextRef ctx, const char *const *syms,
                                    uint32_t n_syms, void **addrs);
-/* Emits into m a kernel named `name` for fused group gr of g; fills *plan. */
+/* Emits into m a kernel named `name` for fused group gr of g; fills *plan. generic: a
+ * broadcasting loop takes its extents from the geometry block after the buffers. */
 tj_status jit_cpu_ew_emit(LLVMModuleRef m, const ir_graph *g, const pass_group *gr,
-                          const char *name, bool contract, bool exact_math, rt_units *plan);
+                          const char *name, bool contract, bool exact_math, bool generic,
+                          rt_units *plan);
 
 /* Emission state shared by codegen_ew.c (loops) and ew_ops.c (one element of one op). */
 typedef struct jit_cpu_em {

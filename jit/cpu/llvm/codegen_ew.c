@@ -1,8 +1,10 @@
 /* codegen_ew.c — LLVM IR for one fused elementwise group: a loop over the group's loop shape that
  * computes every node in registers and stores only the group's outputs. Shapes are concrete, so
  * broadcast strides are constants: dims are collapsed first; when every input is full-size or a
- * scalar the kernel is one flat loop over elements (the case that must vectorize), else it loops
- * over rows of the collapsed shape with an inner loop whose strides are 0 or 1. One-element
+ * scalar the kernel is one flat loop over elements (the case that must vectorize, and whose code
+ * serves every size), else it loops over rows of the collapsed shape with an inner loop whose
+ * strides are 0 or 1. A shape-generic kernel (rt_step.geom) takes that shape's extents and
+ * outer strides from a geometry block after its buffers instead. One-element
  * constants become immediates. The entry `name(bufs, begin, end)` loads the buffer pointers and
  * calls an always-inlined body whose pointer parameters are noalias, so the vectorizer needs no
  * runtime alias checks. Each op's scalar lowering lives in ew_ops.c. */
@@ -119,8 +121,9 @@ static tj_status emit_body(em *e, const ir_graph *g, const pass_group *gr, LLVMV
 }
 
 tj_status jit_cpu_ew_emit(LLVMModuleRef m, const ir_graph *g, const pass_group *gr,
-                          const char *name, bool contract, bool exact_math, rt_units *plan) {
-    jit_cpu_layout L = {0};
+                          const char *name, bool contract, bool exact_math, bool generic,
+                          rt_units *plan) {
+    rt_ew_layout L = {0};
     tj_status st = jit_cpu_ew_layout(g, gr, &L);
     uint32_t ni = gr->n_inputs, nb = gr->n_inputs + gr->n_outputs;
     LLVMValueRef *ptrs = calloc(nb + 1, sizeof *ptrs), *pre = calloc(ni + 1, sizeof *pre);
@@ -132,27 +135,29 @@ tj_status jit_cpu_ew_emit(LLVMModuleRef m, const ir_graph *g, const pass_group *
         goto done;
     if ((st = jit_cpu_ew_units(g, gr, plan)) != TJ_OK)
         goto done;
-    int64_t numel = 1;
-    for (int d = 0; d < L.rank; d++)
-        numel *= L.dims[d];
-    int64_t len = L.flat ? numel : L.dims[L.rank - 1]; /* elements per unit of the loop below */
+    /* shape-generic: the extents and outer strides come from the geometry block after the
+     * buffers (rt_ew_geom: dims, then per input its strides); only the collapsed rank and which
+     * strides are 0 (and the innermost, 0 or 1) are the code's */
+    generic = generic && !L.flat;
+    uint32_t np = nb + (generic ? 1 : 0); /* pointer parameters of the body */
 
     em E;
     jit_cpu_em_init(&E, m, contract, exact_math);
     em *e = &E;
     LLVMBuilderRef b = e->b;
 
-    /* the body: void name.body(ptr noalias p0, ..., i64 begin, i64 end), inlined into the entry */
-    LLVMTypeRef *pt = calloc(nb + 2, sizeof *pt);
+    /* the body: void name.body(ptr noalias p0, ..., [ptr geom,] i64 begin, i64 end), inlined
+     * into the entry */
+    LLVMTypeRef *pt = calloc(np + 2, sizeof *pt);
     if (!pt) {
         LLVMDisposeBuilder(b);
         st = ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
         goto done;
     }
-    for (uint32_t i = 0; i < nb; i++)
+    for (uint32_t i = 0; i < np; i++)
         pt[i] = e->ptr;
-    pt[nb] = pt[nb + 1] = e->i64;
-    LLVMTypeRef body_ty = LLVMFunctionType(LLVMVoidTypeInContext(e->c), pt, nb + 2, 0);
+    pt[np] = pt[np + 1] = e->i64;
+    LLVMTypeRef body_ty = LLVMFunctionType(LLVMVoidTypeInContext(e->c), pt, np + 2, 0);
     char bname[256];
     snprintf(bname, sizeof bname, "%s.body", name);
     LLVMValueRef body = LLVMAddFunction(m, bname, body_ty);
@@ -161,7 +166,7 @@ tj_status jit_cpu_ew_emit(LLVMModuleRef m, const ir_graph *g, const pass_group *
     unsigned k_nocapture = LLVMGetEnumAttributeKindForName("nocapture", 9);
     unsigned k_inline = LLVMGetEnumAttributeKindForName("alwaysinline", 12);
     unsigned k_nounwind = LLVMGetEnumAttributeKindForName("nounwind", 8);
-    for (uint32_t i = 0; i < nb; i++) {
+    for (uint32_t i = 0; i < np; i++) {
         LLVMAddAttributeAtIndex(body, i + 1, LLVMCreateEnumAttribute(e->c, k_noalias, 0));
         LLVMAddAttributeAtIndex(body, i + 1, LLVMCreateEnumAttribute(e->c, k_nocapture, 0));
     }
@@ -171,7 +176,7 @@ tj_status jit_cpu_ew_emit(LLVMModuleRef m, const ir_graph *g, const pass_group *
                             LLVMCreateEnumAttribute(e->c, k_nounwind, 0));
     for (uint32_t i = 0; i < nb; i++)
         ptrs[i] = LLVMGetParam(body, i);
-    LLVMValueRef begin = LLVMGetParam(body, nb), end = LLVMGetParam(body, nb + 1);
+    LLVMValueRef begin = LLVMGetParam(body, np), end = LLVMGetParam(body, np + 1);
 
     LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(e->c, body, "entry");
     LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(e->c, body, "loop");
@@ -181,6 +186,29 @@ tj_status jit_cpu_ew_emit(LLVMModuleRef m, const ir_graph *g, const pass_group *
     for (uint32_t i = 0; i < ni; i++)
         if (L.scalar[i] && !(pre[i] = jit_cpu_const_scalar(e, g, ir_node_get(g, gr->inputs[i]))))
             pre[i] = load_elem(e, ptrs[i], ir_node_get(g, gr->inputs[i])->dtype, z64);
+    /* the extents and strides the loops use: constants, or the geometry block's (loaded once) */
+    LLVMValueRef dim_v[IR_MAX_RANK], (*st_v)[IR_MAX_RANK] = calloc(ni + 1, sizeof *st_v);
+    if (!st_v) {
+        free(pt);
+        LLVMDisposeBuilder(b);
+        st = ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
+        goto done;
+    }
+    for (int d = 0; d < L.rank; d++) {
+        if (!generic) {
+            dim_v[d] = LLVMConstInt(e->i64, (unsigned long long)L.dims[d], 0);
+            for (uint32_t i = 0; i < ni; i++)
+                st_v[i][d] = LLVMConstInt(e->i64, (unsigned long long)L.st[i][d], 0);
+            continue;
+        }
+        dim_v[d] = load_elem(e, LLVMGetParam(body, nb), TJ_I64, LLVMConstInt(e->i64, d, 0));
+        for (uint32_t i = 0; i < ni; i++)
+            st_v[i][d] = L.scalar[i] || L.st[i][d] == 0 || d == L.rank - 1
+                             ? LLVMConstInt(e->i64, (unsigned long long)L.st[i][d], 0)
+                             : load_elem(e, LLVMGetParam(body, nb), TJ_I64,
+                                         LLVMConstInt(e->i64, (1 + i) * L.rank + d, 0));
+    }
+    LLVMValueRef len_v = L.flat ? NULL : dim_v[L.rank - 1];
     LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, begin, end, ""), loop, exit);
     LLVMPositionBuilderAtEnd(b, loop);
     LLVMValueRef u = LLVMBuildPhi(b, e->i64, "u");
@@ -196,18 +224,18 @@ tj_status jit_cpu_ew_emit(LLVMModuleRef m, const ir_graph *g, const pass_group *
         for (uint32_t i = 0; i < ni; i++)
             base[i] = z64;
         for (int d = L.rank - 2; d >= 0; d--) {
-            LLVMValueRef dd = LLVMConstInt(e->i64, (unsigned long long)L.dims[d], 0);
+            LLVMValueRef dd = dim_v[d];
             LLVMValueRef idx = d > 0 ? LLVMBuildURem(b, rem, dd, "") : rem;
             if (d > 0)
                 rem = LLVMBuildUDiv(b, rem, dd, "");
             for (uint32_t i = 0; i < ni; i++) {
                 if (L.scalar[i] || L.st[i][d] == 0)
                     continue;
-                LLVMValueRef s = LLVMConstInt(e->i64, (unsigned long long)L.st[i][d], 0);
+                LLVMValueRef s = st_v[i][d];
                 base[i] = LLVMBuildNSWAdd(b, base[i], LLVMBuildNSWMul(b, idx, s, ""), "");
             }
         }
-        LLVMValueRef obase = LLVMBuildNSWMul(b, u, LLVMConstInt(e->i64, (uint64_t)len, 0), "");
+        LLVMValueRef obase = LLVMBuildNSWMul(b, u, len_v, "");
         LLVMBasicBlockRef row = LLVMGetInsertBlock(b);
         LLVMBasicBlockRef inner = LLVMAppendBasicBlockInContext(e->c, body, "inner");
         LLVMBasicBlockRef latch = LLVMAppendBasicBlockInContext(e->c, body, "latch");
@@ -220,9 +248,7 @@ tj_status jit_cpu_ew_emit(LLVMModuleRef m, const ir_graph *g, const pass_group *
         st = emit_body(e, g, gr, ptrs, pre, off, LLVMBuildNSWAdd(b, obase, j, ""), vals, inv);
         LLVMValueRef j1 = LLVMBuildNSWAdd(b, j, one64, "");
         LLVMBasicBlockRef inner_end = LLVMGetInsertBlock(b);
-        LLVMBuildCondBr(
-            b, LLVMBuildICmp(b, LLVMIntSLT, j1, LLVMConstInt(e->i64, (uint64_t)len, 0), ""), inner,
-            latch);
+        LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, j1, len_v, ""), inner, latch);
         LLVMAddIncoming(j, &z64, &row, 1);
         LLVMAddIncoming(j, &j1, &inner_end, 1);
         LLVMPositionBuilderAtEnd(b, latch);
@@ -242,28 +268,29 @@ tj_status jit_cpu_ew_emit(LLVMModuleRef m, const ir_graph *g, const pass_group *
     LLVMAddAttributeAtIndex(kf, LLVMAttributeFunctionIndex,
                             LLVMCreateEnumAttribute(e->c, k_nounwind, 0));
     LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(e->c, kf, "entry"));
-    LLVMValueRef *cargs = calloc(nb + 2, sizeof *cargs);
+    LLVMValueRef *cargs = calloc(np + 2, sizeof *cargs);
     if (!cargs) {
+        free(st_v);
         free(pt);
         LLVMDisposeBuilder(b);
         st = ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
         goto done;
     }
-    for (uint32_t i = 0; i < nb; i++) {
+    for (uint32_t i = 0; i < np; i++) { /* the buffers, and the geometry block after them */
         LLVMValueRef idx = LLVMConstInt(e->i64, i, 0);
         LLVMValueRef slot = LLVMBuildInBoundsGEP2(b, e->ptr, LLVMGetParam(kf, 0), &idx, 1, "");
         cargs[i] = LLVMBuildLoad2(b, e->ptr, slot, "");
     }
-    cargs[nb] = LLVMGetParam(kf, 1);
-    cargs[nb + 1] = LLVMGetParam(kf, 2);
-    LLVMBuildCall2(b, body_ty, body, cargs, nb + 2, "");
+    cargs[np] = LLVMGetParam(kf, 1);
+    cargs[np + 1] = LLVMGetParam(kf, 2);
+    LLVMBuildCall2(b, body_ty, body, cargs, np + 2, "");
     LLVMBuildRetVoid(b);
     free(cargs);
+    free(st_v);
     free(pt);
     LLVMDisposeBuilder(b);
 done:
-    free(L.st);
-    free(L.scalar);
+    rt_ew_layout_free(&L);
     free(ptrs);
     free(pre);
     free(off);

@@ -17,13 +17,13 @@ static tj_status emit_step(LLVMModuleRef m, cpu_prog *cp, step *sp, const jit_cp
     if (sp->kind == STEP_CF)
         return jit_cpu_cf_emit(m, g, sp->id, sp->name, o);
     if (sp->kind == STEP_BLAS || sp->kind == STEP_CONV)
-        return sp->epi
-                   ? jit_cpu_ew_emit(m, g, sp->epi, sp->name, contract, o->exact_math, &sp->plan)
-                   : TJ_OK;
+        return sp->epi ? jit_cpu_ew_emit(m, g, sp->epi, sp->name, contract, o->exact_math,
+                                         sp->generic, &sp->plan)
+                       : TJ_OK;
     switch (sp->sub) {
     case SUB_EW:
         return jit_cpu_ew_emit(m, g, &cp->part->groups[sp->id], sp->name, contract, o->exact_math,
-                               &sp->plan);
+                               sp->generic, &sp->plan);
     case SUB_RED:
         return jit_cpu_red_emit(m, g, &cp->part->groups[sp->id], sp->name, o, &sp->plan);
     case SUB_MM:
