@@ -404,8 +404,15 @@ static void bench_gemm(const char *bench, int n, int with_bias) {
 /* What the CPU backend's compile log says happened to the last program (jit/cpu/program.c). */
 static int n_compiled, n_loaded, n_shared;
 
+static int last_generic; /* the last compile's shape-generic kernels */
 static void log_sink(const char *topic, const char *msg, void *user) {
     (void)topic, (void)user;
+    const char *g = strstr(msg, " shape-generic)");
+    if (g) { /* "...; N shape-generic)" */
+        while (g > msg && g[-1] >= '0' && g[-1] <= '9')
+            g--;
+        last_generic = atoi(g);
+    }
     if (strstr(msg, "loaded from the disk cache"))
         n_loaded++;
     else if (strstr(msg, "shared with a loaded program"))
@@ -702,6 +709,67 @@ static void bench_sweep(void) {
     bench_report("shapes_sweep", "llvm_compiles", bench_median(nc, reps), "compiles", NULL, 0, 0);
 }
 
+/* ew_bcast_generic (issue 26): relu(x * c + b), x [4096, 1024] f32, c [4096, 1] (a column),
+ * b [1024] (a row): a broadcasting loop, whose kernel is specialized to its extents on a
+ * function's first signature and shape-generic on later ones (extents and strides from the
+ * geometry block). Two functions in one run, interleaved: one whose first signature is this
+ * shape (the baseline), one first called at [2048, 512]; ratio = specialized / generic. */
+static tj_tensor *bcast_affine_relu(tj_tensor *x, tj_tensor *c, tj_tensor *b) {
+    return tj_relu(tj_add(tj_mul(x, c), b));
+}
+
+static void bench_generic(void) {
+    const int64_t d[2] = {4096, 1024}, dc[2] = {4096, 1}, db[1] = {1024};
+    const int64_t h[2] = {2048, 512}, hc[2] = {2048, 1}, hb[1] = {512};
+    tj_tensor *x = uniform(2, d, -1, 1, 31), *c = uniform(2, dc, -1, 1, 32),
+              *b = uniform(1, db, -1, 1, 33);
+    tj_tensor *xh = uniform(2, h, -1, 1, 34), *ch = uniform(2, hc, -1, 1, 35),
+              *bh = uniform(1, hb, -1, 1, 36);
+    int64_t n = d[0] * d[1];
+    float *ref = alloc_f32(n);
+    const float *xs = tj_tensor_data(x), *cs = tj_tensor_data(c), *bs = tj_tensor_data(b);
+    for (int64_t i = 0; i < d[0]; i++)
+        for (int64_t j = 0; j < d[1]; j++) {
+            float v = xs[i * d[1] + j] * cs[i] + bs[j];
+            ref[i * d[1] + j] = v > 0 ? v : 0;
+        }
+    tj_set_log_topics("compile");
+    tj_run rs = {tj_function_new("bcast_spec", (void *)bcast_affine_relu, 3, NULL), 3, {x, c, b}};
+    tj_run rg = {tj_function_new("bcast_gen", (void *)bcast_affine_relu, 3, NULL), 3, {x, c, b}};
+    last_generic = -1;
+    int ok = check_f32("ew_bcast_generic", tj_call(rs.f, 3, rs.args), ref, n, 1e-6, 1e-6);
+    int spec_generic = last_generic;
+    tj_release(tj_call(rg.f, 3, (tj_tensor *[]){xh, ch, bh})); /* its first signature */
+    last_generic = -1;
+    ok = ok && check_f32("ew_bcast_generic", tj_call(rg.f, 3, rg.args), ref, n, 1e-6, 1e-6);
+    int gen_generic = last_generic;
+    tj_set_log_topics("");
+    if (ok && (spec_generic != 0 || gen_generic < 1)) {
+        fprintf(stderr,
+                "bench_cpu: ew_bcast_generic: %d and %d shape-generic kernels (want 0, 1)\n",
+                spec_generic, gen_generic);
+        failures++;
+        ok = 0;
+    }
+    if (ok) {
+        double mg, ms;
+        int reps = time_pair(run_tj, &rs, run_tj, &rg, 1, &ms, &mg);
+        printf("  # ew_bcast_generic: %d reps; generic %.3f ms, specialized %.3f ms\n", reps,
+               mg * 1e3, ms * 1e3);
+        bench_report("ew_bcast_generic", "ms", mg * 1e3, "ms", "specialized kernel", ms * 1e3,
+                     ms / mg);
+    }
+    tj_function_free(rs.f);
+    tj_function_free(rg.f);
+    free_f32(ref, n);
+    tj_release(x);
+    tj_release(c);
+    tj_release(b);
+    tj_release(xh);
+    tj_release(ch);
+    tj_release(bh);
+}
+
 /* Without TJ_CACHE_DIR (bench/run sets it) the disk-hit child needs a folder of its own. */
 static char own_cache[64];
 static void ensure_cache_dir(void) {
@@ -756,6 +824,8 @@ int main(int argc, char **argv) {
         bench_softmax();
     if (wanted("reduce"))
         bench_reduce();
+    if (wanted("generic"))
+        bench_generic();
     static const int sizes[] = {256, 512, 1024, 2048};
     for (int i = 0; i < 4 && wanted("gemm"); i++) {
         char name[32];

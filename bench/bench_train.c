@@ -398,6 +398,30 @@ static void bench_mlp(void) {
         bench_report("mlp_train_step", "ms_compiled", ms, "ms", "C + OpenBLAS", mc, mc / ms);
     else
         bench_report("mlp_train_step", "ms_compiled", ms, "ms", NULL, 0, 0);
+    if (!mode_threads) {
+        /* ms_generic (issue 26): the same step as a function's second signature (its first at
+         * batch 32), whose broadcasting kernels take their extents at run time; blocks of calls
+         * alternate with the specialized function's, the median of each */
+        int64_t hd[2] = {MB / 2, MI};
+        tj_tensor *xh = tj_random_uniform(TJ_F32, 2, hd, 0, 1, 17);
+        tj_tensor *yh64 = tj_random_indices(MO, MB / 2, 18), *yh = tj_cast(yh64, TJ_I32);
+        tj_function *fg = tj_function_new("mlp_train_step_generic", (void *)mlp_step, 2, NULL);
+        time_calls(fg, 2, (tj_tensor *[]){xh, yh}, 1); /* its first signature */
+        double vs[7], vg[7];
+        int blocks = quick ? 3 : 7;
+        for (int k = 0; k < blocks; k++) {
+            vg[k] = time_calls(fg, 2, args, 8);
+            vs[k] = time_calls(f, 2, args, 8);
+        }
+        double mg = bench_median(vg, blocks), msp = bench_median(vs, blocks);
+        printf("  # mlp_train_step: generic %.3f ms, specialized %.3f ms (%d blocks of 8)\n", mg,
+               msp, blocks);
+        bench_report("mlp_train_step", "ms_generic", mg, "ms", "specialized step", msp, msp / mg);
+        tj_function_free(fg);
+        tj_release(xh);
+        tj_release(yh);
+        tj_release(yh64);
+    }
     tj_function_free(f);
     tj_optimizer_free(msgd);
     for (int k = 0; k < 4; k++)

@@ -430,9 +430,10 @@ static tj_status decide_chains(cpu_prog *cp, const uint8_t *is_out) {
 
 /* ---- shape-generic kernels ------------------------------------------------------------------- */
 /* A function's later signatures (o->shape_generic): its broadcasting elementwise kernels, alone
- * or a product's epilogue, take their extents at run time, so the next shape of the same pattern
- * runs this code. A flat loop needs nothing (its size is its work units); chains, reductions,
- * products, softmax and convolution epilogues stay specialized to their extents. */
+ * or a product's epilogue, take their outer extents at run time (the batch, a sequence length),
+ * so the next shape of the same pattern and row length runs this code. A flat loop needs nothing
+ * (its size is its work units); chains, reductions, products, softmax and convolution epilogues
+ * stay specialized to their extents. */
 static void decide_generic(cpu_prog *cp, const jit_cpu_opts *o) {
     const ir_graph *g = cp->rp.base.g;
     for (uint32_t s = 0; s < cp->n_steps; s++) {
@@ -556,13 +557,16 @@ static void step_key(kbuf *b, const cpu_prog *cp, const step *sp) {
     if (gr) {
         /* a flat elementwise loop's code is the same for every size (the Adam updates of a
          * model's variables, the repeated blocks of a network: one kernel each); a shape-generic
-         * one's for every shape of its pattern: collapsed rank and which strides are 0 */
+         * one's for every shape of its pattern: collapsed rank, which strides are 0, and the
+         * row length, which the inner loop keeps as a constant (a vector loop with no remainder
+         * to test: a run-time length cost 10% on a 4096 x 1024 loop; bench/RESULTS.md) */
         bool sizeless = gr->fused && !gr->reduce && jit_cpu_ew_flat(g, gr);
         kput64(b, gr->reduce ? SUB_RED : SUB_EW);
         kput64(b, gr->fused), kput64(b, gr->reduce), kput64(b, sizeless), kput64(b, sp->generic);
         rt_ew_layout L = {0};
         if (sp->generic && jit_cpu_ew_layout(g, gr, &L) == TJ_OK) {
             kput64(b, L.rank);
+            kput64(b, L.dims[L.rank - 1]);
             for (uint32_t i = 0; i < gr->n_inputs; i++)
                 for (int d = 0; d < L.rank; d++)
                     kput64(b, L.scalar[i] ? -1 : L.st[i][d] == 0 ? 0 : d == L.rank - 1 ? 1 : 2);

@@ -124,14 +124,15 @@ int main(void) {
     tj_function_free(g);
 
     /* broadcasting: the first shape's kernel has its strides in the code; from the function's
-     * second signature on the kernel takes them at run time (automatic dynamic shapes), so the
-     * third shape of the same pattern shares the second's code */
+     * second signature on the kernel takes its outer extents and strides at run time (automatic
+     * dynamic shapes), keeping the row length, so the third shape of the same pattern and row
+     * length shares the second's code */
     tj_function *fb = tj_function_new("bcast", (void *)bcast, 2, NULL);
     int built = n_built, shared = n_shared;
     for (int r = 0; r < 2; r++) {
-        for (int64_t cols = 8; cols <= 32; cols += 8) {
-            tj_tensor *x = filled(2, (const int64_t[]){4 + cols / 8, cols}, (float)cols),
-                      *b = filled(1, (const int64_t[]){cols}, 0.25f);
+        for (int64_t rows = 4; rows <= 7; rows++) {
+            tj_tensor *x = filled(2, (const int64_t[]){rows, 24}, (float)rows),
+                      *b = filled(1, (const int64_t[]){24}, 0.25f);
             same_as_eager(fb, x, b, 1e-6);
             tj_release(x);
             tj_release(b);
@@ -140,6 +141,17 @@ int main(void) {
     CHECK_EQ_INT(tj_function_trace_count(fb), 4);
     CHECK_EQ_INT(n_built - built, 2);   /* the first shape's, the generic one */
     CHECK_EQ_INT(n_shared - shared, 2); /* the third and fourth shapes */
+    /* another row length: compiled for it, then shared by the rows that follow */
+    built = n_built, shared = n_shared;
+    for (int64_t rows = 2; rows <= 3; rows++) {
+        tj_tensor *x = filled(2, (const int64_t[]){rows, 40}, 3.0f),
+                  *b = filled(1, (const int64_t[]){40}, 0.75f);
+        same_as_eager(fb, x, b, 1e-6);
+        tj_release(x);
+        tj_release(b);
+    }
+    CHECK_EQ_INT(n_built - built, 1);
+    CHECK_EQ_INT(n_shared - shared, 1);
     /* another pattern (a column, not a row): its own generic kernel, then shared */
     built = n_built, shared = n_shared;
     for (int64_t rows = 3; rows <= 5; rows++) {
@@ -151,11 +163,11 @@ int main(void) {
     }
     CHECK_EQ_INT(n_built - built, 1);
     CHECK_EQ_INT(n_shared - shared, 2);
-    /* rank 3 with a middle-axis broadcast ([a,b,c] + [b,1]: three collapsed dims, outer strides
-     * from the geometry block), shapes alternating between two of the pattern */
+    /* rank 3 with a middle-axis broadcast ([a,b,c] + [b,1]: three collapsed dims, the outer two
+     * and their strides from the geometry block), shapes alternating between the pattern's */
     built = n_built, shared = n_shared;
     for (int k = 0; k < 4; k++) {
-        int64_t a = 2 + k % 2, bb = 3 + k % 2 * 2, c = 5 + k;
+        int64_t a = 2 + k, bb = 3 + k % 2 * 2, c = 5;
         tj_tensor *x = filled(3, (const int64_t[]){a, bb, c}, 0.5f * (float)k),
                   *b = filled(2, (const int64_t[]){bb, 1}, 1.5f);
         same_as_eager(fb, x, b, 1e-6);

@@ -3,11 +3,11 @@
  * broadcast strides are constants: dims are collapsed first; when every input is full-size or a
  * scalar the kernel is one flat loop over elements (the case that must vectorize, and whose code
  * serves every size), else it loops over rows of the collapsed shape with an inner loop whose
- * strides are 0 or 1. A shape-generic kernel (rt_step.geom) takes that shape's extents and
- * outer strides from a geometry block after its buffers instead. One-element
- * constants become immediates. The entry `name(bufs, begin, end)` loads the buffer pointers and
- * calls an always-inlined body whose pointer parameters are noalias, so the vectorizer needs no
- * runtime alias checks. Each op's scalar lowering lives in ew_ops.c. */
+ * strides are 0 or 1. A shape-generic kernel (rt_step.geom) takes that shape's outer extents and
+ * strides from a geometry block after its buffers instead; its row length stays a constant.
+ * One-element constants become immediates. The entry `name(bufs, begin, end)` loads the buffer
+ * pointers and calls an always-inlined body whose pointer parameters are noalias, so the vectorizer
+ * needs no runtime alias checks. Each op's scalar lowering lives in ew_ops.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,9 +135,9 @@ tj_status jit_cpu_ew_emit(LLVMModuleRef m, const ir_graph *g, const pass_group *
         goto done;
     if ((st = jit_cpu_ew_units(g, gr, plan)) != TJ_OK)
         goto done;
-    /* shape-generic: the extents and outer strides come from the geometry block after the
-     * buffers (rt_ew_geom: dims, then per input its strides); only the collapsed rank and which
-     * strides are 0 (and the innermost, 0 or 1) are the code's */
+    /* shape-generic: the outer extents and strides come from the geometry block after the
+     * buffers (rt_ew_geom: dims, then per input its strides); the collapsed rank, which strides
+     * are 0 (the innermost: 0 or 1) and the row length are the code's */
     generic = generic && !L.flat;
     uint32_t np = nb + (generic ? 1 : 0); /* pointer parameters of the body */
 
@@ -194,19 +194,16 @@ tj_status jit_cpu_ew_emit(LLVMModuleRef m, const ir_graph *g, const pass_group *
         st = ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
         goto done;
     }
+    LLVMValueRef geom = generic ? LLVMGetParam(body, nb) : NULL;
     for (int d = 0; d < L.rank; d++) {
-        if (!generic) {
-            dim_v[d] = LLVMConstInt(e->i64, (unsigned long long)L.dims[d], 0);
-            for (uint32_t i = 0; i < ni; i++)
-                st_v[i][d] = LLVMConstInt(e->i64, (unsigned long long)L.st[i][d], 0);
-            continue;
-        }
-        dim_v[d] = load_elem(e, LLVMGetParam(body, nb), TJ_I64, LLVMConstInt(e->i64, d, 0));
+        bool outer = generic && d < L.rank - 1; /* the row length stays in the code */
+        dim_v[d] = outer ? load_elem(e, geom, TJ_I64, LLVMConstInt(e->i64, d, 0))
+                         : LLVMConstInt(e->i64, (unsigned long long)L.dims[d], 0);
         for (uint32_t i = 0; i < ni; i++)
-            st_v[i][d] = L.scalar[i] || L.st[i][d] == 0 || d == L.rank - 1
-                             ? LLVMConstInt(e->i64, (unsigned long long)L.st[i][d], 0)
-                             : load_elem(e, LLVMGetParam(body, nb), TJ_I64,
-                                         LLVMConstInt(e->i64, (1 + i) * L.rank + d, 0));
+            st_v[i][d] = outer && L.st[i][d] != 0
+                             ? load_elem(e, geom, TJ_I64,
+                                         LLVMConstInt(e->i64, (1 + i) * (uint32_t)L.rank + d, 0))
+                             : LLVMConstInt(e->i64, (unsigned long long)L.st[i][d], 0);
     }
     LLVMValueRef len_v = L.flat ? NULL : dim_v[L.rank - 1];
     LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, begin, end, ""), loop, exit);
