@@ -545,6 +545,22 @@ static void body_key(kbuf *b, const ir_graph *g, const uint32_t *nodes, uint32_t
     }
 }
 
+/* A reduction group's code (codegen_red.c) depends on its reduced length and kept inner extent,
+ * and on which inputs it reads as one broadcast element, never on the outer extent (its work
+ * units: a batch of rows): those into b; false (nothing written) if it has no such geometry. */
+static bool red_outer_free(kbuf *b, const ir_graph *g, const pass_group *gr) {
+    const ir_node *root = ir_node_get(g, gr->nodes[gr->n_nodes - 1]);
+    int64_t outer, len, inner;
+    if (!jit_cpu_red_geometry(g, root, &outer, &len, &inner))
+        return false;
+    kput64(b, len), kput64(b, inner);
+    for (uint32_t i = 0; i < gr->n_inputs; i++) {
+        const ir_node *x = ir_node_get(g, gr->inputs[i]);
+        kput64(b, ir_numel(x->rank, x->dims) == 1 && len * outer * inner != 1);
+    }
+    return true;
+}
+
 /* The key of step sp's kernel into b (nothing for a step without one, or with native control
  * flow, which is never shared). */
 static void step_key(kbuf *b, const cpu_prog *cp, const step *sp) {
@@ -556,7 +572,8 @@ static void step_key(kbuf *b, const cpu_prog *cp, const step *sp) {
         gr = &cp->part->groups[sp->id];
     if (gr) {
         /* a flat elementwise loop's code is the same for every size (the Adam updates of a
-         * model's variables, the repeated blocks of a network: one kernel each); a shape-generic
+         * model's variables, the repeated blocks of a network: one kernel each), a reduction's
+         * for every outer extent; a shape-generic
          * one's for every shape of its pattern: collapsed rank, which strides are 0, and the
          * row length, which the inner loop keeps as a constant (a vector loop with no remainder
          * to test: a run-time length cost 10% on a 4096 x 1024 loop; bench/RESULTS.md) */
@@ -564,6 +581,7 @@ static void step_key(kbuf *b, const cpu_prog *cp, const step *sp) {
         kput64(b, gr->reduce ? SUB_RED : SUB_EW);
         kput64(b, gr->fused), kput64(b, gr->reduce), kput64(b, sizeless), kput64(b, sp->generic);
         rt_ew_layout L = {0};
+        bool outer_free = false; /* a reduction: red_outer_free */
         if (sp->generic && jit_cpu_ew_layout(g, gr, &L) == TJ_OK) {
             kput64(b, L.rank);
             kput64(b, L.dims[L.rank - 1]);
@@ -572,13 +590,13 @@ static void step_key(kbuf *b, const cpu_prog *cp, const step *sp) {
                     kput64(b, L.scalar[i] ? -1 : L.st[i][d] == 0 ? 0 : d == L.rank - 1 ? 1 : 2);
         } else if (sp->generic) {
             b->oom = 1;
-        } else if (!sizeless) {
+        } else if (!(outer_free = gr->reduce && red_outer_free(b, g, gr)) && !sizeless) {
             kput64(b, gr->rank);
             kput(b, gr->dims, sizeof(int64_t) * gr->rank);
         }
         rt_ew_layout_free(&L);
         body_key(b, g, gr->nodes, gr->n_nodes, gr->inputs, gr->n_inputs, gr->outputs, gr->n_outputs,
-                 sizeless || sp->generic);
+                 sizeless || sp->generic || outer_free);
     } else if (sp->kind == STEP_GEN && sp->sub == SUB_CHAIN) {
         kput64(b, SUB_CHAIN);
         kput64(b, sp->n_members), kput64(b, sp->n_in), kput64(b, sp->n_out);
@@ -608,7 +626,13 @@ static void step_key(kbuf *b, const cpu_prog *cp, const step *sp) {
                 kput64(b, ref);
             }
         }
-    } else if (sp->kind == STEP_GEN) { /* one node: a product, a softmax, a view */
+    } else if (sp->kind == STEP_GEN && sp->sub == SUB_SOFTMAX) {
+        /* a softmax's code is its row length's: it runs rows [begin, end) of any count */
+        const ir_node *x = ir_node_get(g, sp->in[0]);
+        kput64(b, sp->sub);
+        kput64(b, x->dims[x->rank - 1]);
+        body_key(b, g, &sp->id, 1, sp->in, sp->n_in, sp->out, sp->n_out, true);
+    } else if (sp->kind == STEP_GEN) { /* one node: a product, a view */
         kput64(b, sp->sub);
         body_key(b, g, &sp->id, 1, sp->in, sp->n_in, sp->out, sp->n_out, false);
     }

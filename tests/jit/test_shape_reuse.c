@@ -45,6 +45,15 @@ static tj_tensor *bcast(tj_tensor *x, tj_tensor *b) {
 static tj_tensor *row_norms(tj_tensor *x, tj_tensor *y) {
     return tj_sum(tj_mul(x, y), 1, (const int[]){1}, 0);
 }
+/* sum over the axis before the last (the rows of a matrix; the middle axis of a rank-3 x) */
+static tj_tensor *col_sums(tj_tensor *x, tj_tensor *y) {
+    int axis = tj_tensor_rank(x) - 2;
+    return tj_sum(tj_add(x, y), 1, &axis, 0);
+}
+/* a softmax over the last axis, of a flat producer */
+static tj_tensor *softmax_rows(tj_tensor *x, tj_tensor *y) {
+    return tj_softmax(tj_sub(x, y), -1);
+}
 /* a product and a flat epilogue */
 static tj_tensor *dense(tj_tensor *x, tj_tensor *w) {
     return tj_mul(tj_matmul(x, w), tj_scalar_f32(0.5f));
@@ -190,15 +199,41 @@ int main(void) {
     tj_release(bad);
     tj_function_free(fb);
 
-    /* reductions: the geometry is in the code */
+    /* reductions: the reduced length and the kept inner extent are in the code, the outer extent
+     * (rows) is not: [6, 8] runs [4, 8]'s code, [8, 4] has its own */
     tj_function *fr = tj_function_new("row_norms", (void *)row_norms, 2, NULL);
     built = n_built, shared = n_shared;
     call_shape(fr, 2, (const int64_t[]){4, 8}, 0.5f);
     call_shape(fr, 2, (const int64_t[]){8, 4}, 1.5f);
     call_shape(fr, 2, (const int64_t[]){4, 8}, 2.5f);
+    call_shape(fr, 2, (const int64_t[]){6, 8}, 3.5f);
+    call_shape(fr, 2, (const int64_t[]){70000, 4}, 4.5f); /* split across the pool's threads */
     CHECK_EQ_INT(n_built - built, 2);
-    CHECK_EQ_INT(n_shared, shared);
+    CHECK_EQ_INT(n_shared - shared, 2);
     tj_function_free(fr);
+    /* over the leading axis ([r, 24] -> [24]): the reduced length is the rows, so each row
+     * count compiles (the limit README states); a leading batch axis kept ([b, r, 24] summed
+     * over r: another axis, another kernel) is outer, shared */
+    tj_function *fc = tj_function_new("col_sums", (void *)col_sums, 2, NULL);
+    built = n_built, shared = n_shared;
+    call_shape(fc, 2, (const int64_t[]){5, 24}, 0.5f);
+    call_shape(fc, 2, (const int64_t[]){7, 24}, 1.5f);
+    call_shape(fc, 3, (const int64_t[]){2, 5, 24}, 2.5f);
+    call_shape(fc, 3, (const int64_t[]){3, 5, 24}, 3.5f);
+    CHECK_EQ_INT(n_built - built, 3);
+    CHECK_EQ_INT(n_shared - shared, 1);
+    tj_function_free(fc);
+    /* a softmax over the last axis: its code is the row length's (large enough not to be
+     * chained: a chain of small kernels has their work units in its code) */
+    tj_function *fs = tj_function_new("softmax_rows", (void *)softmax_rows, 2, NULL);
+    built = n_built, shared = n_shared;
+    call_shape(fs, 2, (const int64_t[]){7000, 10}, 0.5f);
+    call_shape(fs, 2, (const int64_t[]){9000, 10}, 1.5f);
+    call_shape(fs, 3, (const int64_t[]){2, 4000, 10}, 2.5f); /* another rank: its own axis */
+    call_shape(fs, 2, (const int64_t[]){7000, 12}, 3.5f);
+    CHECK_EQ_INT(n_built - built, 3);
+    CHECK_EQ_INT(n_shared - shared, 1);
+    tj_function_free(fs);
 
     /* a product (sizes in its code) with a flat epilogue: a new shape compiles */
     tj_function *fd = tj_function_new("dense", (void *)dense, 2, NULL);
