@@ -123,6 +123,67 @@ static void *dup_mem(const void *p, size_t n) {
     return q;
 }
 
+enum { CONCRETE_STACK = 8 }; /* inputs of a node ir_graph_concretize infers without malloc */
+ir_graph *ir_graph_concretize(const ir_graph *g, const int *rank,
+                              const int64_t (*dims)[IR_MAX_RANK]) {
+    ir_graph *c = ir_graph_clone(g);
+    if (!c)
+        return NULL;
+    /* shapes change, so keys do: the clone's interning table would name stale keys */
+    free(c->itab);
+    c->itab = NULL;
+    c->itab_cap = 0;
+    tj_status st =
+        c->n_subs ? ir_errorf(TJ_ERR_UNSUPPORTED, "concretize: the graph has regions") : TJ_OK;
+    for (uint32_t i = 0; i < c->n_nodes && !st; i++) {
+        ir_node *n = &c->nodes[i];
+        const uint32_t *in = c->edges + n->in_off;
+        if (n->op == IR_OP_PARAM) {
+            int64_t k = n->a.i[0];
+            if (k < 0 || (uint64_t)k >= c->n_params || rank[k] < 0 || rank[k] > IR_MAX_RANK) {
+                st = ir_errorf(TJ_ERR_INVALID, "concretize: param %lld has no shape", (long long)k);
+                break;
+            }
+            n->rank = (uint8_t)rank[k];
+            memcpy(n->dims, dims[k], sizeof(int64_t) * (size_t)rank[k]);
+        } else if (n->n_in > 0) {
+            if (n->a.sub[0] || !ir_shape_rules[n->op]) {
+                st = ir_errorf(TJ_ERR_UNSUPPORTED, "concretize: %s is inferred against its graph",
+                               ir_ops[n->op].name);
+                break;
+            }
+            const ir_node *ins[CONCRETE_STACK], **pi = ins;
+            if (n->n_in > CONCRETE_STACK && !(pi = malloc(n->n_in * sizeof *pi))) {
+                st = ir_errorf(TJ_ERR_OOM, "concretize: out of memory");
+                break;
+            }
+            for (uint32_t k = 0; k < n->n_in; k++)
+                pi[k] = &c->nodes[in[k]];
+            ir_node p = *n;
+            st = ir_infer(&p, pi, n->n_in);
+            if (pi != ins)
+                free(pi);
+            if (!st && p.dtype != n->dtype)
+                st =
+                    ir_errorf(TJ_ERR_DTYPE, "concretize: %s changed its dtype", ir_ops[n->op].name);
+            if (st)
+                break;
+            n->rank = p.rank;
+            memcpy(n->dims, p.dims, sizeof n->dims);
+        }
+        for (int d = 0; d < n->rank && !st; d++)
+            if (n->dims[d] < 0)
+                st = ir_errorf(TJ_ERR_UNSUPPORTED, "concretize: %%%u (%s) has an unknown dim", i,
+                               ir_ops[n->op].name);
+        n->h = ir_node_key(c, n, in);
+    }
+    if (st) {
+        ir_graph_free(c);
+        return NULL;
+    }
+    return c;
+}
+
 ir_graph *ir_graph_clone(const ir_graph *g) {
     if (!g)
         return NULL;

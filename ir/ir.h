@@ -236,6 +236,14 @@ void ir_graph_free(ir_graph *g);
  * graphs are not changed once built, so a region is never copied, and a pass over a graph with
  * regions nested n deep costs what its nodes do, not n times their depth. */
 ir_graph *ir_graph_clone(const ir_graph *g);
+/* A copy of g at concrete shapes: param k takes rank[k] and dims[k] (its dtype stays), and every
+ * other node's shape is inferred again from its inputs, in order: a graph traced for a signature
+ * with unknown dims (-1), at the shapes of one call. NULL with the error set when those shapes
+ * do not fit an op (the message ir_add gives: the op and the shapes), when a node still has an
+ * unknown dim, or when g has regions or nodes inferred against it (control flow, get):
+ * TJ_ERR_UNSUPPORTED. */
+ir_graph *ir_graph_concretize(const ir_graph *g, const int *rank,
+                              const int64_t (*dims)[IR_MAX_RANK]);
 /* One more reference to g (returned; NULL-safe), for a graph that is finished: a region added to
  * another graph (ir_add_sub takes the reference). */
 ir_graph *ir_graph_share(const ir_graph *g);

@@ -126,6 +126,7 @@ void jit_concrete_free(tj_concrete *c) {
     if (!c)
         return;
     jit_tier_join(c); /* the background compile reads c->graph */
+    jit_instances_free(c);
     rt_program *t1 = atomic_load(&c->tier1);
     if (t1)
         t1->vt->free(t1);
@@ -291,8 +292,10 @@ tj_status tj_function_wait_compiled(tj_function *f) {
                             f ? "a freed or foreign" : "a NULL");
     int slot = reader_enter(f); /* f's concrete functions not run yet: their compiles start */
     jit_snapshot *s = atomic_load(&f->cache);
-    for (uint32_t i = 0; s && i < s->n; i++)
+    for (uint32_t i = 0; s && i < s->n; i++) {
         jit_tier_go(s->items[i], 1);
+        jit_instances_go(s->items[i]);
+    }
     reader_leave(f, slot);
     jit_tier_wait_all();
     return TJ_OK;
@@ -336,6 +339,9 @@ static tj_concrete *lookup(tj_function *f, uint64_t h, tj_tensor *const *args, i
  * call's end (tj_function_wait_compiled releases any). A check-numerics failure names the
  * function and the signature it was called with. */
 static tj_status run_program(tj_concrete *c, tj_tensor *const *args, tj_tensor **outs) {
+    tj_concrete *at = c->inst ? jit_instance(c, args) : NULL; /* unknown dims: this shape's */
+    if (at)
+        return run_program(at, args, outs);
     tj_status st =
         rt_run_locked(jit_concrete_program(c), args, c->nargs, c->caps, c->locks, c->n_locks, outs);
     if (!atomic_load_explicit(&c->tier_go, memory_order_relaxed) &&

@@ -57,7 +57,10 @@ struct tj_concrete {
     int result_kind;
     atomic_uint_fast64_t last_used;
     int has_unknown; /* some signature dims are -1 */
-    int pinned;      /* handed out by tj_function_get_concrete: never freed before its function */
+    /* has_unknown: native code per shape called (jit_instance); NULL: the interpreter runs the
+     * graph at every shape (no native backend, or a graph with regions) */
+    struct jit_instances *inst;
+    int pinned; /* handed out by tj_function_get_concrete: never freed before its function */
 };
 
 /* ---- functions and their caches (function.c) ------------------------------------------------- */
@@ -182,6 +185,17 @@ rt_program *jit_backend_program(const ir_graph *g, const char *fn_name, const ji
  * (the interpreter: always NULL). */
 rt_program *jit_backend_program_cached(const ir_graph *g, const char *fn_name, const jit_backend *b,
                                        bool shape_generic);
+
+/* A signature with unknown dims, called at args' shapes: its graph at those shapes compiled as a
+ * later signature's is (shape-generic kernels; the code cache first; tiered as the function
+ * is), kept per shape (up to JIT_MAX_INSTANCES, the interpreter after). NULL: c has none to run
+ * (the caller runs c's own program, whose interpreter reports any shape error). The instances
+ * are c's: jit_instances_free (from jit_concrete_free) frees them. */
+enum { JIT_MAX_INSTANCES = 32 };
+tj_concrete *jit_instance(tj_concrete *c, tj_tensor *const *args);
+void jit_instances_free(tj_concrete *c);
+/* Releases the background compiles of c's instances (tj_function_wait_compiled). */
+void jit_instances_go(tj_concrete *c);
 
 /* Tiered concrete functions (tracing.c): marks c's background compile pending (c->prog is the
  * interpreter's program; the compile's thread starts when released); cancels or joins it

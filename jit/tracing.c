@@ -280,6 +280,134 @@ void jit_tier_join(tj_concrete *c) {
     }
 }
 
+/* ---- unknown dims: native code per shape ------------------------------------------------------
+ * A signature with -1 dims is traced once (S3: its host code runs once) and its graph kept with
+ * unknown dims; a call at shapes not seen yet makes an instance: the graph at those shapes
+ * (ir_graph_concretize) planned as a later signature's (shape-generic kernels), from the code
+ * cache where its kernels are there, else on the interpreter at once and compiled in the
+ * background from its second call, as a tiered signature is (untiered: compiled then). The
+ * instances are a list under a mutex, searched by exact shape; each is a tj_concrete of its own
+ * (caps retained, locks collected) that lives as long as c. */
+typedef struct jit_instances {
+    pthread_mutex_t mu;
+    const jit_backend *b;
+    int tiered;
+    uint32_t n;
+    tj_concrete *items[JIT_MAX_INSTANCES];
+} jit_instances;
+
+static jit_instances *instances_new(const ir_graph *g, const jit_backend *b, int tiered) {
+    if (b == jit_backend_interpreter())
+        return NULL;
+    for (uint32_t i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].a.sub[0]) /* regions: their params keep unknown dims */
+            return NULL;
+    jit_instances *t = calloc(1, sizeof *t);
+    if (t) {
+        pthread_mutex_init(&t->mu, NULL);
+        t->b = b;
+        t->tiered = tiered;
+    }
+    return t; /* NULL on no memory: the interpreter, as before */
+}
+
+static tj_concrete *instance_new(tj_concrete *c, const jit_instances *t, tj_tensor *const *args) {
+    int rank[SIG_STACK];
+    int64_t(*dims)[IR_MAX_RANK] = calloc(c->nargs + 1, sizeof *dims);
+    int *rk = c->nargs <= SIG_STACK ? rank : calloc(c->nargs, sizeof *rk);
+    tj_concrete *ci = NULL;
+    ir_graph *g = NULL;
+    if (!dims || !rk)
+        goto fail;
+    for (uint32_t k = 0; k < c->nargs; k++) {
+        rk[k] = args[k]->rank;
+        memcpy(dims[k], args[k]->dims, sizeof(int64_t) * args[k]->rank);
+    }
+    /* a shape error here is the interpreter's to report, with the message the trace would give */
+    if (!(g = ir_graph_concretize(c->graph, rk, (const int64_t(*)[IR_MAX_RANK])dims)) ||
+        !(ci = calloc(1, sizeof *ci)) || !(ci->sig = jit_sig_copy(c->sig, c->nargs)) ||
+        !(ci->caps = calloc(c->n_caps + 1, sizeof *ci->caps)))
+        goto fail;
+    ci->fn = c->fn;
+    ci->name = c->name;
+    ci->nargs = c->nargs;
+    ci->result_kind = c->result_kind;
+    for (uint32_t k = 0; k < c->nargs; k++)
+        memcpy(ci->sig[k].dims, dims[k], sizeof ci->sig[k].dims);
+    ci->sig_hash = jit_sig_hash(ci->sig, (int)c->nargs);
+    for (uint32_t k = 0; k < c->n_caps; k++)
+        ci->caps[ci->n_caps++] = rt_variable_retain(c->caps[k]);
+    ci->graph = g;
+    g = NULL;
+    ci->shape_generic = true;
+    ci->prog = t->tiered ? jit_backend_program_cached(ci->graph, c->name, t->b, true) : NULL;
+    if (!ci->prog && t->tiered) {
+        ci->tier_backend = t->b;
+        ci->prog = jit_backend_program(ci->graph, c->name, jit_backend_interpreter(), false);
+        if (ci->prog)
+            jit_tier_up_start(ci);
+    } else if (!ci->prog) {
+        ci->prog = jit_backend_program(ci->graph, c->name, t->b, true);
+    }
+    if (!ci->prog || collect_locks(ci) != TJ_OK)
+        goto fail;
+    ci->prog->g = ci->graph;
+    rt_log(RT_LOG_COMPILE, "%s: an instance of its unknown-dims signature (%u nodes)", c->name,
+           ci->graph->n_nodes);
+    if (rk != rank)
+        free(rk);
+    free(dims);
+    return ci;
+fail:
+    rt_log(RT_LOG_COMPILE, "%s: no instance at these shapes (%s); interpreted", c->name,
+           ir_last_error());
+    ir_clear_error();
+    ir_graph_free(g);
+    jit_concrete_free(ci);
+    if (rk != rank)
+        free(rk);
+    free(dims);
+    return NULL;
+}
+
+tj_concrete *jit_instance(tj_concrete *c, tj_tensor *const *args) {
+    jit_instances *t = c->inst;
+    tj_concrete *ci = NULL;
+    pthread_mutex_lock(&t->mu);
+    for (uint32_t i = 0; i < t->n && !ci; i++) {
+        int ok = 1;
+        for (uint32_t k = 0; k < c->nargs && ok; k++)
+            ok = jit_arg_matches(&t->items[i]->sig[k], args[k]);
+        if (ok)
+            ci = t->items[i];
+    }
+    if (!ci && t->n < JIT_MAX_INSTANCES && (ci = instance_new(c, t, args)) != NULL)
+        t->items[t->n++] = ci;
+    pthread_mutex_unlock(&t->mu);
+    return ci;
+}
+
+void jit_instances_go(tj_concrete *c) {
+    jit_instances *t = c ? c->inst : NULL;
+    if (!t)
+        return;
+    pthread_mutex_lock(&t->mu);
+    for (uint32_t i = 0; i < t->n; i++)
+        jit_tier_go(t->items[i], 1);
+    pthread_mutex_unlock(&t->mu);
+}
+
+void jit_instances_free(tj_concrete *c) {
+    jit_instances *t = c->inst;
+    if (!t)
+        return;
+    for (uint32_t i = 0; i < t->n; i++)
+        jit_concrete_free(t->items[i]);
+    pthread_mutex_destroy(&t->mu);
+    free(t);
+    c->inst = NULL;
+}
+
 /* Traces, compiles and publishes a concrete function for sig. Called with f->mu held. */
 tj_concrete *jit_build_concrete(tj_function *f, const jit_argsig *sig, uint64_t h,
                                 tj_tensor *const *args, uint64_t call_idx) {
@@ -352,6 +480,9 @@ tj_concrete *jit_build_concrete(tj_function *f, const jit_argsig *sig, uint64_t 
     } else {
         c->prog = jit_compile_graph(tr.g, f->name, h, b, c->shape_generic, &c->graph);
     }
+    if (c->has_unknown && c->graph)
+        c->inst = instances_new(c->graph, b,
+                                f->tiered > 0 || (f->tiered == 0 && rt_config_get()->tiered));
     c->traced = tr.g; /* kept for pictures (tj_concrete_graph_dot) */
     tr.g = NULL;
     trace_result_free(&tr);

@@ -70,9 +70,8 @@ int main(void) {
                                    "dtype=float32), TensorSpec(shape=(4,), dtype=float32))");
     tj_release(r);
 
-    /* the interpreter (unknown dims): the node */
-    tj_spec spec = {TJ_F32, 1, {-1}, NULL};
-    tj_function_options o = {.n_input_signature = 1, .input_signature = &spec};
+    /* the interpreter backend: the node */
+    tj_function_options o = {.backend = "interp"};
     tj_function *fi = tj_function_new("f_interp", (void *)f_fused, 1, &o);
     r = tj_call(fi, 1, &xb);
     CHECK_HAS(tj_error_message(r), "'log' (f32[4]) produced NaN at element 2 (interpreter)");

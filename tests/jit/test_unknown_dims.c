@@ -1,0 +1,152 @@
+/* Unknown dims run native code (issue 26): a signature with -1 dims is traced once (S3, S7: its
+ * host code runs once), and each shape it is called at runs its graph at that shape compiled as
+ * a later signature's is (shape-generic kernels, so the next batch size of a broadcasting loop
+ * runs the code the first compiled); values equal eager execution at every shape, shapes
+ * alternating; a shape error at a call names the op and both shapes; everything is freed with
+ * the function (the sanitizer runs check that). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "native_first.h"
+#include <tracejit.h>
+
+static int n_built, n_shared, n_instances, n_traces;
+
+static void log_sink(const char *topic, const char *msg, void *user) {
+    (void)topic, (void)user;
+    if (getenv("TEST_VERBOSE"))
+        fprintf(stderr, "%s\n", msg);
+    if (strstr(msg, "shared with a loaded program"))
+        n_shared++;
+    else if (strstr(msg, "kernels, build") || strstr(msg, "loaded from the disk cache"))
+        n_built++;
+    if (strstr(msg, "an instance of its unknown-dims signature"))
+        n_instances++;
+}
+
+/* a broadcasting loop, a reshape to an unknown extent, a row reduction and a column broadcast */
+static float scale = 2.0f; /* a constant of the trace: another value, other kernels */
+static tj_tensor *affine(tj_tensor *x, tj_tensor *b) {
+    n_traces++;
+    tj_tensor *y = tj_relu(tj_add(tj_mul(x, tj_scalar_f32(scale)), b));
+    int64_t halves[2] = {-1, 12};
+    tj_tensor *v = tj_reshape(y, 2, halves);
+    static const int axis1[1] = {1};
+    return tj_add(tj_mul(v, tj_scalar_f32(0.5f)), tj_sum(v, 1, axis1, 1));
+}
+
+static tj_tensor *filled(int rank, const int64_t *dims, float seed) {
+    int64_t n = 1;
+    for (int d = 0; d < rank; d++)
+        n *= dims[d];
+    float *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+    for (int64_t i = 0; i < n; i++)
+        v[i] = seed + (float)((i * 7919) % 113) / 37.0f - 1.5f;
+    tj_tensor *t = tj_tensor_from_data(TJ_F32, rank, dims, v);
+    free(v);
+    return t;
+}
+
+static void same_as_eager(tj_function *f, int64_t rows, int64_t cols, float seed) {
+    tj_tensor *x = filled(2, (const int64_t[]){rows, cols}, seed),
+              *b = filled(1, (const int64_t[]){cols}, seed + 0.25f);
+    tj_tensor *args[2] = {x, b};
+    tj_tensor *r = tj_call(f, 2, args);
+    int traces = n_traces;
+    tj_tensor *e = tj_call_eager(f, 2, args);
+    n_traces = traces; /* the eager run's host code is not a trace */
+    CHECK_MSG(tj_status_of(r) == TJ_OK, "%s", tj_error_message(r));
+    if (tj_status_of(r) == TJ_OK && tj_status_of(e) == TJ_OK) {
+        CHECK_EQ_INT(tj_tensor_numel(r), rows * cols);
+        int bad = 0;
+        for (int64_t i = 0; i < tj_tensor_numel(e) && i < tj_tensor_numel(r); i++) {
+            double u = tj_tensor_get_f64(r, i), w = tj_tensor_get_f64(e, i);
+            bad += !(fabs(u - w) <= 1e-5 * (1 + fabs(w)));
+        }
+        CHECK_MSG(bad == 0, "[%lld, %lld]: %d elements differ from eager", (long long)rows,
+                  (long long)cols, bad);
+    }
+    tj_release(r);
+    tj_release(e);
+    tj_release(x);
+    tj_release(b);
+}
+
+int main(void) {
+    check_untiered(); /* native at an instance's first call; the tiered case below */
+    char dir[] = "/tmp/tj-unknown-XXXXXX"; /* compiles counted from an empty code cache */
+    if (!mkdtemp(dir))
+        return 77;
+    setenv("TJ_CACHE_DIR", dir, 1); /* before anything reads the configuration */
+    int native = !getenv("TJ_BACKEND") && !tj_backend_unavailable("cpu") && !getenv("TJ_CACHE");
+    tj_set_log(log_sink, NULL);
+    tj_set_log_topics("compile");
+    tj_spec sig[2] = {{.dtype = TJ_F32, .rank = 2, .dims = {-1, 24}},
+                      {.dtype = TJ_F32, .rank = 1, .dims = {24}}};
+    tj_function *f =
+        tj_function_new("affine", (void *)affine, 2,
+                        &(tj_function_options){.n_input_signature = 2, .input_signature = sig});
+    int64_t rows[] = {4, 5, 6, 4, 300, 5};
+    for (int k = 0; k < 6; k++)
+        same_as_eager(f, rows[k], 24, (float)k);
+    CHECK_EQ_INT(n_traces, 1); /* one trace: the signature's */
+    CHECK_EQ_INT(tj_function_trace_count(f), 1);
+    CHECK_EQ_INT(tj_function_n_concrete(f), 1);
+    if (native) {
+        CHECK_EQ_INT(n_instances, 4); /* 4, 5, 6 and 300 rows; the repeats run theirs */
+        /* the first instance compiles; the others' kernels are shape-generic (the broadcasting
+         * loops) or outer-free (the row sums): shared */
+        CHECK_EQ_INT(n_built, 1);
+        CHECK_EQ_INT(n_shared, 3);
+    }
+
+    /* a shape error at a call (both extents unknown): named by the op, with both shapes */
+    tj_spec any[2] = {{.dtype = TJ_F32, .rank = 2, .dims = {-1, -1}},
+                      {.dtype = TJ_F32, .rank = 1, .dims = {-1}}};
+    tj_function *g =
+        tj_function_new("affine_any", (void *)affine, 2,
+                        &(tj_function_options){.n_input_signature = 2, .input_signature = any});
+    same_as_eager(g, 3, 8, 1.0f);
+    tj_tensor *x = filled(2, (const int64_t[]){3, 5}, 0.0f),
+              *b = filled(1, (const int64_t[]){4}, 0.0f);
+    tj_tensor *r = tj_call(g, 2, (tj_tensor *[]){x, b});
+    CHECK_EQ_INT(tj_status_of(r), TJ_ERR_SHAPE);
+    CHECK_MSG(strstr(tj_error_message(r), "add") && strstr(tj_error_message(r), "[3,5]") &&
+                  strstr(tj_error_message(r), "[4]"),
+              "%s", tj_error_message(r));
+    tj_release(r);
+    tj_release(x);
+    tj_release(b);
+    same_as_eager(g, 2, 18, 2.0f); /* and the next call runs */
+
+    /* tiered, kernels no cache has (another constant): an instance starts on the interpreter
+     * and compiles from its second call in the background; tj_function_wait_compiled waits
+     * for it; values agree throughout. Its next shape then finds that code at once. */
+    scale = 3.0f;
+    tj_function *h = tj_function_new(
+        "affine_tiered", (void *)affine, 2,
+        &(tj_function_options){.n_input_signature = 2, .input_signature = sig, .tiered = 1});
+    int built = n_built, shared = n_shared;
+    same_as_eager(h, 7, 24, 3.0f);
+    CHECK_EQ_INT(n_built, built); /* the first call: interpreted, nothing compiled */
+    same_as_eager(h, 7, 24, 4.0f);
+    CHECK_EQ_INT(tj_function_wait_compiled(h), TJ_OK);
+    if (native)
+        CHECK_EQ_INT(n_built - built, 1);
+    same_as_eager(h, 7, 24, 5.0f);
+    same_as_eager(h, 9, 24, 6.0f);
+    if (native)
+        CHECK_EQ_INT(n_shared - shared, 1);
+    tj_function_free(h);
+    tj_function_free(g);
+    tj_function_free(f);
+    tj_set_log_topics("");
+    tj_set_log(NULL, NULL);
+    tj_cache_clear();
+    rmdir(dir);
+    return check_done();
+}
