@@ -434,12 +434,62 @@ int64_t *rt_ew_geom(const rt_ew_layout *L, uint32_t n_in) {
     return geom;
 }
 
+bool rt_red_geometry(const ir_graph *g, const ir_node *n, int64_t *outer, int64_t *len,
+                     int64_t *inner) {
+    if (n->n_in != 1)
+        return false;
+    const ir_node *x = ir_node_get(g, ir_inputs(g, n)[0]);
+    int64_t xn = ir_numel(x->rank, x->dims), on = ir_numel(n->rank, n->dims);
+    if (xn < 0 || on < 0 || n->a.n_list > (uint32_t)x->rank)
+        return false;
+    bool red[IR_MAX_RANK] = {false};
+    for (uint32_t k = 0; k < n->a.n_list; k++) {
+        if (n->a.list[k] < 0 || n->a.list[k] >= x->rank)
+            return false;
+        red[n->a.list[k]] = true;
+    }
+    if (n->a.n_list == 0 && xn != on)
+        for (int d = 0; d < x->rank; d++)
+            red[d] = true;
+    return ir_red_split(x->rank, x->dims, red, outer, len, inner) && *outer * *inner == on;
+}
+
+rt_units rt_red_units(int64_t outer, int64_t len, int64_t inner) {
+    int64_t n_blocks = (inner + RT_RED_BLOCK - 1) / RT_RED_BLOCK,
+            blk = inner < RT_RED_BLOCK ? inner : RT_RED_BLOCK;
+    return (rt_units){.n_units = inner == 1 ? outer : outer * n_blocks,
+                      .unit_len = (len ? len : 1) * blk};
+}
+
+/* A shape-generic reduction's block: its reduced length, the one extent its code takes at run
+ * time; its units must be the geometry's. */
+static tj_status red_geom(rt_plan *p, rt_step *sp) {
+    const ir_graph *g = p->base.g;
+    const ir_node *n = sp->n_out == 1 ? ir_node_get(g, sp->out[0]) : NULL;
+    int64_t outer, len, inner;
+    if (!n || n->op < IR_OP_SUM || n->op > IR_OP_PROD ||
+        !rt_red_geometry(g, n, &outer, &len, &inner) || inner <= 1)
+        return ir_errorf(TJ_ERR_INVALID, "%s: step %%%u: not a shape-generic reduction", p->who,
+                         sp->id);
+    rt_units u = rt_red_units(outer, len, inner);
+    if (u.n_units != sp->units.n_units || u.unit_len != sp->units.unit_len)
+        return ir_errorf(
+            TJ_ERR_INVALID, "%s: step %%%u: work units %lld x %lld do not match its reduction's",
+            p->who, sp->id, (long long)sp->units.n_units, (long long)sp->units.unit_len);
+    if (!(sp->geom = malloc(sizeof *sp->geom)))
+        return ir_errorf(TJ_ERR_OOM, "%s: out of memory", p->who);
+    sp->geom[0] = len;
+    return TJ_OK;
+}
+
 /* Step sp's geometry block from the graph (a shape-generic kernel's extents are never taken
  * from an image's bytes); its work units must be the layout's rows. */
 static tj_status step_geom(rt_plan *p, rt_step *sp) {
     const ir_graph *g = p->base.g;
     bool epi = sp->kind == RT_STEP_GEMM && rt_step_has_epi(sp);
-    if (!(sp->kind == RT_STEP_KERNEL || epi))
+    if (sp->generic == RT_GENERIC_RED && sp->kind == RT_STEP_KERNEL)
+        return red_geom(p, sp);
+    if (sp->generic != RT_GENERIC_EW || !(sp->kind == RT_STEP_KERNEL || epi))
         return ir_errorf(TJ_ERR_INVALID,
                          "%s: step %%%u: only a kernel or a product's epilogue is "
                          "shape-generic",

@@ -50,6 +50,19 @@ typedef struct rt_ew_layout {
 tj_status rt_ew_layout_of(const ir_graph *g, const uint32_t *in, uint32_t n_in, int rank,
                           const int64_t *dims, rt_ew_layout *L);
 void rt_ew_layout_free(rt_ew_layout *L);
+/* Reduction node n's geometry, size-1 axes ignored: outer kept elements, then len reduced ones
+ * (the reduced axes must be adjacent), then inner kept ones; out[o, i] reduces x[o, 0..len, i].
+ * false: not one a kernel takes. */
+bool rt_red_geometry(const ir_graph *g, const ir_node *n, int64_t *outer, int64_t *len,
+                     int64_t *inner);
+/* A reduction kernel's work units: rows o when inner is 1, else blocks of up to RT_RED_BLOCK
+ * consecutive i of one o (the backend's code generator splits the same way). */
+enum { RT_RED_BLOCK = 256 };
+rt_units rt_red_units(int64_t outer, int64_t len, int64_t inner);
+/* What of a kernel's geometry comes at run time (rt_step.generic): an elementwise loop's outer
+ * extents and strides (rt_ew_geom), a reduction's reduced length (one int64). */
+enum { RT_GENERIC_EW = 1, RT_GENERIC_RED = 2 };
+
 /* A shape-generic elementwise kernel's geometry block (malloc'd; NULL on no memory): its
  * collapsed dims, then per input its strides over them, rank + n_in * rank int64s. The code was
  * generated for the same collapsed rank and the same zero strides (its structural key). */
@@ -106,9 +119,9 @@ typedef struct rt_step {
     uint32_t epi_add[RT_STEP_EPI_ADDS];
     uint8_t epi_full[RT_STEP_EPI_ADDS];
     int64_t *raw_res; /* CF in the raw form: the scratch offsets of its results */
-    /* KERNEL, GEMM: the (epilogue's) elementwise kernel is shape-generic: it takes its extents
-     * at run time from geom, a pointer passed after its buffers (rt_ew_geom's block, made from
-     * the graph by rt_plan_finish; owned) */
+    /* KERNEL, GEMM: the (epilogue's) kernel is shape-generic (RT_GENERIC_*): it takes extents at
+     * run time from geom, a pointer passed after its buffers (made from the graph by
+     * rt_plan_finish; owned) */
     uint8_t generic;
     int64_t *geom;
 } rt_step;

@@ -138,7 +138,7 @@ static tj_status read_plan(cpu_prog *cp, rt_rbuf *r) {
         sp->chain_nodes = rt_get_ids(r, nn, &n_chain);
         sp->n_chain_nodes = n_chain;
         sp->pool = rt_get_u32(r);
-        sp->generic = rt_get_u8(r) != 0;
+        sp->generic = rt_get_u8(r);
         if (r->bad || !mm || !src || !tr)
             break;
         memcpy(&sp->mm, mm, sizeof sp->mm);

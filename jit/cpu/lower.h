@@ -16,9 +16,7 @@ static inline bool jit_cpu_flt(int dt) {
  * (rt_ew_layout_free frees it). */
 tj_status jit_cpu_ew_layout(const ir_graph *g, const pass_group *gr, rt_ew_layout *L);
 
-/* Reduced-axes geometry of reduction n, size-1 axes ignored: outer kept elements, then len
- * reduced ones (the reduced axes must be adjacent), then inner kept ones; out[o, i] reduces
- * x[o, 0..len, i]. false: not one the generator takes. */
+/* Reduced-axes geometry of reduction n (rt_red_geometry). */
 bool jit_cpu_red_geometry(const ir_graph *g, const ir_node *n, int64_t *outer, int64_t *len,
                           int64_t *inner);
 
@@ -26,7 +24,7 @@ bool jit_cpu_red_geometry(const ir_graph *g, const ir_node *n, int64_t *outer, i
  * one o, whose accumulators live in a stack array updated row by row over k, so the i loop is
  * contiguous (it vectorizes) and every output element still accumulates in input order, as the
  * reference kernel does. */
-enum { JIT_CPU_RED_BLOCK = 256 };
+enum { JIT_CPU_RED_BLOCK = RT_RED_BLOCK };
 
 enum { JIT_CPU_VIEW_BLOCK = 16 }; /* output rows per unit of a gather (a cache line of f32) */
 /* Units of view node id: output rows; a gather along the last axis (transposes) takes blocks of

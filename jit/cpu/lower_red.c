@@ -4,24 +4,9 @@
 
 #include "jit/cpu/lower.h"
 
-/* Reduced-axes geometry, size-1 axes ignored: outer kept elements, then len reduced ones (the
- * reduced axes must be adjacent), then inner kept ones; out[o, i] reduces x[o, 0..len, i]. */
 bool jit_cpu_red_geometry(const ir_graph *g, const ir_node *n, int64_t *outer, int64_t *len,
                           int64_t *inner) {
-    const ir_node *x = ir_node_get(g, ir_inputs(g, n)[0]);
-    int64_t xn = ir_numel(x->rank, x->dims), on = ir_numel(n->rank, n->dims);
-    if (xn < 0 || on < 0 || n->a.n_list > (uint32_t)x->rank)
-        return false;
-    bool red[IR_MAX_RANK] = {false};
-    for (uint32_t k = 0; k < n->a.n_list; k++) {
-        if (n->a.list[k] < 0 || n->a.list[k] >= x->rank)
-            return false;
-        red[n->a.list[k]] = true;
-    }
-    if (n->a.n_list == 0 && xn != on)
-        for (int d = 0; d < x->rank; d++)
-            red[d] = true;
-    return ir_red_split(x->rank, x->dims, red, outer, len, inner) && *outer * *inner == on;
+    return rt_red_geometry(g, n, outer, len, inner);
 }
 
 bool jit_cpu_red_supported(const ir_graph *g, uint32_t id) {
@@ -47,9 +32,6 @@ tj_status jit_cpu_red_units(const ir_graph *g, const pass_group *gr, rt_units *p
     if (!gr->reduce || !jit_cpu_red_geometry(g, root, &outer, &len, &inner))
         return ir_errorf(TJ_ERR_UNSUPPORTED, "cpu jit: %s: reduction not generated",
                          ir_ops[root->op].name);
-    int64_t n_blocks = (inner + JIT_CPU_RED_BLOCK - 1) / JIT_CPU_RED_BLOCK,
-            blk = inner < JIT_CPU_RED_BLOCK ? inner : JIT_CPU_RED_BLOCK;
-    plan->n_units = inner == 1 ? outer : outer * n_blocks;
-    plan->unit_len = (len ? len : 1) * blk;
+    *plan = rt_red_units(outer, len, inner);
     return TJ_OK;
 }

@@ -441,7 +441,15 @@ static void decide_generic(cpu_prog *cp, const jit_cpu_opts *o) {
         const pass_group *gr = sp->kind == STEP_GEN && sp->sub == SUB_EW ? &cp->part->groups[sp->id]
                                : sp->kind == STEP_BLAS                   ? sp->epi
                                                                          : NULL;
-        sp->generic = o->shape_generic && gr && gr->fused && !gr->reduce && !jit_cpu_ew_flat(g, gr);
+        sp->generic = o->shape_generic && gr && gr->fused && !gr->reduce && !jit_cpu_ew_flat(g, gr)
+                          ? RT_GENERIC_EW
+                          : 0;
+        /* a reduction over a kept inner axis (a bias gradient: the batch summed) takes its
+         * reduced length at run time; one over the last axis keeps it (its register loop) */
+        int64_t outer, len, inner;
+        if (o->shape_generic && sp->kind == STEP_GEN && sp->sub == SUB_RED &&
+            jit_cpu_red_geometry(g, ir_node_get(g, sp->out[0]), &outer, &len, &inner) && inner > 1)
+            sp->generic = RT_GENERIC_RED;
     }
 }
 
@@ -547,13 +555,14 @@ static void body_key(kbuf *b, const ir_graph *g, const uint32_t *nodes, uint32_t
 
 /* A reduction group's code (codegen_red.c) depends on its reduced length and kept inner extent,
  * and on which inputs it reads as one broadcast element, never on the outer extent (its work
- * units: a batch of rows): those into b; false (nothing written) if it has no such geometry. */
-static bool red_outer_free(kbuf *b, const ir_graph *g, const pass_group *gr) {
+ * units: a batch of rows), nor, shape-generic, on the length: those into b; false (nothing
+ * written) if it has no such geometry. */
+static bool red_outer_free(kbuf *b, const ir_graph *g, const pass_group *gr, bool generic) {
     const ir_node *root = ir_node_get(g, gr->nodes[gr->n_nodes - 1]);
     int64_t outer, len, inner;
     if (!jit_cpu_red_geometry(g, root, &outer, &len, &inner))
         return false;
-    kput64(b, len), kput64(b, inner);
+    kput64(b, generic ? -1 : len), kput64(b, inner); /* generic: the length comes at run time */
     for (uint32_t i = 0; i < gr->n_inputs; i++) {
         const ir_node *x = ir_node_get(g, gr->inputs[i]);
         kput64(b, ir_numel(x->rank, x->dims) == 1 && len * outer * inner != 1);
@@ -582,7 +591,12 @@ static void step_key(kbuf *b, const cpu_prog *cp, const step *sp) {
         kput64(b, gr->fused), kput64(b, gr->reduce), kput64(b, sizeless), kput64(b, sp->generic);
         rt_ew_layout L = {0};
         bool outer_free = false; /* a reduction: red_outer_free */
-        if (sp->generic && jit_cpu_ew_layout(g, gr, &L) == TJ_OK) {
+        if (gr->reduce) {
+            if (!(outer_free = red_outer_free(b, g, gr, sp->generic == RT_GENERIC_RED))) {
+                kput64(b, gr->rank);
+                kput(b, gr->dims, sizeof(int64_t) * gr->rank);
+            }
+        } else if (sp->generic && jit_cpu_ew_layout(g, gr, &L) == TJ_OK) {
             kput64(b, L.rank);
             kput64(b, L.dims[L.rank - 1]);
             for (uint32_t i = 0; i < gr->n_inputs; i++)
@@ -590,13 +604,13 @@ static void step_key(kbuf *b, const cpu_prog *cp, const step *sp) {
                     kput64(b, L.scalar[i] ? -1 : L.st[i][d] == 0 ? 0 : d == L.rank - 1 ? 1 : 2);
         } else if (sp->generic) {
             b->oom = 1;
-        } else if (!(outer_free = gr->reduce && red_outer_free(b, g, gr)) && !sizeless) {
+        } else if (!sizeless) {
             kput64(b, gr->rank);
             kput(b, gr->dims, sizeof(int64_t) * gr->rank);
         }
         rt_ew_layout_free(&L);
         body_key(b, g, gr->nodes, gr->n_nodes, gr->inputs, gr->n_inputs, gr->outputs, gr->n_outputs,
-                 sizeless || sp->generic || outer_free);
+                 sizeless || (sp->generic && !gr->reduce) || outer_free);
     } else if (sp->kind == STEP_GEN && sp->sub == SUB_CHAIN) {
         kput64(b, SUB_CHAIN);
         kput64(b, sp->n_members), kput64(b, sp->n_in), kput64(b, sp->n_out);

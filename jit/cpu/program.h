@@ -46,9 +46,11 @@ struct step {
     struct step *members;
     uint32_t n_members;
     uint32_t kidx; /* its kernel's number: the name's suffix (kN, or cN for a chain) */
-    /* SUB_EW, or a product's epilogue: a broadcasting elementwise kernel that takes its extents
-     * at run time (opts.shape_generic; never a chain's member) */
-    bool generic;
+    /* RT_GENERIC_EW: SUB_EW, or a product's epilogue, a broadcasting elementwise kernel that
+     * takes its outer extents at run time; RT_GENERIC_RED: a SUB_RED reduction over a kept
+     * inner axis that takes its reduced length at run time (opts.shape_generic; never a chain's
+     * member); 0: specialized */
+    uint8_t generic;
     uint64_t key_h[2]; /* its kernel's structural key hashed two ways (decide_aliases), which
                           jit_cpu_kernels_hash combines; 0s: no key (no kernel, native control
                           flow) */

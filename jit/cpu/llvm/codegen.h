@@ -100,9 +100,10 @@ void jit_cpu_kernel_end(jit_cpu_em *e, LLVMBasicBlockRef done);
 tj_status jit_cpu_mm_emit(LLVMModuleRef m, const ir_graph *g, uint32_t id, const char *name,
                           const jit_cpu_opts *o, rt_units *plan);
 /* A kernel for reduce group gr (its elementwise producers computed in registers); units are
- * output elements. */
+ * output elements. generic: a reduction over a kept inner axis reads its reduced length from
+ * the block after its output (RT_GENERIC_RED). */
 tj_status jit_cpu_red_emit(LLVMModuleRef m, const ir_graph *g, const pass_group *gr,
-                           const char *name, const jit_cpu_opts *o, rt_units *plan);
+                           const char *name, const jit_cpu_opts *o, bool generic, rt_units *plan);
 /* A kernel for softmax node id; units are rows. */
 tj_status jit_cpu_softmax_emit(LLVMModuleRef m, const ir_graph *g, uint32_t id, const char *name,
                                const jit_cpu_opts *o, rt_units *plan);

@@ -65,15 +65,17 @@ typedef struct red_ops {
     bool fl, strict, uns; /* uns: an unsigned integer dtype (compares and divides unsigned) */
     LLVMTypeRef t, at;    /* the result type; the accumulator's (double for float SUM/MEAN/PROD) */
     LLVMValueRef init;
-    int64_t len;
+    int64_t len;        /* the reduced length; -1: at run time, len_v */
+    LLVMValueRef len_v; /* i64 */
 } red_ops;
 
-static red_ops red_ops_make(em *e, int op, int dt, bool strict, int64_t len) {
+static red_ops red_ops_make(em *e, int op, int dt, bool strict, int64_t len, LLVMValueRef len_v) {
     red_ops r = {.op = op,
                  .fl = ir_dtype_is_float(dt),
                  .strict = strict,
                  .uns = ir_dtype_is_unsigned(dt),
-                 .len = len};
+                 .len = len,
+                 .len_v = len_v};
     r.t = jit_cpu_reg_ty(e, dt);
     r.at = r.fl && (op == IR_OP_SUM || op == IR_OP_MEAN || op == IR_OP_PROD) ? e->f64 : r.t;
     if (op == IR_OP_MAX || op == IR_OP_MIN) {
@@ -121,7 +123,18 @@ static LLVMValueRef red_step(em *e, const red_ops *r, LLVMValueRef acc, LLVMValu
 /* The output value (type t) of a finished accumulator. */
 static LLVMValueRef red_finish(em *e, const red_ops *r, LLVMValueRef acc) {
     LLVMBuilderRef b = e->b;
-    if (r->op == IR_OP_MEAN) {
+    if (r->op == IR_OP_MEAN && r->len < 0) { /* the length at run time; 0: NaN, or the sum */
+        LLVMValueRef zero = LLVMBuildICmp(b, LLVMIntEQ, r->len_v, c64(e, 0), "");
+        if (r->fl) /* 0 / 0 */
+            acc = LLVMBuildFDiv(b, acc, LLVMBuildSIToFP(b, r->len_v, r->at, ""), "");
+        else {
+            LLVMValueRef d = LLVMBuildSelect(b, zero, c64(e, 1), r->len_v, "");
+            LLVMValueRef w =
+                r->uns ? LLVMBuildZExt(b, acc, e->i64, "") : LLVMBuildSExt(b, acc, e->i64, "");
+            w = r->uns ? LLVMBuildUDiv(b, w, d, "") : LLVMBuildSDiv(b, w, d, "");
+            acc = LLVMBuildTrunc(b, w, r->t, "");
+        }
+    } else if (r->op == IR_OP_MEAN) {
         if (r->fl)
             acc = r->len ? LLVMBuildFDiv(b, acc, LLVMConstReal(r->at, (double)r->len), "")
                          : LLVMConstReal(r->at, NAN);
@@ -138,7 +151,7 @@ static LLVMValueRef red_finish(em *e, const red_ops *r, LLVMValueRef acc) {
 }
 
 tj_status jit_cpu_red_emit(LLVMModuleRef m, const ir_graph *g, const pass_group *gr,
-                           const char *name, const jit_cpu_opts *o, rt_units *plan) {
+                           const char *name, const jit_cpu_opts *o, bool generic, rt_units *plan) {
     const ir_node *root = ir_node_get(g, gr->nodes[gr->n_nodes - 1]);
     int64_t outer, len, inner;
     if (!gr->reduce || !jit_cpu_red_geometry(g, root, &outer, &len, &inner))
@@ -161,13 +174,16 @@ tj_status jit_cpu_red_emit(LLVMModuleRef m, const ir_graph *g, const pass_group 
         LLVMDisposeBuilder(b);
         return ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
     }
-    LLVMValueRef fn = jit_cpu_kernel_begin(e, name, ni + 1, ptrs);
+    /* shape-generic (a kept inner axis): the reduced length from the block after the output */
+    generic = generic && inner > 1;
+    LLVMValueRef fn = jit_cpu_kernel_begin(e, name, ni + 1 + generic, ptrs);
+    LLVMValueRef len_v = generic ? LLVMBuildLoad2(b, e->i64, ptrs[ni + 1], "len") : c64(e, len);
     for (uint32_t i = 0; i < ni; i++) {
         const ir_node *x = ir_node_get(g, gr->inputs[i]);
         if (ir_numel(x->rank, x->dims) == 1 && len * outer * inner != 1)
             pre[i] = load_at(e, ptrs[i], x->dtype, c64(e, 0));
     }
-    red_ops r = red_ops_make(e, root->op, root->dtype, o->no_contract, len);
+    red_ops r = red_ops_make(e, root->op, root->dtype, o->no_contract, generic ? -1 : len, len_v);
     LLVMValueRef accs = NULL;
     if (inner > 1) {
         accs = LLVMBuildAlloca(b, LLVMArrayType2(r.at, JIT_CPU_RED_BLOCK), "acc");
@@ -217,13 +233,19 @@ tj_status jit_cpu_red_emit(LLVMModuleRef m, const ir_graph *g, const pass_group 
         loop li = loop_begin(e, fn, c64(e, 0));
         LLVMBuildStore(b, r.init, ACC_AT(li.i));
         loop_end(e, fn, &li, cnt);
-        if (len > 0) {
+        LLVMBasicBlockRef rows = NULL, after = NULL; /* generic: rows only when len > 0 */
+        if (generic) {
+            rows = LLVMAppendBasicBlockInContext(e->c, fn, "krows");
+            after = LLVMAppendBasicBlockInContext(e->c, fn, "kdone");
+            LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSGT, len_v, c64(e, 0), ""), rows, after);
+            LLVMPositionBuilderAtEnd(b, rows);
+        }
+        if (len > 0 || generic) {
             loop lk = loop_begin(e, fn, c64(e, 0));
             LLVMValueRef row = LLVMBuildNSWAdd(
                 b,
-                LLVMBuildNSWMul(
-                    b, LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, oi, c64(e, len), ""), lk.i, ""),
-                    c64(e, inner), ""),
+                LLVMBuildNSWMul(b, LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, oi, len_v, ""), lk.i, ""),
+                                c64(e, inner), ""),
                 i0, "");
             loop l2 = loop_begin(e, fn, c64(e, 0));
             VALUE_AT(LLVMBuildNSWAdd(b, row, l2.i, ""));
@@ -234,7 +256,11 @@ tj_status jit_cpu_red_emit(LLVMModuleRef m, const ir_graph *g, const pass_group 
              * the innermost and was vectorized with reassociated sums over gathers 128 bytes
              * apart: the seed CNN's first bias gradient, 39200 x 32, took 4 ms on one thread */
             jit_cpu_loop_no_unroll(e, &l2);
-            loop_end(e, fn, &lk, c64(e, len));
+            loop_end(e, fn, &lk, len_v);
+        }
+        if (generic) {
+            LLVMBuildBr(b, after);
+            LLVMPositionBuilderAtEnd(b, after);
         }
         LLVMValueRef obase = LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, oi, c64(e, inner), ""), i0, "");
         loop lo = loop_begin(e, fn, c64(e, 0));

@@ -25,7 +25,8 @@ static tj_status emit_step(LLVMModuleRef m, cpu_prog *cp, step *sp, const jit_cp
         return jit_cpu_ew_emit(m, g, &cp->part->groups[sp->id], sp->name, contract, o->exact_math,
                                sp->generic, &sp->plan);
     case SUB_RED:
-        return jit_cpu_red_emit(m, g, &cp->part->groups[sp->id], sp->name, o, &sp->plan);
+        return jit_cpu_red_emit(m, g, &cp->part->groups[sp->id], sp->name, o,
+                                sp->generic == RT_GENERIC_RED, &sp->plan);
     case SUB_MM:
         return jit_cpu_mm_emit(m, g, sp->id, sp->name, o, &sp->plan);
     case SUB_VIEW:
