@@ -575,6 +575,7 @@ static bool red_outer_free(kbuf *b, const ir_graph *g, const pass_group *gr, boo
 static void step_key(kbuf *b, const cpu_prog *cp, const step *sp) {
     const ir_graph *g = cp->rp.base.g;
     const pass_group *gr = NULL;
+    rt_mm mm;
     if ((sp->kind == STEP_BLAS || sp->kind == STEP_CONV) && sp->epi)
         gr = sp->epi; /* the epilogue's kernel is the group's elementwise kernel */
     else if (sp->kind == STEP_GEN && (sp->sub == SUB_EW || sp->sub == SUB_RED))
@@ -645,6 +646,12 @@ static void step_key(kbuf *b, const cpu_prog *cp, const step *sp) {
         const ir_node *x = ir_node_get(g, sp->in[0]);
         kput64(b, sp->sub);
         kput64(b, x->dims[x->rank - 1]);
+        body_key(b, g, &sp->id, 1, sp->in, sp->n_in, sp->out, sp->n_out, true);
+    } else if (sp->kind == STEP_GEN && sp->sub == SUB_MM && rt_mm_of(g, sp->id, &mm) &&
+               mm.batches == 1) {
+        /* one batch of a product: its code names k and n, not its rows (codegen_mm.c) */
+        kput64(b, sp->sub);
+        kput64(b, -1), kput64(b, mm.k), kput64(b, mm.n);
         body_key(b, g, &sp->id, 1, sp->in, sp->n_in, sp->out, sp->n_out, true);
     } else if (sp->kind == STEP_GEN) { /* one node: a product, a view */
         kput64(b, sp->sub);

@@ -266,9 +266,10 @@ int main(void) {
     CHECK_EQ_INT(n_shared - shared, 1);
     tj_function_free(fs);
 
-    /* a product (sizes in its code) with a flat epilogue: a new shape compiles */
+    /* a small product with a flat epilogue: a product's code names its k and n, not its rows:
+     * a new row count shares it, another n compiles */
     tj_function *fd = tj_function_new("dense", (void *)dense, 2, NULL);
-    built = n_built;
+    built = n_built, shared = n_shared;
     for (int64_t m = 2; m <= 6; m += 4) {
         tj_tensor *x = filled(2, (const int64_t[]){m, 5}, 0.0f),
                   *w = filled(2, (const int64_t[]){5, 3}, 1.0f);
@@ -276,7 +277,19 @@ int main(void) {
         tj_release(x);
         tj_release(w);
     }
+    CHECK_EQ_INT(n_built - built, 1);
+    CHECK_EQ_INT(n_shared - shared, 1);
+    built = n_built, shared = n_shared;
+    int64_t mk[4][2] = {{20, 64}, {40, 64}, {64, 64}, {40, 48}};
+    for (int k = 0; k < 4; k++) {
+        tj_tensor *x = filled(2, (const int64_t[]){mk[k][0], 64}, 0.5f * (float)k),
+                  *w = filled(2, (const int64_t[]){64, mk[k][1]}, 1.0f);
+        same_as_eager(fd, x, w, 1e-4);
+        tj_release(x);
+        tj_release(w);
+    }
     CHECK_EQ_INT(n_built - built, 2);
+    CHECK_EQ_INT(n_shared - shared, 2);
     tj_function_free(fd);
 
     tj_function_free(f);

@@ -84,11 +84,14 @@ tj_status jit_cpu_mm_emit(LLVMModuleRef mod, const ir_graph *g, uint32_t id, con
     LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, begin, end, ""), body, done);
     LLVMPositionBuilderAtEnd(b, body);
     loop u = loop_begin(e, fn, begin);
-    /* row u: batch bi = u / m, row i = u % m; batch offsets from the broadcast strides */
-    LLVMValueRef bi = s.m == 1 ? u.i : LLVMBuildUDiv(b, u.i, c64(e, s.m), "");
-    LLVMValueRef i = s.m == 1 ? c64(e, 0) : LLVMBuildURem(b, u.i, c64(e, s.m), "");
+    /* row u: batch bi = u / m, row i = u % m; batch offsets from the broadcast strides. One
+     * batch: row u itself, so the code never names m (plan_decide.c keys it without m: a new
+     * number of rows runs it) */
+    bool one = s.batches == 1;
+    LLVMValueRef bi = one || s.m == 1 ? u.i : LLVMBuildUDiv(b, u.i, c64(e, s.m), "");
+    LLVMValueRef i = one ? u.i : s.m == 1 ? c64(e, 0) : LLVMBuildURem(b, u.i, c64(e, s.m), "");
     LLVMValueRef oa = c64(e, 0), ob = c64(e, 0), rem = bi;
-    for (int d = s.rank - 1; d >= 0; d--) {
+    for (int d = s.rank - 1; d >= 0 && !one; d--) {
         if (s.dims[d] == 1)
             continue;
         LLVMValueRef idx = d > 0 ? LLVMBuildURem(b, rem, c64(e, s.dims[d]), "") : rem;
