@@ -753,6 +753,9 @@ static void generic_row(const char *row, void *fn, int nargs, tj_tensor **target
 static tj_tensor *bcast_affine_relu(tj_tensor *x, tj_tensor *c, tj_tensor *b) {
     return tj_relu(tj_add(tj_mul(x, c), b));
 }
+static tj_tensor *conv_bias_relu(tj_tensor *x, tj_tensor *w, tj_tensor *b) {
+    return tj_relu(tj_add(tj_conv2d(x, w, NULL, TJ_PAD_SAME, NULL), b));
+}
 
 static void bench_generic(void) {
     const int64_t d[2] = {4096, 1024}, dc[2] = {4096, 1}, db[1] = {1024};
@@ -786,6 +789,27 @@ static void bench_generic(void) {
     free_f32(cref, r[1]);
     tj_release(y);
     tj_release(yh);
+
+    /* conv_epi_generic: relu(conv2d(x, w) + b), x [8, 56, 56, 64], w 3x3x64x64 SAME, b [64]
+     * (ResNet's 56x56 stage), first called at batch 4: the epilogue fused behind the
+     * convolution shape-generic; checked against the eager ops */
+    const int64_t xd[4] = {8, 56, 56, 64}, xhd[4] = {4, 56, 56, 64}, wd[4] = {3, 3, 64, 64},
+                  bd[1] = {64};
+    tj_tensor *cx = uniform(4, xd, -1, 1, 41), *cxh = uniform(4, xhd, -1, 1, 42),
+              *cw = uniform(4, wd, -0.1, 0.1, 43), *cb = uniform(1, bd, -1, 1, 44);
+    tj_tensor *cargs[3] = {cx, cw, cb};
+    tj_function *fref = tj_function_new("conv_relu_ref", (void *)conv_bias_relu, 3, NULL);
+    tj_tensor *want = tj_call_eager(fref, 3, cargs);
+    tj_function_free(fref);
+    if (tj_status_of(want) == TJ_OK)
+        generic_row("conv_epi_generic", (void *)conv_bias_relu, 3, cargs,
+                    (tj_tensor *[]){cxh, cw, cb}, tj_tensor_data(want), tj_tensor_numel(want),
+                    1e-4);
+    tj_release(want);
+    tj_release(cx);
+    tj_release(cxh);
+    tj_release(cw);
+    tj_release(cb);
 }
 
 /* Without TJ_CACHE_DIR (bench/run sets it) the disk-hit child needs a folder of its own. */

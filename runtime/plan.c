@@ -486,13 +486,13 @@ static tj_status red_geom(rt_plan *p, rt_step *sp) {
  * from an image's bytes); its work units must be the layout's rows. */
 static tj_status step_geom(rt_plan *p, rt_step *sp) {
     const ir_graph *g = p->base.g;
-    bool epi = sp->kind == RT_STEP_GEMM && rt_step_has_epi(sp);
+    bool epi = (sp->kind == RT_STEP_GEMM || sp->kind == RT_STEP_CONV) && rt_step_has_epi(sp);
     if (sp->generic == RT_GENERIC_RED && sp->kind == RT_STEP_KERNEL)
         return red_geom(p, sp);
     if (sp->generic != RT_GENERIC_EW || !(sp->kind == RT_STEP_KERNEL || epi))
         return ir_errorf(TJ_ERR_INVALID,
-                         "%s: step %%%u: only a kernel or a product's epilogue is "
-                         "shape-generic",
+                         "%s: step %%%u: only a kernel or the epilogue of a product or a "
+                         "convolution is shape-generic",
                          p->who, sp->id);
     const uint32_t *in = epi ? sp->epi.in : sp->in, *out = epi ? sp->epi.out : sp->out;
     uint32_t n_in = epi ? sp->epi.n_in : sp->n_in, n_out = epi ? sp->epi.n_out : sp->n_out;

@@ -119,8 +119,8 @@ typedef struct rt_step {
     uint32_t epi_add[RT_STEP_EPI_ADDS];
     uint8_t epi_full[RT_STEP_EPI_ADDS];
     int64_t *raw_res; /* CF in the raw form: the scratch offsets of its results */
-    /* KERNEL, GEMM: the (epilogue's) kernel is shape-generic (RT_GENERIC_*): it takes extents at
-     * run time from geom, a pointer passed after its buffers (made from the graph by
+    /* KERNEL, GEMM, CONV: the (epilogue's) kernel is shape-generic (RT_GENERIC_*): it takes
+     * extents at run time from geom, a pointer passed after its buffers (made from the graph by
      * rt_plan_finish; owned) */
     uint8_t generic;
     int64_t *geom;

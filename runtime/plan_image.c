@@ -192,8 +192,8 @@ static void read_step(rt_plan *p, rt_rbuf *r, uint32_t s, char *sym, size_t cap,
     sp->pool = rt_get_u32(r);
     sp->packs = rt_get_u8(r) != 0;
     sp->generic = rt_get_u8(r);
-    if (sp->generic > RT_GENERIC_RED ||
-        (sp->generic && sp->kind != RT_STEP_KERNEL && sp->kind != RT_STEP_GEMM))
+    if (sp->generic > RT_GENERIC_RED || (sp->generic && sp->kind != RT_STEP_KERNEL &&
+                                         sp->kind != RT_STEP_GEMM && sp->kind != RT_STEP_CONV))
         r->bad = 1;
     if (sp->src[0] >= nn || sp->src[1] >= nn || sp->pool > nn || sp->n_nodes == 0)
         r->bad = 1;

@@ -324,8 +324,8 @@ static void conv_band(void *ctx, int64_t b, int64_t r0, int64_t nr, float *buf) 
     int64_t t0 = b * c->oh + r0;
     if (rt_step_has_epi(
             c->s)) { /* the kernel indexes whole tensors: the band's rows sit at their offset */
-        void *lb[RT_PLAN_CONV_MAX_BUFS];
-        memcpy(lb, c->bufs, c->n_bufs * sizeof *lb);
+        void *lb[RT_PLAN_CONV_MAX_BUFS + 1]; /* and a shape-generic epilogue's geometry */
+        memcpy(lb, c->bufs, (c->n_bufs + 1) * sizeof *lb);
         void *at = (void *)((uintptr_t)buf - (uintptr_t)(t0 * c->row) * sizeof(float));
         lb[c->ci] = at;
         if (c->eo < c->n_bufs)
@@ -477,7 +477,9 @@ tj_status rt_plan_run_conv(rt_plan *p, const rt_step *s, tj_tensor **vals, void 
         vals[s->epi.out[k]] = t;
         bufs[s->epi.n_in + k] = t->data;
     }
-    if (!rt_step_has_epi(s) && !s->pool) { /* alone: the convolution's own output */
+    if (rt_step_has_epi(s))
+        bufs[s->epi.n_in + s->epi.n_out] = s->geom; /* a shape-generic epilogue's */
+    if (!rt_step_has_epi(s) && !s->pool) {          /* alone: the convolution's own output */
         if (!(vals[s->id] = out_tensor(ir_node_get(g, s->id))))
             return TJ_ERR_OOM;
         bufs[0] = vals[s->id]->data;

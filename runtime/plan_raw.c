@@ -258,6 +258,8 @@ tj_status rt_plan_run_raw(rt_program *p, void *const *in, void *const *out, void
                 bufs[e->n_in + k] = ptr[e->out[k]];
             if (!rt_step_has_epi(sp) && !sp->pool) /* alone: its own output */
                 bufs[0] = ptr[sp->id];
+            else
+                bufs[e->n_in + e->n_out] = sp->geom;
             if (rt_plan_conv(pl, sp, ptr[sp->src[0]], ptr[sp->src[1]], bufs,
                              sp->pool ? ptr[sp->pool - 1] : NULL) != TJ_OK)
                 return RT_RAW_REDO; /* no memory: the usual path reports it */

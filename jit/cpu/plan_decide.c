@@ -430,17 +430,18 @@ static tj_status decide_chains(cpu_prog *cp, const uint8_t *is_out) {
 
 /* ---- shape-generic kernels ------------------------------------------------------------------- */
 /* A function's later signatures (o->shape_generic): its broadcasting elementwise kernels, alone
- * or a product's epilogue, take their outer extents at run time (the batch, a sequence length),
- * so the next shape of the same pattern and row length runs this code. A flat loop needs nothing
- * (its size is its work units); chains, reductions, products, softmax and convolution epilogues
- * stay specialized to their extents. */
+ * or the epilogue of a product or a convolution, take their outer extents at run time (the
+ * batch, a sequence length, an image's pixels), so the next shape of the same pattern and row
+ * length runs this code; so does a reduction over a kept inner axis, its reduced length at run
+ * time. A flat loop needs nothing (its size is its work units); chains, products, views and
+ * softmax stay as keyed (step_key). */
 static void decide_generic(cpu_prog *cp, const jit_cpu_opts *o) {
     const ir_graph *g = cp->rp.base.g;
     for (uint32_t s = 0; s < cp->n_steps; s++) {
         step *sp = &cp->steps[s];
         const pass_group *gr = sp->kind == STEP_GEN && sp->sub == SUB_EW ? &cp->part->groups[sp->id]
-                               : sp->kind == STEP_BLAS                   ? sp->epi
-                                                                         : NULL;
+                               : sp->kind == STEP_BLAS || sp->kind == STEP_CONV ? sp->epi
+                                                                                : NULL;
         sp->generic = o->shape_generic && gr && gr->fused && !gr->reduce && !jit_cpu_ew_flat(g, gr)
                           ? RT_GENERIC_EW
                           : 0;

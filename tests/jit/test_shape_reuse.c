@@ -60,6 +60,10 @@ static tj_tensor *col_means_i32(tj_tensor *x) {
 static tj_tensor *softmax_rows(tj_tensor *x, tj_tensor *y) {
     return tj_softmax(tj_sub(x, y), -1);
 }
+/* a convolution with a bias and a relu fused behind it (a conv step and its epilogue) */
+static tj_tensor *conv_relu(tj_tensor *x, tj_tensor *w, tj_tensor *b) {
+    return tj_relu(tj_add(tj_conv2d(x, w, NULL, TJ_PAD_SAME, NULL), b));
+}
 /* a product and a flat epilogue */
 static tj_tensor *dense(tj_tensor *x, tj_tensor *w) {
     return tj_mul(tj_matmul(x, w), tj_scalar_f32(0.5f));
@@ -291,6 +295,33 @@ int main(void) {
     CHECK_EQ_INT(n_built - built, 2);
     CHECK_EQ_INT(n_shared - shared, 2);
     tj_function_free(fd);
+
+    /* a convolution's epilogue (bias + relu over [n, h, w, 16]): from the second batch size on
+     * shape-generic, shared by the third (the convolution itself is a runtime kernel) */
+    tj_function *fv = tj_function_new("conv_relu", (void *)conv_relu, 3, NULL);
+    built = n_built, shared = n_shared;
+    for (int64_t nb = 1; nb <= 3; nb++) {
+        tj_tensor *x = filled(4, (const int64_t[]){nb, 16, 16, 8}, 0.25f * (float)nb),
+                  *w = filled(4, (const int64_t[]){3, 3, 8, 16}, 0.1f),
+                  *b = filled(1, (const int64_t[]){16}, 0.5f);
+        tj_tensor *args[3] = {x, w, b};
+        tj_tensor *got = tj_call(fv, 3, args), *e = tj_call_eager(fv, 3, args);
+        CHECK_MSG(tj_status_of(got) == TJ_OK, "%s", tj_error_message(got));
+        int nbad = 0;
+        for (int64_t i = 0; tj_status_of(got) == TJ_OK && i < tj_tensor_numel(e); i++) {
+            double u = tj_tensor_get_f64(got, i), v = tj_tensor_get_f64(e, i);
+            nbad += !(fabs(u - v) <= 1e-4 * (1 + fabs(v)));
+        }
+        CHECK_MSG(nbad == 0, "conv_relu batch %lld: %d differ", (long long)nb, nbad);
+        tj_release(got);
+        tj_release(e);
+        tj_release(x);
+        tj_release(w);
+        tj_release(b);
+    }
+    CHECK_EQ_INT(n_built - built, 2);
+    CHECK_EQ_INT(n_shared - shared, 1);
+    tj_function_free(fv);
 
     tj_function_free(f);
 
