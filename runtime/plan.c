@@ -468,7 +468,7 @@ static tj_status red_geom(rt_plan *p, rt_step *sp) {
     const ir_node *n = sp->n_out == 1 ? ir_node_get(g, sp->out[0]) : NULL;
     int64_t outer, len, inner;
     if (!n || n->op < IR_OP_SUM || n->op > IR_OP_PROD ||
-        !rt_red_geometry(g, n, &outer, &len, &inner) || inner <= 1)
+        !rt_red_geometry(g, n, &outer, &len, &inner))
         return ir_errorf(TJ_ERR_INVALID, "%s: step %%%u: not a shape-generic reduction", p->who,
                          sp->id);
     rt_units u = rt_red_units(outer, len, inner);

@@ -445,11 +445,13 @@ static void decide_generic(cpu_prog *cp, const jit_cpu_opts *o) {
         sp->generic = o->shape_generic && gr && gr->fused && !gr->reduce && !jit_cpu_ew_flat(g, gr)
                           ? RT_GENERIC_EW
                           : 0;
-        /* a reduction over a kept inner axis (a bias gradient: the batch summed) takes its
-         * reduced length at run time; one over the last axis keeps it (its register loop) */
+        /* a reduction over a kept inner axis (a bias gradient: the batch summed) or over
+         * everything (a mean loss) takes its reduced length at run time; rows of the last axis
+         * keep it (their register loop, many rows) */
         int64_t outer, len, inner;
         if (o->shape_generic && sp->kind == STEP_GEN && sp->sub == SUB_RED &&
-            jit_cpu_red_geometry(g, ir_node_get(g, sp->out[0]), &outer, &len, &inner) && inner > 1)
+            jit_cpu_red_geometry(g, ir_node_get(g, sp->out[0]), &outer, &len, &inner) &&
+            (inner > 1 || outer == 1))
             sp->generic = RT_GENERIC_RED;
     }
 }
@@ -759,7 +761,7 @@ tj_status jit_cpu_plan_decide(cpu_prog *cp, const jit_cpu_opts *o) {
         st = step_units(cp, &cp->steps[s]);
         cp->steps[s].kidx = s; /* its kernel's number: the name's suffix */
     }
-    if (!st)
+    if (!st && !o->shape_generic) /* a chain has its members' extents in its code */
         st = decide_chains(cp, is_out);
     if (!st) {
         decide_generic(cp, o);

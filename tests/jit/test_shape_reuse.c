@@ -51,6 +51,10 @@ static tj_tensor *col_sums(tj_tensor *x, tj_tensor *y) {
     int axis = tj_tensor_rank(x) - 2;
     return tj_add(tj_sum(tj_add(x, y), 1, &axis, 0), tj_mean(tj_mul(x, y), 1, &axis, 0));
 }
+/* the mean of every element (a loss): one row, its length the whole tensor */
+static tj_tensor *mean_all(tj_tensor *x, tj_tensor *y) {
+    return tj_mean(tj_mul(x, y), 0, NULL, 0);
+}
 /* an integer mean over the leading axis (a truncating division by the run-time length) */
 static tj_tensor *col_means_i32(tj_tensor *x) {
     static const int axis0[1] = {0};
@@ -238,6 +242,16 @@ int main(void) {
     CHECK_EQ_INT(n_built - built, 4);
     CHECK_EQ_INT(n_shared - shared, 2);
     tj_function_free(fc);
+    /* a mean over everything: from the second signature on its length comes at run time */
+    tj_function *fa = tj_function_new("mean_all", (void *)mean_all, 2, NULL);
+    built = n_built, shared = n_shared;
+    call_shape(fa, 2, (const int64_t[]){3, 24}, 0.5f);
+    call_shape(fa, 2, (const int64_t[]){5, 24}, 1.5f);
+    call_shape(fa, 2, (const int64_t[]){7, 24}, 2.5f);
+    call_shape(fa, 3, (const int64_t[]){2, 9, 24}, 3.5f);
+    CHECK_EQ_INT(n_built - built, 3); /* the first, the generic one, another rank's */
+    CHECK_EQ_INT(n_shared - shared, 1);
+    tj_function_free(fa);
     tj_function *fm = tj_function_new("col_means_i32", (void *)col_means_i32, 1, NULL);
     built = n_built, shared = n_shared;
     for (int64_t nr = 3; nr <= 6; nr++) {

@@ -100,8 +100,8 @@ void jit_cpu_kernel_end(jit_cpu_em *e, LLVMBasicBlockRef done);
 tj_status jit_cpu_mm_emit(LLVMModuleRef m, const ir_graph *g, uint32_t id, const char *name,
                           const jit_cpu_opts *o, rt_units *plan);
 /* A kernel for reduce group gr (its elementwise producers computed in registers); units are
- * output elements. generic: a reduction over a kept inner axis reads its reduced length from
- * the block after its output (RT_GENERIC_RED). */
+ * output elements. generic: the reduced length is read from the block after the output
+ * (RT_GENERIC_RED). */
 tj_status jit_cpu_red_emit(LLVMModuleRef m, const ir_graph *g, const pass_group *gr,
                            const char *name, const jit_cpu_opts *o, bool generic, rt_units *plan);
 /* A kernel for softmax node id; units are rows. */

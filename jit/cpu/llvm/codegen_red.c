@@ -174,8 +174,7 @@ tj_status jit_cpu_red_emit(LLVMModuleRef m, const ir_graph *g, const pass_group 
         LLVMDisposeBuilder(b);
         return ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
     }
-    /* shape-generic (a kept inner axis): the reduced length from the block after the output */
-    generic = generic && inner > 1;
+    /* shape-generic: the reduced length from the block after the output */
     LLVMValueRef fn = jit_cpu_kernel_begin(e, name, ni + 1 + generic, ptrs);
     LLVMValueRef len_v = generic ? LLVMBuildLoad2(b, e->i64, ptrs[ni + 1], "len") : c64(e, len);
     for (uint32_t i = 0; i < ni; i++) {
@@ -207,17 +206,34 @@ tj_status jit_cpu_red_emit(LLVMModuleRef m, const ir_graph *g, const pass_group 
     LLVMValueRef v;
     if (inner == 1) { /* out[o] = R_k x[o, k]: the accumulator in a register */
         LLVMValueRef acc = r.init;
-        if (len > 0) {
-            LLVMValueRef base = LLVMBuildNSWMul(b, u.i, c64(e, len), "");
+        LLVMBasicBlockRef from = NULL, after = NULL; /* generic: the loop only when len > 0 */
+        if (generic) {
+            LLVMBasicBlockRef krow = LLVMAppendBasicBlockInContext(e->c, fn, "krow");
+            after = LLVMAppendBasicBlockInContext(e->c, fn, "kend");
+            from = LLVMGetInsertBlock(b);
+            LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSGT, len_v, c64(e, 0), ""), krow, after);
+            LLVMPositionBuilderAtEnd(b, krow);
+        }
+        if (len > 0 || generic) {
+            LLVMValueRef base = LLVMBuildNSWMul(b, u.i, len_v, "");
             LLVMBasicBlockRef pre_bb = LLVMGetInsertBlock(b);
             loop l = loop_begin(e, fn, c64(e, 0));
             LLVMValueRef phi = LLVMBuildPhi(b, r.at, "acc");
             LLVMAddIncoming(phi, &r.init, &pre_bb, 1);
             VALUE_AT(LLVMBuildNSWAdd(b, base, l.i, ""));
             LLVMValueRef nacc = red_step(e, &r, phi, v);
-            LLVMBasicBlockRef latch = loop_end(e, fn, &l, c64(e, len));
+            LLVMBasicBlockRef latch = loop_end(e, fn, &l, len_v);
             LLVMAddIncoming(phi, &nacc, &latch, 1);
             acc = nacc;
+        }
+        if (generic) { /* the accumulator: its start when the loop did not run */
+            LLVMBasicBlockRef last = LLVMGetInsertBlock(b);
+            LLVMBuildBr(b, after);
+            LLVMPositionBuilderAtEnd(b, after);
+            LLVMValueRef phi = LLVMBuildPhi(b, r.at, "accr");
+            LLVMAddIncoming(phi, &r.init, &from, 1);
+            LLVMAddIncoming(phi, &acc, &last, 1);
+            acc = phi;
         }
         LLVMBuildStore(b, red_finish(e, &r, acc),
                        LLVMBuildInBoundsGEP2(b, r.t, ptrs[ni], &u.i, 1, ""));
