@@ -13,6 +13,16 @@ static bool is_num(int dt) {
 
 bool jit_cpu_ew_supported(const ir_graph *g, uint32_t id) {
     const ir_node *n = ir_node_get(g, id);
+    if (n->op == IR_OP_BROADCAST_TO) { /* an identity the loop's broadcast strides carry out */
+        const ir_node *x = n->n_in == 1 ? ir_node_get(g, ir_inputs(g, n)[0]) : NULL;
+        if (!x || x->dtype != n->dtype || !(is_num(n->dtype) || n->dtype == TJ_BOOL) ||
+            x->rank > n->rank)
+            return false;
+        for (int d = 0; d < n->rank; d++)
+            if (n->dims[d] < 0)
+                return false;
+        return true;
+    }
     if (!(ir_ops[n->op].flags & IR_F_EW) || n->a.sub[0])
         return false;
     for (int d = 0; d < n->rank; d++)

@@ -507,8 +507,10 @@ static void node_desc(kbuf *b, const ir_graph *g, uint32_t id, bool sizeless) {
     kput64(b, n->n_in);
 }
 
-/* A kernel's input buffer: its type (and size unless sizeless); a constant's content too (one
- * element is an immediate in the code), never what else made it (a variable's slot, an op). */
+/* A kernel's input buffer: its type (and size unless sizeless); a constant's content too (an
+ * integer one-element constant is an immediate in the code; a float one is loaded, so its value
+ * is left out: a mean's 1/N at a new batch size runs the same code), never what else made it (a
+ * variable's slot, an op). */
 static void input_desc(kbuf *b, const ir_graph *g, uint32_t id, bool sizeless) {
     const ir_node *n = ir_node_get(g, id);
     kput64(b, n->dtype);
@@ -519,8 +521,9 @@ static void input_desc(kbuf *b, const ir_graph *g, uint32_t id, bool sizeless) {
         kput(b, n->dims, sizeof(int64_t) * n->rank);
     }
     const ir_blob *bl = n->op == IR_OP_CONST && n->a.blob ? ir_blob_get(g, n->a.blob) : NULL;
+    bool loaded = bl && ir_dtype_is_float(n->dtype) && ir_numel(n->rank, n->dims) == 1;
     kput64(b, bl ? (int64_t)bl->size : -1);
-    kput64(b, bl ? (int64_t)bl->h : 0);
+    kput64(b, bl && !loaded ? (int64_t)bl->h : 0);
 }
 
 /* A kernel computing nodes[0..nn) (in order) from buffers in[0..n_in) into out[0..n_out): each

@@ -411,9 +411,12 @@ int main(void) {
                   "%s: a decomposition exactly when composite", name);
         CHECK_MSG(!pass_simplify_rules[op] || !(fl & (IR_F_SIDE | IR_F_RAND | IR_F_CF | IR_F_SRC)),
                   "%s: a rewrite for an effect, a random op, control flow or a source", name);
-        /* the CPU code generator's elementwise lowering: every elementwise op has one */
-        CHECK_MSG(jit_cpu_unavailable() || jit_cpu_codegen_linked.lowers(op) == !!(fl & IR_F_EW),
-                  "%s: an elementwise lowering exactly for the elementwise ops", name);
+        /* the CPU code generator's elementwise lowering: every elementwise op has one, and
+         * broadcast_to (an identity under the loop's broadcast strides) */
+        CHECK_MSG(jit_cpu_unavailable() || jit_cpu_codegen_linked.lowers(op) ==
+                                               (!!(fl & IR_F_EW) || op == IR_OP_BROADCAST_TO),
+                  "%s: an elementwise lowering exactly for the elementwise ops and broadcast_to",
+                  name);
         /* an instance, eagerly: inference and the reference kernel */
         tj_tensor *e = instance(op, x);
         CHECK_MSG(e != NULL, "op %s has no instance in tests/jit/test_op_table.c", name);

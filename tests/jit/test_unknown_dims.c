@@ -29,10 +29,11 @@ static void log_sink(const char *topic, const char *msg, void *user) {
 }
 
 /* a broadcasting loop, a reshape to an unknown extent, a row reduction and a column broadcast */
-static float scale = 2.0f; /* a constant of the trace: another value, other kernels */
+static int use_sub; /* the trace's ops: another op, other kernels */
 static tj_tensor *affine(tj_tensor *x, tj_tensor *b) {
     n_traces++;
-    tj_tensor *y = tj_relu(tj_add(tj_mul(x, tj_scalar_f32(scale)), b));
+    tj_tensor *s = tj_mul(x, tj_scalar_f32(2.0f));
+    tj_tensor *y = tj_relu(use_sub ? tj_sub(s, b) : tj_add(s, b));
     int64_t halves[2] = {-1, 12};
     tj_tensor *v = tj_reshape(y, 2, halves);
     static const int axis1[1] = {1};
@@ -123,10 +124,10 @@ int main(void) {
     tj_release(b);
     same_as_eager(g, 2, 18, 2.0f); /* and the next call runs */
 
-    /* tiered, kernels no cache has (another constant): an instance starts on the interpreter
+    /* tiered, kernels no cache has (another op): an instance starts on the interpreter
      * and compiles from its second call in the background; tj_function_wait_compiled waits
      * for it; values agree throughout. Its next shape then finds that code at once. */
-    scale = 3.0f;
+    use_sub = 1;
     tj_function *h = tj_function_new(
         "affine_tiered", (void *)affine, 2,
         &(tj_function_options){.n_input_signature = 2, .input_signature = sig, .tiered = 1});

@@ -113,6 +113,11 @@ typedef struct ew_args {
     LLVMValueRef zero, one, x, y, *a;
 } ew_args;
 
+/* broadcast_to: the loop reads its input with broadcast strides, so each element is the input's */
+static LLVMValueRef lower_identity(ew_args *c) {
+    return c->x;
+}
+
 static LLVMValueRef lower_neg(ew_args *c) {
     return c->fl ? LLVMBuildFNeg(c->b, c->x, "") : LLVMBuildSub(c->b, c->zero, c->x, "");
 }
@@ -316,6 +321,7 @@ static LLVMValueRef (*const lowerings[IR_N_OPS])(ew_args *c) = {
     [IR_OP_ABS] = lower_abs,
     [IR_OP_SIGN] = lower_sign,
     [IR_OP_RELU] = lower_relu,
+    [IR_OP_BROADCAST_TO] = lower_identity,
     [IR_OP_FLOOR] = lower_floor,
     [IR_OP_CEIL] = lower_ceil,
     [IR_OP_ROUND] = lower_round,
