@@ -68,6 +68,23 @@ static tj_tensor *softmax_rows(tj_tensor *x, tj_tensor *y) {
 static tj_tensor *conv_relu(tj_tensor *x, tj_tensor *w, tj_tensor *b) {
     return tj_relu(tj_add(tj_conv2d(x, w, NULL, TJ_PAD_SAME, NULL), b));
 }
+/* a training step: a dense layer with a bias, a mean squared loss, SGD (the mean's gradient
+ * divides by the batch size, a constant of each trace; its bias gradient sums the batch) */
+static tj_variable *tw, *tb;
+static tj_optimizer *tsgd;
+static tj_tensor *train_step(tj_tensor *x, tj_tensor *y) {
+    tj_tape *tape = tj_tape_new(0);
+    tj_tensor *h = tj_relu(tj_add(tj_matmul(x, tj_variable_read(tw)), tj_variable_read(tb)));
+    tj_tensor *d = tj_sub(h, y);
+    tj_tensor *loss = tj_mean(tj_mul(d, d), 0, NULL, 0);
+    tj_tape_stop(tape);
+    tj_tensor *g[2];
+    tj_status st = tj_tape_gradient_vars(tape, loss, NULL, 2, (tj_variable *[]){tw, tb}, g);
+    tj_tape_free(tape);
+    if (!st)
+        st = tj_optimizer_apply(tsgd, 2, (tj_variable *[]){tw, tb}, g);
+    return st ? tj_error_new(st, "%s", tj_last_error()) : loss;
+}
 /* a product and a flat epilogue */
 static tj_tensor *dense(tj_tensor *x, tj_tensor *w) {
     return tj_mul(tj_matmul(x, w), tj_scalar_f32(0.5f));
@@ -336,6 +353,44 @@ int main(void) {
     CHECK_EQ_INT(n_built - built, 2);
     CHECK_EQ_INT(n_shared - shared, 1);
     tj_function_free(fv);
+
+    /* a training step at five batch sizes: the first compiles specialized code, the second
+     * shape-generic code (the broadcast bias, the bias gradient over the batch, the mean, its
+     * 1/N a loaded constant), which the others run without a compile; the loss falls. Batches
+     * over 64, so the products (the weight gradient's inner dim is the batch) are library
+     * calls: a small generated product has its k in its code */
+    tj_tensor *w0 = filled(2, (const int64_t[]){8, 4}, 0.1f),
+              *b0 = tj_zeros(TJ_F32, 1, (const int64_t[]){4});
+    tw = tj_variable_new(w0, "w");
+    tb = tj_variable_new(b0, "b");
+    tsgd = tj_sgd_new(0.01, 0, 0);
+    tj_function *fts = tj_function_new("train_step", (void *)train_step, 2, NULL);
+    built = n_built, shared = n_shared;
+    double first_loss = 0, last_loss = 0;
+    int64_t batches[] = {80, 96, 120, 72, 99, 80, 80, 80};
+    for (int k = 0; k < 8; k++) {
+        tj_tensor *x = filled(2, (const int64_t[]){batches[k], 8}, 0.0f),
+                  *y = filled(2, (const int64_t[]){batches[k], 4}, 0.5f);
+        tj_tensor *l = tj_call(fts, 2, (tj_tensor *[]){x, y});
+        CHECK_MSG(tj_status_of(l) == TJ_OK, "%s", tj_error_message(l));
+        double v = tj_status_of(l) == TJ_OK ? tj_tensor_get_f64(l, 0) : NAN;
+        CHECK(isfinite(v));
+        if (k == 0)
+            first_loss = v;
+        last_loss = v;
+        tj_release(l);
+        tj_release(x);
+        tj_release(y);
+    }
+    CHECK_MSG(last_loss < first_loss, "loss %g -> %g", first_loss, last_loss);
+    CHECK_EQ_INT(n_built - built, 2);
+    CHECK_EQ_INT(n_shared - shared, 3);
+    tj_function_free(fts);
+    tj_optimizer_free(tsgd);
+    tj_variable_free(tw);
+    tj_variable_free(tb);
+    tj_release(w0);
+    tj_release(b0);
 
     tj_function_free(f);
 
