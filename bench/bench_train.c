@@ -268,6 +268,38 @@ static void bench_cnn(void) {
         bench_report("cnn_train_step_b50", "nodes_optimized", nodes_after, "nodes", NULL, 0, 0);
         bench_report("cnn_train_step_b50", "peak_rss", peak_rss_mib(), "MiB", NULL, 0, 0);
     }
+    if (!mode_threads) {
+        /* new_batch_ms (issue 26): the same function at batch 32 (its second signature:
+         * shape-generic kernels, compiled), then the first call at batch 20, which runs the
+         * 32's code without a compile, against the first call at 32 and a steady batch-20 call */
+        double firsts[2] = {0}, steady = 0;
+        int64_t bs[2] = {32, 20};
+        for (int k = 0; k < 2; k++) {
+            int64_t xk[4] = {bs[k], 28, 28, 1};
+            tj_tensor *xb = tj_random_uniform(TJ_F32, 4, xk, 0, 1, 7 + k);
+            tj_tensor *yb = tj_random_indices(10, bs[k], 9 + k), *yb32 = tj_cast(yb, TJ_I32);
+            tj_tensor *ab[2] = {xb, yb32};
+            double t1 = bench_now();
+            tj_tensor *lb = tj_call(f, 2, ab);
+            firsts[k] = 1e3 * (bench_now() - t1);
+            if (tj_status_of(lb)) {
+                fprintf(stderr, "bench_train: cnn batch %lld: %s\n", (long long)bs[k],
+                        tj_error_message(lb));
+                exit(1);
+            }
+            tj_release(lb);
+            if (k == 1)
+                steady = time_calls(f, 2, ab, quick ? 5 : 20);
+            tj_release(xb);
+            tj_release(yb);
+            tj_release(yb32);
+        }
+        printf("  # cnn_train_step: first call at batch 32 (a second signature: compiled) %.1f ms, "
+               "then at batch 20 %.1f ms; a batch-20 step %.1f ms\n",
+               firsts[0], firsts[1], steady);
+        bench_report("cnn_train_step_b50", "new_batch_first_ms", firsts[1], "ms",
+                     "first call at batch 32", firsts[0], firsts[0] / firsts[1]);
+    }
     tj_function_free(f);
     cnn_free(&cnn_model);
     tj_release(x);
