@@ -696,7 +696,9 @@ typedef enum tj_graph_stage {
 TJ_API char *tj_concrete_graph_dot(const tj_concrete *c, tj_graph_stage stage);
 TJ_API int tj_concrete_node_count(const tj_concrete *c);
 /* The program a call of c runs now: "cpu" (native code), "interp" (the interpreter), or "" for
- * NULL. A tiered function's concrete functions say "interp" until their compile is done. */
+ * NULL. A tiered function's concrete functions say "interp" until their compile is done. A
+ * signature with unknown dims says "interp" (its graph at unknown dims); each shape it is called
+ * at runs a native instance of it (README: unknown dims), which TJ_LOG=compile reports. */
 TJ_API const char *tj_concrete_backend(const tj_concrete *c);
 /* The backends of this build in order of preference: names for i in [0, n), NULL past the last.
  * Static strings. */
