@@ -126,6 +126,7 @@ void jit_concrete_free(tj_concrete *c) {
     if (!c)
         return;
     jit_tier_join(c); /* the background compile reads c->graph */
+    jit_respecialize_free(c);
     jit_instances_free(c);
     rt_program *t1 = atomic_load(&c->tier1);
     if (t1)
@@ -348,6 +349,11 @@ static tj_status run_program(tj_concrete *c, tj_tensor *const *args, tj_tensor *
         atomic_load_explicit(&c->compiling, memory_order_relaxed) &&
         atomic_fetch_add(&c->tier_runs, 1) >= 1)
         jit_tier_go(c, 1);
+    if (c->shape_generic && !atomic_load_explicit(&c->respec, memory_order_relaxed) &&
+        jit_concrete_program(c)->specialize_pays &&
+        atomic_fetch_add_explicit(&c->hot_calls, 1, memory_order_relaxed) + 1 ==
+            JIT_RESPECIALIZE_CALLS)
+        jit_respecialize(c);
     if (st && strncmp(ir_last_error(), "check_numerics:", 15) == 0) {
         char sig[512] = "", a[160], msg[1024]; /* the signature as tj_function_signatures has it */
         for (uint32_t i = 0; i < c->nargs; i++) {

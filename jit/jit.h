@@ -50,7 +50,15 @@ struct tj_concrete {
     _Atomic(rt_program *) tier1;     /* tiered: the native program once compiled, else NULL */
     pthread_t compiler;              /* tiered: the background compile (joined on free) */
     const jit_backend *tier_backend; /* tiered: the backend it compiles for */
-    bool shape_generic;   /* not its function's first signature: shape-generic code (tracing.c) */
+    bool shape_generic; /* not its function's first signature: shape-generic code (tracing.c) */
+    const jit_backend *backend; /* the backend it compiles for (a re-specialization's too) */
+    /* a hot shape-generic signature's code specialized to its shapes (jit_respecialize): the
+     * program once compiled, else NULL; calls counted; 0 none, 1 a thread made (joined on free),
+     * 2 no thread could be made */
+    _Atomic(rt_program *) tier2;
+    atomic_int hot_calls;
+    atomic_int respec;
+    pthread_t respec_thread;
     atomic_int compiling; /* 1 while a compile is pending or `compiler` not joined */
     atomic_int tier_go;   /* set after the second call: the compile may start */
     atomic_int tier_runs; /* tiered: calls run before the compile was released */
@@ -210,9 +218,17 @@ void jit_tier_go(tj_concrete *c, int how);
 void jit_tier_finish(tj_concrete *c);
 void jit_tier_wait_all(void); /* until every released compile has finished */
 static inline rt_program *jit_concrete_program(const tj_concrete *c) {
-    rt_program *t = atomic_load_explicit(&((tj_concrete *)c)->tier1, memory_order_acquire);
+    rt_program *t = atomic_load_explicit(&((tj_concrete *)c)->tier2, memory_order_acquire);
+    if (!t)
+        t = atomic_load_explicit(&((tj_concrete *)c)->tier1, memory_order_acquire);
     return t ? t : c->prog;
 }
+/* Calls of a shape-generic signature after which, when its program says specialized code pays
+ * (rt_program.specialize_pays), that code is compiled in the background and takes over. */
+enum { JIT_RESPECIALIZE_CALLS = 1000 };
+void jit_respecialize(tj_concrete *c);
+/* Joins c's re-specialization and frees its program (jit_concrete_free). */
+void jit_respecialize_free(tj_concrete *c);
 
 /* The constant-folding evaluator handed to the pass pipeline: runs the reference kernel. */
 tj_status jit_fold_eval(void *user, ir_graph *g, const ir_node *node, const uint32_t *in,

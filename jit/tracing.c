@@ -267,6 +267,49 @@ void jit_tier_go(tj_concrete *c, int how) {
     pthread_mutex_unlock(&tier_mu);
 }
 
+/* A hot shape-generic signature: the same graph compiled specialized to its shapes (chains of
+ * its small kernels), published as tier2; the shape-generic program stays alive beside it until
+ * c is freed, as the tiers do. */
+static void *respec_up(void *arg) {
+    tj_concrete *c = arg;
+    rt_compile_one_thread = 1;
+    rt_program *p = jit_backend_program(c->graph, c->name, c->backend, false);
+    if (p && p->vt == jit_concrete_program(c)->vt) {
+        p->g = c->graph;
+        atomic_store_explicit(&c->tier2, p, memory_order_release);
+        rt_log(RT_LOG_COMPILE, "%s: re-specialized to its shapes after %d calls", c->name,
+               JIT_RESPECIALIZE_CALLS);
+    } else {
+        if (p)
+            p->vt->free(p);
+        ir_clear_error();
+    }
+    pthread_mutex_lock(&tier_mu);
+    tier_running--;
+    pthread_cond_broadcast(&tier_cv);
+    pthread_mutex_unlock(&tier_mu);
+    return NULL;
+}
+
+void jit_respecialize(tj_concrete *c) {
+    pthread_once(&tier_once, tier_register_exit);
+    pthread_mutex_lock(&tier_mu);
+    if (!atomic_load(&c->respec)) {
+        int made = c->backend && pthread_create(&c->respec_thread, NULL, respec_up, c) == 0;
+        atomic_store(&c->respec, made ? 1 : 2);
+        tier_running += made;
+    }
+    pthread_mutex_unlock(&tier_mu);
+}
+
+void jit_respecialize_free(tj_concrete *c) {
+    if (atomic_load(&c->respec) == 1)
+        pthread_join(c->respec_thread, NULL);
+    rt_program *t2 = atomic_load(&c->tier2);
+    if (t2)
+        t2->vt->free(t2);
+}
+
 void jit_tier_finish(tj_concrete *c) {
     jit_tier_go(c, 1);
     jit_tier_join(c);
@@ -340,6 +383,7 @@ static tj_concrete *instance_new(tj_concrete *c, const jit_instances *t, tj_tens
     ci->graph = g;
     g = NULL;
     ci->shape_generic = true;
+    ci->backend = t->b;
     ci->prog = t->tiered ? jit_backend_program_cached(ci->graph, c->name, t->b, true) : NULL;
     if (!ci->prog && t->tiered) {
         ci->tier_backend = t->b;
@@ -459,6 +503,7 @@ tj_concrete *jit_build_concrete(tj_function *f, const jit_argsig *sig, uint64_t 
      * shape-generic kernels where the backend has them, which its next shapes reuse without a
      * compile (jit_backend_opts.shape_generic) */
     c->shape_generic = !first;
+    c->backend = b;
     int tiered = (f->tiered > 0 || (f->tiered == 0 && rt_config_get()->tiered)) &&
                  !c->has_unknown && b != jit_backend_interpreter();
     if (tiered) {

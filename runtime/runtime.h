@@ -248,6 +248,9 @@ uint64_t rt_raw_loop_count(void);
 struct rt_program {
     const rt_program_vt *vt;
     const ir_graph *g; /* borrowed: owned by the concrete function */
+    /* shape-generic code that code specialized to these shapes would run faster (its small
+     * kernels were left unchained): a hot signature compiles that too (jit/tracing.c) */
+    bool specialize_pays;
 };
 
 /* The interpreter: runs the graph node by node with the reference kernels. Const payloads are

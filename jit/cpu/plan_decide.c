@@ -764,8 +764,13 @@ tj_status jit_cpu_plan_decide(cpu_prog *cp, const jit_cpu_opts *o) {
         st = step_units(cp, &cp->steps[s]);
         cp->steps[s].kidx = s; /* its kernel's number: the name's suffix */
     }
-    if (!st && !o->shape_generic) /* a chain has its members' extents in its code */
+    if (!st && !o->shape_generic) {
         st = decide_chains(cp, is_out);
+    } else if (!st) { /* a chain has its members' extents in its code: none, but say it pays */
+        for (uint32_t s = 1; s < cp->n_steps && !cp->rp.base.specialize_pays; s++)
+            cp->rp.base.specialize_pays =
+                chainable(cp, &cp->steps[s - 1]) && chainable(cp, &cp->steps[s]);
+    }
     if (!st) {
         decide_generic(cp, o);
         st = decide_aliases(cp);

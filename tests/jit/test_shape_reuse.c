@@ -14,10 +14,12 @@
 #include "native_first.h"
 #include <tracejit.h>
 
-static int n_shared, n_built, n_traces;
+static int n_shared, n_built, n_traces, n_respec;
 
 static void log_sink(const char *topic, const char *msg, void *user) {
     (void)topic, (void)user;
+    if (strstr(msg, "re-specialized to its shapes"))
+        n_respec++;
     if (strstr(msg, "shared with a loaded program"))
         n_shared++;
     else if (strstr(msg, "kernels, build") || strstr(msg, "loaded from the disk cache"))
@@ -84,6 +86,11 @@ static tj_tensor *train_step(tj_tensor *x, tj_tensor *y) {
     if (!st)
         st = tj_optimizer_apply(tsgd, 2, (tj_variable *[]){tw, tb}, g);
     return st ? tj_error_new(st, "%s", tj_last_error()) : loss;
+}
+/* small kernels a first signature chains: a softmax, a row sum, an add */
+static tj_tensor *small_chain(tj_tensor *x, tj_tensor *y) {
+    static const int ax1[1] = {1};
+    return tj_add(tj_softmax(tj_mul(x, y), -1), tj_sum(x, 1, ax1, 1));
 }
 /* a product and a flat epilogue */
 static tj_tensor *dense(tj_tensor *x, tj_tensor *w) {
@@ -391,6 +398,44 @@ int main(void) {
     tj_variable_free(tb);
     tj_release(w0);
     tj_release(b0);
+
+    /* a hot shape-generic signature whose small kernels a specialized program would chain:
+     * compiled again, specialized to its shapes, after JIT_RESPECIALIZE_CALLS (1000) calls, in
+     * the background; values equal before and after. A large one is never re-specialized. */
+    tj_function *fc2 = tj_function_new("small_chain", (void *)small_chain, 2, NULL);
+    call_shape(fc2, 2, (const int64_t[]){4, 10}, 0.5f);
+    tj_tensor *xs = filled(2, (const int64_t[]){3, 10}, 1.0f),
+              *ys = filled(2, (const int64_t[]){3, 10}, 2.0f);
+    for (int k = 0; k < 999; k++)
+        tj_release(tj_call(fc2, 2, (tj_tensor *[]){xs, ys}));
+    CHECK_EQ_INT(tj_function_wait_compiled(fc2), TJ_OK);
+    CHECK_EQ_INT(n_respec, 0); /* 999 calls */
+    same_as_eager(fc2, xs, ys, 1e-5);
+    CHECK_EQ_INT(tj_function_wait_compiled(fc2), TJ_OK);
+    CHECK_EQ_INT(n_respec, 1);
+    same_as_eager(fc2, xs, ys, 1e-5); /* the specialized program's values */
+    tj_release(xs);
+    tj_release(ys);
+    tj_function_free(fc2);
+    tj_function *fl2 = tj_function_new("large_chain", (void *)small_chain, 2, NULL);
+    call_shape(fl2, 2, (const int64_t[]){4000, 20}, 0.5f);
+    tj_tensor *xl = filled(2, (const int64_t[]){3500, 20}, 1.0f),
+              *yl = filled(2, (const int64_t[]){3500, 20}, 2.0f);
+    for (int k = 0; k < 1001; k++)
+        tj_release(tj_call(fl2, 2, (tj_tensor *[]){xl, yl}));
+    CHECK_EQ_INT(tj_function_wait_compiled(fl2), TJ_OK);
+    CHECK_EQ_INT(n_respec, 1);
+    tj_release(xl);
+    tj_release(yl);
+    tj_function_free(fl2);
+    /* freed while its re-specialization compiles: joined, nothing leaks */
+    tj_function *fr2 = tj_function_new("small_chain_freed", (void *)small_chain, 2, NULL);
+    call_shape(fr2, 2, (const int64_t[]){5, 10}, 0.5f);
+    tj_tensor *xf = filled(2, (const int64_t[]){2, 10}, 1.0f);
+    for (int k = 0; k < 1000; k++)
+        tj_release(tj_call(fr2, 2, (tj_tensor *[]){xf, xf}));
+    tj_function_free(fr2);
+    tj_release(xf);
 
     tj_function_free(f);
 
