@@ -753,6 +753,58 @@ static void generic_row(const char *row, void *fn, int nargs, tj_tensor **target
 static tj_tensor *bcast_affine_relu(tj_tensor *x, tj_tensor *c, tj_tensor *b) {
     return tj_relu(tj_add(tj_mul(x, c), b));
 }
+/* small_mlp_generic: softmax(relu(x @ w1) @ w2) + rowsum(relu(x @ w1)), x [4, 32], w1 32x48,
+ * w2 48x10: six small kernels, which a first signature chains into one and a later one leaves
+ * unchained until it is hot */
+static tj_tensor *small_mlp(tj_tensor *x, tj_tensor *w1, tj_tensor *w2) {
+    static const int ax1[1] = {1};
+    tj_tensor *h = tj_relu(tj_matmul(x, w1));
+    return tj_add(tj_softmax(tj_matmul(h, w2), -1), tj_sum(h, 1, ax1, 1));
+}
+
+/* Microseconds a call of f on args: the best of 15 blocks of `calls` calls. */
+static double us_per_call(tj_function *f, tj_tensor **args, int calls) {
+    double best = 1e30;
+    for (int r = 0; r < 15; r++) {
+        double t0 = bench_now();
+        for (int i = 0; i < calls; i++)
+            tj_release(tj_call(f, 3, args));
+        double us = (bench_now() - t0) * 1e6 / calls;
+        best = us < best ? us : best;
+    }
+    return best;
+}
+
+static void bench_small_generic(void) {
+    const int64_t xd[2] = {4, 32}, xh[2] = {2, 32}, w1d[2] = {32, 48}, w2d[2] = {48, 10};
+    tj_tensor *x = uniform(2, xd, 0, 1, 51), *xx = uniform(2, xh, 0, 1, 52),
+              *w1 = uniform(2, w1d, -1, 1, 53), *w2 = uniform(2, w2d, -1, 1, 54);
+    tj_tensor *args[3] = {x, w1, w2};
+    tj_function *fs = tj_function_new("small_spec", (void *)small_mlp, 3, NULL),
+                *fg = tj_function_new("small_gen", (void *)small_mlp, 3, NULL);
+    tj_release(tj_call(fs, 3, args));
+    tj_release(tj_call(fg, 3, (tj_tensor *[]){xx, w1, w2})); /* its first signature */
+    tj_release(tj_call(fg, 3, args));                        /* its second: generic */
+    /* 15 x 60 calls: under the 1000 after which the generic one is re-specialized */
+    double spec = us_per_call(fs, args, 60), gen = us_per_call(fg, args, 60);
+    for (int i = 0; i < 100; i++) /* past 1000 calls: its specialized code compiles */
+        tj_release(tj_call(fg, 3, args));
+    tj_function_wait_compiled(fg);
+    double respec = us_per_call(fg, args, 200);
+    printf("  # small_mlp_generic: specialized (chained) %.2f us, generic (unchained) %.2f us, "
+           "re-specialized after %d calls %.2f us\n",
+           spec, gen, 1000, respec);
+    bench_report("small_mlp_generic", "us", gen, "us", "specialized, chained", spec, spec / gen);
+    bench_report("small_mlp_generic", "us_respecialized", respec, "us", "specialized, chained",
+                 spec, spec / respec);
+    tj_function_free(fs);
+    tj_function_free(fg);
+    tj_release(x);
+    tj_release(xx);
+    tj_release(w1);
+    tj_release(w2);
+}
+
 static tj_tensor *conv_bias_relu(tj_tensor *x, tj_tensor *w, tj_tensor *b) {
     return tj_relu(tj_add(tj_conv2d(x, w, NULL, TJ_PAD_SAME, NULL), b));
 }
@@ -866,8 +918,10 @@ int main(int argc, char **argv) {
         bench_softmax();
     if (wanted("reduce"))
         bench_reduce();
-    if (wanted("generic"))
+    if (wanted("generic")) {
         bench_generic();
+        bench_small_generic();
+    }
     static const int sizes[] = {256, 512, 1024, 2048};
     for (int i = 0; i < 4 && wanted("gemm"); i++) {
         char name[32];
