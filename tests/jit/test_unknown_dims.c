@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <pthread.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -77,6 +78,68 @@ static void same_as_eager(tj_function *f, int64_t rows, int64_t cols, float seed
     tj_release(b);
 }
 
+/* Threads calling one unknown-dims signature at shapes not seen yet and seen, at once: the
+ * instances are made once each (under the signature's lock) and run concurrently (TSan runs
+ * this file). want[k]: the eager result at rows 3 + k. */
+enum { N_THREADS = 4, N_SHAPES = 6, N_CALLS = 24 };
+typedef struct shared_calls {
+    tj_function *f;
+    tj_tensor *x[N_SHAPES], *b, *want[N_SHAPES];
+    int seed, bad;
+} shared_calls;
+
+static void *call_many(void *arg) {
+    shared_calls *s = arg;
+    int bad = 0;
+    for (int i = 0; i < N_CALLS; i++) {
+        int k = (s->seed * 7 + i * 5) % N_SHAPES;
+        tj_tensor *r = tj_call(s->f, 2, (tj_tensor *[]){s->x[k], s->b});
+        if (tj_status_of(r) != TJ_OK || tj_tensor_numel(r) != tj_tensor_numel(s->want[k])) {
+            bad++;
+        } else {
+            for (int64_t j = 0; j < tj_tensor_numel(r); j++) {
+                double u = tj_tensor_get_f64(r, j), w = tj_tensor_get_f64(s->want[k], j);
+                bad += !(fabs(u - w) <= 1e-5 * (1 + fabs(w)));
+            }
+        }
+        tj_release(r);
+    }
+    s->bad = bad;
+    return NULL;
+}
+
+static void threads(const tj_spec *sig) {
+    tj_function *f =
+        tj_function_new("affine_threads", (void *)affine, 2,
+                        &(tj_function_options){.n_input_signature = 2, .input_signature = sig});
+    shared_calls s[N_THREADS];
+    tj_tensor *b = filled(1, (const int64_t[]){24}, 0.25f), *x[N_SHAPES], *want[N_SHAPES];
+    for (int k = 0; k < N_SHAPES; k++) {
+        x[k] = filled(2, (const int64_t[]){3 + k, 24}, (float)k);
+        want[k] = tj_call_eager(f, 2, (tj_tensor *[]){x[k], b});
+        CHECK_EQ_INT(tj_status_of(want[k]), TJ_OK);
+    }
+    pthread_t th[N_THREADS];
+    for (int t = 0; t < N_THREADS; t++) {
+        s[t] = (shared_calls){.f = f, .b = b, .seed = t};
+        memcpy(s[t].x, x, sizeof x);
+        memcpy(s[t].want, want, sizeof want);
+        CHECK(pthread_create(&th[t], NULL, call_many, &s[t]) == 0);
+    }
+    for (int t = 0; t < N_THREADS; t++) {
+        pthread_join(th[t], NULL);
+        CHECK_MSG(s[t].bad == 0, "thread %d: %d wrong values or errors", t, s[t].bad);
+    }
+    CHECK_EQ_INT(tj_function_trace_count(f), 1);
+    CHECK_EQ_INT(tj_function_wait_compiled(f), TJ_OK);
+    for (int k = 0; k < N_SHAPES; k++) {
+        tj_release(x[k]);
+        tj_release(want[k]);
+    }
+    tj_release(b);
+    tj_function_free(f);
+}
+
 int main(void) {
     check_untiered(); /* native at an instance's first call; the tiered case below */
     char dir[] = "/tmp/tj-unknown-XXXXXX"; /* compiles counted from an empty code cache */
@@ -142,6 +205,8 @@ int main(void) {
     same_as_eager(h, 9, 24, 6.0f);
     if (native)
         CHECK_EQ_INT(n_shared - shared, 1);
+    use_sub = 0;
+    threads(sig);
     tj_function_free(h);
     tj_function_free(g);
     tj_function_free(f);
