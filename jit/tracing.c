@@ -522,6 +522,17 @@ tj_concrete *jit_build_concrete(tj_function *f, const jit_argsig *sig, uint64_t 
             c->tier_backend = b;
             c->prog = jit_backend_program(c->graph, f->name, jit_backend_interpreter(), false);
         }
+    } else if (c->has_unknown) {
+        /* the graph at unknown dims runs on the interpreter (the fallback), each shape it is
+         * called at on an instance of b's code */
+        c->graph = jit_optimize_graph(tr.g, f->name, h, b);
+        c->prog = c->graph
+                      ? jit_backend_program(c->graph, f->name, jit_backend_interpreter(), false)
+                      : NULL;
+        if (c->prog && b != jit_backend_interpreter())
+            rt_log(RT_LOG_COMPILE,
+                   "%s: a signature with unknown dims: compiled for %s per shape it is called at",
+                   f->name, b->name);
     } else {
         c->prog = jit_compile_graph(tr.g, f->name, h, b, c->shape_generic, &c->graph);
     }
