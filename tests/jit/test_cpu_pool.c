@@ -5,6 +5,7 @@
  * work, stats add up, trim and the cache limit empty the cache, and threads can hammer it. */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -85,6 +86,7 @@ static void test_pool(void) {
  * each task still exactly once; a loop without a stall once the window has passed forgets it. */
 static pthread_t g_caller;
 static atomic_int g_worker_took, g_off_caller;
+static struct timespec g_loop_start;
 static void held_up(void *ctx, int64_t i) {
     if (pthread_equal(pthread_self(), g_caller)) { /* until the worker has the other task */
         for (int k = 0; k < 40000 && !atomic_load(&g_worker_took); k++)
@@ -92,7 +94,15 @@ static void held_up(void *ctx, int64_t i) {
                            a core for a few hundred ms, which failed this test once */
     } else {
         atomic_store(&g_worker_took, 1);
-        usleep(20000);
+        /* the stall: 20 ms, and 8 times however late the worker came to its task, which the
+         * caller spent waiting in its own share (the pool counts a stall as a wait over 4x the
+         * caller's own time: under qemu on a loaded machine the worker came 10 ms late and a
+         * fixed 20 ms was no stall) */
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        int64_t late_us =
+            (t.tv_sec - g_loop_start.tv_sec) * 1000000 + (t.tv_nsec - g_loop_start.tv_nsec) / 1000;
+        usleep((useconds_t)(20000 + 8 * (late_us > 0 ? late_us : 0)));
     }
     atomic_fetch_add(&hits[i], 1);
 }
@@ -111,6 +121,7 @@ static void test_contention(void) {
     for (int loop = 0; loop < 2; loop++) {
         atomic_store(&g_worker_took, 0);
         atomic_store(&hits[0], 0), atomic_store(&hits[1], 0);
+        clock_gettime(CLOCK_MONOTONIC, &g_loop_start);
         rt_parallel_for(2, held_up, NULL);
         CHECK(atomic_load(&hits[0]) == 1 && atomic_load(&hits[1]) == 1);
         stalled += atomic_load(&g_worker_took);
