@@ -46,10 +46,9 @@ struct tj_concrete {
     uint32_t n_caps;
     tj_variable **locks; /* variables the graph assigns, by id: held during a run */
     uint32_t n_locks;
-    rt_program *prog;                /* the first program (tiered: the interpreter's) */
-    _Atomic(rt_program *) tier1;     /* tiered: the native program once compiled, else NULL */
-    pthread_t compiler;              /* tiered: the background compile (joined on free) */
-    const jit_backend *tier_backend; /* tiered: the backend it compiles for */
+    rt_program *prog;            /* the first program (tiered: the interpreter's) */
+    _Atomic(rt_program *) tier1; /* tiered: the native program once compiled, else NULL */
+    pthread_t compiler;          /* tiered: the background compile (joined on free) */
     bool shape_generic; /* not its function's first signature: shape-generic code (tracing.c) */
     const jit_backend *backend; /* the backend it compiles for (a re-specialization's too) */
     /* a hot shape-generic signature's code specialized to its shapes (jit_respecialize): the

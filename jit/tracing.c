@@ -221,17 +221,22 @@ static void tier_register_exit(void) {
     atexit(jit_tier_wait_all);
 }
 
-static void *tier_up(void *arg) {
-    tj_concrete *c = arg;
+/* A background compile of c's graph for c->backend (generic or specialized), published into
+ * *slot when it is native code (logged: "<name>: <published>"); a decline (the interpreter
+ * again) or a failure is logged with the error. Then the compile counts as finished
+ * (tier_running), after its log lines, so a caller of jit_tier_wait_all sees them. On the
+ * compile's own thread. */
+static void compile_into(tj_concrete *c, bool generic, _Atomic(rt_program *) *slot,
+                         const char *published) {
     rt_compile_one_thread = 1;
-    rt_program *p = jit_backend_program(c->graph, c->name, c->tier_backend, c->shape_generic);
-    if (p && p->vt != c->prog->vt) {
+    rt_program *p = jit_backend_program(c->graph, c->name, c->backend, generic);
+    if (p && strcmp(p->vt->name, jit_backend_interpreter()->name) != 0) {
         p->g = c->graph;
-        atomic_store_explicit(&c->tier1, p, memory_order_release);
-    } else { /* declined (the interpreter again) or failed: the first tier stays */
-        if (!p)
-            rt_log(RT_LOG_COMPILE, "%s: background compile failed (%s); staying on the interpreter",
-                   c->name, ir_last_error());
+        atomic_store_explicit(slot, p, memory_order_release);
+        rt_log(RT_LOG_COMPILE, "%s: %s", c->name, published);
+    } else {
+        rt_log(RT_LOG_COMPILE, "%s: background compile %s; the program before stays", c->name,
+               p ? "declined" : ir_last_error());
         if (p)
             p->vt->free(p);
         ir_clear_error();
@@ -240,6 +245,11 @@ static void *tier_up(void *arg) {
     tier_running--;
     pthread_cond_broadcast(&tier_cv);
     pthread_mutex_unlock(&tier_mu);
+}
+
+static void *tier_up(void *arg) {
+    tj_concrete *c = arg; /* freed only after this thread is joined */
+    compile_into(c, c->shape_generic, &c->tier1, "native code in place");
     return NULL;
 }
 
@@ -271,23 +281,8 @@ void jit_tier_go(tj_concrete *c, int how) {
  * its small kernels), published as tier2; the shape-generic program stays alive beside it until
  * c is freed, as the tiers do. */
 static void *respec_up(void *arg) {
-    tj_concrete *c = arg;
-    rt_compile_one_thread = 1;
-    rt_program *p = jit_backend_program(c->graph, c->name, c->backend, false);
-    if (p && p->vt == jit_concrete_program(c)->vt) {
-        p->g = c->graph;
-        atomic_store_explicit(&c->tier2, p, memory_order_release);
-        rt_log(RT_LOG_COMPILE, "%s: re-specialized to its shapes after %d calls", c->name,
-               JIT_RESPECIALIZE_CALLS);
-    } else {
-        if (p)
-            p->vt->free(p);
-        ir_clear_error();
-    }
-    pthread_mutex_lock(&tier_mu);
-    tier_running--;
-    pthread_cond_broadcast(&tier_cv);
-    pthread_mutex_unlock(&tier_mu);
+    tj_concrete *c = arg; /* freed only after this thread is joined */
+    compile_into(c, false, &c->tier2, "re-specialized to its shapes (a hot signature)");
     return NULL;
 }
 
@@ -329,15 +324,28 @@ void jit_tier_join(tj_concrete *c) {
  * (ir_graph_concretize) planned as a later signature's (shape-generic kernels), from the code
  * cache where its kernels are there, else on the interpreter at once and compiled in the
  * background from its second call, as a tiered signature is (untiered: compiled then). The
- * instances are a list under a mutex, searched by exact shape; each is a tj_concrete of its own
- * (caps retained, locks collected) that lives as long as c. */
+ * instances are an append-only list searched by exact shape without a lock, made under a mutex;
+ * each is a tj_concrete of its own (caps retained, locks collected) that lives as long as c. */
 typedef struct jit_instances {
-    pthread_mutex_t mu;
+    pthread_mutex_t mu; /* held to make one; lookups take none */
     const jit_backend *b;
     int tiered;
-    uint32_t n;
+    _Atomic uint32_t n; /* items[0, n) are published (release), never removed before c is freed */
     tj_concrete *items[JIT_MAX_INSTANCES];
 } jit_instances;
+
+/* The instance of t whose signature args match, among its first n. */
+static tj_concrete *instance_find(const jit_instances *t, uint32_t n, uint32_t nargs,
+                                  tj_tensor *const *args) {
+    for (uint32_t i = 0; i < n; i++) {
+        int ok = 1;
+        for (uint32_t k = 0; k < nargs && ok; k++)
+            ok = jit_arg_matches(&t->items[i]->sig[k], args[k]);
+        if (ok)
+            return t->items[i];
+    }
+    return NULL;
+}
 
 static jit_instances *instances_new(const ir_graph *g, const jit_backend *b, int tiered) {
     if (b == jit_backend_interpreter())
@@ -386,7 +394,6 @@ static tj_concrete *instance_new(tj_concrete *c, const jit_instances *t, tj_tens
     ci->backend = t->b;
     ci->prog = t->tiered ? jit_backend_program_cached(ci->graph, c->name, t->b, true) : NULL;
     if (!ci->prog && t->tiered) {
-        ci->tier_backend = t->b;
         ci->prog = jit_backend_program(ci->graph, c->name, jit_backend_interpreter(), false);
         if (ci->prog)
             jit_tier_up_start(ci);
@@ -416,29 +423,26 @@ fail:
 
 tj_concrete *jit_instance(tj_concrete *c, tj_tensor *const *args) {
     jit_instances *t = c->inst;
-    tj_concrete *ci = NULL;
-    pthread_mutex_lock(&t->mu);
-    for (uint32_t i = 0; i < t->n && !ci; i++) {
-        int ok = 1;
-        for (uint32_t k = 0; k < c->nargs && ok; k++)
-            ok = jit_arg_matches(&t->items[i]->sig[k], args[k]);
-        if (ok)
-            ci = t->items[i];
+    /* a shape seen before: no lock (the call path stays lock-free) */
+    tj_concrete *ci =
+        instance_find(t, atomic_load_explicit(&t->n, memory_order_acquire), c->nargs, args);
+    if (ci)
+        return ci;
+    pthread_mutex_lock(&t->mu); /* a new shape: made once, whoever else asks meanwhile */
+    uint32_t n = atomic_load_explicit(&t->n, memory_order_relaxed);
+    if (!(ci = instance_find(t, n, c->nargs, args)) && n < JIT_MAX_INSTANCES &&
+        (ci = instance_new(c, t, args)) != NULL) {
+        t->items[n] = ci;
+        atomic_store_explicit(&t->n, n + 1, memory_order_release);
     }
-    if (!ci && t->n < JIT_MAX_INSTANCES && (ci = instance_new(c, t, args)) != NULL)
-        t->items[t->n++] = ci;
     pthread_mutex_unlock(&t->mu);
     return ci;
 }
 
 void jit_instances_go(tj_concrete *c) {
     jit_instances *t = c ? c->inst : NULL;
-    if (!t)
-        return;
-    pthread_mutex_lock(&t->mu);
-    for (uint32_t i = 0; i < t->n; i++)
+    for (uint32_t i = 0; t && i < atomic_load_explicit(&t->n, memory_order_acquire); i++)
         jit_tier_go(t->items[i], 1);
-    pthread_mutex_unlock(&t->mu);
 }
 
 void jit_instances_free(tj_concrete *c) {
@@ -519,7 +523,6 @@ tj_concrete *jit_build_concrete(tj_function *f, const jit_argsig *sig, uint64_t 
                       : NULL;
         tiered = c->graph && !c->prog;
         if (tiered) {
-            c->tier_backend = b;
             c->prog = jit_backend_program(c->graph, f->name, jit_backend_interpreter(), false);
         }
     } else if (c->has_unknown) {
