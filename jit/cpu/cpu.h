@@ -169,6 +169,11 @@ tj_status jit_cpu_ew_units(const ir_graph *g, const pass_group *gr, rt_units *pl
 /* Whether group gr's kernel is one flat loop (every input full-size or one element): its code
  * then does not depend on the size, which the units pass in. */
 bool jit_cpu_ew_flat(const ir_graph *g, const pass_group *gr);
+/* Whether node n is a constant elementwise code holds as an immediate: one element of an
+ * integer or bool dtype (a division or a shift by it strength-reduces). A one-element float
+ * constant is loaded from its buffer, so a value a new shape changes (a mean's 1/N) does not
+ * change the code; kernel keys name the value of exactly the immediates (plan_decide.c). */
+bool jit_cpu_const_immediate(const ir_graph *g, const ir_node *n);
 tj_status jit_cpu_red_units(const ir_graph *g, const pass_group *gr, rt_units *plan);
 tj_status jit_cpu_mm_units(const ir_graph *g, uint32_t id, rt_units *plan);
 tj_status jit_cpu_softmax_units(const ir_graph *g, uint32_t id, rt_units *plan);

@@ -104,6 +104,12 @@ tj_status jit_cpu_ew_layout(const ir_graph *g, const pass_group *gr, rt_ew_layou
     return rt_ew_layout_of(g, gr->inputs, gr->n_inputs, gr->rank, gr->dims, L);
 }
 
+bool jit_cpu_const_immediate(const ir_graph *g, const ir_node *n) {
+    const ir_blob *bl = n->op == IR_OP_CONST ? ir_blob_get(g, n->a.blob) : NULL;
+    return bl && ir_numel(n->rank, n->dims) == 1 && bl->size == ir_dtype_size(n->dtype) &&
+           (ir_dtype_is_int(n->dtype) || n->dtype == TJ_BOOL);
+}
+
 bool jit_cpu_ew_flat(const ir_graph *g, const pass_group *gr) {
     rt_ew_layout L = {0};
     bool flat = jit_cpu_ew_layout(g, gr, &L) == TJ_OK && L.flat;

@@ -507,10 +507,9 @@ static void node_desc(kbuf *b, const ir_graph *g, uint32_t id, bool sizeless) {
     kput64(b, n->n_in);
 }
 
-/* A kernel's input buffer: its type (and size unless sizeless); a constant's content too (an
- * integer one-element constant is an immediate in the code; a float one is loaded, so its value
- * is left out: a mean's 1/N at a new batch size runs the same code), never what else made it (a
- * variable's slot, an op). */
+/* A kernel's input buffer: its type (and size unless sizeless); a constant's content too, except
+ * a one-element one the code loads rather than holds (jit_cpu_const_immediate: a mean's 1/N at a
+ * new batch size runs the same code), never what else made it (a variable's slot, an op). */
 static void input_desc(kbuf *b, const ir_graph *g, uint32_t id, bool sizeless) {
     const ir_node *n = ir_node_get(g, id);
     kput64(b, n->dtype);
@@ -521,7 +520,7 @@ static void input_desc(kbuf *b, const ir_graph *g, uint32_t id, bool sizeless) {
         kput(b, n->dims, sizeof(int64_t) * n->rank);
     }
     const ir_blob *bl = n->op == IR_OP_CONST && n->a.blob ? ir_blob_get(g, n->a.blob) : NULL;
-    bool loaded = bl && ir_dtype_is_float(n->dtype) && ir_numel(n->rank, n->dims) == 1;
+    bool loaded = bl && ir_numel(n->rank, n->dims) == 1 && !jit_cpu_const_immediate(g, n);
     kput64(b, bl ? (int64_t)bl->size : -1);
     kput64(b, bl && !loaded ? (int64_t)bl->h : 0);
 }
@@ -589,10 +588,10 @@ static void step_key(kbuf *b, const cpu_prog *cp, const step *sp) {
     if (gr) {
         /* a flat elementwise loop's code is the same for every size (the Adam updates of a
          * model's variables, the repeated blocks of a network: one kernel each), a reduction's
-         * for every outer extent; a shape-generic
-         * one's for every shape of its pattern: collapsed rank, which strides are 0, and the
-         * row length, which the inner loop keeps as a constant (a vector loop with no remainder
-         * to test: a run-time length cost 10% on a 4096 x 1024 loop; bench/RESULTS.md) */
+         * for every outer extent; a shape-generic one's for every shape of its pattern:
+         * collapsed rank, which strides are 0, and the row length, which the inner loop keeps
+         * as a constant (a vector loop with no remainder to test: a run-time length cost 10% on
+         * a 4096 x 1024 loop; bench/RESULTS.md) */
         bool sizeless = gr->fused && !gr->reduce && jit_cpu_ew_flat(g, gr);
         kput64(b, gr->reduce ? SUB_RED : SUB_EW);
         kput64(b, gr->fused), kput64(b, gr->reduce), kput64(b, sizeless), kput64(b, sp->generic);

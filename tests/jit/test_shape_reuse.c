@@ -47,6 +47,21 @@ static tj_tensor *bcast(tj_tensor *x, tj_tensor *b) {
 static tj_tensor *row_norms(tj_tensor *x, tj_tensor *y) {
     return tj_sum(tj_mul(x, y), 1, (const int[]){1}, 0);
 }
+/* one-element constants: a float one is loaded (two scales, one kernel), an integer one is an
+ * immediate (two factors, two kernels: a multiply by a constant strength-reduces) */
+static tj_tensor *scale2(tj_tensor *x, tj_tensor *y) {
+    return tj_add(tj_mul(x, tj_scalar_f32(2.0f)), y);
+}
+static tj_tensor *scale3(tj_tensor *x, tj_tensor *y) {
+    return tj_add(tj_mul(x, tj_scalar_f32(3.0f)), y);
+}
+static tj_tensor *times3(tj_tensor *x) {
+    return tj_mul(x, tj_scalar_i32(3));
+}
+static tj_tensor *times5(tj_tensor *x) {
+    return tj_mul(x, tj_scalar_i32(5));
+}
+
 /* sum and mean over the axis before the last (the rows of a matrix; the middle axis of a
  * rank-3 x) */
 static tj_tensor *col_sums(tj_tensor *x, tj_tensor *y) {
@@ -169,6 +184,38 @@ int main(void) {
     CHECK_EQ_INT(n_built, 2);
     CHECK_EQ_INT(n_shared, 4);
     tj_function_free(g);
+
+    /* a float scale is loaded: scale3 runs scale2's kernel, with its own value */
+    tj_function *s2 = tj_function_new("scale2", (void *)scale2, 2, NULL),
+                *s3 = tj_function_new("scale3", (void *)scale3, 2, NULL);
+    int built0 = n_built, shared0 = n_shared;
+    call_shape(s2, 1, (const int64_t[]){40}, 0.5f);
+    call_shape(s3, 1, (const int64_t[]){40}, 0.5f);
+    CHECK_EQ_INT(n_built - built0, 1);
+    CHECK_EQ_INT(n_shared - shared0, 1);
+    tj_function_free(s2);
+    tj_function_free(s3);
+    /* an integer factor is an immediate: each its own kernel, each value right */
+    tj_function *m3 = tj_function_new("times3", (void *)times3, 1, NULL),
+                *m5 = tj_function_new("times5", (void *)times5, 1, NULL);
+    built0 = n_built;
+    int32_t iv[16];
+    for (int i = 0; i < 16; i++)
+        iv[i] = 7 * i - 40;
+    tj_tensor *xi = tj_tensor_from_data(TJ_I32, 1, (const int64_t[]){16}, iv);
+    for (int k = 0; k < 2; k++) {
+        tj_tensor *got = tj_call(k ? m5 : m3, 1, &xi), *want = tj_call_eager(k ? m5 : m3, 1, &xi);
+        int nbad = tj_status_of(got) != TJ_OK;
+        for (int i = 0; !nbad && i < 16; i++)
+            nbad += tj_tensor_get_f64(got, i) != tj_tensor_get_f64(want, i);
+        CHECK_MSG(nbad == 0, "times%d: %d differ", k ? 5 : 3, nbad);
+        tj_release(got);
+        tj_release(want);
+    }
+    CHECK_EQ_INT(n_built - built0, 2);
+    tj_release(xi);
+    tj_function_free(m3);
+    tj_function_free(m5);
 
     /* broadcasting: the first shape's kernel has its strides in the code; from the function's
      * second signature on the kernel takes its outer extents and strides at run time (automatic

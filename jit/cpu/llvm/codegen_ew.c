@@ -183,13 +183,11 @@ tj_status jit_cpu_ew_emit(LLVMModuleRef m, const ir_graph *g, const pass_group *
     LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(e->c, body, "exit");
     LLVMPositionBuilderAtEnd(b, entry);
     LLVMValueRef z64 = LLVMConstInt(e->i64, 0, 0), one64 = LLVMConstInt(e->i64, 1, 0);
-    /* one-element inputs loaded once; integer constants are immediates (a division or a shift
-     * by one strength-reduces), float ones are loaded too, so a value a new shape changes (a
-     * mean's 1/N) does not change the code (plan_decide.c keys them without their value) */
+    /* one-element inputs loaded once, before the loop, or immediates (jit_cpu_const_immediate) */
     for (uint32_t i = 0; i < ni; i++) {
         const ir_node *x = ir_node_get(g, gr->inputs[i]);
         if (L.scalar[i] &&
-            (ir_dtype_is_float(x->dtype) || !(pre[i] = jit_cpu_const_scalar(e, g, x))))
+            !(jit_cpu_const_immediate(g, x) && (pre[i] = jit_cpu_const_scalar(e, g, x))))
             pre[i] = load_elem(e, ptrs[i], x->dtype, z64);
     }
     /* the extents and strides the loops use: constants, or the geometry block's (loaded once) */
