@@ -12,6 +12,7 @@
 
 #include "check.h"
 #include "native_first.h"
+#include "shapes_util.h"
 #include <tracejit.h>
 
 static int n_shared, n_built, n_traces, n_respec;
@@ -112,18 +113,6 @@ static tj_tensor *dense(tj_tensor *x, tj_tensor *w) {
     return tj_mul(tj_matmul(x, w), tj_scalar_f32(0.5f));
 }
 
-static tj_tensor *filled(int rank, const int64_t *dims, float seed) {
-    int64_t n = 1;
-    for (int d = 0; d < rank; d++)
-        n *= dims[d];
-    float *v = malloc((size_t)(n ? n : 1) * sizeof *v);
-    for (int64_t i = 0; i < n; i++)
-        v[i] = seed + (float)((i * 7919) % 113) / 37.0f - 1.0f;
-    tj_tensor *t = tj_tensor_from_data(TJ_F32, rank, dims, v);
-    free(v);
-    return t;
-}
-
 /* f on (a, b), compiled, against f run eagerly: same shape, values within tol */
 static void same_as_eager(tj_function *f, tj_tensor *a, tj_tensor *b, double tol) {
     tj_tensor *args[2] = {a, b};
@@ -137,18 +126,14 @@ static void same_as_eager(tj_function *f, tj_tensor *a, tj_tensor *b, double tol
     }
     CHECK_EQ_INT(tj_tensor_rank(r), tj_tensor_rank(e));
     CHECK_EQ_INT(tj_tensor_numel(r), tj_tensor_numel(e));
-    int bad = 0;
-    for (int64_t i = 0; i < tj_tensor_numel(e) && i < tj_tensor_numel(r); i++) {
-        double x = tj_tensor_get_f64(r, i), y = tj_tensor_get_f64(e, i);
-        bad += !(fabs(x - y) <= tol * (1 + fabs(y))) && !(isnan(x) && isnan(y));
-    }
+    int bad = su_differ(r, e, tol);
     CHECK_MSG(bad == 0, "%s: %d elements differ from eager", tj_function_name(f), bad);
     tj_release(r);
     tj_release(e);
 }
 
 static void call_shape(tj_function *f, int rank, const int64_t *dims, float seed) {
-    tj_tensor *a = filled(rank, dims, seed), *b = filled(rank, dims, seed + 0.5f);
+    tj_tensor *a = su_filled(rank, dims, seed), *b = su_filled(rank, dims, seed + 0.5f);
     same_as_eager(f, a, b, 1e-5);
     tj_release(a);
     tj_release(b);
@@ -225,8 +210,8 @@ int main(void) {
     int built = n_built, shared = n_shared;
     for (int r = 0; r < 2; r++) {
         for (int64_t rows = 4; rows <= 7; rows++) {
-            tj_tensor *x = filled(2, (const int64_t[]){rows, 24}, (float)rows),
-                      *b = filled(1, (const int64_t[]){24}, 0.25f);
+            tj_tensor *x = su_filled(2, (const int64_t[]){rows, 24}, (float)rows),
+                      *b = su_filled(1, (const int64_t[]){24}, 0.25f);
             same_as_eager(fb, x, b, 1e-6);
             tj_release(x);
             tj_release(b);
@@ -238,8 +223,8 @@ int main(void) {
     /* another row length: compiled for it, then shared by the rows that follow */
     built = n_built, shared = n_shared;
     for (int64_t rows = 2; rows <= 3; rows++) {
-        tj_tensor *x = filled(2, (const int64_t[]){rows, 40}, 3.0f),
-                  *b = filled(1, (const int64_t[]){40}, 0.75f);
+        tj_tensor *x = su_filled(2, (const int64_t[]){rows, 40}, 3.0f),
+                  *b = su_filled(1, (const int64_t[]){40}, 0.75f);
         same_as_eager(fb, x, b, 1e-6);
         tj_release(x);
         tj_release(b);
@@ -249,8 +234,8 @@ int main(void) {
     /* another pattern (a column, not a row): its own generic kernel, then shared */
     built = n_built, shared = n_shared;
     for (int64_t rows = 3; rows <= 5; rows++) {
-        tj_tensor *x = filled(2, (const int64_t[]){rows, 7}, 1.0f),
-                  *b = filled(2, (const int64_t[]){rows, 1}, 2.0f);
+        tj_tensor *x = su_filled(2, (const int64_t[]){rows, 7}, 1.0f),
+                  *b = su_filled(2, (const int64_t[]){rows, 1}, 2.0f);
         same_as_eager(fb, x, b, 1e-6);
         tj_release(x);
         tj_release(b);
@@ -262,8 +247,8 @@ int main(void) {
     built = n_built, shared = n_shared;
     for (int k = 0; k < 4; k++) {
         int64_t a = 2 + k, bb = 3 + k % 2 * 2, c = 5;
-        tj_tensor *x = filled(3, (const int64_t[]){a, bb, c}, 0.5f * (float)k),
-                  *b = filled(2, (const int64_t[]){bb, 1}, 1.5f);
+        tj_tensor *x = su_filled(3, (const int64_t[]){a, bb, c}, 0.5f * (float)k),
+                  *b = su_filled(2, (const int64_t[]){bb, 1}, 1.5f);
         same_as_eager(fb, x, b, 1e-6);
         tj_release(x);
         tj_release(b);
@@ -272,8 +257,8 @@ int main(void) {
     CHECK_EQ_INT(n_shared - shared, 3);
     /* shapes that do not broadcast at a later call: the trace reports them, naming the op and
      * both shapes, whatever code the earlier shapes compiled */
-    tj_tensor *x48 = filled(2, (const int64_t[]){4, 8}, 0.0f),
-              *bad = filled(1, (const int64_t[]){5}, 0.0f);
+    tj_tensor *x48 = su_filled(2, (const int64_t[]){4, 8}, 0.0f),
+              *bad = su_filled(1, (const int64_t[]){5}, 0.0f);
     tj_tensor *r = tj_call(fb, 2, (tj_tensor *[]){x48, bad});
     CHECK_EQ_INT(tj_status_of(r), TJ_ERR_SHAPE);
     CHECK_MSG(strstr(tj_error_message(r), "add") && strstr(tj_error_message(r), "[4,8]") &&
@@ -360,8 +345,8 @@ int main(void) {
     tj_function *fd = tj_function_new("dense", (void *)dense, 2, NULL);
     built = n_built, shared = n_shared;
     for (int64_t m = 2; m <= 6; m += 4) {
-        tj_tensor *x = filled(2, (const int64_t[]){m, 5}, 0.0f),
-                  *w = filled(2, (const int64_t[]){5, 3}, 1.0f);
+        tj_tensor *x = su_filled(2, (const int64_t[]){m, 5}, 0.0f),
+                  *w = su_filled(2, (const int64_t[]){5, 3}, 1.0f);
         same_as_eager(fd, x, w, 1e-5);
         tj_release(x);
         tj_release(w);
@@ -371,8 +356,8 @@ int main(void) {
     built = n_built, shared = n_shared;
     int64_t mk[4][2] = {{20, 64}, {40, 64}, {64, 64}, {40, 48}};
     for (int k = 0; k < 4; k++) {
-        tj_tensor *x = filled(2, (const int64_t[]){mk[k][0], 64}, 0.5f * (float)k),
-                  *w = filled(2, (const int64_t[]){64, mk[k][1]}, 1.0f);
+        tj_tensor *x = su_filled(2, (const int64_t[]){mk[k][0], 64}, 0.5f * (float)k),
+                  *w = su_filled(2, (const int64_t[]){64, mk[k][1]}, 1.0f);
         same_as_eager(fd, x, w, 1e-4);
         tj_release(x);
         tj_release(w);
@@ -386,17 +371,13 @@ int main(void) {
     tj_function *fv = tj_function_new("conv_relu", (void *)conv_relu, 3, NULL);
     built = n_built, shared = n_shared;
     for (int64_t nb = 1; nb <= 3; nb++) {
-        tj_tensor *x = filled(4, (const int64_t[]){nb, 16, 16, 8}, 0.25f * (float)nb),
-                  *w = filled(4, (const int64_t[]){3, 3, 8, 16}, 0.1f),
-                  *b = filled(1, (const int64_t[]){16}, 0.5f);
+        tj_tensor *x = su_filled(4, (const int64_t[]){nb, 16, 16, 8}, 0.25f * (float)nb),
+                  *w = su_filled(4, (const int64_t[]){3, 3, 8, 16}, 0.1f),
+                  *b = su_filled(1, (const int64_t[]){16}, 0.5f);
         tj_tensor *args[3] = {x, w, b};
         tj_tensor *got = tj_call(fv, 3, args), *e = tj_call_eager(fv, 3, args);
         CHECK_MSG(tj_status_of(got) == TJ_OK, "%s", tj_error_message(got));
-        int nbad = 0;
-        for (int64_t i = 0; tj_status_of(got) == TJ_OK && i < tj_tensor_numel(e); i++) {
-            double u = tj_tensor_get_f64(got, i), v = tj_tensor_get_f64(e, i);
-            nbad += !(fabs(u - v) <= 1e-4 * (1 + fabs(v)));
-        }
+        int nbad = tj_status_of(got) == TJ_OK ? su_differ(got, e, 1e-4) : 1;
         CHECK_MSG(nbad == 0, "conv_relu batch %lld: %d differ", (long long)nb, nbad);
         tj_release(got);
         tj_release(e);
@@ -413,7 +394,7 @@ int main(void) {
      * 1/N a loaded constant), which the others run without a compile; the loss falls. Batches
      * over 64, so the products (the weight gradient's inner dim is the batch) are library
      * calls: a small generated product has its k in its code */
-    tj_tensor *w0 = filled(2, (const int64_t[]){8, 4}, 0.1f),
+    tj_tensor *w0 = su_filled(2, (const int64_t[]){8, 4}, 0.1f),
               *b0 = tj_zeros(TJ_F32, 1, (const int64_t[]){4});
     tw = tj_variable_new(w0, "w");
     tb = tj_variable_new(b0, "b");
@@ -423,8 +404,8 @@ int main(void) {
     double first_loss = 0, last_loss = 0;
     int64_t batches[] = {80, 96, 120, 72, 99, 80, 80, 80};
     for (int k = 0; k < 8; k++) {
-        tj_tensor *x = filled(2, (const int64_t[]){batches[k], 8}, 0.0f),
-                  *y = filled(2, (const int64_t[]){batches[k], 4}, 0.5f);
+        tj_tensor *x = su_filled(2, (const int64_t[]){batches[k], 8}, 0.0f),
+                  *y = su_filled(2, (const int64_t[]){batches[k], 4}, 0.5f);
         tj_tensor *l = tj_call(fts, 2, (tj_tensor *[]){x, y});
         CHECK_MSG(tj_status_of(l) == TJ_OK, "%s", tj_error_message(l));
         double v = tj_status_of(l) == TJ_OK ? tj_tensor_get_f64(l, 0) : NAN;
@@ -451,8 +432,8 @@ int main(void) {
      * the background; values equal before and after. A large one is never re-specialized. */
     tj_function *fc2 = tj_function_new("small_chain", (void *)small_chain, 2, NULL);
     call_shape(fc2, 2, (const int64_t[]){4, 10}, 0.5f);
-    tj_tensor *xs = filled(2, (const int64_t[]){3, 10}, 1.0f),
-              *ys = filled(2, (const int64_t[]){3, 10}, 2.0f);
+    tj_tensor *xs = su_filled(2, (const int64_t[]){3, 10}, 1.0f),
+              *ys = su_filled(2, (const int64_t[]){3, 10}, 2.0f);
     for (int k = 0; k < 999; k++)
         tj_release(tj_call(fc2, 2, (tj_tensor *[]){xs, ys}));
     CHECK_EQ_INT(tj_function_wait_compiled(fc2), TJ_OK);
@@ -466,8 +447,8 @@ int main(void) {
     tj_function_free(fc2);
     tj_function *fl2 = tj_function_new("large_chain", (void *)small_chain, 2, NULL);
     call_shape(fl2, 2, (const int64_t[]){4000, 20}, 0.5f);
-    tj_tensor *xl = filled(2, (const int64_t[]){3500, 20}, 1.0f),
-              *yl = filled(2, (const int64_t[]){3500, 20}, 2.0f);
+    tj_tensor *xl = su_filled(2, (const int64_t[]){3500, 20}, 1.0f),
+              *yl = su_filled(2, (const int64_t[]){3500, 20}, 2.0f);
     for (int k = 0; k < 1001; k++)
         tj_release(tj_call(fl2, 2, (tj_tensor *[]){xl, yl}));
     CHECK_EQ_INT(tj_function_wait_compiled(fl2), TJ_OK);
@@ -478,7 +459,7 @@ int main(void) {
     /* freed while its re-specialization compiles: joined, nothing leaks */
     tj_function *fr2 = tj_function_new("small_chain_freed", (void *)small_chain, 2, NULL);
     call_shape(fr2, 2, (const int64_t[]){5, 10}, 0.5f);
-    tj_tensor *xf = filled(2, (const int64_t[]){2, 10}, 1.0f);
+    tj_tensor *xf = su_filled(2, (const int64_t[]){2, 10}, 1.0f);
     for (int k = 0; k < 1000; k++)
         tj_release(tj_call(fr2, 2, (tj_tensor *[]){xf, xf}));
     tj_function_free(fr2);

@@ -13,6 +13,7 @@
 
 #include "check.h"
 #include "native_first.h"
+#include "shapes_util.h"
 #include <tracejit.h>
 
 static int n_built, n_shared, n_instances, n_traces;
@@ -41,21 +42,9 @@ static tj_tensor *affine(tj_tensor *x, tj_tensor *b) {
     return tj_add(tj_mul(v, tj_scalar_f32(0.5f)), tj_sum(v, 1, axis1, 1));
 }
 
-static tj_tensor *filled(int rank, const int64_t *dims, float seed) {
-    int64_t n = 1;
-    for (int d = 0; d < rank; d++)
-        n *= dims[d];
-    float *v = malloc((size_t)(n ? n : 1) * sizeof *v);
-    for (int64_t i = 0; i < n; i++)
-        v[i] = seed + (float)((i * 7919) % 113) / 37.0f - 1.5f;
-    tj_tensor *t = tj_tensor_from_data(TJ_F32, rank, dims, v);
-    free(v);
-    return t;
-}
-
 static void same_as_eager(tj_function *f, int64_t rows, int64_t cols, float seed) {
-    tj_tensor *x = filled(2, (const int64_t[]){rows, cols}, seed),
-              *b = filled(1, (const int64_t[]){cols}, seed + 0.25f);
+    tj_tensor *x = su_filled(2, (const int64_t[]){rows, cols}, seed),
+              *b = su_filled(1, (const int64_t[]){cols}, seed + 0.25f);
     tj_tensor *args[2] = {x, b};
     tj_tensor *r = tj_call(f, 2, args);
     int traces = n_traces;
@@ -64,11 +53,7 @@ static void same_as_eager(tj_function *f, int64_t rows, int64_t cols, float seed
     CHECK_MSG(tj_status_of(r) == TJ_OK, "%s", tj_error_message(r));
     if (tj_status_of(r) == TJ_OK && tj_status_of(e) == TJ_OK) {
         CHECK_EQ_INT(tj_tensor_numel(r), rows * cols);
-        int bad = 0;
-        for (int64_t i = 0; i < tj_tensor_numel(e) && i < tj_tensor_numel(r); i++) {
-            double u = tj_tensor_get_f64(r, i), w = tj_tensor_get_f64(e, i);
-            bad += !(fabs(u - w) <= 1e-5 * (1 + fabs(w)));
-        }
+        int bad = su_differ(r, e, 1e-5);
         CHECK_MSG(bad == 0, "[%lld, %lld]: %d elements differ from eager", (long long)rows,
                   (long long)cols, bad);
     }
@@ -97,10 +82,7 @@ static void *call_many(void *arg) {
         if (tj_status_of(r) != TJ_OK || tj_tensor_numel(r) != tj_tensor_numel(s->want[k])) {
             bad++;
         } else {
-            for (int64_t j = 0; j < tj_tensor_numel(r); j++) {
-                double u = tj_tensor_get_f64(r, j), w = tj_tensor_get_f64(s->want[k], j);
-                bad += !(fabs(u - w) <= 1e-5 * (1 + fabs(w)));
-            }
+            bad += su_differ(r, s->want[k], 1e-5);
         }
         tj_release(r);
     }
@@ -113,9 +95,9 @@ static void threads(const tj_spec *sig) {
         tj_function_new("affine_threads", (void *)affine, 2,
                         &(tj_function_options){.n_input_signature = 2, .input_signature = sig});
     shared_calls s[N_THREADS];
-    tj_tensor *b = filled(1, (const int64_t[]){24}, 0.25f), *x[N_SHAPES], *want[N_SHAPES];
+    tj_tensor *b = su_filled(1, (const int64_t[]){24}, 0.25f), *x[N_SHAPES], *want[N_SHAPES];
     for (int k = 0; k < N_SHAPES; k++) {
-        x[k] = filled(2, (const int64_t[]){3 + k, 24}, (float)k);
+        x[k] = su_filled(2, (const int64_t[]){3 + k, 24}, (float)k);
         want[k] = tj_call_eager(f, 2, (tj_tensor *[]){x[k], b});
         CHECK_EQ_INT(tj_status_of(want[k]), TJ_OK);
     }
@@ -175,8 +157,8 @@ int main(void) {
         tj_function_new("affine_any", (void *)affine, 2,
                         &(tj_function_options){.n_input_signature = 2, .input_signature = any});
     same_as_eager(g, 3, 8, 1.0f);
-    tj_tensor *x = filled(2, (const int64_t[]){3, 5}, 0.0f),
-              *b = filled(1, (const int64_t[]){4}, 0.0f);
+    tj_tensor *x = su_filled(2, (const int64_t[]){3, 5}, 0.0f),
+              *b = su_filled(1, (const int64_t[]){4}, 0.0f);
     tj_tensor *r = tj_call(g, 2, (tj_tensor *[]){x, b});
     CHECK_EQ_INT(tj_status_of(r), TJ_ERR_SHAPE);
     CHECK_MSG(strstr(tj_error_message(r), "add") && strstr(tj_error_message(r), "[3,5]") &&
