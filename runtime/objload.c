@@ -45,7 +45,7 @@ struct rt_obj {
     size_t size;
 };
 
-enum { MAX_OBJS = 2 };
+enum { MAX_OBJS = RT_OBJ_MAX_PARTS };
 
 /* An object being linked: its bytes, headers, and where each section went. */
 typedef struct elf_in {
@@ -282,10 +282,21 @@ static tj_status relocate(elf_in *objs, int n, int k, unsigned char *base, size_
     return TJ_OK;
 }
 
-/* The objects of a blob: one ELF object, or the container of a split compile. */
+/* The objects of a blob: one ELF object, or a container (of a split compile, or of the objects
+ * a program's kernels came from). */
 static int blob_objects(const unsigned char *p, size_t size, elf_in *objs) {
+    const void *part[MAX_OBJS];
+    size_t len[MAX_OBJS];
+    int n = rt_obj_parts(p, size, part, len);
+    for (int i = 0; i < n; i++)
+        objs[i].p = part[i], objs[i].size = len[i];
+    return n;
+}
+
+int rt_obj_parts(const void *blob, size_t size, const void **part, size_t *len) {
+    const unsigned char *p = blob;
     if (size < 4 || memcmp(p, "TJO2", 4) != 0) {
-        objs[0].p = p, objs[0].size = size;
+        part[0] = p, len[0] = size;
         return 1;
     }
     uint32_t n;
@@ -297,7 +308,7 @@ static int blob_objects(const unsigned char *p, size_t size, elf_in *objs) {
         memcpy(&l, p + 8 + 8 * i, 8);
         if (l > size - off || off % 8 != 0)
             return 0;
-        objs[i].p = p + off, objs[i].size = (size_t)l;
+        part[i] = p + off, len[i] = (size_t)l;
         off += (size_t)l;
     }
     return off == size ? (int)n : 0;
@@ -332,8 +343,6 @@ static void perf_map(const elf_in *objs, int n, const unsigned char *base);
 
 static rt_obj *load_aligned(const void *blob, size_t size, const char *const *syms, uint32_t n_syms,
                             void **addrs) {
-    elf_in objs[MAX_OBJS];
-    memset(objs, 0, sizeof objs);
     const rt_obj_arch *arch = rt_obj_arch_host();
     if (!arch)
         return (void)ir_errorf(TJ_ERR_UNSUPPORTED,
@@ -342,11 +351,16 @@ static rt_obj *load_aligned(const void *blob, size_t size, const char *const *sy
                NULL;
     if (!blob)
         return (void)ir_errorf(TJ_ERR_INVALID, "object loader: the object is NULL"), NULL;
+    elf_in *objs = calloc(MAX_OBJS, sizeof *objs); /* a container holds up to MAX_OBJS */
+    if (!objs)
+        return (void)ir_errorf(TJ_ERR_OOM, "object loader: out of memory"), NULL;
     int n = blob_objects(blob, size, objs);
-    if (!n)
+    if (!n) {
+        free(objs);
         return (void)ir_errorf(TJ_ERR_CORRUPT,
                                "object loader: a malformed object container (%zu bytes)", size),
                NULL;
+    }
     tj_status st = TJ_OK;
     size_t page = (size_t)sysconf(_SC_PAGESIZE), part_end[3] = {0, 0, 0}, n_ext = 0;
     /* lay out: part 0 (text), then the stubs (16-aligned); part 1 (read-only), then the GOT;
@@ -431,6 +445,7 @@ static rt_obj *load_aligned(const void *blob, size_t size, const char *const *sy
     if (!st)
         perf_map(objs, n, o->base);
     free_ins(objs, n);
+    free(objs);
     if (st) {
         rt_obj_free(o);
         return NULL;

@@ -13,16 +13,22 @@
 
 typedef struct rt_obj rt_obj;
 
-/* Links the objects of blob (one ELF object, or a "TJO2" container: "TJO2" | u32 n (1 or 2) |
- * n x u64 size | the objects) into one mapping: sections laid out text first (then call stubs),
- * read-only data (then a GOT), writable data; relocations applied; externals resolved among the
- * objects, then against libm/libc (a fixed table, then the process's symbols); text made
- * read+execute and read-only data read-only. Looks up the n global symbols syms into addrs.
- * The blob is untrusted only in its structure: every offset, size, index and relocation target
- * is checked, and a malformed object is TJ_ERR_CORRUPT naming what is wrong; a relocation type
- * or section kind this linker does not handle is TJ_ERR_UNSUPPORTED. What the code does when
- * called is the blob author's: load only code you trust. Returns NULL with the error set.
- * Owned by the caller: rt_obj_free unmaps it (NULL is fine). blob is only read. */
+/* The most objects a container holds. */
+enum { RT_OBJ_MAX_PARTS = 64 };
+/* The objects of blob: one ELF object (itself), or those of a "TJO2" container ("TJO2" | u32 n
+ * (1 to RT_OBJ_MAX_PARTS) | n x u64 size | the objects, each at an offset that is a multiple of
+ * 8): pointers into blob and sizes into part and len (room for RT_OBJ_MAX_PARTS); returns how
+ * many, 0 for a malformed container. */
+int rt_obj_parts(const void *blob, size_t size, const void **part, size_t *len);
+/* Links the objects of blob (one ELF object, or a container, rt_obj_parts) into one mapping:
+ * sections laid out text first (then call stubs), read-only data (then a GOT), writable data;
+ * relocations applied; externals resolved among the objects, then against libm/libc (a fixed table,
+ * then the process's symbols); text made read+execute and read-only data read-only. Looks up the n
+ * global symbols syms into addrs. The blob is untrusted only in its structure: every offset, size,
+ * index and relocation target is checked, and a malformed object is TJ_ERR_CORRUPT naming what is
+ * wrong; a relocation type or section kind this linker does not handle is TJ_ERR_UNSUPPORTED. What
+ * the code does when called is the blob author's: load only code you trust. Returns NULL with the
+ * error set. Owned by the caller: rt_obj_free unmaps it (NULL is fine). blob is only read. */
 rt_obj *rt_obj_load(const void *blob, size_t size, const char *const *syms, uint32_t n,
                     void **addrs);
 void rt_obj_free(rt_obj *o);

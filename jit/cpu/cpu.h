@@ -66,7 +66,8 @@ typedef struct jit_cpu_stats {
     size_t obj_bytes;
     int halves; /* 2: compiled as two halves on two threads (O3 and emit are the longer half's) */
     uint32_t n_kernels;
-    int from_cache; /* 0: compiled; 1: shared with a loaded program; 2: loaded from disk */
+    int from_cache;    /* 0: compiled; 1: shared with a loaded program; 2: loaded from disk */
+    uint32_t n_reused; /* compiled: of its n_kernels, how many were found in loaded code */
 } jit_cpu_stats;
 jit_cpu_stats jit_cpu_last_stats(void);
 void jit_cpu_stats_set(const jit_cpu_stats *s);
@@ -76,6 +77,7 @@ void jit_cpu_stats_set(const jit_cpu_stats *s);
  * libtracejit, jit/cpu/none/ in libtracejit_rt, whose CPU backend runs cached and saved code
  * and compiles none. Each library holds exactly one definition of jit_cpu_codegen_linked. */
 struct cpu_prog;
+typedef struct jit_cpu_shared jit_cpu_shared; /* a program's loaded code (codecache.c) */
 typedef struct jit_cpu_codegen {
     /* NULL when it generates code here; otherwise why not, a sentence (static) */
     const char *(*unavailable)(void);
@@ -83,9 +85,10 @@ typedef struct jit_cpu_codegen {
     const char *(*target_id)(void);
     /* emits and compiles the kernels cp's plan names (a code-cache miss): fills addrs for the
      * names (*nk of them; a control-flow step it turns down becomes a node step and loses its
-     * name, so *nk may shrink) and sets cp's shared code */
+     * name, so *nk may shrink) and sets cp's shared code; the steps marked found are in
+     * draft already (jit_cpu_shared_begin) and are not generated */
     tj_status (*generate)(struct cpu_prog *cp, const jit_cpu_opts *o, const char **names,
-                          void **addrs, uint32_t *nk);
+                          void **addrs, uint32_t *nk, jit_cpu_shared *draft);
     /* whether op has an elementwise lowering (its table entry: what a fused kernel computes of
      * one element); the ops jit_cpu_ew_supported accepts must have one */
     bool (*lowers)(int op);
@@ -109,17 +112,32 @@ void jit_cpu_code_free(jit_cpu_code *c);
 /* ---- shared and cached code (codecache.c) --------------------------------------------------- */
 /* The cache key of a program's kernels from their structural hash (jit_cpu_kernels_hash). */
 void jit_cpu_code_key(ir_hash128 kernels, bool contract, char *key, size_t n);
-typedef struct jit_cpu_shared jit_cpu_shared;
-/* Finds code for key in the process table (*from = 1) or on disk (*from = 2), fills addrs and
- * returns a reference; NULL (*from = 0) on a miss. */
+/* Finds a program's code for key in the process table (*from = 1) or, when disk, on disk
+ * (*from = 2), fills addrs and returns a reference; NULL (*from = 0) on a miss. */
 jit_cpu_shared *jit_cpu_shared_find(const char *key, const char *const *syms, uint32_t n,
-                                    void **addrs, int *from);
-/* Registers code (owns it from now on), writes it to the disk cache when store (fresh code),
- * fills addrs (from the entry registered first, if any) and returns a reference. */
+                                    void **addrs, bool disk, int *from);
+/* A program miss: the kernels of syms already loaded in this process (by another program, or
+ * another signature) get found[i] = 1 and addrs[i], their objects held by the draft returned (for
+ * jit_cpu_shared_finish, or jit_cpu_shared_release on failure); NULL on OOM. syms may be NULL
+ * when n is 0. */
+jit_cpu_shared *jit_cpu_shared_begin(const char *const *syms, uint32_t n, void **addrs,
+                                     uint8_t *found);
+/* Completes draft d as the program of key: code (owned from now on; NULL when every kernel was
+ * found) exports the n_fresh kernels fresh at fresh_addrs; every one of syms must then be in d's
+ * objects. Fills addrs for syms, writes the program to the disk cache when to_disk, and returns a
+ * reference (to an equal program another thread registered meanwhile, if one did); NULL on failure,
+ * d and code freed. */
+jit_cpu_shared *jit_cpu_shared_finish(jit_cpu_shared *d, const char *key, jit_cpu_code *code,
+                                      const char *const *fresh, void *const *fresh_addrs,
+                                      uint32_t n_fresh, const char *const *syms, uint32_t n,
+                                      void **addrs, bool to_disk);
+/* Both at once, for code holding every kernel of syms (loaded from an image). */
 jit_cpu_shared *jit_cpu_shared_add(const char *key, jit_cpu_code *code, const char *const *syms,
-                                   uint32_t n, void **addrs, bool store);
-/* The object bytes behind s (borrowed). */
+                                   uint32_t n, void **addrs, bool to_disk);
+/* The object bytes behind s (borrowed): one object, or a container of all it holds. */
 const void *jit_cpu_shared_object(const jit_cpu_shared *s, size_t *size);
+/* How many objects s's kernels live in (1 when compiled whole). */
+uint32_t jit_cpu_shared_objects(const jit_cpu_shared *s);
 void jit_cpu_shared_release(jit_cpu_shared *s);
 
 /* ---- the disk payload (payload.c) ------------------------------------------------------------ */

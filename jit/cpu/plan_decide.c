@@ -788,18 +788,44 @@ void jit_cpu_plan_key(const cpu_prog *cp, const jit_cpu_opts *o, const char *bas
              (long long)cp->rp.par_min, rt_isa_name(rt_isa()));
 }
 
+/* A kernel's symbol: "tj_" and 32 hex digits hashing what the code depends on, the options of
+ * key (the program's key without its kernels' hash) and the kernel's key (kh), so an equal kernel
+ * of another program has the same name and its loaded code serves both (codecache.c). A chain's
+ * member ends in "_m": it is an internal function of its chain's object, never an entry point. */
+static void kernel_name(char *name, size_t size, const char *okey, const uint64_t kh[2],
+                        bool member) {
+    uint64_t h0 = ir_hash_bytes(okey, strlen(okey), kh[0]);
+    uint64_t h1 = ir_hash_bytes(okey, strlen(okey), kh[1] ^ 0x6b65726e656c7321ull);
+    snprintf(name, size, "tj_%016llx%016llx%s", (unsigned long long)h0, (unsigned long long)h1,
+             member ? "_m" : "");
+}
+
 void jit_cpu_plan_names(cpu_prog *cp, const char *key) {
-    char prefix[40];
+    char prefix[40], okey[1700];
     snprintf(prefix, sizeof prefix, "tj_%016llx_",
              (unsigned long long)ir_hash_bytes(key, strlen(key), 11));
+    snprintf(okey, sizeof okey, "%s", key); /* the options: the kernels' hash blanked */
+    char *kh = strstr(okey, ";kernels=");
+    for (char *c = kh ? kh + 9 : NULL; c && *c && *c != ';'; c++)
+        *c = '0';
     for (uint32_t s = 0; s < cp->n_steps; s++) {
         step *sp = &cp->steps[s];
         sp->name[0] = 0;
-        if (emits(sp))
+        if (emits(sp) && (sp->key_h[0] || sp->key_h[1]))
+            kernel_name(sp->name, sizeof sp->name, okey, sp->key_h, false);
+        else if (emits(sp)) /* native control flow: this program's own */
             snprintf(sp->name, sizeof sp->name, "%.40s%c%u", prefix,
                      sp->sub == SUB_CHAIN && sp->kind == STEP_GEN ? 'c' : 'k', sp->kidx);
-        for (uint32_t m = 0; m < sp->n_members; m++)
-            snprintf(sp->members[m].name, sizeof sp->members[m].name, "%.40sk%u", prefix,
-                     sp->members[m].kidx);
+        for (uint32_t m = 0; m < sp->n_members; m++) {
+            kbuf b = {0};
+            step_key(&b, cp, &sp->members[m]);
+            uint64_t mh[2] = {ir_hash_bytes(b.p, b.n, 0xdedu), ir_hash_bytes(b.p, b.n, 0x656c7321)};
+            if (b.oom) /* no key: the member's own program's name, never another's */
+                snprintf(sp->members[m].name, sizeof sp->members[m].name, "%.40sk%u_m", prefix,
+                         sp->members[m].kidx);
+            else
+                kernel_name(sp->members[m].name, sizeof sp->members[m].name, okey, mh, true);
+            free(b.p);
+        }
     }
 }

@@ -54,6 +54,8 @@ struct step {
     uint64_t key_h[2]; /* its kernel's structural key hashed two ways (decide_aliases), which
                           jit_cpu_kernels_hash combines; 0s: no key (no kernel, native control
                           flow) */
+    uint8_t found;     /* its kernel was found in code loaded for another program (compile.c): not
+                          generated */
 };
 
 /* The CPU program: the runtime's plan (what runs) and the decisions it came from. */

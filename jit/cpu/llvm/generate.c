@@ -62,12 +62,15 @@ static tj_status emit_chain(LLVMModuleRef m, cpu_prog *cp, step *sp, const jit_c
     return st;
 }
 
-/* Emits every kernel the plan names into a new module and compiles it; cp->shared holds it. */
+/* Emits the kernels the plan names that were not found in loaded code (draft holds those) into
+ * a new module and compiles it; cp->shared holds the program's code, draft completed. */
 static tj_status generate(cpu_prog *cp, const jit_cpu_opts *o, const char **names, void **addrs,
-                          uint32_t *nk) {
+                          uint32_t *nk, jit_cpu_shared *draft) {
     tj_status st0 = jit_cpu_llvm_init(); /* the target machines: a cache hit never needs them */
-    if (st0)
+    if (st0) {
+        jit_cpu_shared_release(draft);
         return st0;
+    }
     LLVMContextRef ctx = LLVMContextCreate();
     LLVMModuleRef m = LLVMModuleCreateWithNameInContext("tracejit", ctx);
     jit_cpu_prepare_module(m);
@@ -75,11 +78,14 @@ static tj_status generate(cpu_prog *cp, const jit_cpu_opts *o, const char **name
     for (uint32_t s = 0; s < cp->n_steps; s++)
         n_members += cp->steps[s].n_members;
     const step **done = calloc(n_members + 1, sizeof *done);
-    uint32_t n_done = 0;
-    tj_status st = done ? TJ_OK : ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
+    const char **fresh = calloc(cp->n_steps + 1, sizeof *fresh);
+    void **fresh_addrs = calloc(cp->n_steps + 1, sizeof *fresh_addrs);
+    uint32_t n_done = 0, n_fresh = 0;
+    tj_status st =
+        done && fresh && fresh_addrs ? TJ_OK : ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory");
     for (uint32_t s = 0; s < cp->n_steps && !st; s++) {
         step *sp = &cp->steps[s];
-        if (!sp->name[0] || sp->alias)
+        if (!sp->name[0] || sp->alias || sp->found)
             continue;
         if (sp->kind == STEP_GEN && sp->sub == SUB_CHAIN) {
             st = emit_chain(m, cp, sp, o, done, &n_done);
@@ -96,17 +102,29 @@ static tj_status generate(cpu_prog *cp, const jit_cpu_opts *o, const char **name
         }
     }
     free(done);
-    *nk =
-        jit_cpu_symbol_names(cp, names); /* a control-flow step the codegen turned down has none */
-    if (st || !*nk) {
+    /* a control-flow step the codegen turned down has no name now */
+    *nk = jit_cpu_symbol_names(cp, names);
+    for (uint32_t s = 0; s < cp->n_steps; s++)
+        if (cp->steps[s].name[0] && !cp->steps[s].alias && !cp->steps[s].found)
+            fresh[n_fresh++] = cp->steps[s].name;
+    jit_cpu_code *code = NULL;
+    if (!st && n_fresh) {
+        code = jit_cpu_code_compile(m, ctx, fresh, n_fresh, fresh_addrs); /* disposes m, ctx */
+        if (!code)
+            st = ir_last_code() ? ir_last_code() : TJ_ERR_RUNTIME;
+    } else {
         LLVMDisposeModule(m);
         LLVMContextDispose(ctx);
-        return st;
     }
-    jit_cpu_code *code = jit_cpu_code_compile(m, ctx, names, *nk, addrs);
-    if (!code || !(cp->shared = jit_cpu_shared_add(cp->key, code, names, *nk, addrs, true)))
-        return ir_last_code() ? ir_last_code() : TJ_ERR_RUNTIME;
-    return TJ_OK;
+    if (!st && *nk &&
+        !(cp->shared = jit_cpu_shared_finish(draft, cp->key, code, fresh, fresh_addrs, n_fresh,
+                                             names, *nk, addrs, true)))
+        st = ir_last_code() ? ir_last_code() : TJ_ERR_RUNTIME;
+    else if (st || !*nk)
+        jit_cpu_shared_release(draft), jit_cpu_code_free(code);
+    free(fresh);
+    free(fresh_addrs);
+    return st;
 }
 
 /* The code generator this library links (cpu.h): LLVM's. */

@@ -14,8 +14,8 @@ static const char *target_id(void) {
 }
 
 static tj_status generate(cpu_prog *cp, const jit_cpu_opts *o, const char **names, void **addrs,
-                          uint32_t *nk) {
-    (void)cp, (void)o, (void)names, (void)addrs, (void)nk;
+                          uint32_t *nk, jit_cpu_shared *draft) {
+    (void)cp, (void)o, (void)names, (void)addrs, (void)nk, (void)draft;
     return ir_errorf(TJ_ERR_UNSUPPORTED, "cpu jit: %s", unavailable());
 }
 
