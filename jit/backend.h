@@ -35,6 +35,11 @@ typedef struct jit_backend_opts {
      * extents passed at run time), rather than code specialized to these extents: what a
      * function's later signatures ask (jit/tracing.c: automatic dynamic shapes) */
     bool shape_generic;
+    /* a signature's first native code: the backend may trade a little run time in small
+     * kernels for a faster compile (the CPU backend does not unroll loops: compiles take about
+     * half as long); a hot signature whose program says so (rt_program.recompile_pays) is
+     * compiled again without it (jit/tracing.c). TJ_QUICK_COMPILE=0: never */
+    bool quick;
 } jit_backend_opts;
 
 typedef struct jit_backend {

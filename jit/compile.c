@@ -102,10 +102,16 @@ tj_status jit_fn_backend(const tj_function *f, const jit_backend **out) {
 
 rt_program *jit_backend_program(const ir_graph *g, const char *fn_name, const jit_backend *b,
                                 bool shape_generic) {
+    return jit_backend_program_opts(g, fn_name, b, shape_generic, rt_config_get()->quick_compile);
+}
+
+rt_program *jit_backend_program_opts(const ir_graph *g, const char *fn_name, const jit_backend *b,
+                                     bool shape_generic, bool quick) {
     const rt_config *cfg = rt_config_get();
     double t0 = now_ms();
     double c0 = RT_PROFILING() ? rt_profile_now() : 0;
-    jit_backend_opts o = {.exact_math = cfg->exact_math != 0, .shape_generic = shape_generic};
+    jit_backend_opts o = {
+        .exact_math = cfg->exact_math != 0, .shape_generic = shape_generic, .quick = quick};
     rt_program *p = b->compile(g, &o);
     if (!p && b != jit_backend_interpreter()) {
         /* declined (unknown dims, subgraphs) or failed: the interpreter runs this signature */
@@ -127,7 +133,8 @@ rt_program *jit_backend_program_cached(const ir_graph *g, const char *fn_name, c
                                        bool shape_generic) {
     jit_backend_opts o = {.exact_math = rt_config_get()->exact_math != 0,
                           .cached_only = true,
-                          .shape_generic = shape_generic};
+                          .shape_generic = shape_generic,
+                          .quick = rt_config_get()->quick_compile};
     double t0 = now_ms();
     rt_program *p = b == jit_backend_interpreter() ? NULL : b->compile(g, &o);
     if (!p) {

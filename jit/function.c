@@ -13,6 +13,7 @@
  * tj_function_get_concrete are pinned: evicted, they live until the function is freed. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "jit/jit.h"
 #include "api/grad.h"
@@ -333,6 +334,12 @@ static tj_concrete *lookup(tj_function *f, uint64_t h, tj_tensor *const *args, i
 }
 
 /* ---- running a concrete function ------------------------------------------------------------- */
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
 /* The run core of tj_call, tj_concrete_call, module calls and tj_call_into: c's program under
  * its variables' locks, outputs into outs (NULL entries: new references; else the caller's
  * tensors), the tier released after the second call: a signature called once (one of a sweep of
@@ -349,11 +356,17 @@ static tj_status run_program(tj_concrete *c, tj_tensor *const *args, tj_tensor *
         atomic_load_explicit(&c->compiling, memory_order_relaxed) &&
         atomic_fetch_add(&c->tier_runs, 1) >= 1)
         jit_tier_go(c, 1);
-    if (c->shape_generic && !atomic_load_explicit(&c->respec, memory_order_relaxed) &&
-        jit_concrete_program(c)->specialize_pays &&
-        atomic_fetch_add_explicit(&c->hot_calls, 1, memory_order_relaxed) + 1 ==
-            JIT_RESPECIALIZE_CALLS)
-        jit_respecialize(c);
+    if (!atomic_load_explicit(&c->respec, memory_order_relaxed) &&
+        jit_concrete_program(c)->recompile_pays) {
+        int n = atomic_fetch_add_explicit(&c->hot_calls, 1, memory_order_relaxed) + 1;
+        if (n == 1)
+            atomic_store_explicit(&c->hot_t0, now_ms(), memory_order_relaxed);
+        else if (n == JIT_RESPECIALIZE_CALLS &&
+                 now_ms() - atomic_load_explicit(&c->hot_t0, memory_order_relaxed) < JIT_HOT_MS)
+            jit_respecialize(c);
+        else if (n == JIT_RESPECIALIZE_CALLS) /* long calls: counted again from the next */
+            atomic_store_explicit(&c->hot_calls, 0, memory_order_relaxed);
+    }
     if (st && strncmp(ir_last_error(), "check_numerics:", 15) == 0) {
         char sig[512] = "", a[160], msg[1024]; /* the signature as tj_function_signatures has it */
         for (uint32_t i = 0; i < c->nargs; i++) {

@@ -56,6 +56,7 @@ struct tj_concrete {
      * 2 no thread could be made */
     _Atomic(rt_program *) tier2;
     atomic_int hot_calls;
+    _Atomic double hot_t0; /* when its first counted call ended (ms, monotonic) */
     atomic_int respec;
     pthread_t respec_thread;
     atomic_int compiling; /* 1 while a compile is pending or `compiler` not joined */
@@ -187,6 +188,10 @@ ir_graph *jit_optimize_graph(const ir_graph *traced, const char *fn_name, uint64
                              const jit_backend *b);
 rt_program *jit_backend_program(const ir_graph *g, const char *fn_name, const jit_backend *b,
                                 bool shape_generic);
+/* The same with quick (jit_backend_opts) chosen: jit_backend_program's is the configuration's
+ * (TJ_QUICK_COMPILE); a hot signature's recompile asks quick = false. */
+rt_program *jit_backend_program_opts(const ir_graph *g, const char *fn_name, const jit_backend *b,
+                                     bool shape_generic, bool quick);
 /* b's program for g from code already compiled (b's code cache, in this process or on disk; a
  * program that needs no generated code), or NULL with no error: it would have to generate code
  * (the interpreter: always NULL). */
@@ -222,9 +227,12 @@ static inline rt_program *jit_concrete_program(const tj_concrete *c) {
         t = atomic_load_explicit(&((tj_concrete *)c)->tier1, memory_order_acquire);
     return t ? t : c->prog;
 }
-/* Calls of a shape-generic signature after which, when its program says specialized code pays
- * (rt_program.specialize_pays), that code is compiled in the background and takes over. */
-enum { JIT_RESPECIALIZE_CALLS = 1000 };
+/* A hot signature: JIT_RESPECIALIZE_CALLS calls within JIT_HOT_MS milliseconds (short calls,
+ * where a microsecond counts). When its program says the backend's best code would run faster
+ * (rt_program.recompile_pays: shape-generic code with small kernels unchained, or quick code
+ * with small kernels), that code (specialized, not quick) is compiled in the background and
+ * takes over as tier2. A program whose calls take milliseconds is never compiled again. */
+enum { JIT_RESPECIALIZE_CALLS = 1000, JIT_HOT_MS = 1000 };
 void jit_respecialize(tj_concrete *c);
 /* Joins c's re-specialization and frees its program (jit_concrete_free). */
 void jit_respecialize_free(tj_concrete *c);

@@ -226,10 +226,10 @@ static void tier_register_exit(void) {
  * again) or a failure is logged with the error. Then the compile counts as finished
  * (tier_running), after its log lines, so a caller of jit_tier_wait_all sees them. On the
  * compile's own thread. */
-static void compile_into(tj_concrete *c, bool generic, _Atomic(rt_program *) *slot,
+static void compile_into(tj_concrete *c, bool generic, bool quick, _Atomic(rt_program *) *slot,
                          const char *published) {
     rt_compile_one_thread = 1;
-    rt_program *p = jit_backend_program(c->graph, c->name, c->backend, generic);
+    rt_program *p = jit_backend_program_opts(c->graph, c->name, c->backend, generic, quick);
     if (p && strcmp(p->vt->name, jit_backend_interpreter()->name) != 0) {
         p->g = c->graph;
         atomic_store_explicit(slot, p, memory_order_release);
@@ -249,7 +249,8 @@ static void compile_into(tj_concrete *c, bool generic, _Atomic(rt_program *) *sl
 
 static void *tier_up(void *arg) {
     tj_concrete *c = arg; /* freed only after this thread is joined */
-    compile_into(c, c->shape_generic, &c->tier1, "native code in place");
+    compile_into(c, c->shape_generic, rt_config_get()->quick_compile, &c->tier1,
+                 "native code in place");
     return NULL;
 }
 
@@ -277,12 +278,13 @@ void jit_tier_go(tj_concrete *c, int how) {
     pthread_mutex_unlock(&tier_mu);
 }
 
-/* A hot shape-generic signature: the same graph compiled specialized to its shapes (chains of
- * its small kernels), published as tier2; the shape-generic program stays alive beside it until
- * c is freed, as the tiers do. */
+/* A hot signature: the same graph compiled as the backend's best code (specialized to its shapes,
+ * chains of its small kernels; not quick: loops unrolled), published as tier2; the program before
+ * stays alive beside it until c is freed, as the tiers do. */
 static void *respec_up(void *arg) {
     tj_concrete *c = arg; /* freed only after this thread is joined */
-    compile_into(c, false, &c->tier2, "re-specialized to its shapes (a hot signature)");
+    compile_into(c, false, false, &c->tier2,
+                 "compiled again, specialized and unrolled (a hot signature)");
     return NULL;
 }
 

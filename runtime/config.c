@@ -69,6 +69,8 @@ static void cfg_init(void) {
     cfg.no_direct_conv = dc && strcmp(dc, "0") == 0;
     const char *ct = getenv("TJ_COMPILE_THREADS");
     cfg.compile_threads = ct && strtol(ct, NULL, 10) == 1 ? 1 : 2;
+    const char *qc = getenv("TJ_QUICK_COMPILE");
+    cfg.quick_compile = !(qc && strcmp(qc, "0") == 0); /* on unless TJ_QUICK_COMPILE=0 */
     const char *isa = getenv("TJ_ISA");
     cfg.isa_cap = isa && *isa ? rt_isa_parse(isa) : -1;
     if (isa && *isa && cfg.isa_cap < 0)

@@ -22,7 +22,7 @@
 
 #include "runtime/runtime.h"
 
-enum { RT_IMAGE_VERSION = 8, RT_IMAGE_MAX_DEPTH = 16 };
+enum { RT_IMAGE_VERSION = 9, RT_IMAGE_MAX_DEPTH = 16 };
 
 /* ---- bytes ----------------------------------------------------------------------------------- */
 typedef struct rt_wbuf {

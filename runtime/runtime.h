@@ -248,9 +248,10 @@ uint64_t rt_raw_loop_count(void);
 struct rt_program {
     const rt_program_vt *vt;
     const ir_graph *g; /* borrowed: owned by the concrete function */
-    /* shape-generic code that code specialized to these shapes would run faster (its small
-     * kernels were left unchained): a hot signature compiles that too (jit/tracing.c) */
-    bool specialize_pays;
+    /* code that the backend's best code for these shapes would run faster: shape-generic code
+     * whose small kernels were left unchained, or quick code (jit_backend_opts.quick) with small
+     * kernels; a hot signature compiles that too (jit/tracing.c) */
+    bool recompile_pays;
 };
 
 /* The interpreter: runs the graph node by node with the reference kernels. Const payloads are
@@ -374,6 +375,8 @@ typedef struct rt_config {
     int no_direct_conv;  /* TJ_DIRECT_CONV=0: f32 convolutions always use im2col + OpenBLAS */
     int decompose;       /* TJ_DECOMPOSE=1: every backend gets composite ops as primitives */
     int compile_threads; /* TJ_COMPILE_THREADS: 1 compiles each module on one thread (default 2) */
+    bool quick_compile;  /* a signature's first native code compiled quick (jit_backend_opts.quick);
+                            TJ_QUICK_COMPILE=0 turns it off */
     int isa_cap;         /* TJ_ISA: the highest RT_ISA_* the kernels may use; -1 when unset */
 } rt_config;
 enum {

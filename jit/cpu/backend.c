@@ -10,7 +10,8 @@ static rt_program *compile(const ir_graph *g, const jit_backend_opts *o) {
     jit_cpu_opts co = {.exact_math = o && o->exact_math,
                        .no_contract = o && o->exact_math,
                        .cached_only = o && o->cached_only,
-                       .shape_generic = o && o->shape_generic};
+                       .shape_generic = o && o->shape_generic,
+                       .quick = o && o->quick};
     return jit_cpu_compile_opts(g, &co);
 }
 

@@ -27,6 +27,8 @@ typedef struct jit_cpu_opts {
     /* elementwise kernels that broadcast take their extents at run time (rt_step.geom): one
      * compiled kernel serves every shape of its broadcasting pattern */
     bool shape_generic;
+    /* the loops of small kernels not unrolled (jit_backend_opts.quick; llvm/generate.c) */
+    bool quick;
 } jit_cpu_opts;
 
 /* Whether o (may be NULL) or the environment (TJ_EXACT_MATH=1) asks for exact math. Part of the

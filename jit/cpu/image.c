@@ -9,7 +9,7 @@
  * and count, then decides the plan again for the graph (plan_decide.c) and refuses an image whose
  * plan differs, and last checks the runtime's plan as any image's steps are checked
  * (rt_plan_check), before anything runs: plan section = str key | i64 par_min |
- * u8 exact, no_contract, shape_generic | groups | steps. */
+ * u8 exact, no_contract, shape_generic, quick | groups | steps. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +27,7 @@ static tj_status write_plan(rt_wbuf *w, const rt_program *p) {
     rt_put_u8(w, cp->opts.exact_math);
     rt_put_u8(w, cp->opts.no_contract);
     rt_put_u8(w, cp->opts.shape_generic);
+    rt_put_u8(w, cp->opts.quick);
     rt_put_u32(w, cp->part->n_groups);
     for (uint32_t i = 0; i < cp->part->n_groups; i++) {
         const pass_group *gr = &cp->part->groups[i];
@@ -309,6 +310,7 @@ static rt_program *read_image(const ir_graph *g, rt_image_in *in) {
     o.exact_math = rt_get_u8(r) != 0;
     o.no_contract = rt_get_u8(r) != 0;
     o.shape_generic = rt_get_u8(r) != 0;
+    o.quick = rt_get_u8(r) != 0;
     if (r->bad || o.par_min <= 0) {
         ir_errorf(TJ_ERR_CORRUPT, "cpu image: its options are damaged");
         return NULL;

@@ -321,8 +321,11 @@ static bool emits(const step *sp) {
 /* Whether a generated step is small enough to run inside a chain: it would not be split across
  * threads, and each output fits a stack slot. */
 static bool chainable(const cpu_prog *cp, const step *sp) {
-    if (sp->kind != STEP_GEN || sp->sub == SUB_CHAIN ||
-        sp->plan.n_units * sp->plan.unit_len >= cp->rp.par_min)
+    return sp->kind == STEP_GEN && sp->sub != SUB_CHAIN && jit_cpu_step_small(cp, sp);
+}
+
+bool jit_cpu_step_small(const cpu_prog *cp, const step *sp) {
+    if (sp->plan.n_units * sp->plan.unit_len >= cp->rp.par_min)
         return false;
     for (uint32_t k = 0; k < sp->n_out; k++) {
         const ir_node *n = ir_node_get(cp->rp.base.g, sp->out[k]);
@@ -766,10 +769,14 @@ tj_status jit_cpu_plan_decide(cpu_prog *cp, const jit_cpu_opts *o) {
     if (!st && !o->shape_generic) {
         st = decide_chains(cp, is_out);
     } else if (!st) { /* a chain has its members' extents in its code: none, but say it pays */
-        for (uint32_t s = 1; s < cp->n_steps && !cp->rp.base.specialize_pays; s++)
-            cp->rp.base.specialize_pays =
+        for (uint32_t s = 1; s < cp->n_steps && !cp->rp.base.recompile_pays; s++)
+            cp->rp.base.recompile_pays =
                 chainable(cp, &cp->steps[s - 1]) && chainable(cp, &cp->steps[s]);
     }
+    /* quick code: a small generated kernel is where unrolled loops run faster */
+    for (uint32_t s = 0; !st && o->quick && s < cp->n_steps && !cp->rp.base.recompile_pays; s++)
+        cp->rp.base.recompile_pays =
+            cp->steps[s].kind == STEP_GEN && jit_cpu_step_small(cp, &cp->steps[s]);
     if (!st) {
         decide_generic(cp, o);
         st = decide_aliases(cp);
@@ -784,8 +791,8 @@ void jit_cpu_plan_key(const cpu_prog *cp, const jit_cpu_opts *o, const char *bas
     for (uint32_t s = 0; s < cp->n_steps; s++)
         n_blas += cp->steps[s].kind == STEP_BLAS;
     /* rt_isa decides which convolutions become conv steps (merge_convs) */
-    snprintf(key, n, "%s;plan=6;blas=%d;exact=%d;par=%lld;isa=%s", base, n_blas > 0, o->exact_math,
-             (long long)cp->rp.par_min, rt_isa_name(rt_isa()));
+    snprintf(key, n, "%s;plan=6;blas=%d;exact=%d;par=%lld;isa=%s;unroll=%d", base, n_blas > 0,
+             o->exact_math, (long long)cp->rp.par_min, rt_isa_name(rt_isa()), !o->quick);
 }
 
 /* A kernel's symbol: "tj_" and 32 hex digits hashing what the code depends on, the options of

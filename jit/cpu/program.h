@@ -73,6 +73,9 @@ typedef struct cpu_prog {
  * can run as one STEP_CONV. */
 bool jit_cpu_conv_fusable(const ir_graph *g, uint32_t id, const pass_group *epi, uint32_t pool_id);
 
+/* Whether step sp is small: its work is not split across threads and each output is at most
+ * 64 KiB (what a chain may hold; plan_decide.c). */
+bool jit_cpu_step_small(const cpu_prog *cp, const step *sp);
 /* The nodes step sp computes, into out (room for the graph's node count); returns how many. */
 uint32_t jit_cpu_step_nodes(const cpu_prog *cp, const step *sp, uint32_t *out);
 /* The symbols to look up: the steps with a kernel of their own (not an alias), into names;

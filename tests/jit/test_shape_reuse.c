@@ -19,7 +19,7 @@ static int n_shared, n_built, n_traces, n_respec;
 
 static void log_sink(const char *topic, const char *msg, void *user) {
     (void)topic, (void)user;
-    if (strstr(msg, "re-specialized to its shapes"))
+    if (strstr(msg, "compiled again, specialized and unrolled"))
         n_respec++;
     if (strstr(msg, "shared with a loaded program"))
         n_shared++;

@@ -66,6 +66,8 @@ LLVMBasicBlockRef jit_cpu_loop_end(jit_cpu_em *e, LLVMValueRef fn, jit_cpu_loop 
 /* Marks the closed loop l not to be unrolled (llvm.loop.unroll.disable), so a short inner loop
  * of constant trip count stays a loop the vectorizer widens. */
 void jit_cpu_loop_no_unroll(jit_cpu_em *e, const jit_cpu_loop *l);
+/* The same for the loop whose back branch is latch_br. */
+void jit_cpu_branch_no_unroll(LLVMContextRef c, LLVMValueRef latch_br);
 /* A one-element CONST node of a numeric or bool dtype as an immediate; NULL for anything else. */
 LLVMValueRef jit_cpu_const_scalar(jit_cpu_em *e, const ir_graph *g, const ir_node *n);
 /* Register type of a dtype (bool is i1; in memory it is i8). */

@@ -118,13 +118,17 @@ LLVMBasicBlockRef jit_cpu_loop_end(jit_cpu_em *e, LLVMValueRef fn, jit_cpu_loop 
 }
 
 void jit_cpu_loop_no_unroll(jit_cpu_em *e, const jit_cpu_loop *l) {
+    jit_cpu_branch_no_unroll(e->c, l->latch_br);
+}
+
+void jit_cpu_branch_no_unroll(LLVMContextRef c, LLVMValueRef latch_br) {
     /* !llvm.loop !0, !0 = distinct !{!0, !1}, !1 = !{!"llvm.loop.unroll.disable"} */
-    LLVMMetadataRef opt = LLVMMDStringInContext2(e->c, "llvm.loop.unroll.disable", 24);
-    LLVMMetadataRef prop = LLVMMDNodeInContext2(e->c, &opt, 1);
-    LLVMMetadataRef tmp = LLVMTemporaryMDNode(e->c, NULL, 0);
+    LLVMMetadataRef opt = LLVMMDStringInContext2(c, "llvm.loop.unroll.disable", 24);
+    LLVMMetadataRef prop = LLVMMDNodeInContext2(c, &opt, 1);
+    LLVMMetadataRef tmp = LLVMTemporaryMDNode(c, NULL, 0);
     LLVMMetadataRef ops[2] = {tmp, prop};
-    LLVMMetadataRef self = LLVMMDNodeInContext2(e->c, ops, 2);
+    LLVMMetadataRef self = LLVMMDNodeInContext2(c, ops, 2);
     LLVMMetadataReplaceAllUsesWith(tmp, self);
-    LLVMSetMetadata(l->latch_br, LLVMGetMDKindIDInContext(e->c, "llvm.loop", 9),
-                    LLVMMetadataAsValue(e->c, self));
+    LLVMSetMetadata(latch_br, LLVMGetMDKindIDInContext(c, "llvm.loop", 9),
+                    LLVMMetadataAsValue(c, self));
 }

@@ -11,7 +11,51 @@
 #include "jit/cpu/llvm/codegen.h"
 #include "jit/cpu/program.h"
 
+/* Marks every loop of the functions after `last` in m (to the module's end) not to be unrolled:
+ * each conditional branch back to its own block or an earlier one (the code generators lay a
+ * loop's head out before its body) gets llvm.loop.unroll.disable. */
+static void no_unroll_after(LLVMModuleRef m, LLVMValueRef last) {
+    LLVMContextRef c = LLVMGetModuleContext(m);
+    unsigned kind = LLVMGetMDKindIDInContext(c, "llvm.loop", 9);
+    for (LLVMValueRef f = last ? LLVMGetNextFunction(last) : LLVMGetFirstFunction(m); f;
+         f = LLVMGetNextFunction(f)) {
+        uint32_t nb = LLVMCountBasicBlocks(f);
+        LLVMBasicBlockRef *bbs = nb ? calloc(nb, sizeof *bbs) : NULL;
+        if (!bbs)
+            continue; /* none, or no memory: an optimisation of the compile only */
+        LLVMGetBasicBlocks(f, bbs);
+        for (uint32_t k = 0; k < nb; k++) {
+            LLVMValueRef br = LLVMGetBasicBlockTerminator(bbs[k]);
+            if (!br || LLVMGetInstructionOpcode(br) != LLVMBr || !LLVMIsConditional(br) ||
+                LLVMGetMetadata(br, kind))
+                continue;
+            bool back = false;
+            for (unsigned s = 0; s < LLVMGetNumSuccessors(br) && !back; s++)
+                for (uint32_t j = 0; j <= k && !back; j++)
+                    back = bbs[j] == LLVMGetSuccessor(br, s);
+            if (back)
+                jit_cpu_branch_no_unroll(c, br);
+        }
+        free(bbs);
+    }
+}
+
+static tj_status emit_kernel(LLVMModuleRef m, cpu_prog *cp, step *sp, const jit_cpu_opts *o);
+
+/* Emits step sp's kernel. Quick code (jit_cpu_opts.quick) leaves the loops of a small kernel as
+ * loops: unrolled, their short constant trip counts made most of a module's code and about half
+ * its compile time; a hot signature's recompile unrolls them (bench/RESULTS.md). A large
+ * kernel's loops are unrolled as O3 decides: not unrolled, a broadcasting loop over rows of 1024
+ * ran 1.35x slower, for little compile time. */
 static tj_status emit_step(LLVMModuleRef m, cpu_prog *cp, step *sp, const jit_cpu_opts *o) {
+    LLVMValueRef last = LLVMGetLastFunction(m);
+    tj_status st = emit_kernel(m, cp, sp, o);
+    if (!st && o->quick && jit_cpu_step_small(cp, sp))
+        no_unroll_after(m, last);
+    return st;
+}
+
+static tj_status emit_kernel(LLVMModuleRef m, cpu_prog *cp, step *sp, const jit_cpu_opts *o) {
     const ir_graph *g = cp->rp.base.g;
     bool contract = !o->no_contract;
     if (sp->kind == STEP_CF)
@@ -109,7 +153,8 @@ static tj_status generate(cpu_prog *cp, const jit_cpu_opts *o, const char **name
             fresh[n_fresh++] = cp->steps[s].name;
     jit_cpu_code *code = NULL;
     if (!st && n_fresh) {
-        code = jit_cpu_code_compile(m, ctx, fresh, n_fresh, fresh_addrs); /* disposes m, ctx */
+        /* disposes m and ctx */
+        code = jit_cpu_code_compile(m, ctx, fresh, n_fresh, fresh_addrs);
         if (!code)
             st = ir_last_code() ? ir_last_code() : TJ_ERR_RUNTIME;
     } else {
