@@ -122,6 +122,67 @@ static void threads(const tj_spec *sig) {
     tj_function_free(f);
 }
 
+/* a reshape to an unknown row count of 4 columns; a gather of fixed indices */
+static tj_tensor *rows_of_4(tj_tensor *x) {
+    return tj_reshape(tj_mul(x, x), 2, (const int64_t[]){-1, 4});
+}
+static tj_tensor *pick(tj_tensor *x, tj_tensor *idx) {
+    return tj_gather(tj_add(x, x), idx, 0);
+}
+
+/* The checks a compile made for the traced shapes, made again at each shape called: a reshape
+ * that no longer divides and a gather index past the new extent are errors naming the op and
+ * the shapes, after the same signature ran at shapes where they held (on an instance's native
+ * code, or the interpreter under TJ_BACKEND=interp). */
+static void shape_errors_later(void) {
+    float zeros[64] = {0};
+    tj_spec s1 = {.dtype = TJ_F32, .rank = 2, .dims = {-1, 6}};
+    tj_function *f =
+        tj_function_new("rows_of_4", (void *)rows_of_4, 1,
+                        &(tj_function_options){.n_input_signature = 1, .input_signature = &s1});
+    const int64_t rows[3] = {2, 4, 3}; /* 12 and 24 elements divide by 4; 18 does not */
+    for (int k = 0; k < 3; k++) {
+        tj_tensor *x = tj_tensor_from_data(TJ_F32, 2, (const int64_t[]){rows[k], 6}, zeros);
+        tj_tensor *r = tj_call(f, 1, &x);
+        if (k < 2) {
+            CHECK_MSG(tj_status_of(r) == TJ_OK, "%s", tj_error_message(r));
+        } else {
+            CHECK_EQ_INT(tj_status_of(r), TJ_ERR_SHAPE);
+            CHECK_MSG(strstr(tj_error_message(r), "reshape") &&
+                          strstr(tj_error_message(r), "[3,6]") && strstr(tj_error_message(r), "4]"),
+                      "%s", tj_error_message(r));
+        }
+        tj_release(r);
+        tj_release(x);
+    }
+    tj_spec s2[2] = {{.dtype = TJ_F32, .rank = 1, .dims = {-1}},
+                     {.dtype = TJ_I32, .rank = 1, .dims = {3}}};
+    tj_function *g =
+        tj_function_new("pick", (void *)pick, 2,
+                        &(tj_function_options){.n_input_signature = 2, .input_signature = s2});
+    const int32_t at[3] = {0, 5, 9};
+    tj_tensor *idx = tj_tensor_from_data(TJ_I32, 1, (const int64_t[]){3}, at);
+    const int64_t len[3] = {10, 12, 6}; /* index 9 is past the end of 6 */
+    for (int k = 0; k < 3; k++) {
+        tj_tensor *x = tj_tensor_from_data(TJ_F32, 1, &len[k], zeros);
+        tj_tensor *r = tj_call(g, 2, (tj_tensor *[]){x, idx});
+        if (k < 2) {
+            CHECK_MSG(tj_status_of(r) == TJ_OK, "%s", tj_error_message(r));
+        } else {
+            CHECK(tj_status_of(r) != TJ_OK);
+            CHECK_MSG(strstr(tj_error_message(r), "gather") &&
+                          strstr(tj_error_message(r), "index 9") &&
+                          strstr(tj_error_message(r), "[6]"),
+                      "%s", tj_error_message(r));
+        }
+        tj_release(r);
+        tj_release(x);
+    }
+    tj_release(idx);
+    tj_function_free(g);
+    tj_function_free(f);
+}
+
 int main(void) {
     check_untiered(); /* native at an instance's first call; the tiered case below */
     char dir[] = "/tmp/tj-unknown-XXXXXX"; /* compiles counted from an empty code cache */
@@ -189,6 +250,7 @@ int main(void) {
         CHECK_EQ_INT(n_shared - shared, 1);
     use_sub = 0;
     threads(sig);
+    shape_errors_later();
     tj_function_free(h);
     tj_function_free(g);
     tj_function_free(f);
