@@ -68,7 +68,8 @@ static void cfg_init(void) {
     const char *dc = getenv("TJ_DIRECT_CONV");
     cfg.no_direct_conv = dc && strcmp(dc, "0") == 0;
     const char *ct = getenv("TJ_COMPILE_THREADS");
-    cfg.compile_threads = ct && strtol(ct, NULL, 10) == 1 ? 1 : 2;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN), nct = ct && *ct ? strtol(ct, NULL, 10) : ncpu;
+    cfg.compile_threads = (int)(nct < 1 ? 1 : nct > 8 ? 8 : nct); /* JIT_CPU_MAX_PARTS */
     const char *qc = getenv("TJ_QUICK_COMPILE");
     cfg.quick_compile = !(qc && strcmp(qc, "0") == 0); /* on unless TJ_QUICK_COMPILE=0 */
     const char *isa = getenv("TJ_ISA");

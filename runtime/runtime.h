@@ -374,7 +374,8 @@ typedef struct rt_config {
     int exact_math;      /* TJ_EXACT_MATH=1: compiled transcendentals call libm (bit-exact) */
     int no_direct_conv;  /* TJ_DIRECT_CONV=0: f32 convolutions always use im2col + OpenBLAS */
     int decompose;       /* TJ_DECOMPOSE=1: every backend gets composite ops as primitives */
-    int compile_threads; /* TJ_COMPILE_THREADS: 1 compiles each module on one thread (default 2) */
+    int compile_threads; /* TJ_COMPILE_THREADS: how many parts a large module compiles in at once,
+                            a thread each (1 to JIT_CPU_MAX_PARTS; default the cores, at most 8) */
     bool quick_compile;  /* a signature's first native code compiled quick (jit_backend_opts.quick);
                             TJ_QUICK_COMPILE=0 turns it off */
     int isa_cap;         /* TJ_ISA: the highest RT_ISA_* the kernels may use; -1 when unset */

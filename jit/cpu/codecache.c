@@ -275,8 +275,9 @@ jit_cpu_shared *jit_cpu_shared_begin(const char *const *syms, uint32_t n, void *
     for (uint32_t i = 0; d && i < n; i++) {
         kobj *in = NULL;
         void *a = kernel_find(syms[i], &in);
-        /* room is kept for the new object's parts (two halves) in the container */
-        if (a && (holds(d, in) || d->n_parts + in->n_parts + 2 <= RT_OBJ_MAX_PARTS)) {
+        /* room is kept in the container for the new object's parts */
+        if (a &&
+            (holds(d, in) || d->n_parts + in->n_parts + JIT_CPU_MAX_PARTS <= RT_OBJ_MAX_PARTS)) {
             hold(d, in);
             addrs[i] = a;
             found[i] = 1;

@@ -149,14 +149,17 @@ tj_status jit_cpu_plan(cpu_prog *cp, const jit_cpu_opts *o) {
                "cpu: %u kernels %s in %.2f ms (no compile; +%u the same as one of them; %u "
                "shape-generic)",
                nk, how[from], stats.build_ms, n_alias, n_generic);
-    else if (nk)
+    else if (nk) {
+        char parts[48] = "";
+        if (stats.parts >= 2)
+            snprintf(parts, sizeof parts, " in %d parts on %d threads", stats.parts, stats.parts);
         rt_log(RT_LOG_COMPILE,
                "cpu: %u kernels, build %.2f ms, O3 %.2f ms, emit %.2f ms, link %.2f ms, %zu-byte "
                "object%s (+%u the same as one of them; %u shape-generic; %u of the %u found in "
                "code loaded for other programs, not compiled)",
                nk - n_found, stats.build_ms, stats.opt_ms, stats.emit_ms, stats.link_ms,
-               stats.obj_bytes, stats.halves == 2 ? " in two halves on two threads" : "", n_alias,
-               n_generic, n_found, nk);
+               stats.obj_bytes, parts, n_alias, n_generic, n_found, nk);
+    }
     return TJ_OK;
 }
 

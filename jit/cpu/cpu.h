@@ -63,10 +63,13 @@ const char *jit_cpu_unavailable(void);
 const char *jit_cpu_target_id(void);
 
 /* Timings of the last compile on this thread, in milliseconds. */
+/* The most parts one module is compiled in at once, a thread each (TJ_COMPILE_THREADS). */
+enum { JIT_CPU_MAX_PARTS = 8 };
 typedef struct jit_cpu_stats {
     double build_ms, opt_ms, emit_ms, link_ms; /* IR build, O3 passes, object emit, load */
     size_t obj_bytes;
-    int halves; /* 2: compiled as two halves on two threads (O3 and emit are the longer half's) */
+    int parts; /* >= 2: compiled as that many parts on as many threads (O3 and emit are the
+                  longest part's) */
     uint32_t n_kernels;
     int from_cache;    /* 0: compiled; 1: shared with a loaded program; 2: loaded from disk */
     uint32_t n_reused; /* compiled: of its n_kernels, how many were found in loaded code */

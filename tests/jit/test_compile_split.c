@@ -1,7 +1,7 @@
-/* A module compiled as two halves on two threads (jit/cpu/llvm/llvm.c): the kernels of both halves
- * are found and give the eager results; the two objects go to the disk cache as one container and
- * come back from it; a malformed container is refused with an error, never linked. Run again with
- * TJ_COMPILE_THREADS=1 (one thread, one object). */
+/* A module compiled in parts on threads (jit/cpu/llvm/llvm.c): the kernels of every part are
+ * found and give the eager results; the objects go to the disk cache as one container and come
+ * back from it; a malformed container is refused with an error, never linked. Run again with
+ * TJ_COMPILE_THREADS=1 (one thread, one object) and 4 (four parts, on any machine). */
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,12 +30,12 @@ static tj_tensor *rand2(int64_t r, int64_t c, uint64_t seed) {
 
 /* Compiles `many` on a fresh function; copies its result into out[n]; returns how its kernels
  * were obtained (jit_cpu_stats.from_cache) or -1. */
-static int run(tj_tensor *x, tj_tensor *w, float *out, int64_t n, int *halves) {
+static int run(tj_tensor *x, tj_tensor *w, float *out, int64_t n, int *parts) {
     tj_function *f = tj_function_new("many", (void *)many, 2, NULL);
     tj_tensor *args[2] = {x, w};
     tj_tensor *y = tj_call(f, 2, args);
     jit_cpu_stats st = jit_cpu_last_stats();
-    *halves = st.halves;
+    *parts = st.parts;
     int ok = tj_status_of(y) == TJ_OK && tj_tensor_numel(y) == n;
     CHECK_MSG(ok, "%s", tj_error_message(y));
     tj_tensor *e = tj_call_eager(f, 2, args);
@@ -86,15 +86,19 @@ int main(void) {
         rmdir(dir);
         return 77;
     }
+    /* threads as the configuration reads them: TJ_COMPILE_THREADS, else the cores (at most 8) */
     const char *ct = getenv("TJ_COMPILE_THREADS");
-    int want = ct && atoi(ct) == 1 ? 1 : 2;
+    long threads = ct && *ct ? atol(ct) : sysconf(_SC_NPROCESSORS_ONLN);
+    threads = threads < 1 ? 1 : threads > 8 ? 8 : threads;
     tj_tensor *x = rand2(37, 48, 1), *w = rand2(48, 40, 2);
     float a[64], b[64];
-    int halves = 0;
-    CHECK_EQ_INT(run(x, w, a, 40, &halves), 0); /* compiled */
-    CHECK_EQ_INT(halves, want);
+    int parts = 0;
+    CHECK_EQ_INT(run(x, w, a, 40, &parts), 0); /* compiled */
+    /* its kernels make at least four parts' worth of code */
+    CHECK_MSG(parts == (threads < 4 ? threads : 4) || (threads > 4 && parts >= 4),
+              "%d parts on %ld threads", parts, threads);
     /* the first function is freed, so its code left the process: the disk cache has it */
-    CHECK_EQ_INT(run(x, w, b, 40, &halves), 2);
+    CHECK_EQ_INT(run(x, w, b, 40, &parts), 2);
     CHECK(memcmp(a, b, sizeof(float) * 40) == 0);
     bad_containers();
     tj_release(x);

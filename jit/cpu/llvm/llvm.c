@@ -3,10 +3,11 @@
  * vectorizer sees no vector registers and nothing vectorizes), `default<O3>` through
  * LLVMRunPasses, object emission into memory and linking of that object into the JIT under its
  * own resource tracker. The object bytes are kept: they are what the disk cache will store.
- * A large module is compiled in two halves at once: its bitcode is read into a second context,
- * each copy keeps the entry points of its half (the other half's are deleted, or made internal
- * where something calls them), and each half runs O3 and emission on its own TargetMachine and
- * thread; the two objects are kept as one blob ("TJO2" | u32 n | n x u64 size | the objects).
+ * A large module is compiled in parts at once, one a thread (TJ_COMPILE_THREADS, default the
+ * cores, at most JIT_CPU_MAX_PARTS): its bitcode is read into a context per further part, each
+ * copy keeps the entry points of its part (the others' are deleted, or made internal where
+ * something calls them), and each part runs O3 and emission on its own TargetMachine and thread;
+ * the objects are kept as one blob ("TJO2" | u32 n | n x u64 size | the objects).
  * Objects are linked by tracejit's own loader (runtime/objload.c), not by ORC: the same code
  * then loads them from the disk cache or a saved module in a build without LLVM. LLVM C API
  * only. */
@@ -30,22 +31,32 @@ static struct {
     pthread_once_t id_once, once;
     tj_status id_status, status;
     char msg[512];
-    LLVMTargetMachineRef tm[2]; /* one per half of a split compile, each under its mutex */
+    /* one per part of a split compile, each under its mutex; made on first use past the first */
+    LLVMTargetMachineRef tm[JIT_CPU_MAX_PARTS];
+    pthread_mutex_t tm_mu; /* making them */
     char *triple, *cpu, *features, *layout;
     char target_id[1024];
-    pthread_mutex_t compile_mu[2];
-} L = {PTHREAD_ONCE_INIT,
-       PTHREAD_ONCE_INIT,
-       TJ_OK,
-       TJ_OK,
-       "",
-       {NULL, NULL},
-       NULL,
-       NULL,
-       NULL,
-       NULL,
-       "",
-       {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER}};
+    pthread_mutex_t compile_mu[JIT_CPU_MAX_PARTS];
+} L = {.id_once = PTHREAD_ONCE_INIT, .once = PTHREAD_ONCE_INIT, .tm_mu = PTHREAD_MUTEX_INITIALIZER};
+
+static pthread_once_t mu_once = PTHREAD_ONCE_INIT;
+static void mu_init(void) {
+    for (int i = 0; i < JIT_CPU_MAX_PARTS; i++)
+        pthread_mutex_init(&L.compile_mu[i], NULL);
+}
+
+static LLVMTargetRef id_target;
+/* Target machine i, made on first use (NULL: LLVM could not). */
+static LLVMTargetMachineRef target_machine(int i) {
+    pthread_mutex_lock(&L.tm_mu);
+    if (!L.tm[i])
+        L.tm[i] =
+            LLVMCreateTargetMachine(id_target, L.triple, L.cpu, L.features,
+                                    LLVMCodeGenLevelAggressive, LLVMRelocPIC, LLVMCodeModelSmall);
+    LLVMTargetMachineRef tm = L.tm[i];
+    pthread_mutex_unlock(&L.tm_mu);
+    return tm;
+}
 
 static double now_ms(void) {
     struct timespec ts;
@@ -108,7 +119,6 @@ static char *limited_features(char *host) {
 /* What names the target (the code cache's key) and whether LLVM has one here: all that a
  * cache hit asks, a small part of init_once's cost (target machines and the warm-up: ~2.5 ms,
  * which was most of a first call that found its code on disk). */
-static LLVMTargetRef id_target;
 static void id_once(void) {
     L.id_status = TJ_ERR_UNSUPPORTED;
     if (LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter()) {
@@ -137,15 +147,10 @@ static void init_once(void) {
     L.status = TJ_ERR_UNSUPPORTED;
     if (L.id_status != TJ_OK)
         return;
-    LLVMTargetRef target = id_target;
-    for (int i = 0; i < 2; i++) {
-        L.tm[i] =
-            LLVMCreateTargetMachine(target, L.triple, L.cpu, L.features, LLVMCodeGenLevelAggressive,
-                                    LLVMRelocPIC, LLVMCodeModelSmall);
-        if (!L.tm[i]) {
-            snprintf(L.msg, sizeof L.msg, "no target machine for %s/%s", L.triple, L.cpu);
-            return;
-        }
+    pthread_once(&mu_once, mu_init);
+    if (!target_machine(0)) {
+        snprintf(L.msg, sizeof L.msg, "no target machine for %s/%s", L.triple, L.cpu);
+        return;
     }
     LLVMTargetDataRef td = LLVMCreateTargetDataLayout(L.tm[0]);
     L.layout = LLVMCopyStringRepOfTargetData(td);
@@ -175,24 +180,30 @@ void jit_cpu_prepare_module(LLVMModuleRef m) {
     LLVMSetDataLayout(m, L.layout);
 }
 
-/* ---- compiling: one module, or two halves at once -------------------------------------------- */
-typedef struct half {
+/* ---- compiling: one module, or parts of it at once ------------------------------------------ */
+typedef struct part {
     LLVMModuleRef m;
-    LLVMContextRef ctx;
-    int tm; /* which TargetMachine */
+    LLVMContextRef ctx; /* NULL for part 0 (the caller's module and context) */
+    int tm;             /* which TargetMachine */
     const char *dump, *name;
-    char part; /* "" or ".a"/".b" in dump names */
+    int index, n; /* its number and how many: ".a", ".b", ... in dump names when n > 1 */
     LLVMMemoryBufferRef obj;
     double opt_ms, emit_ms;
     tj_status code;
     char err[512];
-} half;
+} part;
 
 /* O3 and emission of one module; on failure code and err say why (no thread-local error here:
- * the second half runs on its own thread). */
-static void *compile_half(void *arg) {
-    half *h = arg;
+ * parts after the first run on their own threads). */
+static void *compile_part(void *arg) {
+    part *h = arg;
     char *msg = NULL;
+    LLVMTargetMachineRef tm = target_machine(h->tm);
+    if (!tm) {
+        snprintf(h->err, sizeof h->err, "cpu jit: no target machine for part %d", h->index);
+        h->code = TJ_ERR_RUNTIME;
+        return NULL;
+    }
     pthread_mutex_lock(&L.compile_mu[h->tm]);
     double t0 = now_ms();
     LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
@@ -200,7 +211,7 @@ static void *compile_half(void *arg) {
     LLVMPassBuilderOptionsSetSLPVectorization(po, 1);
     LLVMPassBuilderOptionsSetLoopInterleaving(po, 1);
     LLVMPassBuilderOptionsSetLoopUnrolling(po, 1);
-    LLVMErrorRef e = LLVMRunPasses(h->m, "default<O3>", L.tm[h->tm], po);
+    LLVMErrorRef e = LLVMRunPasses(h->m, "default<O3>", tm, po);
     LLVMDisposePassBuilderOptions(po);
     double t1 = now_ms();
     if (e) {
@@ -210,12 +221,13 @@ static void *compile_half(void *arg) {
         h->code = TJ_ERR_RUNTIME;
     } else {
         if (h->dump) {
-            char path[1024];
-            snprintf(path, sizeof path, "%s/%s%s.opt.ll", h->dump, h->name,
-                     h->part ? (h->part == 'a' ? ".a" : ".b") : "");
+            char path[1024], sfx[8] = "";
+            if (h->n > 1)
+                snprintf(sfx, sizeof sfx, ".%c", 'a' + h->index);
+            snprintf(path, sizeof path, "%s/%s%s.opt.ll", h->dump, h->name, sfx);
             LLVMPrintModuleToFile(h->m, path, NULL);
         }
-        if (LLVMTargetMachineEmitToMemoryBuffer(L.tm[h->tm], h->m, LLVMObjectFile, &msg, &h->obj)) {
+        if (LLVMTargetMachineEmitToMemoryBuffer(tm, h->m, LLVMObjectFile, &msg, &h->obj)) {
             snprintf(h->err, sizeof h->err, "cpu jit: emitting the object: %s", msg ? msg : "?");
             h->code = TJ_ERR_RUNTIME;
             h->obj = NULL;
@@ -229,7 +241,7 @@ static void *compile_half(void *arg) {
 }
 
 /* Instructions in f and (to depth 3) in the internal functions it calls: the cost guess that
- * balances the halves. */
+ * balances the parts. */
 static size_t fn_weight(LLVMValueRef f, int depth) {
     size_t n = 0;
     for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(f); b; b = LLVMGetNextBasicBlock(b))
@@ -245,44 +257,54 @@ static size_t fn_weight(LLVMValueRef f, int depth) {
     return n;
 }
 
-enum { SPLIT_MIN = 200 }; /* instructions before O3 below which one thread compiles it all */
+enum { SPLIT_MIN = 200 }; /* instructions before O3 per part, below which fewer parts compile */
 
-/* Which half (0 or 1) owns each entry point, balancing weights (largest first onto the lighter
- * half). 0 when the module is too small to split or has definitions the halves cannot share. */
-static int plan_split(LLVMModuleRef m, const char *const *syms, uint32_t n_syms, char *owner) {
-    if (n_syms < 2)
-        return 0;
+/* How many parts (at most max) and which part owns each entry point, balancing weights (largest
+ * first onto the lightest part). 1 when the module is too small to split or has definitions the
+ * parts cannot share. */
+static int plan_split(LLVMModuleRef m, const char *const *syms, uint32_t n_syms, int max,
+                      char *owner) {
+    if (n_syms < 2 || max < 2)
+        return 1;
     for (LLVMValueRef g = LLVMGetFirstGlobal(m); g; g = LLVMGetNextGlobal(g))
         if (!LLVMIsDeclaration(g) && LLVMGetLinkage(g) != LLVMInternalLinkage &&
             LLVMGetLinkage(g) != LLVMPrivateLinkage)
-            return 0; /* an external variable would be defined twice */
-    size_t *w = calloc(n_syms, sizeof *w), total = 0, load[2] = {0, 0};
+            return 1; /* an external variable would be defined twice */
+    size_t *w = calloc(n_syms, sizeof *w), total = 0, load[JIT_CPU_MAX_PARTS] = {0};
     if (!w)
-        return 0;
+        return 1;
     for (uint32_t i = 0; i < n_syms; i++) {
         LLVMValueRef f = LLVMGetNamedFunction(m, syms[i]);
         w[i] = f ? fn_weight(f, 0) : 0;
         total += w[i];
     }
-    for (uint32_t k = 0; k < n_syms; k++) { /* n_syms is small: selection, not a sort */
+    int n = (int)(total / SPLIT_MIN);
+    n = n > max ? max : n > (int)n_syms ? (int)n_syms : n;
+    for (uint32_t k = 0; k < n_syms && n >= 2; k++) { /* n_syms is small: selection, no sort */
         uint32_t best = 0;
         size_t bw = 0;
         int found = 0;
         for (uint32_t i = 0; i < n_syms; i++)
             if (w[i] != (size_t)-1 && (!found || w[i] > bw))
                 best = i, bw = w[i], found = 1;
-        int h = load[1] < load[0];
+        int h = 0;
+        for (int p = 1; p < n; p++)
+            if (load[p] < load[h])
+                h = p;
         owner[best] = (char)h;
         load[h] += bw;
         w[best] = (size_t)-1;
     }
     free(w);
-    return total >= SPLIT_MIN && load[0] && load[1];
+    for (int p = 0; p < n; p++) /* a part with no entry point: fewer parts */
+        if (!load[p])
+            return 1;
+    return n >= 2 ? n : 1;
 }
 
-/* Keeps in m the entry points of half `me`: the other half's are deleted, or made internal
+/* Keeps in m the entry points of part `me`: the other parts' are deleted, or made internal
  * where something in m calls them. */
-static void keep_half(LLVMModuleRef m, const char *const *syms, uint32_t n_syms, const char *owner,
+static void keep_part(LLVMModuleRef m, const char *const *syms, uint32_t n_syms, const char *owner,
                       int me) {
     for (uint32_t i = 0; i < n_syms; i++) {
         LLVMValueRef f = LLVMGetNamedFunction(m, syms[i]);
@@ -295,6 +317,13 @@ static void keep_half(LLVMModuleRef m, const char *const *syms, uint32_t n_syms,
     }
 }
 
+/* The number of parts the configuration allows this compile. */
+static int max_parts(void) {
+    const rt_config *cfg = rt_config_get();
+    int n = rt_compile_one_thread ? 1 : cfg->compile_threads;
+    return n < 1 ? 1 : n > JIT_CPU_MAX_PARTS ? JIT_CPU_MAX_PARTS : n;
+}
+
 jit_cpu_code *jit_cpu_code_compile(LLVMModuleRef m, LLVMContextRef ctx, const char *const *syms,
                                    uint32_t n_syms, void **addrs) {
     jit_cpu_stats st = jit_cpu_last_stats();
@@ -302,9 +331,11 @@ jit_cpu_code *jit_cpu_code_compile(LLVMModuleRef m, LLVMContextRef ctx, const ch
     void *obj = NULL;
     size_t size = 0;
     tj_status code = TJ_OK;
-    half hv[2] = {{.m = m, .ctx = NULL, .tm = 0}, {.tm = 1}};
+    part pv[JIT_CPU_MAX_PARTS];
+    memset(pv, 0, sizeof pv);
+    pv[0].m = m;
     char *owner = NULL;
-    int split = 0;
+    int n = 1;
     if (LLVMVerifyModule(m, LLVMReturnStatusAction, &msg)) {
         code = ir_errorf(TJ_ERR_RUNTIME, "cpu jit: generated IR is invalid: %s", msg ? msg : "?");
         LLVMDisposeMessage(msg);
@@ -314,86 +345,109 @@ jit_cpu_code *jit_cpu_code_compile(LLVMModuleRef m, LLVMContextRef ctx, const ch
     msg = NULL;
     const rt_config *cfg = rt_config_get();
     const char *dump = cfg && cfg->dump_dir && *cfg->dump_dir && n_syms ? cfg->dump_dir : NULL;
-    if (dump) { /* TJ_DUMP: the module before O3 (after it, per half: compile_half) */
+    if (dump) { /* TJ_DUMP: the module before O3 (after it, per part: compile_part) */
         char path[1024];
         snprintf(path, sizeof path, "%s/%s.ll", dump, syms[0]);
         LLVMPrintModuleToFile(m, path, NULL);
     }
     owner = calloc(n_syms ? n_syms : 1, 1);
-    if (owner && cfg->compile_threads > 1 && !rt_compile_one_thread &&
-        plan_split(m, syms, n_syms, owner)) {
-        /* the second half: the module's bitcode read into its own context */
+    int want = owner ? plan_split(m, syms, n_syms, max_parts(), owner) : 1;
+    if (want > 1) {
+        /* the further parts: the module's bitcode read into a context each */
         LLVMMemoryBufferRef bc = LLVMWriteBitcodeToMemoryBuffer(m);
-        LLVMContextRef c2 = bc ? LLVMContextCreate() : NULL;
-        LLVMModuleRef m2 = NULL;
-        if (c2 && !LLVMParseBitcodeInContext2(c2, bc, &m2)) {
-            hv[1].m = m2, hv[1].ctx = c2;
-            keep_half(m, syms, n_syms, owner, 0);
-            keep_half(m2, syms, n_syms, owner, 1);
-            split = 1;
-        } else if (c2) {
-            LLVMContextDispose(c2);
+        for (int p = 1; bc && p < want; p++) {
+            LLVMContextRef c2 = LLVMContextCreate();
+            LLVMModuleRef m2 = NULL;
+            if (!c2 || LLVMParseBitcodeInContext2(c2, bc, &m2)) {
+                if (c2)
+                    LLVMContextDispose(c2);
+                break;
+            }
+            pv[p].m = m2, pv[p].ctx = c2;
+            n = p + 1;
         }
         if (bc)
             LLVMDisposeMemoryBuffer(bc);
+        if (n < want) /* a copy failed: one part after all */
+            for (int p = 1; p < n; p++) {
+                LLVMDisposeModule(pv[p].m);
+                LLVMContextDispose(pv[p].ctx);
+                pv[p].m = NULL, pv[p].ctx = NULL;
+            }
+        n = n < want ? 1 : n;
+        for (int p = 0; p < n && n > 1; p++)
+            keep_part(pv[p].m, syms, n_syms, owner, p);
     }
-    for (int i = 0; i < 2; i++) {
-        hv[i].dump = dump;
-        hv[i].name = n_syms ? syms[0] : "";
-        hv[i].part = split ? (char)('a' + i) : 0;
+    for (int p = 0; p < n; p++) {
+        pv[p].tm = p;
+        pv[p].dump = dump;
+        pv[p].name = n_syms ? syms[0] : "";
+        pv[p].index = p, pv[p].n = n;
     }
-    pthread_t th;
-    int threaded = split && pthread_create(&th, NULL, compile_half, &hv[1]) == 0;
-    compile_half(&hv[0]);
-    if (split) {
-        if (threaded)
-            pthread_join(th, NULL);
+    pthread_t th[JIT_CPU_MAX_PARTS];
+    int threaded[JIT_CPU_MAX_PARTS] = {0};
+    for (int p = 1; p < n; p++)
+        threaded[p] = pthread_create(&th[p], NULL, compile_part, &pv[p]) == 0;
+    compile_part(&pv[0]);
+    for (int p = 1; p < n; p++) {
+        if (threaded[p])
+            pthread_join(th[p], NULL);
         else
-            compile_half(&hv[1]);
+            compile_part(&pv[p]);
     }
-    for (int i = 0; i <= split; i++)
-        if (hv[i].code) {
-            code = ir_errorf(hv[i].code, "%s", hv[i].err);
+    for (int p = 0; p < n; p++)
+        if (pv[p].code) {
+            code = ir_errorf(pv[p].code, "%s", pv[p].err);
             goto done;
         }
-    size_t len[2] = {LLVMGetBufferSize(hv[0].obj), split ? LLVMGetBufferSize(hv[1].obj) : 0};
-    size = split ? 8 + 16 + len[0] + len[1] : len[0];
+    size_t total = 0;
+    for (int p = 0; p < n; p++)
+        total += LLVMGetBufferSize(pv[p].obj);
+    size = n > 1 ? 8 + 8 * (size_t)n + total : total;
     obj = malloc(size ? size : 1);
     if (!obj) {
         code = ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory keeping a %zu-byte object", size);
         goto done;
     }
-    if (split) {
-        uint32_t two = 2;
-        uint64_t l0 = len[0], l1 = len[1];
+    if (n > 1) { /* the container (runtime/objload.h): ELF objects are multiples of 8 long */
+        uint32_t nn = (uint32_t)n;
         memcpy(obj, "TJO2", 4);
-        memcpy((char *)obj + 4, &two, 4);
-        memcpy((char *)obj + 8, &l0, 8);
-        memcpy((char *)obj + 16, &l1, 8);
-        memcpy((char *)obj + 24, LLVMGetBufferStart(hv[0].obj), len[0]);
-        memcpy((char *)obj + 24 + len[0], LLVMGetBufferStart(hv[1].obj), len[1]);
+        memcpy((char *)obj + 4, &nn, 4);
+        size_t off = 8 + 8 * (size_t)n;
+        for (int p = 0; p < n; p++) {
+            uint64_t l = LLVMGetBufferSize(pv[p].obj);
+            memcpy((char *)obj + 8 + 8 * p, &l, 8);
+            memcpy((char *)obj + off, LLVMGetBufferStart(pv[p].obj), l);
+            off += l;
+        }
     } else {
-        memcpy(obj, LLVMGetBufferStart(hv[0].obj), len[0]);
+        memcpy(obj, LLVMGetBufferStart(pv[0].obj), total);
     }
-    /* wall time: the halves overlap */
-    st.opt_ms = hv[0].opt_ms > hv[1].opt_ms ? hv[0].opt_ms : hv[1].opt_ms;
-    st.emit_ms = hv[0].emit_ms > hv[1].emit_ms ? hv[0].emit_ms : hv[1].emit_ms;
-    st.obj_bytes = len[0] + len[1];
-    st.halves = split + 1;
+    /* wall time: the parts overlap; the longest one's */
+    st.opt_ms = st.emit_ms = 0;
+    for (int p = 0; p < n; p++) {
+        st.opt_ms = pv[p].opt_ms > st.opt_ms ? pv[p].opt_ms : st.opt_ms;
+        st.emit_ms = pv[p].emit_ms > st.emit_ms ? pv[p].emit_ms : st.emit_ms;
+    }
+    st.obj_bytes = total;
+    st.parts = n;
 done:
     free(owner);
-    for (int i = 0; i < 2; i++)
-        if (hv[i].obj)
-            LLVMDisposeMemoryBuffer(hv[i].obj);
+    for (int p = 0; p < JIT_CPU_MAX_PARTS; p++)
+        if (pv[p].obj)
+            LLVMDisposeMemoryBuffer(pv[p].obj);
     LLVMDisposeModule(m);
     if (ctx)
         LLVMContextDispose(ctx);
-    if (hv[1].m) {
-        LLVMDisposeModule(hv[1].m);
-        LLVMContextDispose(hv[1].ctx);
-    }
-    if (code != TJ_OK)
+    for (int p = 1; p < JIT_CPU_MAX_PARTS; p++)
+        if (pv[p].m) {
+            LLVMDisposeModule(pv[p].m);
+            LLVMContextDispose(pv[p].ctx);
+        }
+    if (code != TJ_OK) {
+        free(obj);
         return NULL;
+    }
     double t3 = now_ms();
     jit_cpu_code *c = jit_cpu_code_adopt(obj, size, syms, n_syms, addrs);
     st.link_ms = now_ms() - t3;
