@@ -235,7 +235,7 @@ static const char *step_differs(const cpu_prog *ca, const step *a, const cpu_pro
  * image's unless it is the same: every fusion group, step, buffer, work unit, symbol and alias.
  * A key planned for other kernels (OpenBLAS present or not, another ISA, other options) is
  * another build's: TJ_ERR_UNSUPPORTED, and the module compiles its graph instead. */
-static tj_status check_plan(const cpu_prog *cp, const jit_cpu_opts *o) {
+static tj_status check_plan(cpu_prog *cp, const jit_cpu_opts *o) {
     cpu_prog *d = jit_cpu_prog_new(cp->rp.base.g, o);
     if (!d)
         return ir_last_code() ? ir_last_code() : TJ_ERR_OOM;
@@ -269,6 +269,8 @@ static tj_status check_plan(const cpu_prog *cp, const jit_cpu_opts *o) {
                                "cpu image: step %u differs from what its graph plans (%s)", s, why);
         }
     }
+    /* saved quick code: a hot signature compiles again where a code generator is linked */
+    cp->rp.base.recompile_pays = !st && d->rp.base.recompile_pays && !jit_cpu_unavailable();
     jit_cpu_prog_free(&d->rp.base);
     return st;
 }

@@ -1,9 +1,9 @@
 /* Quick code (jit_backend_opts.quick, the default for a signature's first native code): the loops
  * of small kernels are not unrolled, so the module is smaller and compiles faster; its values
  * agree with the unrolled code's and eager's; the program says a recompile pays
- * (rt_program.recompile_pays), and a hot signature (1000 short calls) compiles again, unrolled,
- * in the background. Run again with TJ_QUICK_COMPILE=0: first code unrolled, never compiled
- * again. */
+ * (rt_program.recompile_pays; read back from its image too), and a hot signature (1000 short
+ * calls) compiles again, unrolled, in the background. Run again with TJ_QUICK_COMPILE=0: first code
+ * unrolled, never compiled again. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +52,16 @@ static size_t compile_and_run(const tj_concrete *c, bool quick, tj_tensor **args
     size_t size = 0;
     jit_cpu_shared_object(((cpu_prog *)p)->shared, &size);
     *pays = p->recompile_pays;
+    /* saved and loaded, it says the same (a module's hot signature compiles again too) */
+    size_t isize = 0;
+    unsigned char *img = jit_cpu_program_image(p, &isize);
+    rt_program *q = img ? jit_cpu_program_from_image(c->graph, img, isize) : NULL;
+    CHECK_MSG(q != NULL, "%s", tj_last_error());
+    if (q) {
+        CHECK(q->recompile_pays == p->recompile_pays);
+        q->vt->free(q);
+    }
+    free(img);
     tj_tensor *out = NULL;
     CHECK_EQ_INT(p->vt->run(p, args, 3, c->caps, &out), TJ_OK);
     if (out)
