@@ -72,6 +72,7 @@ static void cfg_init(void) {
     cfg.compile_threads = (int)(nct < 1 ? 1 : nct > 8 ? 8 : nct); /* JIT_CPU_MAX_PARTS */
     const char *qc = getenv("TJ_QUICK_COMPILE");
     cfg.quick_compile = !(qc && strcmp(qc, "0") == 0); /* on unless TJ_QUICK_COMPILE=0 */
+    cfg.cuda_driver = getenv("TJ_CUDA_DRIVER");
     const char *isa = getenv("TJ_ISA");
     cfg.isa_cap = isa && *isa ? rt_isa_parse(isa) : -1;
     if (isa && *isa && cfg.isa_cap < 0)

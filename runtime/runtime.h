@@ -379,6 +379,7 @@ typedef struct rt_config {
     bool quick_compile;  /* a signature's first native code compiled quick (jit_backend_opts.quick);
                             TJ_QUICK_COMPILE=0 turns it off */
     int isa_cap;         /* TJ_ISA: the highest RT_ISA_* the kernels may use; -1 when unset */
+    const char *cuda_driver; /* TJ_CUDA_DRIVER: the driver library to open (runtime/cuda.h) */
 } rt_config;
 enum {
     RT_LOG_RETRACE = 1,

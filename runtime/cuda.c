@@ -1,0 +1,347 @@
+/* cuda.c — NVIDIA GPUs as runtime devices (cuda.h). The driver API is opened with dlopen and its
+ * few entry points resolved by their versioned names (cuMemAlloc_v2: what cuda.h's macros name),
+ * so no CUDA header or library is needed to build. The driver is loaded once, on the first
+ * question; its answer (the devices, or why there are none) is kept. Each device uses its
+ * primary context, made current on the calling thread before every driver call, and a caching
+ * allocator under the device's lock. Copies are synchronous (the host's buffers may be reused
+ * at once); sync waits for the context's queued work. */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/cuda.h"
+
+/* The driver API's types, as the driver's ABI has them (cuda.h). */
+typedef int CUresult;
+typedef int CUdevice;
+typedef struct CUctx_st *CUcontext;
+typedef unsigned long long CUdeviceptr;
+enum {
+    CUDA_SUCCESS = 0,
+    CUDA_ERROR_OUT_OF_MEMORY = 2,
+    CU_ATTR_CC_MAJOR = 75,
+    CU_ATTR_CC_MINOR = 76,
+};
+
+enum { MAX_GPUS = 16 };
+
+typedef struct block { /* a cached block of device memory */
+    CUdeviceptr p;
+    size_t size;
+    struct block *next;
+} block;
+
+typedef struct gpu {
+    rt_device dev; /* first: a gpu is an rt_device */
+    char name[16];
+    CUdevice cu;
+    CUcontext ctx;
+    pthread_mutex_t mu; /* the cache and the stats */
+    block *cache;
+    rt_cuda_mem_stats st;
+} gpu;
+
+static struct {
+    pthread_once_t once;
+    const char *why; /* NULL: usable */
+    char why_buf[384];
+    void *lib;
+    int count;
+    CUresult (*Init)(unsigned);
+    CUresult (*DeviceGetCount)(int *);
+    CUresult (*DeviceGet)(CUdevice *, int);
+    CUresult (*DeviceGetName)(char *, int, CUdevice);
+    CUresult (*DeviceGetAttribute)(int *, int, CUdevice);
+    CUresult (*PrimaryCtxRetain)(CUcontext *, CUdevice);
+    CUresult (*CtxSetCurrent)(CUcontext);
+    CUresult (*CtxSynchronize)(void);
+    CUresult (*MemAlloc)(CUdeviceptr *, size_t);
+    CUresult (*MemFree)(CUdeviceptr);
+    CUresult (*MemGetInfo)(size_t *, size_t *);
+    CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
+    CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
+    CUresult (*MemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
+    CUresult (*GetErrorName)(CUresult, const char **);
+    pthread_mutex_t mu; /* making devices */
+    gpu *gpus[MAX_GPUS];
+} D = {.once = PTHREAD_ONCE_INIT, .mu = PTHREAD_MUTEX_INITIALIZER};
+
+/* "CUDA_ERROR_NO_DEVICE (100)" into buf: the driver's name for r, else ours for the errors that
+ * say there is no usable GPU (the toolkit's stub library names none). */
+static const char *err_name(CUresult r, char *buf, size_t n) {
+    const char *s = NULL;
+    if (!D.GetErrorName || D.GetErrorName(r, &s) != CUDA_SUCCESS || !s)
+        s = r == 2     ? "CUDA_ERROR_OUT_OF_MEMORY"
+            : r == 3   ? "CUDA_ERROR_NOT_INITIALIZED"
+            : r == 34  ? "CUDA_ERROR_STUB_LIBRARY"
+            : r == 35  ? "CUDA_ERROR_INSUFFICIENT_DRIVER"
+            : r == 100 ? "CUDA_ERROR_NO_DEVICE"
+                       : "CUDA error";
+    snprintf(buf, n, "%s (%d)", s, r);
+    return buf;
+}
+
+static void load(void) {
+    const rt_config *cfg = rt_config_get();
+    const char *path = cfg->cuda_driver && *cfg->cuda_driver ? cfg->cuda_driver : "libcuda.so.1";
+    D.lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!D.lib) {
+        const char *e = dlerror();
+        snprintf(D.why_buf, sizeof D.why_buf, "no NVIDIA driver: %s could not be opened (%s)", path,
+                 e ? e : "?");
+        D.why = D.why_buf;
+        return;
+    }
+    struct {
+        void **slot;
+        const char *name;
+    } syms[] = {
+        {(void **)&D.Init, "cuInit"},
+        {(void **)&D.DeviceGetCount, "cuDeviceGetCount"},
+        {(void **)&D.DeviceGet, "cuDeviceGet"},
+        {(void **)&D.DeviceGetName, "cuDeviceGetName"},
+        {(void **)&D.DeviceGetAttribute, "cuDeviceGetAttribute"},
+        {(void **)&D.PrimaryCtxRetain, "cuDevicePrimaryCtxRetain"},
+        {(void **)&D.CtxSetCurrent, "cuCtxSetCurrent"},
+        {(void **)&D.CtxSynchronize, "cuCtxSynchronize"},
+        {(void **)&D.MemAlloc, "cuMemAlloc_v2"},
+        {(void **)&D.MemFree, "cuMemFree_v2"},
+        {(void **)&D.MemGetInfo, "cuMemGetInfo_v2"},
+        {(void **)&D.MemcpyHtoD, "cuMemcpyHtoD_v2"},
+        {(void **)&D.MemcpyDtoH, "cuMemcpyDtoH_v2"},
+        {(void **)&D.MemcpyDtoD, "cuMemcpyDtoD_v2"},
+        {(void **)&D.GetErrorName, "cuGetErrorName"},
+    };
+    for (size_t i = 0; i < sizeof syms / sizeof *syms; i++) {
+        *syms[i].slot = dlsym(D.lib, syms[i].name);
+        if (!*syms[i].slot) {
+            snprintf(D.why_buf, sizeof D.why_buf,
+                     "the CUDA driver %s lacks %s (a driver older than CUDA 11?)", path,
+                     syms[i].name);
+            D.why = D.why_buf;
+            return;
+        }
+    }
+    char e[96];
+    CUresult r = D.Init(0);
+    if (r != CUDA_SUCCESS) {
+        snprintf(D.why_buf, sizeof D.why_buf, "no GPU: cuInit failed: %s (driver %s)",
+                 err_name(r, e, sizeof e), path);
+        D.why = D.why_buf;
+        return;
+    }
+    int n = 0;
+    r = D.DeviceGetCount(&n);
+    if (r != CUDA_SUCCESS || n <= 0) {
+        snprintf(D.why_buf, sizeof D.why_buf, "no GPU: %s",
+                 r != CUDA_SUCCESS ? err_name(r, e, sizeof e) : "the driver counts 0 devices");
+        D.why = D.why_buf;
+        return;
+    }
+    D.count = n < MAX_GPUS ? n : MAX_GPUS;
+}
+
+const char *rt_cuda_unavailable(void) {
+    pthread_once(&D.once, load);
+    return D.why;
+}
+
+int rt_cuda_count(void) {
+    return rt_cuda_unavailable() ? 0 : D.count;
+}
+
+/* ---- the allocator (under g->mu) ------------------------------------------------------------- */
+size_t rt_cuda_round(size_t size) {
+    const size_t small = 1 << 20, step = 512, large = 2 << 20;
+    size = size ? size : 1;
+    return size <= small ? (size + step - 1) / step * step : (size + large - 1) / large * large;
+}
+
+static size_t release_cache(gpu *g) {
+    size_t n = 0;
+    while (g->cache) {
+        block *b = g->cache;
+        g->cache = b->next;
+        D.MemFree(b->p);
+        g->st.cached_bytes -= b->size;
+        g->st.released++;
+        free(b);
+        n++;
+    }
+    return n;
+}
+
+static tj_status use(gpu *g, const char *what) {
+    CUresult r = D.CtxSetCurrent(g->ctx);
+    char e[96];
+    return r == CUDA_SUCCESS ? TJ_OK
+                             : ir_errorf(TJ_ERR_RUNTIME, "%s: %s: cuCtxSetCurrent failed: %s",
+                                         g->name, what, err_name(r, e, sizeof e));
+}
+
+static void *g_alloc(rt_device *d, size_t size) {
+    gpu *g = (gpu *)d;
+    size_t want = rt_cuda_round(size);
+    pthread_mutex_lock(&g->mu);
+    for (block **pp = &g->cache; *pp; pp = &(*pp)->next)
+        if ((*pp)->size == want) { /* a cached block of the class */
+            block *b = *pp;
+            *pp = b->next;
+            void *p = (void *)(uintptr_t)b->p;
+            g->st.cached_bytes -= want;
+            g->st.in_use_bytes += want;
+            g->st.reuses++;
+            free(b);
+            pthread_mutex_unlock(&g->mu);
+            return p;
+        }
+    CUdeviceptr p = 0;
+    if (use(g, "alloc")) {
+        pthread_mutex_unlock(&g->mu);
+        return NULL;
+    }
+    CUresult r = D.MemAlloc(&p, want);
+    bool retried = false;
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && g->cache) { /* the cache back to the driver, once */
+        release_cache(g);
+        retried = true;
+        r = D.MemAlloc(&p, want);
+    }
+    if (r != CUDA_SUCCESS) {
+        size_t free_b = 0, total = 0;
+        char e[96];
+        D.MemGetInfo(&free_b, &total);
+        ir_errorf(r == CUDA_ERROR_OUT_OF_MEMORY ? TJ_ERR_OOM : TJ_ERR_RUNTIME,
+                  "%s: out of memory allocating %zu bytes (%s; %zu of %zu bytes free%s)", g->name,
+                  size, err_name(r, e, sizeof e), free_b, total,
+                  retried ? "; the allocator's cache released and the allocation retried" : "");
+        pthread_mutex_unlock(&g->mu);
+        return NULL;
+    }
+    g->st.driver_allocs++;
+    g->st.in_use_bytes += want;
+    pthread_mutex_unlock(&g->mu);
+    return (void *)(uintptr_t)p;
+}
+
+static void g_free(rt_device *d, void *p, size_t size) {
+    gpu *g = (gpu *)d;
+    size_t have = rt_cuda_round(size);
+    block *b = malloc(sizeof *b);
+    pthread_mutex_lock(&g->mu);
+    g->st.in_use_bytes -= have;
+    if (b) { /* kept for the next request of its class */
+        *b = (block){(CUdeviceptr)(uintptr_t)p, have, g->cache};
+        g->cache = b;
+        g->st.cached_bytes += have;
+    } else if (!use(g, "free")) { /* no memory to remember it by: back to the driver */
+        D.MemFree((CUdeviceptr)(uintptr_t)p);
+    } else {
+        ir_clear_error(); /* a free reports nothing */
+    }
+    pthread_mutex_unlock(&g->mu);
+}
+
+static tj_status copy_status(gpu *g, CUresult r, const char *what, size_t size) {
+    char e[96];
+    return r == CUDA_SUCCESS ? TJ_OK
+                             : ir_errorf(TJ_ERR_RUNTIME, "%s: %s of %zu bytes failed: %s", g->name,
+                                         what, size, err_name(r, e, sizeof e));
+}
+
+static tj_status g_copy_in(rt_device *d, void *dst, const void *src, size_t size) {
+    gpu *g = (gpu *)d;
+    tj_status st = use(g, "copy to the device");
+    return st ? st
+              : copy_status(g, size ? D.MemcpyHtoD((CUdeviceptr)(uintptr_t)dst, src, size) : 0,
+                            "copy to the device", size);
+}
+
+static tj_status g_copy_out(rt_device *d, void *dst, const void *src, size_t size) {
+    gpu *g = (gpu *)d;
+    tj_status st = use(g, "copy to the host");
+    return st ? st
+              : copy_status(g, size ? D.MemcpyDtoH(dst, (CUdeviceptr)(uintptr_t)src, size) : 0,
+                            "copy to the host", size);
+}
+
+static tj_status g_copy(rt_device *d, void *dst, const void *src, size_t size) {
+    gpu *g = (gpu *)d;
+    tj_status st = use(g, "copy on the device");
+    return st ? st
+              : copy_status(g,
+                            size ? D.MemcpyDtoD((CUdeviceptr)(uintptr_t)dst,
+                                                (CUdeviceptr)(uintptr_t)src, size)
+                                 : 0,
+                            "copy on the device", size);
+}
+
+static tj_status g_sync(rt_device *d) {
+    gpu *g = (gpu *)d;
+    tj_status st = use(g, "synchronize");
+    return st ? st : copy_status(g, D.CtxSynchronize(), "synchronize", 0);
+}
+
+static const rt_device_vt gpu_vt = {g_alloc, g_free, g_copy_in, g_copy_out, g_copy, g_sync};
+
+bool rt_is_cuda(const rt_device *d) {
+    return d && d->vt == &gpu_vt;
+}
+
+rt_device *rt_cuda_device(int ordinal) {
+    const char *why = rt_cuda_unavailable();
+    if (why)
+        return (void)ir_errorf(TJ_ERR_UNSUPPORTED, "cuda: %s", why), NULL;
+    if (ordinal < 0 || ordinal >= D.count)
+        return (void)ir_errorf(TJ_ERR_INVALID, "cuda: no device cuda:%d (%d GPU%s)", ordinal,
+                               D.count, D.count == 1 ? "" : "s"),
+               NULL;
+    pthread_mutex_lock(&D.mu);
+    gpu *g = D.gpus[ordinal];
+    if (!g && (g = calloc(1, sizeof *g))) {
+        char e[96];
+        CUresult r = D.DeviceGet(&g->cu, ordinal);
+        if (r == CUDA_SUCCESS)
+            r = D.PrimaryCtxRetain(&g->ctx, g->cu);
+        if (r != CUDA_SUCCESS) {
+            ir_errorf(TJ_ERR_RUNTIME, "cuda:%d: its context could not be made: %s", ordinal,
+                      err_name(r, e, sizeof e));
+            free(g);
+            g = NULL;
+        } else {
+            snprintf(g->name, sizeof g->name, "cuda:%d", ordinal);
+            g->dev = (rt_device){&gpu_vt, g->name, 0};
+            pthread_mutex_init(&g->mu, NULL);
+            D.gpus[ordinal] = g;
+        }
+    } else if (!g) {
+        ir_errorf(TJ_ERR_OOM, "cuda: out of memory");
+    }
+    pthread_mutex_unlock(&D.mu);
+    return g ? &g->dev : NULL;
+}
+
+rt_cuda_mem_stats rt_cuda_mem_stats_of(rt_device *d) {
+    rt_cuda_mem_stats s = {0};
+    if (!rt_is_cuda(d))
+        return s;
+    gpu *g = (gpu *)d;
+    pthread_mutex_lock(&g->mu);
+    s = g->st;
+    pthread_mutex_unlock(&g->mu);
+    return s;
+}
+
+void rt_cuda_empty_cache(rt_device *d) {
+    if (!rt_is_cuda(d))
+        return;
+    gpu *g = (gpu *)d;
+    pthread_mutex_lock(&g->mu);
+    if (!use(g, "empty the cache"))
+        release_cache(g);
+    else
+        ir_clear_error();
+    pthread_mutex_unlock(&g->mu);
+}

@@ -1,0 +1,41 @@
+/* cuda.h — NVIDIA GPUs as runtime devices (runtime/device.h), through the CUDA driver API opened
+ * with dlopen (runtime/cuda.c): the library builds and runs where CUDA is absent, and says why a
+ * GPU is not there. TJ_CUDA_DRIVER names another driver library to open instead of libcuda.so.1
+ * (the tests' fake driver; like LD_PRELOAD, it loads code: set it only to a library you trust).
+ * A device's memory comes from a caching allocator (size classes; freed blocks kept for reuse
+ * instead of cuMemFree per call, as PyTorch's and JAX's allocators do; on out-of-memory the cache
+ * is released and the allocation tried once more). */
+#ifndef TJ_RUNTIME_CUDA_H
+#define TJ_RUNTIME_CUDA_H
+
+#include "runtime/device.h"
+
+/* NULL when the driver is loaded and has at least one GPU; otherwise why not, a sentence naming
+ * the library or the driver's error ("no NVIDIA driver: libcuda.so.1 not found", "cuInit failed:
+ * CUDA_ERROR_NO_DEVICE (100)"). Static. */
+const char *rt_cuda_unavailable(void);
+/* The number of GPUs (0 when unavailable). */
+int rt_cuda_count(void);
+/* GPU `ordinal` as a device ("cuda:N"), made on first use and kept for the process; NULL with the
+ * error set (TJ_ERR_UNSUPPORTED: no GPU, with rt_cuda_unavailable's reason; TJ_ERR_INVALID: no
+ * such ordinal). */
+rt_device *rt_cuda_device(int ordinal);
+/* Whether d is one of these devices. */
+bool rt_is_cuda(const rt_device *d);
+
+/* What a device's allocator has done (for tests and profiles). */
+typedef struct rt_cuda_mem_stats {
+    uint64_t driver_allocs; /* cuMemAlloc calls that succeeded */
+    uint64_t reuses;        /* allocations served from the cache */
+    uint64_t released;      /* cached blocks given back to the driver (cuMemFree) */
+    size_t cached_bytes;    /* bytes held in the cache now */
+    size_t in_use_bytes;    /* bytes handed out and not freed */
+} rt_cuda_mem_stats;
+rt_cuda_mem_stats rt_cuda_mem_stats_of(rt_device *d);
+/* Gives every cached block of d back to the driver. */
+void rt_cuda_empty_cache(rt_device *d);
+/* The size class a request of size bytes is served from: 512-byte steps up to 1 MiB, 2 MiB steps
+ * above (PyTorch's rounding). */
+size_t rt_cuda_round(size_t size);
+
+#endif /* TJ_RUNTIME_CUDA_H */

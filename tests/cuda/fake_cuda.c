@@ -1,0 +1,130 @@
+/* fake_cuda.c — a stand-in for libcuda.so.1 where there is no GPU (loaded by the runtime through
+ * TJ_CUDA_DRIVER): the driver API entry points runtime/cuda.c resolves, over host memory, so the
+ * device code, its caching allocator and its error paths run in CI. FAKE_CUDA selects a fault:
+ * "no_device" (cuInit fails with CUDA_ERROR_NO_DEVICE), "stub" (CUDA_ERROR_STUB_LIBRARY, as the
+ * toolkit's stub library answers), "cap=N" (device memory of N bytes: cuMemAlloc beyond it fails
+ * with CUDA_ERROR_OUT_OF_MEMORY). fake_cuda_counts reports the calls made. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef struct CUctx_st *CUcontext;
+typedef unsigned long long CUdeviceptr;
+
+static size_t cap = (size_t)1 << 40, used;
+static int allocs, frees, htod, dtoh, dtod, syncs;
+static int ctx_token;
+
+/* A block remembers its size in front of it, as the driver knows each allocation's. */
+static size_t size_of(CUdeviceptr p) {
+    return p ? ((size_t *)(uintptr_t)p)[-2] : 0;
+}
+
+CUresult cuInit(unsigned flags) {
+    const char *m = getenv("FAKE_CUDA");
+    (void)flags;
+    if (m && !strcmp(m, "no_device"))
+        return 100;
+    if (m && !strcmp(m, "stub"))
+        return 34;
+    if (m && !strncmp(m, "cap=", 4))
+        cap = (size_t)strtoull(m + 4, NULL, 10);
+    return 0;
+}
+CUresult cuDeviceGetCount(int *n) {
+    *n = 2;
+    return 0;
+}
+CUresult cuDeviceGet(CUdevice *d, int ordinal) {
+    *d = ordinal;
+    return ordinal >= 0 && ordinal < 2 ? 0 : 101;
+}
+CUresult cuDeviceGetName(char *name, int len, CUdevice d) {
+    (void)d;
+    strncpy(name, "fake GPU", (size_t)len);
+    return 0;
+}
+CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d) {
+    (void)d;
+    *v = attr == 75 ? 9 : 0; /* compute capability 9.0 */
+    return 0;
+}
+CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) {
+    (void)d;
+    *c = (CUcontext)&ctx_token;
+    return 0;
+}
+CUresult cuCtxSetCurrent(CUcontext c) {
+    return c == (CUcontext)&ctx_token ? 0 : 201;
+}
+CUresult cuCtxSynchronize(void) {
+    __atomic_add_fetch(&syncs, 1, __ATOMIC_RELAXED);
+    return 0;
+}
+CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t size) {
+    if (__atomic_add_fetch(&used, size, __ATOMIC_RELAXED) > cap) {
+        __atomic_sub_fetch(&used, size, __ATOMIC_RELAXED);
+        return 2;
+    }
+    size_t *b = malloc(size + 16);
+    if (!b)
+        return 2;
+    b[0] = size;
+    *p = (CUdeviceptr)(uintptr_t)(b + 2);
+    __atomic_add_fetch(&allocs, 1, __ATOMIC_RELAXED);
+    return 0;
+}
+CUresult cuMemFree_v2(CUdeviceptr p) {
+    if (!p)
+        return 1;
+    __atomic_sub_fetch(&used, size_of(p), __ATOMIC_RELAXED);
+    free((size_t *)(uintptr_t)p - 2);
+    __atomic_add_fetch(&frees, 1, __ATOMIC_RELAXED);
+    return 0;
+}
+CUresult cuMemGetInfo_v2(size_t *free_b, size_t *total) {
+    *free_b = cap - used;
+    *total = cap;
+    return 0;
+}
+CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
+    memcpy((void *)(uintptr_t)dst, src, n);
+    __atomic_add_fetch(&htod, 1, __ATOMIC_RELAXED);
+    return 0;
+}
+CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
+    memcpy(dst, (const void *)(uintptr_t)src, n);
+    __atomic_add_fetch(&dtoh, 1, __ATOMIC_RELAXED);
+    return 0;
+}
+CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+    memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+    __atomic_add_fetch(&dtod, 1, __ATOMIC_RELAXED);
+    return 0;
+}
+CUresult cuGetErrorName(CUresult r, const char **s) {
+    switch (r) {
+    case 0:
+        *s = "CUDA_SUCCESS";
+        return 0;
+    case 2:
+        *s = "CUDA_ERROR_OUT_OF_MEMORY";
+        return 0;
+    case 34:
+        *s = "CUDA_ERROR_STUB_LIBRARY";
+        return 0;
+    case 100:
+        *s = "CUDA_ERROR_NO_DEVICE";
+        return 0;
+    default:
+        return 1;
+    }
+}
+
+/* What the runtime asked of the fake so far. */
+void fake_cuda_counts(int out[6]) {
+    int v[6] = {allocs, frees, htod, dtoh, dtod, syncs};
+    memcpy(out, v, sizeof v);
+}
