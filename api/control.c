@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/device.h"
 #include "api/grad.h"
 
 /* ---- helpers --------------------------------------------------------------------------------- */
@@ -520,6 +521,10 @@ static tj_tensor *bound_error(const char *what, tj_tensor *t) {
     if (err)
         return err;
     char d[128];
+    if (!rt_on_host(t))
+        return rt_scoped(rt_errorf(TJ_ERR_INVALID,
+                                   "for_range: %s is on %s; the loop runs on the host", what,
+                                   rt_buffer_device(t->buf)->name));
     if (t->rank != 0 || !ir_dtype_is_numeric(t->dtype))
         return rt_scoped(rt_errorf(ir_dtype_is_numeric(t->dtype) ? TJ_ERR_SHAPE : TJ_ERR_DTYPE,
                                    "for_range: %s must be a numeric scalar, got %s%s", what,

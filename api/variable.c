@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/device.h"
 #include "api/grad.h"
 
 tj_variable *tj_variable_new(tj_tensor *init, const char *name) {
@@ -15,6 +16,12 @@ tj_variable *tj_variable_new(tj_tensor *init, const char *name) {
         return (void)ir_errorf(init->code, "%s", init->msg), NULL;
     if (init->kind == RT_TUPLE)
         return (void)ir_errorf(TJ_ERR_INVALID, "variable_new: init is a tuple"), NULL;
+    if (!rt_on_host(init))
+        return (void)ir_errorf(TJ_ERR_INVALID,
+                               "variable_new: init is on %s; variables live on the host: "
+                               "tj_to_device(init, \"cpu\") first",
+                               rt_buffer_device(init->buf)->name),
+               NULL;
     rt_trace *tr = api_trace_current();
     tj_tensor *value = NULL;
     if (tr) {

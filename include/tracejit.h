@@ -213,7 +213,28 @@ TJ_API int tj_tensor_is_symbolic(const tj_tensor *t);
  * symbolic tensor of an open trace it also fails that trace. */
 TJ_API double tj_tensor_get_f64(const tj_tensor *t, int64_t i);
 
-/* Text form. Concrete: `tj.Tensor(2, shape=(), dtype=int32)`; symbolic:
+/* ---- devices ---------------------------------------------------------------------------------
+ * A tensor's memory is on a device: "cpu" (the host), or "cuda:N", an NVIDIA GPU reached through
+ * the CUDA driver, opened at run time (the library runs where there is none; TJ_CUDA_DRIVER names
+ * another driver library). "cuda" alone is "cuda:0". Ops, compiled functions and variables read
+ * host memory: a GPU input is an error naming the op and the device (the CUDA backend is a later
+ * step). Reading a GPU tensor's values (tj_tensor_get_f64, tj_tensor_str) copies them to the host;
+ * tj_tensor_data refuses, since its pointer would be the GPU's. */
+/* NULL when device is usable here; otherwise why not, a sentence (static, or valid until the next
+ * call on this thread): an unknown name, no driver, no GPU (the driver's error), no such
+ * ordinal. */
+TJ_API const char *tj_device_unavailable(const char *device);
+/* How many devices of kind "cpu" (1) or "cuda" (the GPUs; 0 without a driver or GPU). */
+TJ_API int tj_device_count(const char *kind);
+/* t's values on device: t itself (a new reference) when it is there, else a copy (scoped like any
+ * new tensor). An error tensor naming the device and why it cannot be used, for strings off the
+ * host, and while tracing (placement inside a traced function is the backend's). */
+TJ_API tj_tensor *tj_to_device(tj_tensor *t, const char *device);
+/* "cpu" or "cuda:N" for a concrete tensor (static); NULL for anything else. */
+TJ_API const char *tj_tensor_device(const tj_tensor *t);
+
+/* Text form. Concrete: `tj.Tensor(2, shape=(), dtype=int32)` (on a GPU: `..., device=cuda:0)`,
+ * its values copied to the host); symbolic:
  * `Tensor("a:0", shape=(), dtype=int32)`; error: `Error(TJ_ERR_SHAPE: ...)`. Caller frees. */
 TJ_API char *tj_tensor_str(const tj_tensor *t);
 TJ_API void tj_tensor_fprint(FILE *f, const tj_tensor *t); /* tj_tensor_str + newline */

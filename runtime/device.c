@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/cuda.h"
 #include "runtime/device.h"
 #include "runtime/rt_pool.h"
 
@@ -105,4 +106,57 @@ tj_status rt_check_host(const char *what, tj_tensor *const *in, uint32_t n) {
             return ir_errorf(TJ_ERR_INVALID, "%s: input %u is on %s; it runs on %s", what, k,
                              rt_buffer_device(in[k]->buf)->name, host.name);
     return TJ_OK;
+}
+
+/* ---- the public device API (tracejit.h) ------------------------------------------------------ */
+/* The device called name: "cpu", "cuda" (cuda:0) or "cuda:N"; NULL with the error set. */
+static rt_device *device_named(const char *name) {
+    if (!name)
+        return (void)ir_errorf(TJ_ERR_INVALID, "device: the name is NULL"), NULL;
+    if (!strcmp(name, "cpu"))
+        return &host;
+    if (!strncmp(name, "cuda", 4) && (!name[4] || name[4] == ':')) {
+        int ord = 0, digits = 0;
+        for (const char *p = name[4] ? name + 5 : ""; *p && digits >= 0; p++, digits++)
+            digits =
+                *p >= '0' && *p <= '9' && ord < 100000 ? (ord = ord * 10 + (*p - '0'), digits) : -2;
+        if (digits > 0 || (!name[4] && digits == 0))
+            return rt_cuda_device(ord);
+    }
+    return (void)ir_errorf(TJ_ERR_INVALID, "device: unknown device '%s' (cpu, cuda, cuda:N)", name),
+           NULL;
+}
+
+const char *tj_device_unavailable(const char *device) {
+    static _Thread_local char why[512];
+    if (device_named(device))
+        return NULL;
+    snprintf(why, sizeof why, "%s", ir_last_error());
+    return why;
+}
+
+int tj_device_count(const char *kind) {
+    return !kind ? 0 : !strcmp(kind, "cpu") ? 1 : !strcmp(kind, "cuda") ? rt_cuda_count() : 0;
+}
+
+tj_tensor *tj_to_device(tj_tensor *t, const char *device) {
+    if (!t)
+        return rt_scoped(rt_errorf(TJ_ERR_INVALID, "to_device: the tensor is NULL"));
+    if (t->kind == RT_ERROR)
+        return rt_scoped(rt_retain(t)); /* errors stay sticky */
+    if (t->kind == RT_SYMBOLIC)
+        return rt_scoped(rt_errorf(TJ_ERR_STATE,
+                                   "to_device: inside a traced function a tensor's device is the "
+                                   "backend's choice; move tensors before the call"));
+    if (t->kind != RT_CONCRETE)
+        return rt_scoped(rt_errorf(TJ_ERR_INVALID, "to_device: not a tensor (a tuple?)"));
+    rt_device *d = device_named(device);
+    if (!d)
+        return rt_scoped(rt_errorf(ir_last_code(), "to_device: %s", ir_last_error()));
+    tj_tensor *r = rt_tensor_to_device(t, d);
+    return rt_scoped(r ? r : rt_error_from_status(0));
+}
+
+const char *tj_tensor_device(const tj_tensor *t) {
+    return t && t->kind == RT_CONCRETE ? rt_buffer_device(t->buf)->name : NULL;
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/device.h"
 #include "runtime/runtime.h"
 
 typedef struct sbuf {
@@ -138,12 +139,25 @@ static char *finish(sbuf *b) {
     return b->p;
 }
 
+/* t's values where the host can read them: t, or (t on a device) a host copy in *copy (release
+ * it after); NULL with the error set when the copy fails. */
+static const tj_tensor *host_values(const tj_tensor *t, tj_tensor **copy) {
+    *copy = NULL;
+    if (!t->on_device)
+        return t;
+    return *copy = rt_tensor_to_device(t, NULL);
+}
+
 char *rt_values_str(const tj_tensor *t) {
     sbuf b = {0};
+    tj_tensor *copy = NULL;
+    const tj_tensor *v = NULL;
     if (!t)
         sb_printf(&b, "NULL");
+    else if (t->kind == RT_CONCRETE && !(v = host_values(t, &copy)))
+        sb_printf(&b, "<on %s: %s>", rt_buffer_device(t->buf)->name, ir_last_error());
     else if (t->kind == RT_CONCRETE)
-        fmt_values(&b, t, 0);
+        fmt_values(&b, v, 0);
     else if (t->kind == RT_ERROR)
         sb_printf(&b, "Error(%s: %s)", tj_status_name(t->code), t->msg);
     else if (t->kind == RT_TUPLE) {
@@ -156,6 +170,7 @@ char *rt_values_str(const tj_tensor *t) {
         sb_printf(&b, ")");
     } else
         sb_printf(&b, "<symbolic>");
+    rt_release(copy);
     return finish(&b);
 }
 
@@ -198,11 +213,20 @@ char *tj_tensor_str(const tj_tensor *t) {
     if (!t) {
         sb_printf(&b, "NULL");
     } else if (t->kind == RT_CONCRETE) {
+        tj_tensor *copy = NULL;
+        const tj_tensor *v = host_values(t, &copy);
         sb_printf(&b, "tj.Tensor(");
-        fmt_values(&b, t, 1);
+        if (v)
+            fmt_values(&b, v, 1);
+        else
+            sb_printf(&b, "<not copied: %s>", ir_last_error());
         sb_printf(&b, ", shape=");
         fmt_shape(&b, t);
-        sb_printf(&b, ", dtype=%s)", ir_dtype_name(t->dtype));
+        sb_printf(&b, ", dtype=%s", ir_dtype_name(t->dtype));
+        if (t->on_device)
+            sb_printf(&b, ", device=%s", rt_buffer_device(t->buf)->name);
+        sb_printf(&b, ")");
+        rt_release(copy);
     } else if (t->kind == RT_SYMBOLIC) {
         sb_printf(&b, "Tensor(\"");
         symbolic_name(&b, t);

@@ -418,6 +418,12 @@ int64_t tj_tensor_numel(const tj_tensor *t) {
 const void *tj_tensor_data(const tj_tensor *t) {
     if (t && t->kind == RT_SYMBOLIC)
         rt_refuse_host_read(t, "tensor_data");
+    if (t && t->kind == RT_CONCRETE && t->on_device) /* its pointer is the device's */
+        return (void)ir_errorf(TJ_ERR_INVALID,
+                               "tensor_data: the tensor is on %s, not in host memory: "
+                               "tj_to_device(t, \"cpu\") first",
+                               rt_buffer_device(t->buf)->name),
+               NULL;
     return t && t->kind == RT_CONCRETE ? t->data : NULL;
 }
 int tj_tensor_is_symbolic(const tj_tensor *t) {
@@ -429,6 +435,18 @@ double tj_tensor_get_f64(const tj_tensor *t, int64_t i) {
         rt_refuse_host_read(t, "tensor_get_f64");
     if (!t || t->kind != RT_CONCRETE || i < 0 || i >= t->numel)
         return __builtin_nan("");
+    if (t->on_device && t->dtype != TJ_STRING) { /* the one element, copied to the host */
+        rt_device *d = rt_buffer_device(t->buf);
+        size_t es = ir_dtype_size(t->dtype);
+        _Alignas(16) unsigned char tmp[16];
+        if (es > sizeof tmp ||
+            d->vt->copy_out(d, tmp, (const char *)t->data + es * (size_t)i, es) || d->vt->sync(d))
+            return __builtin_nan("");
+        tj_tensor h;
+        memcpy(&h, t, sizeof h);
+        h.data = tmp, h.numel = 1, h.on_device = 0, h.buf = NULL;
+        return tj_tensor_get_f64(&h, 0);
+    }
     switch (t->dtype) {
     case TJ_F32:
         return ((const float *)t->data)[i];

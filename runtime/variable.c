@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/device.h"
 #include "runtime/runtime.h"
 
 static atomic_uint_fast64_t next_id = 1;
@@ -73,6 +74,11 @@ tj_status rt_variable_set(tj_variable *v, tj_tensor *value) {
     tj_status st = rt_variable_check_value(v, value->dtype, value->rank, value->dims);
     if (st)
         return st;
+    if (!rt_on_host(value)) /* variables live on the host (their checkpoints read them there) */
+        return ir_errorf(TJ_ERR_INVALID,
+                         "assign: variable '%s': the value is on %s; variables live on the host: "
+                         "tj_to_device(value, \"cpu\") first",
+                         v->name, rt_buffer_device(value->buf)->name);
     if (!(value = rt_tensor_plain(value))) /* a value, never a host scalar */
         return ir_last_code();
     pthread_mutex_lock(&v->mu);
