@@ -1,0 +1,34 @@
+/* nvrtc.h — CUDA C compiled to GPU code by NVRTC, opened with dlopen (nvrtc.c): the compiler half
+ * of the CUDA backend (issue 27), usable without a GPU (NVRTC needs none), absent without the
+ * CUDA toolkit (then a sentence says why). TJ_NVRTC names the library to open instead of
+ * libnvrtc.so (any version from 12 on). */
+#ifndef TJ_JIT_CUDA_NVRTC_H
+#define TJ_JIT_CUDA_NVRTC_H
+
+#include <stddef.h>
+
+#include "ir/ir.h"
+
+/* NULL when NVRTC is loaded; otherwise why not (static). */
+const char *jit_nvrtc_unavailable(void);
+/* "nvrtc 13.0" (static; "" when unavailable): part of every CUDA artifact's cache key. */
+const char *jit_nvrtc_version(void);
+
+/* What one compile made: PTX text (always), and the device code for the architecture asked
+ * (cubin, sm_NN) when NVRTC made one; both malloc'd, owned by the caller (jit_nvrtc_free). */
+typedef struct jit_nvrtc_out {
+    char *ptx;
+    size_t ptx_size;
+    void *cubin;
+    size_t cubin_size;
+    double ms; /* the compile's wall time */
+} jit_nvrtc_out;
+
+/* Compiles `source` (CUDA C; `name` names it in messages) for compute capability `sm` (80 for
+ * sm_80, 90 for sm_90): PTX for compute_NN and, through NVRTC's assembler, a cubin for sm_NN.
+ * TJ_OK, or an error naming `name` and carrying NVRTC's log (a source that does not compile is
+ * TJ_ERR_RUNTIME; no NVRTC is TJ_ERR_UNSUPPORTED). */
+tj_status jit_nvrtc_compile(const char *source, const char *name, int sm, jit_nvrtc_out *out);
+void jit_nvrtc_free(jit_nvrtc_out *out);
+
+#endif /* TJ_JIT_CUDA_NVRTC_H */

@@ -1,0 +1,97 @@
+/* NVRTC through dlopen (jit/cuda/nvrtc): a CUDA C kernel compiled for sm_80 and sm_90 gives PTX
+ * for that target and a cubin (an ELF object); the PTX passes the toolkit's ptxas where it is
+ * installed; a source that does not compile is an error carrying NVRTC's log and the kernel's
+ * name; bad arguments are refused. No GPU is needed. With TJ_NVRTC naming no library
+ * (jit_test_nvrtc_missing) the reason is checked and a compile refused. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "jit/cuda/nvrtc/nvrtc.h"
+
+static const char *saxpy =
+    "extern \"C\" __global__ void tj_saxpy(const float *__restrict__ x, float *__restrict__ y,\n"
+    "                                      float a, long long n) {\n"
+    "    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;\n"
+    "         i += (long long)gridDim.x * blockDim.x)\n"
+    "        y[i] = fmaf(a, x[i], y[i]);\n"
+    "}\n";
+
+/* The toolkit's ptxas assembles ptx for sm (skipped, and said, where it is not installed). */
+static void ptxas_accepts(const char *ptx, int sm) {
+    const char *cands[] = {"/usr/local/cuda/bin/ptxas", "/usr/bin/ptxas"};
+    const char *ptxas = NULL;
+    for (size_t i = 0; i < 2 && !ptxas; i++)
+        if (access(cands[i], X_OK) == 0)
+            ptxas = cands[i];
+    if (!ptxas) {
+        printf("no ptxas: the PTX is checked by NVRTC's own cubin only\n");
+        return;
+    }
+    char path[] = "/tmp/tj-ptx-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    if (fd < 0)
+        return;
+    FILE *f = fdopen(fd, "w");
+    fputs(ptx, f);
+    fclose(f);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "%s -arch=sm_%d %s -o /dev/null", ptxas, sm, path);
+    CHECK_MSG(system(cmd) == 0, "%s", cmd);
+    unlink(path);
+}
+
+int main(void) {
+    const char *why = jit_nvrtc_unavailable();
+    const char *env = getenv("TJ_NVRTC");
+    jit_nvrtc_out out;
+    if (env && strstr(env, "no_such")) {
+        CHECK_MSG(why && strstr(why, "no NVRTC") && strstr(why, env), "%s", why ? why : "(loaded)");
+        CHECK(jit_nvrtc_compile(saxpy, "saxpy.cu", 90, &out) == TJ_ERR_UNSUPPORTED);
+        CHECK_HAS(ir_last_error(), "cuda: no NVRTC");
+        CHECK(!strcmp(jit_nvrtc_version(), ""));
+        return check_done();
+    }
+    if (why) {
+        printf("skipped: %s\n", why);
+        return 77;
+    }
+    CHECK(!strncmp(jit_nvrtc_version(), "nvrtc ", 6));
+    const int sms[2] = {80, 90};
+    for (int k = 0; k < 2; k++) {
+        tj_status st = jit_nvrtc_compile(saxpy, "saxpy.cu", sms[k], &out);
+        CHECK_MSG(st == TJ_OK, "%s", ir_last_error());
+        if (st)
+            continue;
+        char target[32];
+        snprintf(target, sizeof target, ".target sm_%d", sms[k]);
+        CHECK_MSG(out.ptx && strstr(out.ptx, target) && strstr(out.ptx, ".entry tj_saxpy"), "%s",
+                  out.ptx ? out.ptx : "(none)");
+        CHECK(out.ptx_size == strlen(out.ptx));
+        CHECK(out.cubin && out.cubin_size > 64 &&
+              !memcmp(out.cubin,
+                      "\x7f"
+                      "ELF",
+                      4));
+        printf("sm_%d: %zu bytes of PTX, %zu of cubin in %.1f ms\n", sms[k], out.ptx_size,
+               out.cubin_size, out.ms);
+        ptxas_accepts(out.ptx, sms[k]);
+        jit_nvrtc_free(&out);
+    }
+    /* a source that does not compile: the log, the name and the target */
+    const char *bad = "extern \"C\" __global__ void k(float *x) { x[0] = undefined_thing; }\n";
+    CHECK(jit_nvrtc_compile(bad, "bad_kernel.cu", 90, &out) == TJ_ERR_RUNTIME);
+    CHECK_HAS(ir_last_error(), "nvrtc bad_kernel.cu for sm_90");
+    CHECK_HAS(ir_last_error(), "undefined_thing");
+    CHECK(out.ptx == NULL && out.cubin == NULL);
+    /* refused arguments */
+    CHECK(jit_nvrtc_compile(NULL, "x.cu", 90, &out) == TJ_ERR_INVALID);
+    CHECK(jit_nvrtc_compile(saxpy, "x.cu", 7, &out) == TJ_ERR_INVALID);
+    CHECK_HAS(ir_last_error(), "no architecture sm_7");
+    jit_nvrtc_free(&out);
+    jit_nvrtc_free(NULL);
+    return check_done();
+}
