@@ -10,6 +10,7 @@
 
 #include "check.h"
 #include "jit/cuda/nvrtc/nvrtc.h"
+#include "jit/jit.h"
 
 static const char *saxpy =
     "extern \"C\" __global__ void tj_saxpy(const float *__restrict__ x, float *__restrict__ y,\n"
@@ -42,6 +43,46 @@ static void ptxas_accepts(const char *ptx, int sm) {
     snprintf(cmd, sizeof cmd, "%s -arch=sm_%d %s -o /dev/null", ptxas, sm, path);
     CHECK_MSG(system(cmd) == 0, "%s", cmd);
     unlink(path);
+}
+
+/* Through the artifact cache: compiled once, then from memory, then (memory emptied) from disk;
+ * another architecture or source is another entry; a damaged payload is refused. */
+static void cached(void) {
+    char src[512];
+    snprintf(src, sizeof src, "%s// %d\n", saxpy, (int)getpid()); /* new to the disk cache */
+    jit_nvrtc_out a, b, c;
+    int from = -1;
+    CHECK(jit_nvrtc_compile_cached(src, "saxpy.cu", 90, &a, &from) == TJ_OK && from == 0);
+    CHECK(jit_nvrtc_compile_cached(src, "saxpy.cu", 90, &b, &from) == TJ_OK && from == 1);
+    CHECK(a.ptx && b.ptx && !strcmp(a.ptx, b.ptx) && a.cubin_size == b.cubin_size &&
+          !memcmp(a.cubin, b.cubin, a.cubin_size));
+    jit_nvrtc_free(&b);
+    jit_cache_clear_memory();
+    CHECK(jit_nvrtc_compile_cached(src, "saxpy.cu", 90, &b, &from) == TJ_OK && from == 1);
+    CHECK(b.ptx && !strcmp(a.ptx, b.ptx));
+    CHECK(jit_nvrtc_compile_cached(src, "saxpy.cu", 80, &c, &from) == TJ_OK && from == 0);
+    CHECK(c.ptx && strstr(c.ptx, ".target sm_80"));
+    char k80[256], k90[256];
+    jit_nvrtc_key(src, 80, k80, sizeof k80);
+    jit_nvrtc_key(src, 90, k90, sizeof k90);
+    CHECK(strcmp(k80, k90) != 0 && strstr(k90, "sm=90") && strstr(k90, jit_nvrtc_version()));
+    /* payloads: round trip, then every truncation and a flipped header refused */
+    size_t size = 0;
+    unsigned char *p = jit_nvrtc_payload(&a, 90, &size);
+    jit_nvrtc_out d;
+    CHECK(p && jit_nvrtc_parse(p, size, 90, &d) == TJ_OK && !strcmp(d.ptx, a.ptx));
+    jit_nvrtc_free(&d);
+    CHECK(p && jit_nvrtc_parse(p, size, 80, &d) == TJ_ERR_CORRUPT);
+    for (size_t n = 0; p && n < size; n += 1 + n / 7)
+        CHECK_MSG(jit_nvrtc_parse(p, n, 90, &d) == TJ_ERR_CORRUPT, "%zu of %zu bytes", n, size);
+    if (p) {
+        p[9] ^= 0x40; /* the PTX size */
+        CHECK(jit_nvrtc_parse(p, size, 90, &d) == TJ_ERR_CORRUPT);
+    }
+    free(p);
+    jit_nvrtc_free(&a);
+    jit_nvrtc_free(&b);
+    jit_nvrtc_free(&c);
 }
 
 int main(void) {
@@ -93,5 +134,6 @@ int main(void) {
     CHECK_HAS(ir_last_error(), "no architecture sm_7");
     jit_nvrtc_free(&out);
     jit_nvrtc_free(NULL);
+    cached();
     return check_done();
 }

@@ -31,4 +31,17 @@ typedef struct jit_nvrtc_out {
 tj_status jit_nvrtc_compile(const char *source, const char *name, int sm, jit_nvrtc_out *out);
 void jit_nvrtc_free(jit_nvrtc_out *out);
 
+/* ---- cached (cache.c) ---------------------------------------------------------------------- */
+/* jit_nvrtc_compile through the artifact cache (jit/cache.c: memory, then disk): *from is 1 when
+ * the output came from the cache (no compile), 0 when compiled (and stored). */
+tj_status jit_nvrtc_compile_cached(const char *source, const char *name, int sm, jit_nvrtc_out *out,
+                                   int *from);
+/* The cache key of source for sm: tracejit's and NVRTC's versions, the architecture and the
+ * source's 128-bit content hash. */
+void jit_nvrtc_key(const char *source, int sm, char *key, size_t n);
+/* An entry's payload (malloc'd, *size bytes; NULL on OOM), and back: TJ_ERR_CORRUPT for bytes
+ * that are not one written for sm (every size checked). */
+unsigned char *jit_nvrtc_payload(const jit_nvrtc_out *o, int sm, size_t *size);
+tj_status jit_nvrtc_parse(const unsigned char *p, size_t size, int sm, jit_nvrtc_out *out);
+
 #endif /* TJ_JIT_CUDA_NVRTC_H */
