@@ -3,14 +3,15 @@
  * (jit_cpu_payload_parse: the symbol table in front of the object file). The first input byte
  * picks the mode: even, the rest is a whole entry file as read from disk (checksums make a
  * valid one rare); odd, the rest is a payload, wrapped by jit_cache_encode into a valid entry
- * so the payload parser sees every input. Decoded offsets must stay inside the input; a broken
- * invariant aborts. No code is ever loaded. */
+ * so the payload parsers see every input (the CPU's, and NVRTC's: jit_nvrtc_parse). Decoded offsets
+ * must stay inside the input; a broken invariant aborts. No code is ever loaded. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "jit/cpu/cpu.h"
+#include "jit/cuda/nvrtc/nvrtc.h"
 #include "jit/jit.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -54,6 +55,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 abort();
             }
         }
+        jit_nvrtc_out o; /* the same bytes as an NVRTC entry for sm_90 */
+        if (jit_nvrtc_parse(buf + off, psize, 90, &o) == TJ_OK &&
+            (24 + o.ptx_size + o.cubin_size != psize || strlen(o.ptx) != o.ptx_size)) {
+            fprintf(stderr, "fuzz_cache: an NVRTC entry of %zu bytes parsed to %zu + %zu\n", psize,
+                    o.ptx_size, o.cubin_size);
+            abort();
+        }
+        jit_nvrtc_free(&o);
     } else if (data[0] & 1) {
         fprintf(stderr, "fuzz_cache: an entry made by jit_cache_encode was refused: %s\n",
                 ir_last_error());
