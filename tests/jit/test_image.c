@@ -381,7 +381,7 @@ static unsigned char *an_object(size_t *size) {
     unsigned char *obj = NULL;
     if (c && jit_cpu_is_program(c->prog)) {
         const unsigned char *o = jit_cpu_shared_object(((cpu_prog *)c->prog)->shared, size);
-        if (*size > 24 && memcmp(o, "TJO2", 4) == 0) { /* two halves: the first object */
+        if (*size > 24 && memcmp(o, "TJO2", 4) == 0) { /* compiled in parts: the first object */
             uint64_t len;
             memcpy(&len, o + 8, 8);
             o += 8 + 8 * ((const uint32_t *)o)[1];
