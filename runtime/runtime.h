@@ -12,6 +12,8 @@
 #endif
 
 #include <stdatomic.h>
+#include <stddef.h>
+#include <string.h>
 #include <pthread.h>
 
 #include "ir/ir.h"
@@ -59,6 +61,15 @@ struct tj_tensor {
     int n_items;
     tj_tensor **items;
 };
+
+/* A copy of src's header into dst for a kernel's local use (its data pointer or extents then
+ * changed), read without src's reference count, which other threads may be changing at the same
+ * time (a tensor shared by threads); dst's count is 1 and nothing owns it. */
+static inline void rt_header_copy(tj_tensor *dst, const tj_tensor *src) {
+    size_t from = offsetof(tj_tensor, kind);
+    memcpy((char *)dst + from, (const char *)src + from, sizeof *dst - from);
+    atomic_init(&dst->rc, 1);
+}
 
 /* A concrete tensor with a fresh 64-byte aligned zeroed buffer. Returns NULL on OOM (error set).
  * The returned reference is NOT registered in any scope (runtime-internal). */

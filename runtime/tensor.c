@@ -443,7 +443,7 @@ double tj_tensor_get_f64(const tj_tensor *t, int64_t i) {
             d->vt->copy_out(d, tmp, (const char *)t->data + es * (size_t)i, es) || d->vt->sync(d))
             return __builtin_nan("");
         tj_tensor h;
-        memcpy(&h, t, sizeof h);
+        rt_header_copy(&h, t);
         h.data = tmp, h.numel = 1, h.on_device = 0, h.buf = NULL;
         return tj_tensor_get_f64(&h, 0);
     }

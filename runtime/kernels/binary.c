@@ -367,7 +367,10 @@ typedef struct bin_split {
 
 static void bin_chunk(void *ctx, int64_t t) {
     const bin_split *s = ctx;
-    tj_tensor a = *s->a, b = *s->b, o = *s->out; /* headers only: the kernel reads data */
+    tj_tensor a, b, o; /* headers only: the kernel reads data */
+    rt_header_copy(&a, s->a);
+    rt_header_copy(&b, s->b);
+    rt_header_copy(&o, s->out);
     bin_plan p = s->p;
     if (!s->rows_per) {
         int64_t j0 = t * BIN_CHUNK;
