@@ -5,6 +5,7 @@
  * a program made wholly of found kernels compiles nothing; a program of two objects goes to the
  * disk cache and to an image as one container and comes back from both in a new program. */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -51,6 +52,45 @@ static const jit_cpu_shared *shared_of(tj_function *f, tj_tensor *x) {
     memcpy(s.dims, tj_tensor_dims(x), 2 * sizeof(int64_t));
     tj_concrete *c = tj_function_get_concrete(f, 1, &s);
     return c && jit_cpu_is_program(c->prog) ? ((const cpu_prog *)c->prog)->shared : NULL;
+}
+
+/* Four threads at once make, call and free functions whose programs share kernels (base's two
+ * in each of more's): objects found, held and freed concurrently; every value checked. */
+typedef struct worker {
+    tj_tensor *x;
+    int bad;
+} worker;
+
+static void *churn(void *arg) {
+    worker *w = arg;
+    for (int k = 0; k < 6; k++) {
+        tj_function *f =
+            tj_function_new(k % 2 ? "more" : "base", (void *)(k % 2 ? more : base), 1, NULL);
+        tj_tensor *y = tj_call(f, 1, &w->x), *e = tj_call_eager(f, 1, &w->x);
+        if (tj_status_of(y) != TJ_OK || tj_tensor_numel(y) != tj_tensor_numel(e))
+            w->bad++;
+        for (int64_t i = 0; !w->bad && i < tj_tensor_numel(e); i += 97) {
+            double a = tj_tensor_get_f64(y, i), b = tj_tensor_get_f64(e, i);
+            w->bad += fabs(a - b) > 1e-5 * (1 + fabs(b));
+        }
+        tj_release(y);
+        tj_release(e);
+        tj_function_free(f);
+    }
+    return NULL;
+}
+
+static void threads(tj_tensor *x) {
+    pthread_t th[4];
+    worker w[4];
+    for (int t = 0; t < 4; t++) {
+        w[t] = (worker){x, 0};
+        CHECK(pthread_create(&th[t], NULL, churn, &w[t]) == 0);
+    }
+    for (int t = 0; t < 4; t++) {
+        pthread_join(th[t], NULL);
+        CHECK_MSG(w[t].bad == 0, "thread %d: %d wrong values or errors", t, w[t].bad);
+    }
 }
 
 int main(void) {
@@ -121,6 +161,7 @@ int main(void) {
     CHECK_MSG(sb.from_cache == 2 || sb.from_cache == 3, "base: from %d", sb.from_cache);
     tj_function_free(fb);
     tj_function_free(fm);
+    threads(x);
     tj_release(x);
     check_rm_dir(dir);
     return check_done();
