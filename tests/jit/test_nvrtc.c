@@ -85,6 +85,43 @@ static void cached(void) {
     jit_nvrtc_free(&c);
 }
 
+/* runtime/kernels/scalar.h, the reference kernels' scalar semantics, compiled by NVRTC for sm_90
+ * inside a kernel that calls every helper at every type: the same text serves both compilers. */
+static void scalar_header(void) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/runtime/kernels/scalar.h", TJ_SOURCE_DIR);
+    FILE *f = fopen(path, "rb");
+    CHECK_MSG(f != NULL, "%s", path);
+    if (!f)
+        return;
+    static char src[65536];
+    size_t n = fread(src, 1, sizeof src - 4096, f);
+    fclose(f);
+    src[n] = 0;
+    strcat(src,
+           "extern \"C\" __global__ void tj_scalar_all(float *f, double *d, long long *i,\n"
+           "                                          unsigned long long *u) {\n"
+           "    f[0] = fmod_py_f32(f[0], f[1]) + fmax_nan_f32(f[1], f[2]) + fmin_nan_f32(f[2], "
+           "f[3]);\n"
+           "    d[0] = fmod_py_f64(d[0], d[1]) + fmax_nan_f64(d[1], d[2]) + fmin_nan_f64(d[2], "
+           "d[3]);\n"
+           "    i[0] = idiv_i64(i[0], i[1]) + ifloordiv_i64(i[1], i[2]) + imod_i64(i[2], i[3]) +\n"
+           "           ipow_i64(i[3], 3) + ishl_i64(i[0], i[1]) + ishr_i64(i[1], i[2]) +\n"
+           "           ifloordiv_i8((int8_t)i[0], 3) + imod_i16((int16_t)i[1], 5) + "
+           "idiv_i32((int)i[2], 7);\n"
+           "    u[0] = upow_u64(u[0], u[1]) + ushl_u32((unsigned)u[1], 3) + ushr_u8((uint8_t)u[2], "
+           "1) +\n"
+           "           upow_u16((uint16_t)u[3], 2);\n"
+           "}\n");
+    jit_nvrtc_out out;
+    tj_status st = jit_nvrtc_compile(src, "scalar.h.cu", 90, &out);
+    CHECK_MSG(st == TJ_OK, "%s", ir_last_error());
+    CHECK(st || (out.ptx && strstr(out.ptx, ".entry tj_scalar_all")));
+    if (!st)
+        ptxas_accepts(out.ptx, 90);
+    jit_nvrtc_free(&out);
+}
+
 int main(void) {
     const char *why = jit_nvrtc_unavailable();
     const char *env = getenv("TJ_NVRTC");
@@ -135,5 +172,6 @@ int main(void) {
     jit_nvrtc_free(&out);
     jit_nvrtc_free(NULL);
     cached();
+    scalar_header();
     return check_done();
 }
