@@ -48,6 +48,15 @@ typedef unsigned long long uint64_t;
 FLOAT_HELPERS(float, f32)
 FLOAT_HELPERS(double, f64)
 
+/* b to the power e, wrapping modulo 2^64 (square and multiply): every integer power's core. */
+TJ_SCALAR_FN uint64_t pow_u64(uint64_t b, uint64_t e) {
+    uint64_t r = 1;
+    for (; e > 0; e >>= 1, b *= b)
+        if (e & 1)
+            r *= b;
+    return r;
+}
+
 /* y == -1 is special-cased: MIN / -1 overflows in C. Callers guarantee y != 0. */
 #define INT_HELPERS(T, U, SFX)                                                                     \
     TJ_SCALAR_FN T idiv_##SFX(T x, T y) {                                                          \
@@ -70,14 +79,7 @@ FLOAT_HELPERS(double, f64)
         return r;                                                                                  \
     }                                                                                              \
     TJ_SCALAR_FN T ipow_##SFX(T x, T e) { /* e >= 0; uint64 so narrow types never promote */       \
-        uint64_t r = 1, b = (uint64_t)(U)x;                                                        \
-        while (e > 0) {                                                                            \
-            if (e & 1)                                                                             \
-                r *= b;                                                                            \
-            b *= b;                                                                                \
-            e >>= 1;                                                                               \
-        }                                                                                          \
-        return (T)(U)r;                                                                            \
+        return (T)(U)pow_u64((uint64_t)(U)x, (uint64_t)e);                                         \
     }                                                                                              \
     /* shifts by a count outside [0, bits): 0, or the sign for >> (as shifting one at a time) */   \
     TJ_SCALAR_FN T ishl_##SFX(T x, T c) {                                                          \
@@ -95,14 +97,7 @@ INT_HELPERS(int64_t, uint64_t, i64)
 /* Unsigned: C's division and remainder are already floor ones; y != 0 is checked before. */
 #define UINT_HELPERS(T, SFX)                                                                       \
     TJ_SCALAR_FN T upow_##SFX(T x, T e) {                                                          \
-        uint64_t r = 1, b = x;                                                                     \
-        while (e > 0) {                                                                            \
-            if (e & 1)                                                                             \
-                r *= b;                                                                            \
-            b *= b;                                                                                \
-            e >>= 1;                                                                               \
-        }                                                                                          \
-        return (T)r;                                                                               \
+        return (T)pow_u64(x, e);                                                                   \
     }                                                                                              \
     TJ_SCALAR_FN T ushl_##SFX(T x, T c) {                                                          \
         return c < 8 * sizeof(T) ? (T)((uint64_t)x << c) : 0;                                      \
