@@ -94,10 +94,7 @@ static void load(void) {
         D.why = D.why_buf;
         return;
     }
-    struct {
-        void **slot;
-        const char *name;
-    } syms[] = {
+    const rt_cuda_sym syms[] = {
         {(void **)&D.Init, "cuInit"},
         {(void **)&D.DeviceGetCount, "cuDeviceGetCount"},
         {(void **)&D.DeviceGet, "cuDeviceGet"},
@@ -114,15 +111,12 @@ static void load(void) {
         {(void **)&D.MemcpyDtoD, "cuMemcpyDtoD_v2"},
         {(void **)&D.GetErrorName, "cuGetErrorName"},
     };
-    for (size_t i = 0; i < sizeof syms / sizeof *syms; i++) {
-        *syms[i].slot = dlsym(D.lib, syms[i].name);
-        if (!*syms[i].slot) {
-            snprintf(D.why_buf, sizeof D.why_buf,
-                     "the CUDA driver %s lacks %s (a driver older than CUDA 11?)", path,
-                     syms[i].name);
-            D.why = D.why_buf;
-            return;
-        }
+    const char *missing = rt_cuda_resolve(D.lib, syms, sizeof syms / sizeof *syms);
+    if (missing) {
+        snprintf(D.why_buf, sizeof D.why_buf,
+                 "the CUDA driver %s lacks %s (a driver older than CUDA 11?)", path, missing);
+        D.why = D.why_buf;
+        return;
     }
     char e[96];
     CUresult r = D.Init(0);
@@ -141,6 +135,13 @@ static void load(void) {
         return;
     }
     D.count = n < MAX_GPUS ? n : MAX_GPUS;
+}
+
+const char *rt_cuda_resolve(void *lib, const rt_cuda_sym *syms, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!(*syms[i].slot = dlsym(lib, syms[i].name)))
+            return syms[i].name;
+    return NULL;
 }
 
 const char *rt_cuda_unavailable(void) {

@@ -23,6 +23,15 @@ rt_device *rt_cuda_device(int ordinal);
 /* Whether d is one of these devices. */
 bool rt_is_cuda(const rt_device *d);
 
+/* A CUDA library's entry point to resolve: where its address goes, and its name. */
+typedef struct rt_cuda_sym {
+    void **slot;
+    const char *name;
+} rt_cuda_sym;
+/* Resolves the n entry points of lib (dlopen's handle; the driver, NVRTC): NULL when every one
+ * was found, else the name of the first missing one. */
+const char *rt_cuda_resolve(void *lib, const rt_cuda_sym *syms, size_t n);
+
 /* What a device's allocator has done (for tests and profiles). */
 typedef struct rt_cuda_mem_stats {
     uint64_t driver_allocs; /* cuMemAlloc calls that succeeded */

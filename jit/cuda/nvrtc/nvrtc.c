@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "jit/cuda/nvrtc/nvrtc.h"
+#include "runtime/cuda.h"
 
 typedef int nvrtcResult;
 typedef struct _nvrtcProgram *nvrtcProgram;
@@ -54,10 +55,7 @@ static void load(void) {
         N.why = N.why_buf;
         return;
     }
-    struct {
-        void **slot;
-        const char *name;
-    } syms[] = {
+    const rt_cuda_sym syms[] = {
         {(void **)&N.GetErrorString, "nvrtcGetErrorString"},
         {(void **)&N.Version, "nvrtcVersion"},
         {(void **)&N.CreateProgram, "nvrtcCreateProgram"},
@@ -70,13 +68,13 @@ static void load(void) {
         {(void **)&N.GetProgramLogSize, "nvrtcGetProgramLogSize"},
         {(void **)&N.GetProgramLog, "nvrtcGetProgramLog"},
     };
-    for (size_t i = 0; i < sizeof syms / sizeof *syms; i++)
-        if (!(*syms[i].slot = dlsym(N.lib, syms[i].name))) {
-            snprintf(N.why_buf, sizeof N.why_buf, "no NVRTC: the library lacks %s (older than 11?)",
-                     syms[i].name);
-            N.why = N.why_buf;
-            return;
-        }
+    const char *missing = rt_cuda_resolve(N.lib, syms, sizeof syms / sizeof *syms);
+    if (missing) {
+        snprintf(N.why_buf, sizeof N.why_buf, "no NVRTC: the library lacks %s (older than 11?)",
+                 missing);
+        N.why = N.why_buf;
+        return;
+    }
     int maj = 0, min = 0;
     N.Version(&maj, &min);
     snprintf(N.version, sizeof N.version, "nvrtc %d.%d", maj, min);
