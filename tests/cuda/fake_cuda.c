@@ -3,7 +3,8 @@
  * device code, its caching allocator and its error paths run in CI. FAKE_CUDA selects a fault:
  * "no_device" (cuInit fails with CUDA_ERROR_NO_DEVICE), "stub" (CUDA_ERROR_STUB_LIBRARY, as the
  * toolkit's stub library answers), "cap=N" (device memory of N bytes: cuMemAlloc beyond it fails
- * with CUDA_ERROR_OUT_OF_MEMORY). fake_cuda_counts reports the calls made. */
+ * with CUDA_ERROR_OUT_OF_MEMORY), "copy_fail" (every copy fails with CUDA_ERROR_ILLEGAL_ADDRESS,
+ * as after a kernel's bad write). fake_cuda_counts reports the calls made. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@ typedef struct CUctx_st *CUcontext;
 typedef unsigned long long CUdeviceptr;
 
 static size_t cap = (size_t)1 << 40, used;
+static int copy_fail;
 static int allocs, frees, htod, dtoh, dtod, syncs;
 static int ctx_token;
 
@@ -29,6 +31,7 @@ CUresult cuInit(unsigned flags) {
         return 100;
     if (m && !strcmp(m, "stub"))
         return 34;
+    copy_fail = m && !strcmp(m, "copy_fail");
     if (m && !strncmp(m, "cap=", 4))
         cap = (size_t)strtoull(m + 4, NULL, 10);
     return 0;
@@ -90,16 +93,22 @@ CUresult cuMemGetInfo_v2(size_t *free_b, size_t *total) {
     return 0;
 }
 CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
+    if (copy_fail)
+        return 700;
     memcpy((void *)(uintptr_t)dst, src, n);
     __atomic_add_fetch(&htod, 1, __ATOMIC_RELAXED);
     return 0;
 }
 CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
+    if (copy_fail)
+        return 700;
     memcpy(dst, (const void *)(uintptr_t)src, n);
     __atomic_add_fetch(&dtoh, 1, __ATOMIC_RELAXED);
     return 0;
 }
 CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+    if (copy_fail)
+        return 700;
     memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
     __atomic_add_fetch(&dtod, 1, __ATOMIC_RELAXED);
     return 0;
@@ -117,6 +126,9 @@ CUresult cuGetErrorName(CUresult r, const char **s) {
         return 0;
     case 100:
         *s = "CUDA_ERROR_NO_DEVICE";
+        return 0;
+    case 700:
+        *s = "CUDA_ERROR_ILLEGAL_ADDRESS";
         return 0;
     default:
         return 1;

@@ -14,6 +14,22 @@ static tj_tensor *twice(tj_tensor *x) {
     return tj_add(x, x);
 }
 
+/* moving a tensor inside a traced function: refused (placement there is the backend's) */
+static tj_tensor *moves(tj_tensor *x) {
+    return tj_to_device(tj_add(x, x), "cpu");
+}
+
+static void in_a_trace(void) {
+    tj_tensor *x = tj_tensor_from_data(TJ_F32, 1, (const int64_t[]){2}, (const float[]){1, 2});
+    tj_function *f = tj_function_new("moves", (void *)moves, 1, NULL);
+    tj_tensor *y = tj_call(f, 1, &x);
+    CHECK(tj_status_of(y) == TJ_ERR_STATE);
+    CHECK_HAS(tj_error_message(y), "to_device: inside a traced function");
+    tj_release(y);
+    tj_function_free(f);
+    tj_release(x);
+}
+
 static void names(void) {
     CHECK_EQ_INT(tj_device_count("cpu"), 1);
     CHECK(tj_device_unavailable("cpu") == NULL);
@@ -102,6 +118,7 @@ static void on_gpu(void) {
 
 int main(void) { /* no scope open: the caller owns each new tensor and releases it */
     names();
+    in_a_trace();
     if (getenv("TJ_CUDA_DRIVER")) {
         on_gpu();
     } else if (tj_device_unavailable("cuda")) { /* no GPU: the reason, and nothing moves */

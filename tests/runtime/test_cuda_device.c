@@ -195,6 +195,27 @@ static void out_of_memory(void) {
     tj_release(c);
 }
 
+/* FAKE_CUDA=copy_fail: a copy the driver refuses is an error naming the device, the copy, its
+ * size and the driver's error; nothing is returned and the block goes back to the cache. */
+static void copy_faults(void) {
+    rt_device *d = rt_cuda_device(0);
+    CHECK_MSG(d != NULL, "%s", ir_last_error());
+    if (!d)
+        return;
+    const int64_t d3[1] = {3};
+    tj_tensor *x = mk(TJ_F32, 1, d3, F32(1, 2, 3));
+    CHECK(rt_tensor_to_device(x, d) == NULL && ir_last_code() == TJ_ERR_RUNTIME);
+    CHECK_HAS(ir_last_error(), "cuda:0: copy to the device of 12 bytes failed");
+    CHECK_HAS(ir_last_error(), "CUDA_ERROR_ILLEGAL_ADDRESS (700)");
+    rt_cuda_mem_stats s = rt_cuda_mem_stats_of(d);
+    CHECK(s.in_use_bytes == 0 && s.cached_bytes == 512);
+    tj_tensor *on = rt_tensor_alloc_on(d, TJ_F32, 1, d3); /* there, but not readable back */
+    CHECK(on && rt_tensor_to_device(on, NULL) == NULL);
+    CHECK_HAS(ir_last_error(), "copy to the host of 12 bytes failed");
+    tj_release(on);
+    tj_release(x);
+}
+
 int main(void) {
     rounding();
     const char *drv = getenv("TJ_CUDA_DRIVER"), *mode = getenv("FAKE_CUDA");
@@ -212,8 +233,12 @@ int main(void) {
         unavailable("CUDA_ERROR_STUB_LIBRARY (34)");
     } else if (mode && !strncmp(mode, "cap=", 4)) {
         out_of_memory();
+    } else if (mode && !strcmp(mode, "copy_fail")) {
+        copy_faults();
     } else if (strstr(drv, "no_such_library")) {
         unavailable("could not be opened");
+    } else if (strstr(drv, "libm.so")) { /* a library, but no driver */
+        unavailable("lacks cuInit");
     } else {
         device_checks();
         /* what the fake was asked: the copies went through the driver */
