@@ -346,27 +346,31 @@ static double now_ms(void) {
  * batch sizes) never compiles; one called again compiles, on the other core, from its second
  * call's end (tj_function_wait_compiled releases any). A check-numerics failure names the
  * function and the signature it was called with. */
+/* One more call of c, whose program says a recompile pays: the hot rule (jit.h), counted
+ * without a lock; the clock is read twice per JIT_RESPECIALIZE_CALLS calls. */
+static void count_hot(tj_concrete *c) {
+    int n = atomic_fetch_add_explicit(&c->hot_calls, 1, memory_order_relaxed) + 1;
+    if (n == 1)
+        atomic_store_explicit(&c->hot_t0, now_ms(), memory_order_relaxed);
+    else if (n == JIT_RESPECIALIZE_CALLS &&
+             now_ms() - atomic_load_explicit(&c->hot_t0, memory_order_relaxed) < JIT_HOT_MS)
+        jit_respecialize(c);
+    else if (n == JIT_RESPECIALIZE_CALLS) /* long calls: counted again from the next */
+        atomic_store_explicit(&c->hot_calls, 0, memory_order_relaxed);
+}
+
 static tj_status run_program(tj_concrete *c, tj_tensor *const *args, tj_tensor **outs) {
     tj_concrete *at = c->inst ? jit_instance(c, args) : NULL; /* unknown dims: this shape's */
     if (at)
         return run_program(at, args, outs);
-    tj_status st =
-        rt_run_locked(jit_concrete_program(c), args, c->nargs, c->caps, c->locks, c->n_locks, outs);
+    rt_program *p = jit_concrete_program(c);
+    tj_status st = rt_run_locked(p, args, c->nargs, c->caps, c->locks, c->n_locks, outs);
     if (!atomic_load_explicit(&c->tier_go, memory_order_relaxed) &&
         atomic_load_explicit(&c->compiling, memory_order_relaxed) &&
         atomic_fetch_add(&c->tier_runs, 1) >= 1)
         jit_tier_go(c, 1);
-    if (!atomic_load_explicit(&c->respec, memory_order_relaxed) &&
-        jit_concrete_program(c)->recompile_pays) {
-        int n = atomic_fetch_add_explicit(&c->hot_calls, 1, memory_order_relaxed) + 1;
-        if (n == 1)
-            atomic_store_explicit(&c->hot_t0, now_ms(), memory_order_relaxed);
-        else if (n == JIT_RESPECIALIZE_CALLS &&
-                 now_ms() - atomic_load_explicit(&c->hot_t0, memory_order_relaxed) < JIT_HOT_MS)
-            jit_respecialize(c);
-        else if (n == JIT_RESPECIALIZE_CALLS) /* long calls: counted again from the next */
-            atomic_store_explicit(&c->hot_calls, 0, memory_order_relaxed);
-    }
+    if (p->recompile_pays && !atomic_load_explicit(&c->respec, memory_order_relaxed))
+        count_hot(c);
     if (st && strncmp(ir_last_error(), "check_numerics:", 15) == 0) {
         char sig[512] = "", a[160], msg[1024]; /* the signature as tj_function_signatures has it */
         for (uint32_t i = 0; i < c->nargs; i++) {
