@@ -314,6 +314,36 @@ int rt_obj_parts(const void *blob, size_t size, const void **part, size_t *len) 
     return off == size ? (int)n : 0;
 }
 
+void *rt_obj_join(const void *const *part, const size_t *len, int n, size_t *size) {
+    if (n < 1 || n > MAX_OBJS)
+        return (void)ir_errorf(TJ_ERR_INVALID, "object loader: %d objects to join (1 to %d)", n,
+                               MAX_OBJS),
+               NULL;
+    size_t total = n > 1 ? 8 + 8 * (size_t)n : 0;
+    for (int i = 0; i < n; i++)
+        total += n > 1 ? (len[i] + 7) & ~(size_t)7 : len[i];
+    unsigned char *p = calloc(1, total ? total : 1);
+    if (!p)
+        return (void)ir_errorf(TJ_ERR_OOM, "object loader: out of memory joining %d objects", n),
+               NULL;
+    *size = total;
+    if (n == 1) {
+        memcpy(p, part[0], len[0]);
+        return p;
+    }
+    uint32_t nn = (uint32_t)n;
+    memcpy(p, "TJO2", 4);
+    memcpy(p + 4, &nn, 4);
+    size_t off = 8 + 8 * (size_t)n;
+    for (int i = 0; i < n; i++) {
+        uint64_t l = (len[i] + 7) & ~(size_t)7;
+        memcpy(p + 8 + 8 * i, &l, 8);
+        memcpy(p + off, part[i], len[i]);
+        off += l;
+    }
+    return p;
+}
+
 static void free_ins(elf_in *objs, int n) {
     for (int k = 0; k < n; k++) {
         free(objs[k].sec_off);

@@ -20,6 +20,10 @@ enum { RT_OBJ_MAX_PARTS = 64 };
  * 8): pointers into blob and sizes into part and len (room for RT_OBJ_MAX_PARTS); returns how
  * many, 0 for a malformed container. */
 int rt_obj_parts(const void *blob, size_t size, const void **part, size_t *len);
+/* The n objects part[0..n) (len bytes each; 1 <= n <= RT_OBJ_MAX_PARTS) as one blob: the object
+ * itself when n is 1, else a container, each object padded to a multiple of 8. malloc'd, *size
+ * bytes; NULL with the error set (TJ_ERR_INVALID for n out of range, TJ_ERR_OOM). */
+void *rt_obj_join(const void *const *part, const size_t *len, int n, size_t *size);
 /* Links the objects of blob (one ELF object, or a container, rt_obj_parts) into one mapping:
  * sections laid out text first (then call stubs), read-only data (then a GOT), writable data;
  * relocations applied; externals resolved among the objects, then against libm/libc (a fixed table,

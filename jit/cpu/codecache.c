@@ -189,11 +189,10 @@ static void hold(jit_cpu_shared *s, kobj *o) {
     s->n_parts += o->n_parts;
 }
 
-/* s's objects as one container ("TJO2": every part of every object), into s->blob. Each part
- * starts at a multiple of 8 (ELF objects are; one that is not is padded). */
+/* s's objects as one container (every part of every object: rt_obj_join), into s->blob. */
 static tj_status make_blob(jit_cpu_shared *s) {
     const void *part[RT_OBJ_MAX_PARTS];
-    size_t len[RT_OBJ_MAX_PARTS], padded[RT_OBJ_MAX_PARTS];
+    size_t len[RT_OBJ_MAX_PARTS];
     uint32_t n = 0;
     for (uint32_t i = 0; i < s->n_objs; i++) {
         size_t size = 0;
@@ -206,23 +205,8 @@ static tj_status make_blob(jit_cpu_shared *s) {
                              RT_OBJ_MAX_PARTS);
         n += (uint32_t)k;
     }
-    size_t total = 8 + 8 * (size_t)n;
-    for (uint32_t i = 0; i < n; i++)
-        total += padded[i] = (len[i] + 7) & ~(size_t)7;
-    unsigned char *p = calloc(1, total);
-    if (!p)
-        return ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory joining %u objects", n);
-    memcpy(p, "TJO2", 4);
-    memcpy(p + 4, &n, 4);
-    size_t off = 8 + 8 * (size_t)n;
-    for (uint32_t i = 0; i < n; i++) {
-        uint64_t l = padded[i];
-        memcpy(p + 8 + 8 * i, &l, 8);
-        memcpy(p + off, part[i], len[i]);
-        off += padded[i];
-    }
-    s->blob = p;
-    s->blob_size = total;
+    if (!(s->blob = rt_obj_join(part, len, (int)n, &s->blob_size)))
+        return ir_last_code();
     return TJ_OK;
 }
 

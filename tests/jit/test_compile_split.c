@@ -11,6 +11,7 @@
 #include "native_first.h"
 #include "jit/cpu/cpu.h"
 #include "jit/jit.h"
+#include "runtime/objload.h"
 
 /* products between elementwise chains and reductions: several kernels of different bodies */
 static tj_tensor *many(tj_tensor *x, tj_tensor *w) {
@@ -51,6 +52,29 @@ static int run(tj_tensor *x, tj_tensor *w, float *out, int64_t n, int *parts) {
     tj_release(y);
     tj_function_free(f);
     return ok ? st.from_cache : -1;
+}
+
+/* rt_obj_join and rt_obj_parts: one object stays itself; several become a container whose parts
+ * come back in order, each padded to a multiple of 8; a count out of range is refused. */
+static void joined(void) {
+    const char a[5] = "abcde", b[16] = "0123456789abcdef", c[1] = "z";
+    const void *part[3] = {a, b, c};
+    const size_t len[3] = {5, 16, 1};
+    size_t size = 0;
+    void *one = rt_obj_join(part, len, 1, &size);
+    CHECK(one && size == 5 && !memcmp(one, a, 5));
+    free(one);
+    void *three = rt_obj_join(part, len, 3, &size);
+    CHECK(three && size == 8 + 3 * 8 + 8 + 16 + 8);
+    const void *got[RT_OBJ_MAX_PARTS];
+    size_t got_len[RT_OBJ_MAX_PARTS];
+    CHECK(three && rt_obj_parts(three, size, got, got_len) == 3);
+    for (int k = 0; three && k < 3; k++)
+        CHECK(got_len[k] == ((len[k] + 7) & ~(size_t)7) && !memcmp(got[k], part[k], len[k]));
+    free(three);
+    CHECK(rt_obj_join(part, len, 0, &size) == NULL && ir_last_code() == TJ_ERR_INVALID);
+    CHECK(rt_obj_join(part, len, RT_OBJ_MAX_PARTS + 1, &size) == NULL);
+    CHECK_HAS(ir_last_error(), "objects to join");
 }
 
 static void bad_containers(void) {
@@ -101,6 +125,7 @@ int main(void) {
     CHECK_EQ_INT(run(x, w, b, 40, &parts), 2);
     CHECK(memcmp(a, b, sizeof(float) * 40) == 0);
     bad_containers();
+    joined();
     tj_release(x);
     tj_release(w);
     check_rm_dir(dir);

@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "jit/cpu/llvm/codegen.h"
+#include "runtime/objload.h"
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/BitReader.h>
@@ -400,28 +401,15 @@ jit_cpu_code *jit_cpu_code_compile(LLVMModuleRef m, LLVMContextRef ctx, const ch
             code = ir_errorf(pv[p].code, "%s", pv[p].err);
             goto done;
         }
-    size_t total = 0;
-    for (int p = 0; p < n; p++)
-        total += LLVMGetBufferSize(pv[p].obj);
-    size = n > 1 ? 8 + 8 * (size_t)n + total : total;
-    obj = malloc(size ? size : 1);
-    if (!obj) {
-        code = ir_errorf(TJ_ERR_OOM, "cpu jit: out of memory keeping a %zu-byte object", size);
-        goto done;
+    const void *bytes[JIT_CPU_MAX_PARTS];
+    size_t len[JIT_CPU_MAX_PARTS], total = 0;
+    for (int p = 0; p < n; p++) {
+        bytes[p] = LLVMGetBufferStart(pv[p].obj);
+        total += len[p] = LLVMGetBufferSize(pv[p].obj);
     }
-    if (n > 1) { /* the container (runtime/objload.h): ELF objects are multiples of 8 long */
-        uint32_t nn = (uint32_t)n;
-        memcpy(obj, "TJO2", 4);
-        memcpy((char *)obj + 4, &nn, 4);
-        size_t off = 8 + 8 * (size_t)n;
-        for (int p = 0; p < n; p++) {
-            uint64_t l = LLVMGetBufferSize(pv[p].obj);
-            memcpy((char *)obj + 8 + 8 * p, &l, 8);
-            memcpy((char *)obj + off, LLVMGetBufferStart(pv[p].obj), l);
-            off += l;
-        }
-    } else {
-        memcpy(obj, LLVMGetBufferStart(pv[0].obj), total);
+    if (!(obj = rt_obj_join(bytes, len, n, &size))) { /* one object, or the container */
+        code = ir_last_code();
+        goto done;
     }
     /* wall time: the parts overlap; the longest one's */
     st.opt_ms = st.emit_ms = 0;
