@@ -639,6 +639,11 @@ typedef struct tj_function_options {
                             none of whose backends is available, is an error naming it and the
                             available ones; never a silent fallback. A signature the backend
                             declines (unknown dims) runs on the interpreter (TJ_LOG=compile). */
+    /* where tj_call's results are left: NULL or "" as TJ_OUTPUT_DEVICE says, else where the
+       backend computed them (a GPU backend's on its GPU, as JAX and PyTorch leave them); "cpu":
+       copied to the host before tj_call returns (tj_call_into writes the caller's tensors
+       wherever they are). Any other name is an error. */
+    const char *output_device;
 } tj_function_options;
 
 /* `fn` is a C function taking `nargs` tj_tensor* (borrowed) and returning a tj_tensor* (a new

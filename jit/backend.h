@@ -71,6 +71,10 @@ typedef struct jit_backend {
      * damaged or another graph's. */
     unsigned char *(*write)(const rt_program *p, size_t *size);
     rt_program *(*read)(const ir_graph *g, const void *img, size_t size);
+    /* Its programs run on a device and leave their outputs there (the CUDA backend's): a new
+     * signature is compiled before its first call, never started on the interpreter (tiers),
+     * whose results would be the host's. */
+    bool device;
 } jit_backend;
 
 /* The registry, in order of preference (the interpreter, always available, last). */

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "jit/jit.h"
+#include "runtime/device.h"
 #include "api/grad.h"
 
 /* ---- function objects ------------------------------------------------------------------------ */
@@ -45,9 +46,17 @@ tj_function *tj_function_new(const char *name, void *fn, int nargs,
     if (opts && opts->backend &&
         jit_backend_select(opts->backend, "function_new: backend", &backend) != TJ_OK)
         return NULL;
+    const char *od = opts ? opts->output_device : NULL;
+    if (od && *od && strcmp(od, "cpu") != 0)
+        return (void)ir_errorf(TJ_ERR_INVALID,
+                               "function_new: output_device '%s': results are left where they "
+                               "are computed (NULL) or copied to \"cpu\"",
+                               od),
+               NULL;
     tj_function *f = rt_arena_alloc(&fn_arena);
     if (!f)
         return NULL;
+    f->outputs_host = od && *od;
     f->magic = FN_MAGIC;
     f->name = strdup(name ? name : "function");
     f->fn = fn;
@@ -390,6 +399,17 @@ tj_tensor *jit_run_concrete(tj_concrete *c, tj_tensor *const *args) {
     if (!outs)
         return rt_errorf(TJ_ERR_OOM, "%s: out of memory", c->name);
     tj_status st = run_program(c, args, outs);
+    if (!st && ((c->fn && c->fn->outputs_host) || rt_config_get()->outputs_host))
+        for (uint32_t k = 0; k < n_out && !st; k++) /* results asked for on the host */
+            if (outs[k] && !rt_on_host(outs[k])) {
+                tj_tensor *h = rt_tensor_to_device(outs[k], rt_device_host());
+                st = h ? TJ_OK : ir_last_code() ? ir_last_code() : TJ_ERR_RUNTIME;
+                if (h)
+                    rt_release(outs[k]), outs[k] = h;
+            }
+    if (st)
+        for (uint32_t k = 0; k < n_out; k++)
+            rt_release(outs[k]), outs[k] = NULL;
     tj_tensor *res = st ? rt_error_from_status(st) : rt_result_of(c->result_kind, n_out, outs);
     if (outs != stack_outs)
         free(outs);

@@ -104,6 +104,7 @@ struct tj_function {
     int eager;
     int tiered;                 /* tj_function_options.tiered: 1 on, < 0 off, 0 TJ_TIERED's */
     const jit_backend *backend; /* tj_function_options.backend resolved; NULL: TJ_BACKEND's */
+    int outputs_host;           /* tj_function_options.output_device: 1 "cpu", 0 as configured */
     pthread_mutex_t mu;
     _Atomic(jit_snapshot *) cache;
     atomic_uint epoch;                 /* parity: the reader counter new calls join */

@@ -511,7 +511,7 @@ tj_concrete *jit_build_concrete(tj_function *f, const jit_argsig *sig, uint64_t 
     c->shape_generic = !first;
     c->backend = b;
     int tiered = (f->tiered > 0 || (f->tiered == 0 && rt_config_get()->tiered)) &&
-                 !c->has_unknown && b != jit_backend_interpreter();
+                 !c->has_unknown && b != jit_backend_interpreter() && !b->device;
     if (tiered) {
         /* a new shape of a function that has run before: b's code at once where none must be
          * generated (its kernels compiled for another shape, or on disk). Otherwise, and for a
@@ -543,7 +543,8 @@ tj_concrete *jit_build_concrete(tj_function *f, const jit_argsig *sig, uint64_t 
     }
     if (c->has_unknown && c->graph)
         c->inst = instances_new(c->graph, b,
-                                f->tiered > 0 || (f->tiered == 0 && rt_config_get()->tiered));
+                                (f->tiered > 0 || (f->tiered == 0 && rt_config_get()->tiered)) &&
+                                    !b->device);
     c->traced = tr.g; /* kept for pictures (tj_concrete_graph_dot) */
     tr.g = NULL;
     trace_result_free(&tr);

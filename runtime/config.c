@@ -73,6 +73,14 @@ static void cfg_init(void) {
     const char *qc = getenv("TJ_QUICK_COMPILE");
     cfg.quick_compile = !(qc && strcmp(qc, "0") == 0); /* on unless TJ_QUICK_COMPILE=0 */
     cfg.cuda_driver = getenv("TJ_CUDA_DRIVER");
+    const char *cs = getenv("TJ_CUDA_SYNC");
+    cfg.cuda_sync = cs && *cs && strcmp(cs, "0") != 0;
+    cfg.cuda_emulate = getenv("TJ_CUDA_EMULATE");
+    const char *mb = getenv("TJ_CUDA_MAX_BLOCKS");
+    long mbv = mb && *mb ? strtol(mb, NULL, 10) : 0;
+    cfg.cuda_max_blocks = mbv >= 1 && mbv <= 65535 * 16 ? (unsigned)mbv : 65535 * 16;
+    const char *od = getenv("TJ_OUTPUT_DEVICE");
+    cfg.outputs_host = od && !strcmp(od, "cpu");
     const char *isa = getenv("TJ_ISA");
     cfg.isa_cap = isa && *isa ? rt_isa_parse(isa) : -1;
     if (isa && *isa && cfg.isa_cap < 0)

@@ -18,6 +18,9 @@ typedef int CUresult;
 typedef int CUdevice;
 typedef struct CUctx_st *CUcontext;
 typedef unsigned long long CUdeviceptr;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
 enum {
     CUDA_SUCCESS = 0,
     CUDA_ERROR_OUT_OF_MEMORY = 2,
@@ -64,6 +67,11 @@ static struct {
     CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
     CUresult (*MemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
     CUresult (*GetErrorName)(CUresult, const char **);
+    CUresult (*ModuleLoadData)(CUmodule *, const void *);
+    CUresult (*ModuleUnload)(CUmodule);
+    CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+    CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, CUstream, void **, void **);
     pthread_mutex_t mu; /* making devices */
     gpu *gpus[MAX_GPUS];
 } D = {.once = PTHREAD_ONCE_INIT, .mu = PTHREAD_MUTEX_INITIALIZER};
@@ -78,6 +86,12 @@ static const char *err_name(CUresult r, char *buf, size_t n) {
             : r == 34  ? "CUDA_ERROR_STUB_LIBRARY"
             : r == 35  ? "CUDA_ERROR_INSUFFICIENT_DRIVER"
             : r == 100 ? "CUDA_ERROR_NO_DEVICE"
+            : r == 200 ? "CUDA_ERROR_INVALID_IMAGE"
+            : r == 209 ? "CUDA_ERROR_NO_BINARY_FOR_GPU"
+            : r == 500 ? "CUDA_ERROR_NOT_FOUND"
+            : r == 700 ? "CUDA_ERROR_ILLEGAL_ADDRESS"
+            : r == 701 ? "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"
+            : r == 719 ? "CUDA_ERROR_LAUNCH_FAILED"
                        : "CUDA error";
     snprintf(buf, n, "%s (%d)", s, r);
     return buf;
@@ -110,6 +124,10 @@ static void load(void) {
         {(void **)&D.MemcpyDtoH, "cuMemcpyDtoH_v2"},
         {(void **)&D.MemcpyDtoD, "cuMemcpyDtoD_v2"},
         {(void **)&D.GetErrorName, "cuGetErrorName"},
+        {(void **)&D.ModuleLoadData, "cuModuleLoadData"},
+        {(void **)&D.ModuleUnload, "cuModuleUnload"},
+        {(void **)&D.ModuleGetFunction, "cuModuleGetFunction"},
+        {(void **)&D.LaunchKernel, "cuLaunchKernel"},
     };
     const char *missing = rt_cuda_resolve(D.lib, syms, sizeof syms / sizeof *syms);
     if (missing) {
@@ -345,4 +363,77 @@ void rt_cuda_empty_cache(rt_device *d) {
     else
         ir_clear_error();
     pthread_mutex_unlock(&g->mu);
+}
+
+/* ---- modules and launches -------------------------------------------------------------------- */
+int rt_cuda_arch(rt_device *d) {
+    if (!rt_is_cuda(d))
+        return 0;
+    gpu *g = (gpu *)d;
+    int major = 0, minor = 0;
+    if (D.DeviceGetAttribute(&major, CU_ATTR_CC_MAJOR, g->cu) != CUDA_SUCCESS ||
+        D.DeviceGetAttribute(&minor, CU_ATTR_CC_MINOR, g->cu) != CUDA_SUCCESS)
+        return 0;
+    return major * 10 + minor;
+}
+
+tj_status rt_cuda_module_load(rt_device *d, const void *image, const char *what, void **mod) {
+    gpu *g = (gpu *)d;
+    *mod = NULL;
+    if (!rt_is_cuda(d))
+        return ir_errorf(TJ_ERR_INVALID, "%s: not a CUDA device", what);
+    tj_status st = use(g, what);
+    if (st)
+        return st;
+    CUmodule m = NULL;
+    CUresult r = D.ModuleLoadData(&m, image);
+    char e[96];
+    if (r != CUDA_SUCCESS)
+        return ir_errorf(TJ_ERR_RUNTIME, "%s: %s: the driver refused the kernels' module: %s", what,
+                         g->name, err_name(r, e, sizeof e));
+    *mod = m;
+    return TJ_OK;
+}
+
+void rt_cuda_module_unload(rt_device *d, void *mod) {
+    if (!mod || !rt_is_cuda(d) || use((gpu *)d, "unload")) {
+        ir_clear_error();
+        return;
+    }
+    D.ModuleUnload((CUmodule)mod);
+}
+
+tj_status rt_cuda_function(rt_device *d, void *mod, const char *name, void **fn) {
+    gpu *g = (gpu *)d;
+    CUfunction f = NULL;
+    tj_status st = use(g, name);
+    if (st)
+        return st;
+    CUresult r = D.ModuleGetFunction(&f, (CUmodule)mod, name);
+    char e[96];
+    if (r != CUDA_SUCCESS)
+        return ir_errorf(TJ_ERR_RUNTIME, "%s: kernel %s not found in its module: %s", g->name, name,
+                         err_name(r, e, sizeof e));
+    *fn = f;
+    return TJ_OK;
+}
+
+tj_status rt_cuda_launch(rt_device *d, void *fn, const unsigned grid[3], unsigned block,
+                         unsigned shared, void **params, const char *kernel, const char *function) {
+    gpu *g = (gpu *)d;
+    tj_status st = use(g, kernel);
+    if (st)
+        return st;
+    CUresult r = D.LaunchKernel((CUfunction)fn, grid[0], grid[1], grid[2], block, 1, 1, shared,
+                                NULL, params, NULL);
+    if (r == CUDA_SUCCESS && rt_config_get()->cuda_sync)
+        r = D.CtxSynchronize(); /* TJ_CUDA_SYNC=1: a fault is found at the kernel that made it */
+    char e[96];
+    if (r != CUDA_SUCCESS)
+        return ir_errorf(TJ_ERR_RUNTIME,
+                         "%s: kernel %s of function '%s' failed: %s (grid %ux%ux%u, "
+                         "%u threads a block)",
+                         g->name, kernel, function && *function ? function : "?",
+                         err_name(r, e, sizeof e), grid[0], grid[1], grid[2], block);
+    return TJ_OK;
 }

@@ -47,4 +47,20 @@ void rt_cuda_empty_cache(rt_device *d);
  * above (PyTorch's rounding). */
 size_t rt_cuda_round(size_t size);
 
+/* ---- modules and launches (the CUDA backend's) ---------------------------------------------- */
+/* d's compute capability as major * 10 + minor (90 for sm_90); 0 when unknown. */
+int rt_cuda_arch(rt_device *d);
+/* Loads a module (a cubin, PTX text or fatbin, as cuModuleLoadData takes) on d into *mod; an
+ * error naming `what` and the driver's answer. */
+tj_status rt_cuda_module_load(rt_device *d, const void *image, const char *what, void **mod);
+void rt_cuda_module_unload(rt_device *d, void *mod);
+/* The kernel called name in mod. */
+tj_status rt_cuda_function(rt_device *d, void *mod, const char *name, void **fn);
+/* Queues fn on d's default stream, grid blocks of `block` threads (x only) with `shared` bytes of
+ * dynamic shared memory, parameters as cuLaunchKernel takes them. Launches are asynchronous: a
+ * fault in a kernel is reported by a later copy or sync, or at the launch itself under
+ * TJ_CUDA_SYNC=1. An error names the kernel, the function and the driver's answer. */
+tj_status rt_cuda_launch(rt_device *d, void *fn, const unsigned grid[3], unsigned block,
+                         unsigned shared, void **params, const char *kernel, const char *function);
+
 #endif /* TJ_RUNTIME_CUDA_H */

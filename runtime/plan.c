@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/device.h"
 #include "runtime/kernels/gemm.h"
 #include "runtime/plan.h"
 #include "runtime/rt_pool.h"
@@ -58,7 +59,7 @@ void rt_plan_run_units(const rt_plan *p, rt_kernel_fn fn, const rt_units *u, voi
 static tj_tensor *bound_output(const rt_plan *p, uint32_t id, tj_tensor *const *outs,
                                tj_tensor *const *args, uint32_t n_args) {
     int32_t k = p->out_slot[id];
-    tj_tensor *t = k >= 0 && outs ? outs[k] : NULL;
+    tj_tensor *t = k >= 0 && outs && !p->dev ? outs[k] : NULL;
     const ir_node *n = ir_node_get(p->base.g, id);
     if (!t || t->kind != RT_CONCRETE || t->dtype != n->dtype || t->rank != n->rank ||
         memcmp(t->dims, n->dims, n->rank * sizeof(int64_t)) != 0)
@@ -84,6 +85,78 @@ static tj_status run_kernel(rt_plan *p, const rt_step *s, tj_tensor **vals, void
     }
     bufs[s->n_in + s->n_out] = s->geom;
     rt_plan_run_units(p, s->fn, &s->units, bufs);
+    return TJ_OK;
+}
+
+/* ---- device plans ---------------------------------------------------------------------------- */
+/* Value j where step s of a device plan reads it: on the plan's device (a constant's copy made
+ * once for the plan; any other host value copied over and kept in vals for later readers). */
+static tj_status device_input(rt_plan *p, uint32_t j, tj_tensor **vals, void **buf) {
+    tj_tensor *v = vals[j];
+    if (!v || v->kind != RT_CONCRETE)
+        return ir_errorf(TJ_ERR_INVALID, "%s: value %%%u is not a concrete tensor", p->who, j);
+    if (rt_buffer_device(v->buf) == p->dev) {
+        *buf = v->data;
+        return TJ_OK;
+    }
+    if (ir_node_get(p->base.g, j)->op == IR_OP_CONST) {
+        tj_tensor *c = __atomic_load_n(&p->dev_consts[j], __ATOMIC_ACQUIRE);
+        if (!c) {
+            tj_tensor *mine = rt_tensor_to_device(v, p->dev), *none = NULL;
+            if (!mine)
+                return ir_last_code() ? ir_last_code() : TJ_ERR_RUNTIME;
+            if (__atomic_compare_exchange_n(&p->dev_consts[j], &none, mine, false, __ATOMIC_ACQ_REL,
+                                            __ATOMIC_ACQUIRE))
+                c = mine;
+            else
+                rt_release(mine), c = none; /* another run copied it first */
+        }
+        *buf = c->data;
+        return TJ_OK;
+    }
+    tj_tensor *d = rt_tensor_to_device(v, p->dev);
+    if (!d)
+        return ir_last_code() ? ir_last_code() : TJ_ERR_RUNTIME;
+    rt_release(v);
+    vals[j] = d;
+    *buf = d->data;
+    return TJ_OK;
+}
+
+static tj_status run_device_kernel(rt_plan *p, uint32_t s, tj_tensor **vals, void **bufs) {
+    const rt_step *sp = &p->steps[s];
+    const ir_graph *g = p->base.g;
+    for (uint32_t k = 0; k < sp->n_in; k++) {
+        tj_status st = device_input(p, sp->in[k], vals, &bufs[k]);
+        if (st)
+            return st;
+    }
+    for (uint32_t k = 0; k < sp->n_out; k++) {
+        const ir_node *n = ir_node_get(g, sp->out[k]);
+        tj_tensor *t = rt_tensor_alloc_on(p->dev, n->dtype, n->rank, n->dims);
+        if (!t)
+            return ir_last_code() ? ir_last_code() : TJ_ERR_OOM;
+        vals[sp->out[k]] = t;
+        bufs[sp->n_in + k] = t->data;
+    }
+    return p->launch(p, s, bufs);
+}
+
+/* A node step of a device plan runs on the host: its inputs on a device are copied back first
+ * (kept in vals as host values for later host readers). */
+static tj_status host_inputs(rt_plan *p, const rt_step *sp, tj_tensor **vals) {
+    for (uint32_t k = 0; k < sp->n_in; k++) {
+        uint32_t j = sp->in[k];
+        tj_tensor *v = vals[j];
+        if (j == sp->id || !v || v->kind != RT_CONCRETE || rt_on_host(v))
+            continue;
+        tj_tensor *h = rt_tensor_to_device(v, rt_device_host());
+        if (!h)
+            return ir_last_code() ? ir_last_code() : TJ_ERR_RUNTIME;
+        rt_release(v);
+        vals[j] = h;
+    }
+    (void)p;
     return TJ_OK;
 }
 
@@ -212,7 +285,25 @@ static tj_status check_step(const rt_plan *p, uint32_t s, const rt_exec_env *env
     }
     for (uint32_t k = 0; k < sp->n_out; k++) {
         int is_nan = 0;
-        int64_t at = rt_numerics_first_bad(vals[sp->out[k]], &is_nan);
+        tj_tensor *v = vals[sp->out[k]];
+        if (v && v->kind == RT_CONCRETE &&
+            !rt_on_host(v)) { /* a device plan's: checked on a copy */
+            tj_tensor *h = rt_tensor_to_device(v, rt_device_host());
+            if (!h)
+                return ir_last_code() ? ir_last_code() : TJ_ERR_RUNTIME;
+            int64_t at = rt_numerics_first_bad(h, &is_nan);
+            char ctx[320];
+            snprintf(ctx, sizeof ctx, "(kernel '%s' on %s)", p->labels[s], p->dev->name);
+            const ir_node *o = ir_node_get(g, sp->out[k]);
+            tj_status st =
+                at < 0 ? TJ_OK
+                       : rt_numerics_error("", ir_ops[o->op].name, sp->out[k], h, at, is_nan, ctx);
+            rt_release(h);
+            if (st)
+                return st;
+            continue;
+        }
+        int64_t at = rt_numerics_first_bad(v, &is_nan);
         if (at < 0)
             continue;
         char ctx[320];
@@ -244,7 +335,13 @@ static tj_status exec_steps(rt_plan *p, const rt_exec_env *env, tj_tensor **vals
     for (uint32_t s = 0; s < p->n_steps && !st; s++) {
         const rt_step *sp = &p->steps[s];
         double t0 = RT_PROFILING() && (!p->labels || !is_value(g, sp)) ? rt_profile_now() : 0;
-        switch (sp->kind) {
+        if (p->dev && sp->kind == RT_STEP_KERNEL)
+            st = run_device_kernel(p, s, vals, scratch);
+        else if (p->dev)
+            st = host_inputs(p, sp, vals);
+        switch (st ? -1 : p->dev && sp->kind == RT_STEP_KERNEL ? -1 : sp->kind) {
+        case -1:
+            break;
         case RT_STEP_KERNEL:
             st = run_kernel(p, sp, vals, scratch, outs, env->args, env->n_args);
             break;
@@ -307,6 +404,18 @@ tj_status rt_plan_run(rt_program *prog, tj_tensor *const *args, uint32_t n_args,
     tj_status st = exec_steps(p, &env, vals, scratch, outs, IR_NONE);
     for (uint32_t k = 0; k < g->n_outputs && !st; k++) {
         tj_tensor *v = vals[g->outputs[k]];
+        if (p->dev && v && v->kind == RT_CONCRETE && v->dtype != TJ_STRING && rt_on_host(v)) {
+            tj_tensor *d = rt_tensor_to_device(v, p->dev); /* a device plan's outputs end there */
+            if (!d) {
+                st = ir_last_code() ? ir_last_code() : TJ_ERR_RUNTIME;
+                break;
+            }
+            for (uint32_t q = 0; q < g->n_nodes; q++) /* the same value may be several outputs */
+                if (vals[q] == v)
+                    rt_release(vals[q]), vals[q] = rt_retain(d);
+            rt_release(d);
+            v = vals[g->outputs[k]];
+        }
         if (!outs[k])
             outs[k] = rt_retain(v);
         else if (outs[k] != v) /* not written in place: copy into the caller's tensor */
@@ -551,6 +660,10 @@ void rt_plan_release(rt_plan *p) {
         for (uint32_t i = 0; i < g->n_nodes; i++)
             rt_release(p->consts[i]);
     free(p->consts);
+    if (p->dev_consts)
+        for (uint32_t i = 0; i < g->n_nodes; i++)
+            rt_release(p->dev_consts[i]);
+    free(p->dev_consts);
     for (uint32_t s = 0; p->steps && s < p->n_steps; s++) {
         rt_step *sp = &p->steps[s];
         free(sp->in);

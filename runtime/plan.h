@@ -147,6 +147,14 @@ typedef struct rt_plan {
     size_t raw_bytes, raw_hdr;
     int64_t *raw_off;
     int32_t *raw_inplace; /* per output: the param it may overwrite in place, or -1 */
+    /* A device plan (dev not NULL: a GPU backend's): its kernel steps run on dev through the
+     * backend's launch, with their inputs there (a host value is copied over once a run, a
+     * constant once for the plan: dev_consts, per node, owned) and their outputs allocated there;
+     * its node steps run on the host with host copies of their inputs; its outputs end on dev.
+     * No raw form. */
+    struct rt_device *dev;
+    tj_status (*launch)(struct rt_plan *p, uint32_t s, void *const *bufs);
+    tj_tensor **dev_consts;
 } rt_plan;
 
 enum { RT_RAW_NONE = -1, RT_RAW_PARAM = -2, RT_RAW_CONST = -3 };

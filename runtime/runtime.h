@@ -391,6 +391,14 @@ typedef struct rt_config {
                             TJ_QUICK_COMPILE=0 turns it off */
     int isa_cap;         /* TJ_ISA: the highest RT_ISA_* the kernels may use; -1 when unset */
     const char *cuda_driver; /* TJ_CUDA_DRIVER: the driver library to open (runtime/cuda.h) */
+    bool cuda_sync;          /* TJ_CUDA_SYNC=1: wait for every kernel (a fault names its kernel) */
+    /* TJ_CUDA_EMULATE: the CUDA backend's kernels compiled for the host by this C compiler
+     * ("cc") instead of NVRTC, for the tests' fake driver, which runs them (jit/cuda/emulate.c) */
+    const char *cuda_emulate;
+    bool outputs_host; /* TJ_OUTPUT_DEVICE=cpu: functions' results copied to the host */
+    /* TJ_CUDA_MAX_BLOCKS: the most blocks a generated kernel's grid has (default 65535 * 16);
+     * the kernels loop grid-stride over the rest (a test makes it small to exercise that) */
+    unsigned cuda_max_blocks;
 } rt_config;
 enum {
     RT_LOG_RETRACE = 1,

@@ -567,7 +567,21 @@ tj_status rt_copy_into(tj_tensor *dst, const tj_tensor *src) {
                          ir_dtype_name(src->dtype), ir_fmt_dims(b, sizeof b, src->rank, src->dims));
     if (src->dtype == TJ_STRING)
         return ir_errorf(TJ_ERR_UNSUPPORTED, "cannot write a string result into a tensor");
+    size_t size = (size_t)src->numel * ir_dtype_size(src->dtype);
+    if (!rt_on_host(dst) || !rt_on_host(src)) { /* a device's memory: through its copies */
+        rt_device *dd = rt_buffer_device(dst->buf), *sd = rt_buffer_device(src->buf);
+        if (dd == sd)
+            return dst->data == src->data ? TJ_OK : dd->vt->copy(dd, dst->data, src->data, size);
+        if (dd->host)
+            return sd->vt->copy_out(sd, dst->data, src->data, size) ?: sd->vt->sync(sd);
+        if (sd->host)
+            return dd->vt->copy_in(dd, dst->data, src->data, size);
+        tj_tensor *h = rt_tensor_to_device(src, rt_device_host()); /* two devices */
+        tj_status st = h ? dd->vt->copy_in(dd, dst->data, h->data, size) : ir_last_code();
+        rt_release(h);
+        return st;
+    }
     if (dst->data != src->data)
-        memcpy(dst->data, src->data, (size_t)src->numel * ir_dtype_size(src->dtype));
+        memcpy(dst->data, src->data, size);
     return TJ_OK;
 }

@@ -4,8 +4,15 @@
  * "no_device" (cuInit fails with CUDA_ERROR_NO_DEVICE), "stub" (CUDA_ERROR_STUB_LIBRARY, as the
  * toolkit's stub library answers), "cap=N" (device memory of N bytes: cuMemAlloc beyond it fails
  * with CUDA_ERROR_OUT_OF_MEMORY), "copy_fail" (every copy fails with CUDA_ERROR_ILLEGAL_ADDRESS,
- * as after a kernel's bad write). fake_cuda_counts reports the calls made. */
+ * as after a kernel's bad write), "launch_fail" (every launch fails with
+ * CUDA_ERROR_LAUNCH_FAILED). Modules: an image "TJEMU\n<path>" is a shared object the CUDA
+ * backend's emulation built from its kernels' source (jit/cuda/emulate.c); the fake opens it and
+ * runs each launch's grid with the object's tj_emu_launch, on host threads. Any other image (a
+ * cubin, PTX) is refused with CUDA_ERROR_INVALID_IMAGE. fake_cuda_counts reports the calls made. */
+#include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,8 +22,8 @@ typedef struct CUctx_st *CUcontext;
 typedef unsigned long long CUdeviceptr;
 
 static size_t cap = (size_t)1 << 40, used;
-static int copy_fail;
-static int allocs, frees, htod, dtoh, dtod, syncs;
+static int copy_fail, launch_fail;
+static int allocs, frees, htod, dtoh, dtod, syncs, launches;
 static int ctx_token;
 
 /* A block remembers its size in front of it, as the driver knows each allocation's. */
@@ -32,6 +39,7 @@ CUresult cuInit(unsigned flags) {
     if (m && !strcmp(m, "stub"))
         return 34;
     copy_fail = m && !strcmp(m, "copy_fail");
+    launch_fail = m && !strcmp(m, "launch_fail");
     if (m && !strncmp(m, "cap=", 4))
         cap = (size_t)strtoull(m + 4, NULL, 10);
     return 0;
@@ -130,13 +138,97 @@ CUresult cuGetErrorName(CUresult r, const char **s) {
     case 700:
         *s = "CUDA_ERROR_ILLEGAL_ADDRESS";
         return 0;
+    case 719:
+        *s = "CUDA_ERROR_LAUNCH_FAILED";
+        return 0;
     default:
         return 1;
     }
+}
+
+/* ---- modules: the emulation's shared objects ------------------------------------------------ */
+typedef int (*emu_launch_fn)(void *fn, int sync, const unsigned grid[3], unsigned block,
+                             void **params);
+typedef struct fake_module {
+    void *lib;
+    emu_launch_fn launch;
+} fake_module;
+typedef struct fake_function {
+    fake_module *m;
+    void *fn;
+    int sync;
+} fake_function;
+/* functions live until the process ends (a CUfunction lives as long as its module) */
+static fake_function *all_fns[1 << 16];
+static int n_all;
+static pthread_mutex_t launch_mu =
+    PTHREAD_MUTEX_INITIALIZER; /* one grid at a time: the shim's
+                                   state is per object, not per grid */
+
+CUresult cuModuleLoadData(fake_module **mod, const void *image) {
+    const char *s = image;
+    if (strncmp(s, "TJEMU\n", 6) != 0)
+        return 200; /* CUDA_ERROR_INVALID_IMAGE: no GPU code runs here */
+    fake_module *m = calloc(1, sizeof *m);
+    if (!m)
+        return 2;
+    m->lib = dlopen(s + 6, RTLD_NOW | RTLD_LOCAL);
+    m->launch = m->lib ? (emu_launch_fn)dlsym(m->lib, "tj_emu_launch") : NULL;
+    if (!m->launch) {
+        if (m->lib)
+            dlclose(m->lib);
+        free(m);
+        return 200;
+    }
+    *mod = m;
+    return 0;
+}
+CUresult cuModuleUnload(fake_module *m) {
+    if (!m)
+        return 1;
+    dlclose(m->lib);
+    free(m);
+    return 0;
+}
+/* Functions are kept per module name for the process (a handful in the tests). */
+CUresult cuModuleGetFunction(fake_function **f, fake_module *m, const char *name) {
+    void *fn = dlsym(m->lib, name);
+    if (!fn)
+        return 500; /* CUDA_ERROR_NOT_FOUND */
+    fake_function *r = malloc(sizeof *r);
+    if (!r)
+        return 2;
+    char sync_name[128];
+    snprintf(sync_name, sizeof sync_name, "%s_tj_sync", name);
+    *r = (fake_function){m, fn, dlsym(m->lib, sync_name) != NULL};
+    pthread_mutex_lock(&launch_mu);
+    if (n_all < (1 << 16))
+        all_fns[n_all++] = r;
+    pthread_mutex_unlock(&launch_mu);
+    *f = r;
+    return 0;
+}
+CUresult cuLaunchKernel(fake_function *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                        unsigned by, unsigned bz, unsigned shared, void *stream, void **params,
+                        void **extra) {
+    (void)shared, (void)stream, (void)extra;
+    if (launch_fail)
+        return 719; /* CUDA_ERROR_LAUNCH_FAILED */
+    if (by != 1 || bz != 1 || bx == 0 || bx > 1024 || !gx || !gy || !gz)
+        return 1; /* CUDA_ERROR_INVALID_VALUE */
+    unsigned grid[3] = {gx, gy, gz};
+    pthread_mutex_lock(&launch_mu);
+    int rc = f->m->launch(f->fn, f->sync, grid, bx, params);
+    pthread_mutex_unlock(&launch_mu);
+    __atomic_add_fetch(&launches, 1, __ATOMIC_RELAXED);
+    return rc ? 719 : 0;
 }
 
 /* What the runtime asked of the fake so far. */
 void fake_cuda_counts(int out[6]) {
     int v[6] = {allocs, frees, htod, dtoh, dtod, syncs};
     memcpy(out, v, sizeof v);
+}
+int fake_cuda_launches(void) {
+    return __atomic_load_n(&launches, __ATOMIC_RELAXED);
 }

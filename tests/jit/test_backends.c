@@ -3,9 +3,10 @@
  * unknown and malformed names refused at tj_function_new with the available ones listed), the
  * function's option over TJ_BACKEND, a signature the chosen backend declines running on the
  * interpreter, and the registry's view of programs (jit_backend_of). CMake runs it again with
- * TJ_BACKEND=nosuch, =cuda (no CUDA backend yet) and =interp: a function that names no backend
- * then fails its first call with an error naming TJ_BACKEND's value and the available backends,
- * or runs on the interpreter; one that names its backend is unaffected; eager ops never ask. */
+ * TJ_BACKEND=nosuch, =cuda (in the build; no GPU in CI) and =interp: a function that names no
+ * backend then fails its first call with an error naming TJ_BACKEND's value (and, for cuda, why
+ * it cannot run here) and the available backends, or runs on the interpreter; one that names its
+ * backend is unaffected; eager ops never ask. */
 #include <tracejit.h>
 
 #include "check.h"
@@ -76,16 +77,27 @@ static void options(void) {
         tj_function_free(f);
     }
     /* refused when the function is made: unknown names, malformed lists */
-    const char *bad[] = {"nosuch", "cuda", "cuda,interp", "interp,cuda", "cpu,,interp", ",", "CPU"};
+    const char *bad[] = {"nosuch", "tpu", "tpu,interp", "interp,tpu", "cpu,,interp", ",", "CPU"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         CHECK(with_backend(bad[i]) == NULL);
         CHECK_EQ_INT(ir_last_code(), TJ_ERR_INVALID);
         CHECK_HAS(tj_last_error(), "function_new: backend");
         CHECK_HAS(tj_last_error(), "interp"); /* the backends there are */
     }
-    with_backend("cuda");
-    CHECK_HAS(tj_last_error(), "no backend 'cuda' in this build");
+    with_backend("tpu");
+    CHECK_HAS(tj_last_error(), "no backend 'tpu' in this build");
     CHECK_HAS(tj_last_error(), "available here: ");
+    /* a backend of the build that cannot run here (the CUDA one without a GPU): refused with the
+     * reason; first in a list, the next one is taken */
+    const char *why = tj_backend_unavailable("cuda");
+    if (why) {
+        CHECK(with_backend("cuda") == NULL);
+        CHECK_HAS(tj_last_error(), "backend 'cuda' is not available here");
+        CHECK_HAS(tj_last_error(), why);
+        tj_function *fc = with_backend("cuda,interp");
+        CHECK_STR(backend_of(fc, 4), "interp");
+        tj_function_free(fc);
+    }
     /* a preference list: the first available; "" is the default */
     tj_function *f = with_backend("interp,cpu");
     CHECK_STR(backend_of(f, 4), "interp");
@@ -118,10 +130,14 @@ static void environment(void) {
     tj_scope_begin();
     tj_tensor *x = tj_range(TJ_F32, 0, 4, 1);
     tj_tensor *y = tj_call(f, 1, &x);
-    if (env && (strcmp(env, "nosuch") == 0 || strcmp(env, "cuda") == 0)) {
+    bool cuda_off = env && strcmp(env, "cuda") == 0 && tj_backend_unavailable("cuda");
+    if (env && (strcmp(env, "nosuch") == 0 || cuda_off)) {
         CHECK_EQ_INT(tj_status_of(y), TJ_ERR_INVALID);
-        char want[64];
-        snprintf(want, sizeof want, "TJ_BACKEND: no backend '%s' in this build", env);
+        char want[96];
+        snprintf(want, sizeof want,
+                 cuda_off ? "TJ_BACKEND: backend '%s' is not available here"
+                          : "TJ_BACKEND: no backend '%s' in this build",
+                 env);
         CHECK_HAS(tj_last_error(), want);
         CHECK_HAS(tj_last_error(), "available here: ");
         CHECK_HAS(tj_last_error(), "interp");

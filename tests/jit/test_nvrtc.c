@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "cuda/ptxas.h"
 #include "jit/cuda/nvrtc/nvrtc.h"
 #include "jit/jit.h"
 
@@ -19,31 +20,6 @@ static const char *saxpy =
     "         i += (long long)gridDim.x * blockDim.x)\n"
     "        y[i] = fmaf(a, x[i], y[i]);\n"
     "}\n";
-
-/* The toolkit's ptxas assembles ptx for sm (skipped, and said, where it is not installed). */
-static void ptxas_accepts(const char *ptx, int sm) {
-    const char *cands[] = {"/usr/local/cuda/bin/ptxas", "/usr/bin/ptxas"};
-    const char *ptxas = NULL;
-    for (size_t i = 0; i < 2 && !ptxas; i++)
-        if (access(cands[i], X_OK) == 0)
-            ptxas = cands[i];
-    if (!ptxas) {
-        printf("no ptxas: the PTX is checked by NVRTC's own cubin only\n");
-        return;
-    }
-    char path[] = "/tmp/tj-ptx-XXXXXX";
-    int fd = mkstemp(path);
-    CHECK(fd >= 0);
-    if (fd < 0)
-        return;
-    FILE *f = fdopen(fd, "w");
-    fputs(ptx, f);
-    fclose(f);
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "%s -arch=sm_%d %s -o /dev/null", ptxas, sm, path);
-    CHECK_MSG(system(cmd) == 0, "%s", cmd);
-    unlink(path);
-}
 
 /* Through the artifact cache: compiled once, then from memory, then (memory emptied) from disk;
  * another architecture or source is another entry; a damaged payload is refused. */

@@ -7,7 +7,9 @@
  * nothing is pruned and both runs compute the same ops.
  * CMake runs it three ways: TJ_EXACT_MATH=1 and TJ_BACKEND=interp compare bit for bit (NaN equal
  * to NaN); default math compares statuses, dtypes and shapes (the approximations and FMA
- * contraction may move values). The seed is printed; TJ_TEST_SEED=<n> replays a run. */
+ * contraction may move values); TJ_TEST_TOL=<t> compares floats within a relative tolerance and
+ * integers exactly (the CUDA backend's kernels under the fake driver's emulation, which sum in
+ * another order). The seed is printed; TJ_TEST_SEED=<n> replays a run. */
 #include <math.h>
 #include <stdint.h>
 #include <time.h>
@@ -311,9 +313,20 @@ static tj_tensor *random_input(int dt, int rank, const int64_t *dims) {
 
 /* ---- comparison ------------------------------------------------------------------------------ */
 static int strict;
+static double tol; /* TJ_TEST_TOL: floats compared within it (relative), integers exactly */
+
+static int close_f(double x, double y) {
+    if (isnan(x) || isnan(y))
+        return isnan(x) && isnan(y);
+    if (isinf(x) || isinf(y))
+        return x == y;
+    return fabs(x - y) <= tol * (1 + fmax(fabs(x), fabs(y)));
+}
 
 static int same_elem(const tj_tensor *a, const tj_tensor *b, int64_t i) {
     const void *pa = tj_tensor_data(a), *pb = tj_tensor_data(b);
+    if (tol > 0 && (tj_tensor_dtype(a) == TJ_F32 || tj_tensor_dtype(a) == TJ_F64))
+        return close_f(tj_tensor_get_f64(a, i), tj_tensor_get_f64(b, i));
     switch (tj_tensor_dtype(a)) {
     case TJ_F32: {
         float x = ((const float *)pa)[i], y = ((const float *)pb)[i];
@@ -410,9 +423,15 @@ int main(void) {
     const char *env = getenv("TJ_TEST_SEED");
     const char *exact = getenv("TJ_EXACT_MATH"), *backend = getenv("TJ_BACKEND");
     strict = (exact && !strcmp(exact, "1")) || (backend && !strcmp(backend, "interp"));
+    const char *t = getenv("TJ_TEST_TOL");
+    tol = t ? strtod(t, NULL) : 0;
+    strict |= tol > 0;
     uint64_t seed = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL);
     printf("seed %llu (TJ_TEST_SEED=%llu to replay), %s comparison\n", (unsigned long long)seed,
-           (unsigned long long)seed, strict ? "bitwise" : "status/dtype/shape");
+           (unsigned long long)seed,
+           tol > 0  ? "within a tolerance"
+           : strict ? "bitwise"
+                    : "status/dtype/shape");
     rng = seed * 2654435761u + 1;
     int n_ok = 0, n_values = 0;
     for (int it = 0; it < N_PROGRAMS; it++) {

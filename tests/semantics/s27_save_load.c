@@ -299,11 +299,11 @@ static void native_code(const char *dir, tj_function *f, const tj_spec *scalar) 
     char *man = read_manifest(dir), *t;
     snprintf(msg, sizeof msg, "%016llx cpu\n", (unsigned long long)rt_fnv1a(img, n));
     char to[64];
-    snprintf(to, sizeof to, "%016llx cuda\n", (unsigned long long)rt_fnv1a(img, n));
+    snprintf(to, sizeof to, "%016llx tpu\n", (unsigned long long)rt_fnv1a(img, n));
     write_manifest(dir, t = replaced(man, msg, to), 1);
     free(t);
     CHECK_NEAR(load_call(dir, 0,
-                         "compiled from the graph (saved for backend 'cuda', which this build "
+                         "compiled from the graph (saved for backend 'tpu', which this build "
                          "lacks)"),
                11, 0);
     snprintf(to, sizeof to, "%016llx\n", (unsigned long long)rt_fnv1a(img, n));

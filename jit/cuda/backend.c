@@ -1,0 +1,307 @@
+/* backend.c — the CUDA backend (jit/backend.h): a graph's fusion groups become CUDA C kernels
+ * (source.c) in one module per program, compiled by NVRTC for the GPU's architecture (cubin,
+ * PTX kept beside it; both cached by content hash, NVRTC version and architecture: nvrtc/) and
+ * launched back to back on the GPU's default stream by the runtime's one run loop (a device plan:
+ * runtime/plan.h). What has no generated kernel yet (convolutions, pooling, gathers, integer
+ * division, f16/bf16 arithmetic, control flow, effects) runs as a node step on the host, its
+ * inputs copied back, and its result copied over when a kernel reads it: every graph runs, the
+ * profile and TJ_LOG=compile say what ran where. Outputs are left on the GPU (tj_to_device
+ * brings them back). GPU 0 is used; no images are written (the module is cached instead). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "jit/cuda/cuda.h"
+#include "jit/cuda/nvrtc/nvrtc.h"
+#include "runtime/cuda.h"
+#include "runtime/plan.h"
+
+static const char *unavailable(void) {
+    static char why[512];
+    const char *d = rt_cuda_unavailable();
+    const char *emu = rt_config_get()->cuda_emulate;
+    const char *n = emu && *emu ? NULL : jit_nvrtc_unavailable();
+    if (!d && !n)
+        return NULL;
+    snprintf(why, sizeof why, "%s%s%s", d ? d : "", d && n ? "; " : "", n ? n : "");
+    return why;
+}
+
+static const char *cache_key(void) {
+    static char key[96];
+    if (!key[0])
+        snprintf(key, sizeof key, "cuda;%s", jit_nvrtc_version());
+    return key;
+}
+
+typedef struct cuda_prog {
+    rt_plan rp; /* first: a cuda_prog is an rt_plan */
+    pass_partition *part;
+    jit_cuda_kernel *k;
+    uint32_t n_k;
+    int32_t *kernel_of_step; /* per step: its kernel, or -1 (a host node) */
+    void **fns;
+    void *mod;
+    char *emu_image; /* the emulation's shared object, removed with the program */
+} cuda_prog;
+
+static void prog_free(rt_program *p) {
+    cuda_prog *cp = (cuda_prog *)p;
+    if (!cp)
+        return;
+    rt_plan_release(&cp->rp);
+    if (cp->mod)
+        rt_cuda_module_unload(cp->rp.dev, cp->mod);
+    if (cp->emu_image) {
+        const char *path = cp->emu_image + 6;
+        unlink(path);
+        char dir[600];
+        snprintf(dir, sizeof dir, "%s", path);
+        char *slash = strrchr(dir, '/');
+        if (slash)
+            *slash = 0, rmdir(dir);
+        free(cp->emu_image);
+    }
+    for (uint32_t i = 0; i < cp->n_k; i++)
+        jit_cuda_kernel_release(&cp->k[i]);
+    free(cp->k);
+    free(cp->fns);
+    free(cp->kernel_of_step);
+    pass_partition_free(cp->part);
+    free(cp);
+}
+
+static const rt_program_vt cuda_vt = {rt_plan_run, prog_free, "cuda",         NULL,
+                                      NULL,        NULL,      rt_plan_kernels};
+
+static tj_status launch(rt_plan *p, uint32_t s, void *const *bufs) {
+    cuda_prog *cp = (cuda_prog *)p;
+    const jit_cuda_kernel *k = &cp->k[cp->kernel_of_step[s]];
+    struct {
+        void *p[JIT_CUDA_MAX_BUFS];
+        int64_t n[4];
+    } args = {{0}, {0}};
+    memcpy(args.p, bufs, (k->n_in + k->n_out) * sizeof *bufs);
+    void *params[] = {&args};
+    return rt_cuda_launch(p->dev, cp->fns[cp->kernel_of_step[s]], k->grid, k->block, 0, params,
+                          k->name, p->base.g->name);
+}
+
+/* ---- the plan ------------------------------------------------------------------------------ */
+static uint32_t *ids_dup(const uint32_t *a, uint32_t n) {
+    uint32_t *p = malloc((n + 1) * sizeof *p);
+    if (p && n)
+        memcpy(p, a, n * sizeof *p);
+    return p;
+}
+
+/* A step running node id on the host. */
+static tj_status host_step(cuda_prog *cp, uint32_t id) {
+    const ir_graph *g = cp->rp.base.g;
+    const ir_node *n = ir_node_get(g, id);
+    rt_step *r = &cp->rp.steps[cp->rp.n_steps];
+    r->kind = RT_STEP_NODE;
+    r->id = id;
+    r->n_in = n->n_in;
+    r->n_out = 1;
+    if (!(r->in = ids_dup(ir_inputs(g, n), n->n_in)) || !(r->out = ids_dup(&id, 1)) ||
+        !(r->nodes = ids_dup(&id, 1)))
+        return ir_errorf(TJ_ERR_OOM, "cuda: out of memory");
+    r->n_nodes = 1;
+    cp->kernel_of_step[cp->rp.n_steps++] = -1;
+    return TJ_OK;
+}
+
+static tj_status kernel_step(cuda_prog *cp, uint32_t ki) {
+    jit_cuda_kernel *k = &cp->k[ki];
+    rt_step *r = &cp->rp.steps[cp->rp.n_steps];
+    r->kind = RT_STEP_KERNEL;
+    r->id = k->out[0];
+    r->n_in = k->n_in;
+    r->n_out = k->n_out;
+    if (!(r->in = ids_dup(k->in, k->n_in)) || !(r->out = ids_dup(k->out, k->n_out)) ||
+        !(r->nodes = ids_dup(k->nodes, k->n_nodes)))
+        return ir_errorf(TJ_ERR_OOM, "cuda: out of memory");
+    r->n_nodes = k->n_nodes;
+    cp->kernel_of_step[cp->rp.n_steps++] = (int32_t)ki;
+    return TJ_OK;
+}
+
+/* The steps and the module's source: a kernel per group this backend generates, host steps for
+ * the rest. */
+static tj_status build(cuda_prog *cp, jit_sbuf *src) {
+    const ir_graph *g = cp->rp.base.g;
+    pass_partition *part = cp->part;
+    uint32_t max_steps = g->n_nodes + 1;
+    cp->rp.steps = calloc(max_steps, sizeof *cp->rp.steps);
+    cp->k = calloc(part->n_groups + 1, sizeof *cp->k);
+    cp->kernel_of_step = calloc(max_steps, sizeof *cp->kernel_of_step);
+    if (!cp->rp.steps || !cp->k || !cp->kernel_of_step)
+        return ir_errorf(TJ_ERR_OOM, "cuda: out of memory");
+    jit_cuda_prelude(src);
+    tj_status st = TJ_OK;
+    for (uint32_t gi = 0; gi < part->n_groups && !st; gi++) {
+        const pass_group *gr = &part->groups[gi];
+        jit_cuda_kernel *k = &cp->k[cp->n_k];
+        snprintf(k->name, sizeof k->name, "tjk%u", cp->n_k);
+        const ir_node *n = ir_node_get(g, gr->nodes[0]);
+        bool source = (ir_ops[n->op].flags & IR_F_SRC) != 0;
+        st = gr->fused || gr->reduce ? jit_cuda_emit_group(src, g, gr, k)
+             : source                ? TJ_ERR_UNSUPPORTED
+                                     : jit_cuda_emit_node(src, g, gr->nodes[0], k);
+        if (!st) {
+            st = kernel_step(cp, cp->n_k++);
+        } else if (st == TJ_ERR_UNSUPPORTED) {
+            jit_cuda_kernel_release(k);
+            memset(k, 0, sizeof *k);
+            st = TJ_OK;
+            for (uint32_t j = 0; j < gr->n_nodes && !st; j++)
+                st = host_step(cp, gr->nodes[j]);
+        }
+    }
+    return st || !src->oom ? st : ir_errorf(TJ_ERR_OOM, "cuda: out of memory");
+}
+
+static tj_status label_steps(cuda_prog *cp) {
+    rt_plan *p = &cp->rp;
+    const ir_graph *g = p->base.g;
+    static const char *const kinds[] = {"fused", "reduce", "reduce", "softmax", "matmul", "copy"};
+    if (!(p->labels = calloc(p->n_steps + 1, sizeof *p->labels)))
+        return ir_errorf(TJ_ERR_OOM, "cuda: out of memory");
+    for (uint32_t s = 0; s < p->n_steps; s++) {
+        const rt_step *r = &p->steps[s];
+        int32_t ki = cp->kernel_of_step[s];
+        char buf[256];
+        int len = snprintf(buf, sizeof buf, "s%u %s:", s,
+                           ki >= 0 ? kinds[cp->k[ki].kind] : "host reference");
+        for (uint32_t q = 0; q < r->n_nodes && len < (int)sizeof buf - 40; q++) {
+            int op = ir_node_get(g, r->nodes[q])->op;
+            if (op != IR_OP_CONST && op != IR_OP_PARAM)
+                len += snprintf(buf + len, sizeof buf - (size_t)len, " %s", ir_ops[op].name);
+        }
+        if (!(p->labels[s] = strdup(buf)))
+            return ir_errorf(TJ_ERR_OOM, "cuda: out of memory");
+    }
+    return TJ_OK;
+}
+
+/* The module: the source compiled (NVRTC for the device's architecture, or the host compiler
+ * under TJ_CUDA_EMULATE), loaded, its kernels found. */
+static tj_status load_module(cuda_prog *cp, const char *source) {
+    rt_device *dev = cp->rp.dev;
+    const char *emu = rt_config_get()->cuda_emulate;
+    const char *name = cp->rp.base.g->name ? cp->rp.base.g->name : "fn";
+    tj_status st;
+    if (emu && *emu) {
+        if ((st = jit_cuda_emulate_build(emu, source, &cp->emu_image)))
+            return st;
+        st = rt_cuda_module_load(dev, cp->emu_image, name, &cp->mod);
+    } else {
+        int sm = rt_cuda_arch(dev), from = 0;
+        jit_nvrtc_out out = {0};
+        if ((st = jit_nvrtc_compile_cached(source, name, sm ? sm : 80, &out, &from)))
+            return st;
+        st =
+            rt_cuda_module_load(dev, out.cubin ? out.cubin : (const void *)out.ptx, name, &cp->mod);
+        jit_nvrtc_free(&out);
+    }
+    if (!st && !(cp->fns = calloc(cp->n_k + 1, sizeof *cp->fns)))
+        st = ir_errorf(TJ_ERR_OOM, "cuda: out of memory");
+    for (uint32_t i = 0; i < cp->n_k && !st; i++)
+        st = rt_cuda_function(dev, cp->mod, cp->k[i].name, &cp->fns[i]);
+    return st;
+}
+
+static bool concrete(const ir_graph *g) {
+    for (uint32_t i = 0; i < g->n_nodes; i++)
+        if (ir_numel(g->nodes[i].rank, g->nodes[i].dims) < 0)
+            return false;
+    return true;
+}
+
+static rt_program *compile(const ir_graph *g, const jit_backend_opts *o) {
+    (void)o;
+    const char *why = unavailable();
+    if (why)
+        return (void)ir_errorf(TJ_ERR_UNSUPPORTED, "cuda: %s", why), NULL;
+    if (!concrete(g))
+        return (void)ir_errorf(TJ_ERR_UNSUPPORTED, "cuda: unknown dims are not compiled"), NULL;
+    rt_device *dev = rt_cuda_device(0);
+    if (!dev)
+        return NULL;
+    cuda_prog *cp = calloc(1, sizeof *cp);
+    if (!cp)
+        return (void)ir_errorf(TJ_ERR_OOM, "cuda: out of memory"), NULL;
+    cp->rp.base.vt = &cuda_vt;
+    if (rt_plan_init(&cp->rp, g, "cuda program") != TJ_OK) {
+        free(cp);
+        return NULL;
+    }
+    cp->rp.dev = dev;
+    cp->rp.launch = launch;
+    cp->rp.check_params = 1;
+    jit_sbuf src = {0};
+    tj_status st = (cp->part = pass_fusion_run(g, jit_cuda_fusable, jit_cuda_reducible, NULL))
+                       ? TJ_OK
+                       : (ir_last_code() ? ir_last_code() : TJ_ERR_OOM);
+    if (!st && !(cp->rp.dev_consts = calloc(g->n_nodes + 1, sizeof *cp->rp.dev_consts)))
+        st = ir_errorf(TJ_ERR_OOM, "cuda: out of memory");
+    if (!st)
+        st = build(cp, &src);
+    if (!st)
+        st = label_steps(cp);
+    if (!st && cp->n_k)
+        st = load_module(cp, src.s);
+    if (!st)
+        st = rt_plan_finish(&cp->rp, false, NULL, NULL);
+    if (!st)
+        rt_log(RT_LOG_COMPILE, "cuda: %s: %u kernels on %s, %u nodes on the host",
+               g->name ? g->name : "fn", cp->n_k, dev->name, cp->rp.n_steps - cp->n_k);
+    free(src.s);
+    if (st) {
+        prog_free(&cp->rp.base);
+        return NULL;
+    }
+    return &cp->rp.base;
+}
+
+const jit_backend jit_backend_cuda = {
+    .name = "cuda",
+    .what = "CUDA kernels compiled by NVRTC, launched on an NVIDIA GPU",
+    .unavailable = unavailable,
+    .cache_key = cache_key,
+    .fusable = jit_cuda_fusable,
+    .reducible = jit_cuda_reducible,
+    .compile = compile,
+    .device = true,
+};
+
+char *jit_cuda_source_of(const ir_graph *g, uint32_t *n_kernels) {
+    cuda_prog cp = {0};
+    cp.rp.base.g = g;
+    jit_sbuf src = {0};
+    tj_status st = (cp.part = pass_fusion_run(g, jit_cuda_fusable, jit_cuda_reducible, NULL))
+                       ? TJ_OK
+                       : TJ_ERR_OOM;
+    if (!st)
+        st = build(&cp, &src);
+    for (uint32_t s = 0; s < cp.rp.n_steps; s++) {
+        free(cp.rp.steps[s].in);
+        free(cp.rp.steps[s].out);
+        free(cp.rp.steps[s].nodes);
+    }
+    free(cp.rp.steps);
+    for (uint32_t i = 0; i < cp.n_k; i++)
+        jit_cuda_kernel_release(&cp.k[i]);
+    free(cp.k);
+    free(cp.kernel_of_step);
+    pass_partition_free(cp.part);
+    if (n_kernels)
+        *n_kernels = cp.n_k;
+    if (st) {
+        free(src.s);
+        return NULL;
+    }
+    return src.s;
+}

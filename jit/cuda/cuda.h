@@ -1,0 +1,75 @@
+/* cuda.h — the CUDA backend's own header (jit/cuda/): kernels as CUDA C generated from the
+ * fusion groups (source.c), compiled by NVRTC (nvrtc/) or, for the tests' fake driver, by the
+ * host's C compiler through a small shim (emulate.c), and a program that launches them on one
+ * stream of a GPU (program.c, backend.c). The jit core reaches it only through jit/backend.h. */
+#ifndef TJ_JIT_CUDA_CUDA_H
+#define TJ_JIT_CUDA_CUDA_H
+
+#ifdef TJ_JIT_CORE
+#error "the jit core reaches backends through jit/backend.h only"
+#endif
+
+#include <stdbool.h>
+
+#include "jit/backend.h"
+
+/* The kernel ABI: every generated kernel takes one tj_args by value: its buffers (inputs then
+ * outputs, device pointers) and a few counts. A group with more buffers runs on the host. */
+enum { JIT_CUDA_MAX_BUFS = 32, JIT_CUDA_BLOCK = 256 };
+
+/* What a kernel computes (each kind one emitter in source.c). */
+enum {
+    JIT_CK_EW,      /* a fused elementwise group: a grid-stride loop over its elements */
+    JIT_CK_RED_ROW, /* a reduction over contiguous rows: a block per row, a tree in shared memory */
+    JIT_CK_RED_COL, /* a reduction over strided columns: a thread per output, in order */
+    JIT_CK_SOFTMAX, /* softmax or log-softmax along the last axis: a block per row */
+    JIT_CK_MM,      /* a matrix product: 16x16 tiles in shared memory, batches on the grid's z */
+    JIT_CK_COPY,    /* a strided copy: transpose, slice, broadcast_to, reshape, (un)squeeze */
+};
+
+typedef struct jit_cuda_kernel {
+    char name[24]; /* "tjk<step>" */
+    int kind;
+    uint32_t n_in, n_out;
+    uint32_t *in, *out;       /* node ids: its buffers, inputs then outputs (owned) */
+    uint32_t *nodes, n_nodes; /* the nodes it computes (owned) */
+    unsigned grid[3], block;
+    bool sync; /* uses __syncthreads (the emulation runs its threads together) */
+} jit_cuda_kernel;
+
+/* Whether node id may join a fused group / start a reduce group in this backend's kernels. */
+bool jit_cuda_fusable(const ir_graph *g, uint32_t id, void *user);
+bool jit_cuda_reducible(const ir_graph *g, uint32_t id, void *user);
+
+/* A string being built (source.c); on OOM `oom` is set and appends do nothing. */
+typedef struct jit_sbuf {
+    char *s;
+    size_t n, cap;
+    bool oom;
+} jit_sbuf;
+void jit_sbuf_printf(jit_sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* What every module's source starts with: the ABI, the shim under TJ_EMULATE, and the scalar
+ * semantics both compilers share (runtime/kernels/scalar.h). */
+void jit_cuda_prelude(jit_sbuf *b);
+/* Emits the kernel for group gr of g (a fused or reduce group) or singleton node `id` (a
+ * softmax, product or view) as k->name, filling k (its buffers, launch shape). TJ_ERR_UNSUPPORTED
+ * (error cleared) when this backend does not generate it: the node runs on the host. */
+tj_status jit_cuda_emit_group(jit_sbuf *b, const ir_graph *g, const pass_group *gr,
+                              jit_cuda_kernel *k);
+tj_status jit_cuda_emit_node(jit_sbuf *b, const ir_graph *g, uint32_t id, jit_cuda_kernel *k);
+void jit_cuda_kernel_release(jit_cuda_kernel *k);
+
+/* The module source the backend makes for optimized graph g, as its compile would (backend.c):
+ * malloc'd, NULL with the error set; *n_kernels: the kernels in it. For tests (every kernel
+ * through NVRTC and ptxas; the emulation against the reference kernels). */
+char *jit_cuda_source_of(const ir_graph *g, uint32_t *n_kernels);
+
+/* ---- emulate.c ---------------------------------------------------------------------------------
+ */
+/* The module image for the fake driver: `source` compiled for the host by TJ_CUDA_EMULATE's C
+ * compiler into a shared object, named by the image "TJEMU\n<path>" (malloc'd, NUL-terminated).
+ * The fake driver (tests/cuda/fake_cuda.c) opens it and runs each launch's blocks and threads. */
+tj_status jit_cuda_emulate_build(const char *compiler, const char *source, char **image);
+
+#endif /* TJ_JIT_CUDA_CUDA_H */

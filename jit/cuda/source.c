@@ -1,0 +1,785 @@
+/* source.c — CUDA C for the CUDA backend's kernels, one emitter per kind (cuda.h: JIT_CK_*). The
+ * code is specialized to the graph's shapes (extents and strides are constants in the source,
+ * which is the cache key: the same shapes make the same text and hit NVRTC's cache). Every
+ * kernel reads its buffers from one tj_args and loops grid-stride over its work, so any grid
+ * covers it. Scalar semantics come from runtime/kernels/scalar.h, whose text is in the prelude:
+ * the host's reference kernels and these compile the same definitions. Floats compute at their
+ * own width (f32 sums accumulate in f32, in a fixed tree order: deterministic run to run);
+ * integers wrap through uint64 as the reference kernels do. Ops that may fail (integer division,
+ * gathers) and the storage-only f16/bf16 arithmetic are not generated: they run on the host. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jit/cuda/cuda.h"
+#include "runtime/kernels/kernels.h"
+#include "runtime/plan.h"
+
+#include "tj_cuda_scalar.inc" /* tj_cuda_scalar_h: scalar.h's text (cmake/embed.cmake) */
+
+void jit_sbuf_printf(jit_sbuf *b, const char *fmt, ...) {
+    if (b->oom)
+        return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(b->s ? b->s + b->n : NULL, b->s ? b->cap - b->n : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            b->oom = true;
+            return;
+        }
+        if (b->s && b->n + (size_t)n < b->cap) {
+            b->n += (size_t)n;
+            return;
+        }
+        size_t cap = (b->cap ? b->cap * 2 : 4096) + (size_t)n;
+        char *s = realloc(b->s, cap);
+        if (!s) {
+            b->oom = true;
+            return;
+        }
+        b->s = s;
+        b->cap = cap;
+    }
+}
+
+/* ---- the prelude ------------------------------------------------------------------------------
+ */
+/* Under TJ_EMULATE (emulate.c) the same text compiles as host C: a block's threads are pthreads
+ * meeting at a barrier for __syncthreads, a grid's blocks run one after another, __shared__
+ * arrays are static (one block at a time uses them). */
+static const char emu_shim[] = "#include <pthread.h>\n"
+                               "#include <stdint.h>\n"
+                               "typedef struct tj_dim3 { unsigned x, y, z; } tj_dim3;\n"
+                               "static __thread tj_dim3 threadIdx, blockIdx;\n"
+                               "static tj_dim3 blockDim, gridDim;\n"
+                               "static pthread_barrier_t tj_bar;\n"
+                               "#define TJ_KERNEL void\n"
+                               "#define TJ_SYNC_KERNEL(name) int name##_tj_sync = 1;\n"
+                               "#define TJ_SHARED static\n"
+                               "#define TJ_RESTRICT restrict\n"
+                               "#define __syncthreads() pthread_barrier_wait(&tj_bar)\n";
+
+static const char emu_launch[] =
+    "typedef void (*tj_kfn)(tj_args);\n"
+    "typedef struct tj_emu_thr { tj_kfn fn; const tj_args *a; unsigned t; } tj_emu_thr;\n"
+    "static void tj_emu_blocks(tj_kfn fn, const tj_args *a, int sync) {\n"
+    "    for (unsigned z = 0; z < gridDim.z; z++)\n"
+    "        for (unsigned y = 0; y < gridDim.y; y++)\n"
+    "            for (unsigned x = 0; x < gridDim.x; x++) {\n"
+    "                blockIdx = (tj_dim3){x, y, z};\n"
+    "                fn(*a);\n"
+    "                if (sync)\n"
+    "                    pthread_barrier_wait(&tj_bar);\n"
+    "            }\n"
+    "}\n"
+    "static void *tj_emu_thread(void *p) {\n"
+    "    tj_emu_thr *e = p;\n"
+    "    threadIdx = (tj_dim3){e->t, 0, 0};\n"
+    "    tj_emu_blocks(e->fn, e->a, 1);\n"
+    "    return 0;\n"
+    "}\n"
+    "int tj_emu_launch(tj_kfn fn, int sync, const unsigned grid[3], unsigned block, void **params) "
+    "{\n"
+    "    const tj_args *a = (const tj_args *)params[0];\n"
+    "    gridDim = (tj_dim3){grid[0], grid[1], grid[2]};\n"
+    "    blockDim = (tj_dim3){block, 1, 1};\n"
+    "    if (!sync) {\n"
+    "        for (unsigned t = 0; t < block; t++) {\n"
+    "            threadIdx = (tj_dim3){t, 0, 0};\n"
+    "            tj_emu_blocks(fn, a, 0);\n"
+    "        }\n"
+    "        return 0;\n"
+    "    }\n"
+    "    pthread_t th[1024];\n"
+    "    tj_emu_thr e[1024];\n"
+    "    if (block > 1024 || pthread_barrier_init(&tj_bar, 0, block))\n"
+    "        return 1;\n"
+    "    unsigned made = 0;\n"
+    "    for (; made < block; made++) {\n"
+    "        e[made] = (tj_emu_thr){fn, a, made};\n"
+    "        if (pthread_create(&th[made], 0, tj_emu_thread, &e[made]))\n"
+    "            break;\n"
+    "    }\n"
+    "    for (unsigned t = 0; t < made; t++)\n"
+    "        pthread_join(th[t], 0);\n"
+    "    pthread_barrier_destroy(&tj_bar);\n"
+    "    return made == block ? 0 : 1;\n"
+    "}\n";
+
+void jit_cuda_prelude(jit_sbuf *b) {
+    jit_sbuf_printf(b, "/* tracejit CUDA kernels */\n#ifdef TJ_EMULATE\n%s", emu_shim);
+    jit_sbuf_printf(b, "#define TJ_INF INFINITY\n#else\n"
+                       "#define TJ_INF __int_as_float(0x7f800000)\n"
+                       "#define TJ_KERNEL extern \"C\" __global__ void\n"
+                       "#define TJ_SYNC_KERNEL(name)\n"
+                       "#define TJ_SHARED __shared__\n"
+                       "#define TJ_RESTRICT __restrict__\n"
+                       "#endif\n");
+    jit_sbuf_printf(b, "%s\n", tj_cuda_scalar_h);
+    jit_sbuf_printf(b,
+                    "typedef struct tj_args { void *p[%d]; int64_t n[4]; } tj_args;\n"
+                    "#define TJ_GID ((int64_t)blockIdx.x * blockDim.x + threadIdx.x)\n"
+                    "#define TJ_GSTRIDE ((int64_t)gridDim.x * blockDim.x)\n",
+                    JIT_CUDA_MAX_BUFS);
+    jit_sbuf_printf(b, "#ifdef TJ_EMULATE\n%s#endif\n", emu_launch);
+}
+
+/* ---- dtypes and scalar expressions -------------------------------------------------------------
+ */
+static const char *ctype(int dt) {
+    switch (dt) {
+    case TJ_F32:
+        return "float";
+    case TJ_F64:
+        return "double";
+    case TJ_I8:
+        return "int8_t";
+    case TJ_I16:
+        return "int16_t";
+    case TJ_I32:
+        return "int32_t";
+    case TJ_I64:
+        return "int64_t";
+    case TJ_U8:
+    case TJ_BOOL:
+        return "uint8_t";
+    case TJ_U16:
+    case TJ_F16:
+    case TJ_BF16:
+        return "uint16_t";
+    case TJ_U32:
+        return "uint32_t";
+    case TJ_U64:
+        return "uint64_t";
+    default:
+        return NULL;
+    }
+}
+/* scalar.h's suffix of an integer dtype */
+static const char *isfx(int dt) {
+    static const char *const s[TJ_N_DTYPES] = {
+        [TJ_I8] = "i8",   [TJ_I16] = "i16", [TJ_I32] = "i32", [TJ_I64] = "i64", [TJ_U8] = "u8",
+        [TJ_U16] = "u16", [TJ_U32] = "u32", [TJ_U64] = "u64", [TJ_F32] = "f32", [TJ_F64] = "f64"};
+    return dt >= 0 && dt < TJ_N_DTYPES ? s[dt] : NULL;
+}
+static const char *utype(int dt) { /* the unsigned twin of a signed width */
+    switch (dt) {
+    case TJ_I8:
+        return "uint8_t";
+    case TJ_I16:
+        return "uint16_t";
+    case TJ_I32:
+        return "uint32_t";
+    default:
+        return "uint64_t";
+    }
+}
+static bool arith_dtype(int dt) { /* computed in kernels: not strings, not f16/bf16 */
+    return ir_dtype_is_float(dt) || ir_dtype_is_int(dt) || dt == TJ_BOOL;
+}
+
+/* The C expression of elementwise node n over operands x, y, z (value names), into buf; false
+ * when this backend does not generate it. */
+static bool ew_expr(const ir_graph *g, const ir_node *n, const char *x, const char *y,
+                    const char *z, char *buf, size_t size) {
+    int dt = n->n_in ? ir_node_get(g, ir_inputs(g, n)[0])->dtype : n->dtype;
+    const char *T = ctype(n->dtype), *S = isfx(dt);
+    bool fl = ir_dtype_is_float(dt), un = ir_dtype_is_unsigned(dt), in = ir_dtype_is_int(dt);
+    bool bo = dt == TJ_BOOL;
+#define E(...) (snprintf(buf, size, __VA_ARGS__), true)
+    switch (n->op) {
+    case IR_OP_NEG:
+        return fl   ? E("(-%s)", x)
+               : un ? E("(%s)(0u - (uint64_t)%s)", T, x)
+                    : in && E("(%s)(%s)(0u - (%s)%s)", T, utype(dt), utype(dt), x);
+    case IR_OP_ABS:
+        return fl   ? E("fabs(%s)", x)
+               : un ? E("%s", x)
+                    : in && E("(%s < 0 ? (%s)(%s)(0u - (%s)%s) : %s)", x, T, utype(dt), utype(dt),
+                              x, x);
+    case IR_OP_SIGN:
+        return fl   ? E("(%s > (%s)0 ? (%s)1 : %s < (%s)0 ? (%s)-1 : %s)", x, T, T, x, T, T, x)
+               : un ? E("(%s)(%s > 0)", T, x)
+                    : in && E("(%s)((%s > 0) - (%s < 0))", T, x, x);
+    case IR_OP_RELU:
+        return fl   ? E("(%s > (%s)0 ? %s : (%s != %s ? %s : (%s)0))", x, T, x, x, x, x, T)
+               : un ? E("%s", x)
+                    : in && E("(%s > 0 ? %s : (%s)0)", x, x, T);
+    case IR_OP_FLOOR:
+    case IR_OP_CEIL:
+    case IR_OP_ROUND:
+        if (!fl)
+            return in && E("%s", x);
+        return E("%s(%s)",
+                 n->op == IR_OP_FLOOR  ? "floor"
+                 : n->op == IR_OP_CEIL ? "ceil"
+                                       : "rint",
+                 x);
+    case IR_OP_EXP:
+    case IR_OP_LOG:
+    case IR_OP_SQRT:
+    case IR_OP_TANH:
+    case IR_OP_SIN:
+    case IR_OP_COS:
+    case IR_OP_ATAN:
+    case IR_OP_ASIN:
+    case IR_OP_ACOS:
+    case IR_OP_ERF:
+        return fl && E("%s(%s)", ir_ops[n->op].name, x);
+    case IR_OP_RSQRT:
+        return fl && E("((%s)1 / sqrt(%s))", T, x);
+    case IR_OP_SIGMOID:
+        return fl &&
+               E("(%s >= (%s)0 ? (%s)1 / ((%s)1 + exp(-fabs(%s))) : exp(-fabs(%s)) / ((%s)1 + "
+                 "exp(-fabs(%s))))",
+                 x, T, T, T, x, x, T, x);
+    case IR_OP_LOGICAL_NOT:
+        return bo && E("(uint8_t)!%s", x);
+    case IR_OP_ISNAN:
+        return fl && E("(uint8_t)(%s != %s)", x, x);
+    case IR_OP_ISINF:
+        return fl && E("(uint8_t)(isinf(%s) != 0)", x);
+    case IR_OP_CAST: {
+        int to = n->dtype;
+        if (!arith_dtype(to) || !arith_dtype(dt))
+            return false;
+        if (to == TJ_BOOL)
+            return !fl && E("(uint8_t)(%s != 0)", x);
+        if (fl && !ir_dtype_is_float(to))
+            return false; /* float to integer: the reference kernel's saturation rules */
+        return E("(%s)%s", T, x);
+    }
+    case IR_OP_ADD:
+    case IR_OP_SUB:
+    case IR_OP_MUL: {
+        const char *o = n->op == IR_OP_ADD ? "+" : n->op == IR_OP_SUB ? "-" : "*";
+        if (fl)
+            return E("(%s %s %s)", x, o, y);
+        return (in || (bo && n->op != IR_OP_SUB)) && E("(%s)(%s)((uint64_t)%s %s (uint64_t)%s)", T,
+                                                       in ? (un ? T : utype(dt)) : T, x, o, y);
+    }
+    case IR_OP_DIV:
+        return fl && E("(%s / %s)", x, y);
+    case IR_OP_FLOORDIV:
+        return fl && E("floor(%s / %s)", x, y);
+    case IR_OP_MOD:
+        return fl && E("fmod_py_%s(%s, %s)", S, x, y);
+    case IR_OP_POW:
+        return fl && E("pow(%s, %s)", x, y);
+    case IR_OP_MAXIMUM:
+    case IR_OP_MINIMUM: {
+        bool mx = n->op == IR_OP_MAXIMUM;
+        if (fl)
+            return E("%s_nan_%s(%s, %s)", mx ? "fmax" : "fmin", S, x, y);
+        return (in || bo) && E("(%s %s %s ? %s : %s)", x, mx ? ">" : "<", y, x, y);
+    }
+    case IR_OP_EQ:
+    case IR_OP_NE:
+    case IR_OP_LT:
+    case IR_OP_LE:
+    case IR_OP_GT:
+    case IR_OP_GE: {
+        static const char *const c[] = {"==", "!=", "<", "<=", ">", ">="};
+        return (fl || in || bo) && E("(uint8_t)(%s %s %s)", x, c[n->op - IR_OP_EQ], y);
+    }
+    case IR_OP_LOGICAL_AND:
+        return bo && E("(uint8_t)(%s && %s)", x, y);
+    case IR_OP_LOGICAL_OR:
+        return bo && E("(uint8_t)(%s || %s)", x, y);
+    case IR_OP_SHIFT_LEFT:
+    case IR_OP_SHIFT_RIGHT:
+        return in && E("%s%s_%s(%s, %s)", un ? "u" : "i", n->op == IR_OP_SHIFT_LEFT ? "shl" : "shr",
+                       S, x, y);
+    case IR_OP_WHERE: {
+        int vt = n->dtype;
+        return arith_dtype(vt) && E("(%s ? %s : %s)", x, y, z);
+    }
+    default:
+        return false;
+    }
+#undef E
+}
+
+/* Whether node id is an elementwise node this backend's kernels compute. */
+static bool ew_supported(const ir_graph *g, uint32_t id) {
+    const ir_node *n = ir_node_get(g, id);
+    if (!(ir_ops[n->op].flags & IR_F_EW) || ir_node_may_fail(n) || !arith_dtype(n->dtype) ||
+        n->n_in > 3)
+        return false;
+    for (uint32_t k = 0; k < n->n_in; k++)
+        if (!arith_dtype(ir_node_get(g, ir_inputs(g, n)[k])->dtype))
+            return false;
+    char buf[512];
+    return ew_expr(g, n, "x", "y", "z", buf, sizeof buf);
+}
+
+bool jit_cuda_fusable(const ir_graph *g, uint32_t id, void *user) {
+    (void)user;
+    return ew_supported(g, id);
+}
+
+/* A reduction this backend generates: SUM MEAN MAX MIN PROD of f32/f64/i32/i64 whose reduced
+ * axes are adjacent, with a non-empty result and, for MAX/MIN, a non-empty reduction. */
+static bool red_supported(const ir_graph *g, uint32_t id, int64_t *outer, int64_t *len,
+                          int64_t *inner) {
+    const ir_node *n = ir_node_get(g, id);
+    if (n->n_in != 1 || n->op < IR_OP_SUM || n->op > IR_OP_PROD)
+        return false;
+    int dt = n->dtype;
+    if ((dt != TJ_F32 && dt != TJ_F64 && dt != TJ_I32 && dt != TJ_I64) ||
+        ir_node_get(g, ir_inputs(g, n)[0])->dtype != dt)
+        return false;
+    if (!rt_red_geometry(g, n, outer, len, inner) || *outer * *inner == 0)
+        return false;
+    bool no_identity = n->op == IR_OP_MAX || n->op == IR_OP_MIN || (n->op == IR_OP_MEAN && dt >= 2);
+    return !(*len == 0 && no_identity) && *outer < INT32_MAX; /* the host reports that error */
+}
+
+bool jit_cuda_reducible(const ir_graph *g, uint32_t id, void *user) {
+    (void)user;
+    int64_t o, l, i;
+    return red_supported(g, id, &o, &l, &i);
+}
+
+/* ---- kernels ------------------------------------------------------------------------------------
+ */
+/* Blocks for `work` items of `block` each: at most TJ_CUDA_MAX_BLOCKS (the kernels loop over
+ * the rest), at least 1. */
+static unsigned grid_for(int64_t work, unsigned block) {
+    int64_t blocks = (work + block - 1) / block, most = rt_config_get()->cuda_max_blocks;
+    return (unsigned)(blocks < 1 ? 1 : blocks > most ? most : blocks);
+}
+
+static uint32_t *ids_dup(const uint32_t *a, uint32_t n) {
+    uint32_t *p = malloc((n + 1) * sizeof *p);
+    if (p && n)
+        memcpy(p, a, n * sizeof *p);
+    return p;
+}
+
+/* The buffers' declarations: i<k> for inputs, o<k> for outputs, typed by their nodes. */
+static void declare_bufs(jit_sbuf *b, const ir_graph *g, const jit_cuda_kernel *k) {
+    for (uint32_t i = 0; i < k->n_in + k->n_out; i++) {
+        bool out = i >= k->n_in;
+        const ir_node *n = ir_node_get(g, out ? k->out[i - k->n_in] : k->in[i]);
+        jit_sbuf_printf(b, "    %s%s *TJ_RESTRICT %c%u = (%s%s *)a.p[%u];\n", out ? "" : "const ",
+                        ctype(n->dtype), out ? 'o' : 'i', out ? i - k->n_in : i,
+                        out ? "" : "const ", ctype(n->dtype), i);
+    }
+}
+
+/* The values of a group's elementwise nodes at element index `idx` (a C expression), each input
+ * read at the offset its layout gives (coordinates c0.. over L's dims when not flat); stops
+ * before node `stop` (IR_NONE: all of them). */
+static bool emit_ew_body(jit_sbuf *b, const ir_graph *g, const pass_group *gr,
+                         const rt_ew_layout *L, const char *idx, uint32_t stop) {
+    for (uint32_t k = 0; k < gr->n_inputs; k++) {
+        const ir_node *x = ir_node_get(g, gr->inputs[k]);
+        jit_sbuf_printf(b, "        %s v%u = i%u[", ctype(x->dtype), gr->inputs[k], k);
+        if (L->scalar[k]) {
+            jit_sbuf_printf(b, "0");
+        } else if (L->flat) {
+            jit_sbuf_printf(b, "%s", idx);
+        } else {
+            jit_sbuf_printf(b, "0");
+            for (int d = 0; d < L->rank; d++)
+                if (L->st[k][d])
+                    jit_sbuf_printf(b, " + c%d * %lldLL", d, (long long)L->st[k][d]);
+        }
+        jit_sbuf_printf(b, "];\n");
+    }
+    for (uint32_t j = 0; j < gr->n_nodes && gr->nodes[j] != stop; j++) {
+        uint32_t id = gr->nodes[j];
+        const ir_node *n = ir_node_get(g, id);
+        const uint32_t *in = ir_inputs(g, n);
+        char v[3][24], e[1024];
+        for (uint32_t q = 0; q < 3; q++)
+            snprintf(v[q], sizeof v[q], "v%u", q < n->n_in ? in[q] : 0);
+        if (!ew_expr(g, n, v[0], v[1], v[2], e, sizeof e))
+            return false;
+        jit_sbuf_printf(b, "        %s v%u = %s;\n", ctype(n->dtype), id, e);
+    }
+    return true;
+}
+
+/* Coordinates c0..c<rank-1> of element index `idx` over L's dims. */
+static void emit_coords(jit_sbuf *b, const rt_ew_layout *L, const char *idx) {
+    if (L->flat)
+        return;
+    jit_sbuf_printf(b, "        int64_t r_ = %s;\n", idx);
+    for (int d = L->rank - 1; d >= 0; d--)
+        if (d > 0)
+            jit_sbuf_printf(b, "        int64_t c%d = r_ %% %lldLL; r_ /= %lldLL;\n", d,
+                            (long long)L->dims[d], (long long)L->dims[d]);
+        else
+            jit_sbuf_printf(b, "        int64_t c0 = r_;\n");
+}
+
+static tj_status emit_ew(jit_sbuf *b, const ir_graph *g, const pass_group *gr, jit_cuda_kernel *k) {
+    rt_ew_layout L = {0};
+    tj_status st = rt_ew_layout_of(g, gr->inputs, gr->n_inputs, gr->rank, gr->dims, &L);
+    if (st)
+        return st;
+    int64_t numel = ir_numel(gr->rank, gr->dims);
+    k->kind = JIT_CK_EW;
+    k->block = JIT_CUDA_BLOCK;
+    k->grid[0] = grid_for(numel, k->block);
+    jit_sbuf_printf(b, "TJ_KERNEL %s(tj_args a) {\n", k->name);
+    declare_bufs(b, g, k);
+    jit_sbuf_printf(b, "    for (int64_t e_ = TJ_GID; e_ < %lldLL; e_ += TJ_GSTRIDE) {\n",
+                    (long long)numel);
+    emit_coords(b, &L, "e_");
+    bool ok = emit_ew_body(b, g, gr, &L, "e_", IR_NONE);
+    for (uint32_t q = 0; q < gr->n_outputs; q++)
+        jit_sbuf_printf(b, "        o%u[e_] = v%u;\n", q, gr->outputs[q]);
+    jit_sbuf_printf(b, "    }\n}\n");
+    rt_ew_layout_free(&L);
+    return ok ? TJ_OK : TJ_ERR_UNSUPPORTED;
+}
+
+/* A reduction's identity, combination and final step, per op and dtype. */
+static void red_ops(const ir_node *r, const char **ident, char *comb, size_t cs, const char *acc,
+                    const char *v) {
+    int dt = r->dtype;
+    bool fl = ir_dtype_is_float(dt);
+    const char *T = ctype(dt), *S = isfx(dt);
+    switch (r->op) {
+    case IR_OP_MAX:
+    case IR_OP_MIN: {
+        bool mx = r->op == IR_OP_MAX;
+        *ident = fl ? (mx ? "-TJ_INF" : "TJ_INF")
+                    : (mx ? (dt == TJ_I32 ? "(-2147483647 - 1)" : "(-9223372036854775807LL - 1)")
+                          : (dt == TJ_I32 ? "2147483647" : "9223372036854775807LL"));
+        if (fl)
+            snprintf(comb, cs, "%s_nan_%s(%s, %s)", mx ? "fmax" : "fmin", S, acc, v);
+        else
+            snprintf(comb, cs, "(%s %s %s ? %s : %s)", acc, mx ? ">" : "<", v, acc, v);
+        return;
+    }
+    case IR_OP_PROD:
+        *ident = "1";
+        if (fl)
+            snprintf(comb, cs, "(%s * %s)", acc, v);
+        else
+            snprintf(comb, cs, "(%s)((uint64_t)%s * (uint64_t)%s)", T, acc, v);
+        return;
+    default: /* SUM, MEAN */
+        *ident = "0";
+        if (fl)
+            snprintf(comb, cs, "(%s + %s)", acc, v);
+        else
+            snprintf(comb, cs, "(%s)((uint64_t)%s + (uint64_t)%s)", T, acc, v);
+    }
+}
+
+static tj_status emit_red(jit_sbuf *b, const ir_graph *g, const pass_group *gr,
+                          jit_cuda_kernel *k) {
+    uint32_t rid = gr->nodes[gr->n_nodes - 1];
+    const ir_node *r = ir_node_get(g, rid);
+    int64_t outer, len, inner;
+    if (!red_supported(g, rid, &outer, &len, &inner))
+        return TJ_ERR_UNSUPPORTED;
+    uint32_t src = ir_inputs(g, r)[0];
+    /* the producers' inputs have the loop shape or one element: flat or scalar */
+    rt_ew_layout L = {0};
+    const ir_node *x = ir_node_get(g, src);
+    tj_status st = rt_ew_layout_of(g, gr->inputs, gr->n_inputs, x->rank, x->dims, &L);
+    if (st)
+        return st;
+    for (uint32_t q = 0; q < gr->n_inputs && !st; q++)
+        if (!L.scalar[q] && !L.flat &&
+            ir_numel(ir_node_get(g, gr->inputs[q])->rank, ir_node_get(g, gr->inputs[q])->dims) !=
+                ir_numel(x->rank, x->dims))
+            st = TJ_ERR_UNSUPPORTED;
+    L.flat = true; /* every input read at the element's index, or at 0 */
+    const char *T = ctype(r->dtype), *ident;
+    /* f32 sums and products accumulate in double, as the reference kernels do (1e30 * 1e30 * 0
+     * is 0 there, not NaN) */
+    const char *A = r->dtype == TJ_F32 && r->op != IR_OP_MAX && r->op != IR_OP_MIN ? "double" : T;
+    char comb[256], comb2[256];
+    red_ops(r, &ident, comb, sizeof comb, "acc", "v");
+    red_ops(r, &ident, comb2, sizeof comb2, "sh_[t_]", "sh_[t_ + s_]");
+    char fin_acc[200], fin_sh[200];
+    if (r->op == IR_OP_MEAN) { /* floats: NaN for an empty mean; integers truncate */
+        snprintf(fin_acc, sizeof fin_acc, "(%s)(acc / (%s)%lld)", T, A, (long long)len);
+        snprintf(fin_sh, sizeof fin_sh, "(%s)(sh_[0] / (%s)%lld)", T, A, (long long)len);
+    } else {
+        snprintf(fin_acc, sizeof fin_acc, "(%s)acc", T);
+        snprintf(fin_sh, sizeof fin_sh, "(%s)sh_[0]", T);
+    }
+    k->kind = inner == 1 ? JIT_CK_RED_ROW : JIT_CK_RED_COL;
+    k->block = JIT_CUDA_BLOCK;
+    k->sync = inner == 1;
+    if (k->sync)
+        jit_sbuf_printf(b, "TJ_SYNC_KERNEL(%s)\n", k->name);
+    jit_sbuf_printf(b, "TJ_KERNEL %s(tj_args a) {\n", k->name);
+    declare_bufs(b, g, k);
+    bool ok = !st;
+    if (inner == 1) { /* a block per row: strided partial sums, then a tree */
+        k->grid[0] = grid_for(outer, 1);
+        jit_sbuf_printf(b,
+                        "    TJ_SHARED %s sh_[%d];\n"
+                        "    unsigned t_ = threadIdx.x;\n"
+                        "    for (int64_t o_ = blockIdx.x; o_ < %lldLL; o_ += gridDim.x) {\n"
+                        "      %s acc = %s;\n"
+                        "      for (int64_t j_ = t_; j_ < %lldLL; j_ += blockDim.x) {\n"
+                        "        int64_t e_ = o_ * %lldLL + j_;\n",
+                        A, JIT_CUDA_BLOCK, (long long)outer, A, ident, (long long)len,
+                        (long long)len);
+        ok = ok && emit_ew_body(b, g, gr, &L, "e_", rid);
+        jit_sbuf_printf(b,
+                        "        %s v = v%u;\n"
+                        "        acc = %s;\n"
+                        "      }\n"
+                        "      sh_[t_] = acc;\n"
+                        "      __syncthreads();\n"
+                        "      for (unsigned s_ = blockDim.x / 2; s_ > 0; s_ >>= 1) {\n"
+                        "        if (t_ < s_) sh_[t_] = %s;\n"
+                        "        __syncthreads();\n"
+                        "      }\n"
+                        "      if (t_ == 0) o0[o_] = %s;\n"
+                        "      __syncthreads();\n"
+                        "    }\n}\n",
+                        A, src, comb, comb2, fin_sh);
+    } else { /* a thread per output, the reduced axis in order */
+        k->grid[0] = grid_for(outer * inner, k->block);
+        jit_sbuf_printf(b,
+                        "    for (int64_t q_ = TJ_GID; q_ < %lldLL; q_ += TJ_GSTRIDE) {\n"
+                        "      int64_t o_ = q_ / %lldLL, i_ = q_ %% %lldLL;\n"
+                        "      %s acc = %s;\n"
+                        "      for (int64_t j_ = 0; j_ < %lldLL; j_++) {\n"
+                        "        int64_t e_ = (o_ * %lldLL + j_) * %lldLL + i_;\n",
+                        (long long)(outer * inner), (long long)inner, (long long)inner, A, ident,
+                        (long long)len, (long long)len, (long long)inner);
+        ok = ok && emit_ew_body(b, g, gr, &L, "e_", rid);
+        jit_sbuf_printf(b,
+                        "        %s v = v%u;\n"
+                        "        acc = %s;\n"
+                        "      }\n"
+                        "      o0[q_] = %s;\n"
+                        "    }\n}\n",
+                        A, src, comb, fin_acc);
+    }
+    rt_ew_layout_free(&L);
+    return ok ? TJ_OK : TJ_ERR_UNSUPPORTED;
+}
+
+tj_status jit_cuda_emit_group(jit_sbuf *b, const ir_graph *g, const pass_group *gr,
+                              jit_cuda_kernel *k) {
+    if (gr->n_inputs + gr->n_outputs > JIT_CUDA_MAX_BUFS || (!gr->fused && !gr->reduce))
+        return TJ_ERR_UNSUPPORTED;
+    k->n_in = gr->n_inputs;
+    k->n_out = gr->n_outputs;
+    k->in = ids_dup(gr->inputs, gr->n_inputs);
+    k->out = ids_dup(gr->outputs, gr->n_outputs);
+    k->nodes = ids_dup(gr->nodes, gr->n_nodes);
+    k->n_nodes = gr->n_nodes;
+    k->grid[1] = k->grid[2] = 1;
+    if (!k->in || !k->out || !k->nodes)
+        return ir_errorf(TJ_ERR_OOM, "cuda: out of memory");
+    size_t mark = b->n;
+    tj_status st = gr->fused ? emit_ew(b, g, gr, k) : emit_red(b, g, gr, k);
+    if (st == TJ_ERR_UNSUPPORTED) {
+        b->n = mark; /* drop what was written */
+        if (b->s)
+            b->s[mark] = 0;
+        ir_clear_error();
+    }
+    return st;
+}
+
+/* ---- singleton nodes: softmax, products, views
+ * --------------------------------------------------- */
+static tj_status emit_softmax(jit_sbuf *b, const ir_graph *g, const ir_node *n, uint32_t x,
+                              jit_cuda_kernel *k) {
+    int dt = n->dtype;
+    if ((dt != TJ_F32 && dt != TJ_F64) || n->rank < 1 || n->a.i[0] != n->rank - 1)
+        return TJ_ERR_UNSUPPORTED;
+    int64_t len = n->dims[n->rank - 1], numel = ir_numel(n->rank, n->dims);
+    if (len <= 0 || numel <= 0)
+        return TJ_ERR_UNSUPPORTED;
+    int64_t rows = numel / len;
+    const char *T = ctype(dt), *S = isfx(dt);
+    bool lg = n->op == IR_OP_LOG_SOFTMAX;
+    (void)x;
+    k->kind = JIT_CK_SOFTMAX;
+    k->block = JIT_CUDA_BLOCK;
+    k->sync = true;
+    k->grid[0] = grid_for(rows, 1);
+    jit_sbuf_printf(b, "TJ_SYNC_KERNEL(%s)\nTJ_KERNEL %s(tj_args a) {\n", k->name, k->name);
+    declare_bufs(b, g, k);
+    jit_sbuf_printf(
+        b,
+        "    TJ_SHARED %s sh_[%d];\n"
+        "    TJ_SHARED double sd_[%d];\n"
+        "    unsigned t_ = threadIdx.x;\n"
+        "    for (int64_t r_ = blockIdx.x; r_ < %lldLL; r_ += gridDim.x) {\n"
+        "      const %s *x_ = i0 + r_ * %lldLL;\n"
+        "      %s *y_ = o0 + r_ * %lldLL;\n"
+        "      %s m = -TJ_INF;\n"
+        "      for (int64_t j_ = t_; j_ < %lldLL; j_ += blockDim.x) m = fmax_nan_%s(m, x_[j_]);\n"
+        "      sh_[t_] = m;\n"
+        "      __syncthreads();\n"
+        "      for (unsigned s_ = blockDim.x / 2; s_ > 0; s_ >>= 1) {\n"
+        "        if (t_ < s_) sh_[t_] = fmax_nan_%s(sh_[t_], sh_[t_ + s_]);\n"
+        "        __syncthreads();\n"
+        "      }\n"
+        "      m = sh_[0];\n"
+        "      __syncthreads();\n"
+        "      double s = 0;\n"
+        "      for (int64_t j_ = t_; j_ < %lldLL; j_ += blockDim.x) s += exp(x_[j_] - m);\n"
+        "      sd_[t_] = s;\n"
+        "      __syncthreads();\n"
+        "      for (unsigned s_ = blockDim.x / 2; s_ > 0; s_ >>= 1) {\n"
+        "        if (t_ < s_) sd_[t_] = sd_[t_] + sd_[t_ + s_];\n"
+        "        __syncthreads();\n"
+        "      }\n"
+        "      s = sd_[0];\n"
+        "      __syncthreads();\n",
+        T, JIT_CUDA_BLOCK, JIT_CUDA_BLOCK, (long long)rows, T, (long long)len, T, (long long)len, T,
+        (long long)len, S, S, (long long)len);
+    if (lg)
+        jit_sbuf_printf(b,
+                        "      %s ls = (%s)log(s);\n"
+                        "      for (int64_t j_ = t_; j_ < %lldLL; j_ += blockDim.x) y_[j_] = "
+                        "x_[j_] - m - ls;\n",
+                        T, T, (long long)len);
+    else
+        jit_sbuf_printf(b,
+                        "      for (int64_t j_ = t_; j_ < %lldLL; j_ += blockDim.x) y_[j_] = "
+                        "(%s)(exp(x_[j_] - m) / s);\n",
+                        (long long)len, T);
+    jit_sbuf_printf(b, "    }\n}\n");
+    return TJ_OK;
+}
+
+/* Batch coordinates to element offsets of A, B: constants of the product's geometry. */
+static void emit_mm_offsets(jit_sbuf *b, const rt_mm *mm) {
+    jit_sbuf_printf(b, "    int64_t ao_ = 0, bo_ = 0, r_ = z_;\n");
+    for (int d = mm->rank - 1; d >= 0; d--) {
+        jit_sbuf_printf(b, "    { int64_t c_ = r_ %% %lldLL; r_ /= %lldLL;", (long long)mm->dims[d],
+                        (long long)mm->dims[d]);
+        if (mm->sa[d])
+            jit_sbuf_printf(b, " ao_ += c_ * %lldLL;", (long long)(mm->sa[d] * mm->m * mm->k));
+        if (mm->sb[d])
+            jit_sbuf_printf(b, " bo_ += c_ * %lldLL;", (long long)(mm->sb[d] * mm->k * mm->n));
+        jit_sbuf_printf(b, " }\n");
+    }
+}
+
+static tj_status emit_mm(jit_sbuf *b, const ir_graph *g, uint32_t id, jit_cuda_kernel *k) {
+    rt_mm mm;
+    if (!rt_mm_of(g, id, &mm) || !ir_dtype_is_float(mm.dt) || mm.m * mm.n == 0 ||
+        mm.batches > 65535 || (mm.m + 15) / 16 > 65535)
+        return TJ_ERR_UNSUPPORTED;
+    const char *T = ctype(mm.dt);
+    k->kind = JIT_CK_MM;
+    k->block = 256;
+    k->sync = true;
+    k->grid[0] = (unsigned)((mm.n + 15) / 16);
+    k->grid[1] = (unsigned)((mm.m + 15) / 16);
+    k->grid[2] = (unsigned)mm.batches;
+    jit_sbuf_printf(b, "TJ_SYNC_KERNEL(%s)\nTJ_KERNEL %s(tj_args a) {\n", k->name, k->name);
+    declare_bufs(b, g, k);
+    jit_sbuf_printf(b,
+                    "    TJ_SHARED %s as_[16][17];\n"
+                    "    TJ_SHARED %s bs_[16][17];\n"
+                    "    int64_t z_ = blockIdx.z;\n",
+                    T, T);
+    emit_mm_offsets(b, &mm);
+    long long M = mm.m, K = mm.k, N = mm.n;
+    jit_sbuf_printf(
+        b,
+        "    unsigned tx_ = threadIdx.x %% 16, ty_ = threadIdx.x / 16;\n"
+        "    int64_t row_ = (int64_t)blockIdx.y * 16 + ty_, col_ = (int64_t)blockIdx.x * 16 + "
+        "tx_;\n"
+        "    const %s *A_ = i0 + ao_;\n"
+        "    const %s *B_ = i1 + bo_;\n"
+        "    %s acc = 0;\n"
+        "    for (int64_t k0_ = 0; k0_ < %lldLL; k0_ += 16) {\n"
+        "      int64_t ka_ = k0_ + tx_, kb_ = k0_ + ty_;\n"
+        "      as_[ty_][tx_] = row_ < %lldLL && ka_ < %lldLL ? A_[row_ * %lldLL + ka_] : (%s)0;\n"
+        "      bs_[ty_][tx_] = kb_ < %lldLL && col_ < %lldLL ? B_[kb_ * %lldLL + col_] : (%s)0;\n"
+        "      __syncthreads();\n"
+        "      for (int q_ = 0; q_ < 16; q_++) acc += as_[ty_][q_] * bs_[q_][tx_];\n"
+        "      __syncthreads();\n"
+        "    }\n"
+        "    if (row_ < %lldLL && col_ < %lldLL) o0[(z_ * %lldLL + row_) * %lldLL + col_] = acc;\n"
+        "}\n",
+        T, T, T, K, M, K, K, T, K, N, N, T, M, N, M, N);
+    return TJ_OK;
+}
+
+/* A strided copy: out[idx] = x[base + sum idx[d] * s[d]] (rt_k_view), or contiguous for the
+ * reshapes. */
+static tj_status emit_copy(jit_sbuf *b, const ir_graph *g, const ir_node *n, jit_cuda_kernel *k) {
+    const ir_node *x = ir_node_get(g, ir_inputs(g, n)[0]);
+    int64_t base = 0, s[IR_MAX_RANK];
+    int64_t numel = ir_numel(n->rank, n->dims);
+    if (!ctype(n->dtype) || x->dtype != n->dtype || numel < 0 || ir_numel(x->rank, x->dims) < 0)
+        return TJ_ERR_UNSUPPORTED;
+    bool flat = n->op == IR_OP_RESHAPE || n->op == IR_OP_EXPAND_DIMS || n->op == IR_OP_SQUEEZE;
+    if (!flat && rt_k_view(n, x->rank, x->dims, n->rank, n->dims, &base, s) != TJ_OK) {
+        ir_clear_error();
+        return TJ_ERR_UNSUPPORTED;
+    }
+    if (flat && ir_numel(x->rank, x->dims) != numel)
+        return TJ_ERR_UNSUPPORTED;
+    k->kind = JIT_CK_COPY;
+    k->block = JIT_CUDA_BLOCK;
+    k->grid[0] = grid_for(numel, k->block);
+    jit_sbuf_printf(b, "TJ_KERNEL %s(tj_args a) {\n", k->name);
+    declare_bufs(b, g, k);
+    jit_sbuf_printf(b, "    for (int64_t e_ = TJ_GID; e_ < %lldLL; e_ += TJ_GSTRIDE) {\n",
+                    (long long)numel);
+    if (flat) {
+        jit_sbuf_printf(b, "        o0[e_] = i0[e_];\n    }\n}\n");
+        return TJ_OK;
+    }
+    jit_sbuf_printf(b, "        int64_t r_ = e_, off_ = %lldLL;\n", (long long)base);
+    for (int d = n->rank - 1; d >= 0; d--)
+        jit_sbuf_printf(b, "        off_ += (r_ %% %lldLL) * %lldLL; r_ /= %lldLL;\n",
+                        (long long)n->dims[d], (long long)s[d], (long long)n->dims[d]);
+    jit_sbuf_printf(b, "        o0[e_] = i0[off_];\n    }\n}\n");
+    return TJ_OK;
+}
+
+tj_status jit_cuda_emit_node(jit_sbuf *b, const ir_graph *g, uint32_t id, jit_cuda_kernel *k) {
+    const ir_node *n = ir_node_get(g, id);
+    bool mm = n->op == IR_OP_MATMUL;
+    bool sm = n->op == IR_OP_SOFTMAX || n->op == IR_OP_LOG_SOFTMAX;
+    bool view = n->op == IR_OP_TRANSPOSE || n->op == IR_OP_SLICE || n->op == IR_OP_BROADCAST_TO ||
+                n->op == IR_OP_RESHAPE || n->op == IR_OP_EXPAND_DIMS || n->op == IR_OP_SQUEEZE;
+    if (!(mm || sm || view) || n->n_in != (mm ? 2u : 1u))
+        return TJ_ERR_UNSUPPORTED;
+    k->n_in = n->n_in;
+    k->n_out = 1;
+    k->in = ids_dup(ir_inputs(g, n), n->n_in);
+    k->out = ids_dup(&id, 1);
+    k->nodes = ids_dup(&id, 1);
+    k->n_nodes = 1;
+    k->grid[1] = k->grid[2] = 1;
+    if (!k->in || !k->out || !k->nodes)
+        return ir_errorf(TJ_ERR_OOM, "cuda: out of memory");
+    size_t mark = b->n;
+    tj_status st = mm   ? emit_mm(b, g, id, k)
+                   : sm ? emit_softmax(b, g, n, k->in[0], k)
+                        : emit_copy(b, g, n, k);
+    if (st == TJ_ERR_UNSUPPORTED) {
+        b->n = mark;
+        if (b->s)
+            b->s[mark] = 0;
+        ir_clear_error();
+    }
+    return st;
+}
+
+void jit_cuda_kernel_release(jit_cuda_kernel *k) {
+    free(k->in);
+    free(k->out);
+    free(k->nodes);
+    k->in = k->out = k->nodes = NULL;
+}
