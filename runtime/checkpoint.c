@@ -83,7 +83,8 @@ tj_status tj_checkpoint_save(const char *path, int n, tj_variable *const *vars) 
     int bad = put(&b, MAGIC, 8) || put(&b, &ver, 4) || put(&b, &cnt, 4);
     for (int k = 0; k < n && !bad; k++) {
         tj_tensor *v = rt_variable_get(vars[k]);
-        if (!v) {
+        if (!v || v->kind != RT_CONCRETE) { /* a device's copy that could not come back */
+            rt_release(v);
             free(b.p);
             return ir_last_code() ? ir_last_code() : TJ_ERR_STATE;
         }

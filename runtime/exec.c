@@ -374,22 +374,24 @@ tj_status rt_exec_node(const ir_graph *g, uint32_t i, const rt_exec_env *env, tj
                              (long long)slot, env->n_args);
         if ((st = check_param(env, n, env->args[slot], slot)))
             return st;
-        if (!rt_on_host(env->args[slot]))
+        if (!rt_on_host(env->args[slot]) &&
+            (!env->device || rt_buffer_device(env->args[slot]->buf) != env->device))
             return ir_errorf(TJ_ERR_INVALID, "%s: argument %lld is on %s; this program runs on %s",
                              env->who, (long long)slot,
-                             rt_buffer_device(env->args[slot]->buf)->name, rt_device_host()->name);
+                             rt_buffer_device(env->args[slot]->buf)->name,
+                             (env->device ? env->device : rt_device_host())->name);
         vals[i] = rt_retain(env->args[slot]);
         return TJ_OK;
     case IR_OP_VAR_READ:
         if (!(v = bound(env, slot)))
             return ir_last_code();
-        vals[i] = rt_variable_get(v);
-        return TJ_OK;
+        vals[i] = env->device ? rt_variable_get_on(v, env->device) : rt_variable_get(v);
+        return vals[i] ? (vals[i]->kind == RT_ERROR ? vals[i]->code : TJ_OK) : ir_last_code();
     case IR_OP_ASSIGN:
         if (env->effects) {
             if (!(v = bound(env, slot)))
                 return ir_last_code();
-            if ((st = rt_variable_set(v, ins[0])))
+            if ((st = env->device ? rt_variable_set_device(v, ins[0]) : rt_variable_set(v, ins[0])))
                 return st;
         }
         vals[i] = rt_retain(ins[0]);

@@ -148,7 +148,8 @@ static tj_status host_inputs(rt_plan *p, const rt_step *sp, tj_tensor **vals) {
     for (uint32_t k = 0; k < sp->n_in; k++) {
         uint32_t j = sp->in[k];
         tj_tensor *v = vals[j];
-        if (j == sp->id || !v || v->kind != RT_CONCRETE || rt_on_host(v))
+        if (j == sp->id || !v || v->kind != RT_CONCRETE || rt_on_host(v) ||
+            ir_node_get(p->base.g, sp->id)->op == IR_OP_ASSIGN) /* a variable keeps it there */
             continue;
         tj_tensor *h = rt_tensor_to_device(v, rt_device_host());
         if (!h)
@@ -156,7 +157,6 @@ static tj_status host_inputs(rt_plan *p, const rt_step *sp, tj_tensor **vals) {
         rt_release(v);
         vals[j] = h;
     }
-    (void)p;
     return TJ_OK;
 }
 
@@ -400,7 +400,8 @@ tj_status rt_plan_run(rt_program *prog, tj_tensor *const *args, uint32_t n_args,
                        .effects = 1,
                        .reinfer = p->reinfer,
                        .check_params = p->check_params,
-                       .who = p->who};
+                       .who = p->who,
+                       .device = p->dev};
     tj_status st = exec_steps(p, &env, vals, scratch, outs, IR_NONE);
     for (uint32_t k = 0; k < g->n_outputs && !st; k++) {
         tj_tensor *v = vals[g->outputs[k]];

@@ -182,7 +182,10 @@ struct tj_variable {
     int owned_by_trace;        /* created while tracing: the traced function owns it */
     pthread_mutex_t mu;        /* guards the value pointer swap */
     pthread_mutex_t update_mu; /* recursive: held across read-modify-write and compiled runs */
-    tj_tensor *value;          /* concrete; replaced (not mutated) on assign */
+    tj_tensor *value;          /* concrete; replaced (not mutated) on assign; NULL while only
+                                  dev_value is current (copied back on the first host read) */
+    tj_tensor *dev_value;      /* its copy on a device (a GPU program's reads and assigns), or
+                                  NULL: kept there across calls, current with value */
     uint8_t dtype, rank;       /* fixed at creation: every assign must match */
     int64_t dims[TJ_MAX_RANK];
     char *name;
@@ -195,8 +198,17 @@ void rt_variable_unlock(tj_variable *v);
 tj_status rt_variable_check(const tj_variable *v, const char *what);
 tj_variable *rt_variable_retain(tj_variable *v);
 void rt_variable_release(tj_variable *v);
-tj_tensor *rt_variable_get(tj_variable *v);                  /* +1 ref on the current value */
+/* +1 ref on the current value, on the host (copied back from its device copy when an assign
+ * there made that the current one; an error tensor if that copy fails) */
+tj_tensor *rt_variable_get(tj_variable *v);
 tj_status rt_variable_set(tj_variable *v, tj_tensor *value); /* checks dtype/shape; retains */
+/* A device program's read: the value on device d (+1 ref), copied there once and kept until an
+ * assign replaces it; NULL with the error set when the copy fails. */
+struct rt_device;
+tj_tensor *rt_variable_get_on(tj_variable *v, struct rt_device *d);
+/* A device program's assign of a value on a device: it becomes the current value there, the
+ * host's copy is made only when the host reads it. */
+tj_status rt_variable_set_device(tj_variable *v, tj_tensor *value);
 /* An error naming the variable unless dtype, rank and dims are its own. */
 tj_status rt_variable_check_value(const tj_variable *v, int dtype, int rank, const int64_t *dims);
 /* A new variable holding value (taken: a plain concrete tensor), named `name` (NULL or "":
@@ -288,6 +300,8 @@ typedef struct rt_exec_env {
     int reinfer;                /* the graph has unknown dims: shapes come from the actual inputs */
     int check_params;           /* arguments must match their PARAM's dtype and dims exactly */
     const char *who;            /* names the executor in messages ("interp", "cpu program") */
+    struct rt_device *device;   /* a device plan's device: arguments may be there, variables are
+                                   read there and assigned there (NULL: the host) */
 } rt_exec_env;
 /* Runs node i of g: reads its inputs from vals into ins (room for n_in), writes vals[i] (a new
  * reference; none for print and callbacks). Sources, variables, side effects and reference

@@ -36,6 +36,7 @@ void rt_variable_release(tj_variable *v) {
     if (!v || atomic_fetch_sub(&v->rc, 1) != 1)
         return;
     rt_release(v->value);
+    rt_release(v->dev_value);
     free(v->name);
     pthread_mutex_destroy(&v->mu);
     pthread_mutex_destroy(&v->update_mu);
@@ -44,9 +45,48 @@ void rt_variable_release(tj_variable *v) {
 
 tj_tensor *rt_variable_get(tj_variable *v) {
     pthread_mutex_lock(&v->mu);
+    if (!v->value) { /* assigned on a device: copied back once */
+        tj_tensor *h = rt_tensor_to_device(v->dev_value, rt_device_host());
+        if (!h) {
+            pthread_mutex_unlock(&v->mu);
+            return rt_error_from_status(ir_last_code() ? ir_last_code() : TJ_ERR_RUNTIME);
+        }
+        v->value = h;
+    }
     tj_tensor *t = rt_retain(v->value);
     pthread_mutex_unlock(&v->mu);
     return t;
+}
+
+tj_tensor *rt_variable_get_on(tj_variable *v, rt_device *d) {
+    pthread_mutex_lock(&v->mu);
+    tj_tensor *t = v->dev_value && rt_buffer_device(v->dev_value->buf) == d ? v->dev_value : NULL;
+    if (!t) {
+        t = rt_tensor_to_device(v->value, d); /* value is current when dev_value is elsewhere */
+        if (t) {
+            rt_release(v->dev_value);
+            v->dev_value = t;
+        }
+    }
+    t = rt_retain(t);
+    pthread_mutex_unlock(&v->mu);
+    return t;
+}
+
+tj_status rt_variable_set_device(tj_variable *v, tj_tensor *value) {
+    if (value->kind != RT_CONCRETE || rt_on_host(value))
+        return rt_variable_set(v, value);
+    tj_status st = rt_variable_check_value(v, value->dtype, value->rank, value->dims);
+    if (st)
+        return st;
+    pthread_mutex_lock(&v->mu);
+    tj_tensor *old = v->value, *old_dev = v->dev_value;
+    v->value = NULL;
+    v->dev_value = rt_retain(value);
+    pthread_mutex_unlock(&v->mu);
+    rt_release(old);
+    rt_release(old_dev);
+    return TJ_OK;
 }
 
 void rt_variable_lock(tj_variable *v) {
@@ -82,10 +122,12 @@ tj_status rt_variable_set(tj_variable *v, tj_tensor *value) {
     if (!(value = rt_tensor_plain(value))) /* a value, never a host scalar */
         return ir_last_code();
     pthread_mutex_lock(&v->mu);
-    tj_tensor *old = v->value;
+    tj_tensor *old = v->value, *old_dev = v->dev_value;
     v->value = value;
+    v->dev_value = NULL; /* a device's copy is stale now */
     pthread_mutex_unlock(&v->mu);
     rt_release(old);
+    rt_release(old_dev);
     return TJ_OK;
 }
 

@@ -166,7 +166,8 @@ static tj_status build(cuda_prog *cp, jit_sbuf *src) {
 static tj_status label_steps(cuda_prog *cp) {
     rt_plan *p = &cp->rp;
     const ir_graph *g = p->base.g;
-    static const char *const kinds[] = {"fused", "reduce", "reduce", "softmax", "matmul", "copy"};
+    static const char *const kinds[] = {"fused", "reduce", "reduce", "softmax", "matmul",
+                                        "copy",  "conv",   "pool",   "one_hot"};
     if (!(p->labels = calloc(p->n_steps + 1, sizeof *p->labels)))
         return ir_errorf(TJ_ERR_OOM, "cuda: out of memory");
     for (uint32_t s = 0; s < p->n_steps; s++) {
@@ -213,6 +214,27 @@ static tj_status load_module(cuda_prog *cp, const char *source) {
     return st;
 }
 
+/* " (work there: conv2d x2, max_pool2d)": the ops of host steps that compute something (not
+ * sources, plumbing or effects), for the compile log; "" when none. */
+static void host_ops(const cuda_prog *cp, char *buf, size_t n) {
+    const ir_graph *g = cp->rp.base.g;
+    int count[IR_N_OPS] = {0};
+    for (uint32_t s = 0; s < cp->rp.n_steps; s++) {
+        int op = ir_node_get(g, cp->rp.steps[s].id)->op;
+        if (cp->kernel_of_step[s] < 0 && !(ir_ops[op].flags & (IR_F_SRC | IR_F_PLUMB)))
+            count[op]++;
+    }
+    size_t len = 0;
+    buf[0] = 0;
+    for (int op = 0; op < IR_N_OPS && len + 40 < n; op++)
+        if (count[op])
+            len += (size_t)snprintf(buf + len, n - len, "%s%s",
+                                    len ? ", " : " (work there: ", ir_ops[op].name),
+                len += count[op] > 1 ? (size_t)snprintf(buf + len, n - len, " x%d", count[op]) : 0;
+    if (len)
+        snprintf(buf + len, n - len, ")");
+}
+
 static bool concrete(const ir_graph *g) {
     for (uint32_t i = 0; i < g->n_nodes; i++)
         if (ir_numel(g->nodes[i].rank, g->nodes[i].dims) < 0)
@@ -255,9 +277,12 @@ static rt_program *compile(const ir_graph *g, const jit_backend_opts *o) {
         st = load_module(cp, src.s);
     if (!st)
         st = rt_plan_finish(&cp->rp, false, NULL, NULL);
-    if (!st)
-        rt_log(RT_LOG_COMPILE, "cuda: %s: %u kernels on %s, %u nodes on the host",
-               g->name ? g->name : "fn", cp->n_k, dev->name, cp->rp.n_steps - cp->n_k);
+    if (!st) {
+        char ops[512];
+        host_ops(cp, ops, sizeof ops);
+        rt_log(RT_LOG_COMPILE, "cuda: %s: %u kernels on %s, %u nodes on the host%s",
+               g->name ? g->name : "fn", cp->n_k, dev->name, cp->rp.n_steps - cp->n_k, ops);
+    }
     free(src.s);
     if (st) {
         prog_free(&cp->rp.base);

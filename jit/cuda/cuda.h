@@ -25,6 +25,9 @@ enum {
     JIT_CK_SOFTMAX, /* softmax or log-softmax along the last axis: a block per row */
     JIT_CK_MM,      /* a matrix product: 16x16 tiles in shared memory, batches on the grid's z */
     JIT_CK_COPY,    /* a strided copy: transpose, slice, broadcast_to, reshape, (un)squeeze */
+    JIT_CK_CONV,    /* a convolution or one of its gradients: a thread per output (source_nn.c) */
+    JIT_CK_POOL,    /* max or average pooling, the max pool's gradient: a thread per output */
+    JIT_CK_ONE_HOT, /* one-hot rows */
 };
 
 typedef struct jit_cuda_kernel {
@@ -59,6 +62,16 @@ tj_status jit_cuda_emit_group(jit_sbuf *b, const ir_graph *g, const pass_group *
                               jit_cuda_kernel *k);
 tj_status jit_cuda_emit_node(jit_sbuf *b, const ir_graph *g, uint32_t id, jit_cuda_kernel *k);
 void jit_cuda_kernel_release(jit_cuda_kernel *k);
+
+/* For the emitters (source.c, source_nn.c): a dtype's C type in the kernels ("float", "int64_t";
+ * f16/bf16 as their uint16_t storage; NULL for strings); the blocks for `work` items of `block`
+ * each (at least 1, at most TJ_CUDA_MAX_BLOCKS: the kernels loop grid-stride over the rest);
+ * the kernel's buffer declarations (i<k> inputs, o<k> outputs, typed by their nodes); the network
+ * ops' kernels (convolutions, pooling, one-hot), TJ_ERR_UNSUPPORTED for what they do not take. */
+const char *jit_cuda_ctype(int dt);
+unsigned jit_cuda_grid(int64_t work, unsigned block);
+void jit_cuda_declare_bufs(jit_sbuf *b, const ir_graph *g, const jit_cuda_kernel *k);
+tj_status jit_cuda_emit_nn(jit_sbuf *b, const ir_graph *g, uint32_t id, jit_cuda_kernel *k);
 
 /* The module source the backend makes for optimized graph g, as its compile would (backend.c):
  * malloc'd, NULL with the error set; *n_kernels: the kernels in it. For tests (every kernel

@@ -47,66 +47,119 @@ void jit_sbuf_printf(jit_sbuf *b, const char *fmt, ...) {
 
 /* ---- the prelude ------------------------------------------------------------------------------
  */
-/* Under TJ_EMULATE (emulate.c) the same text compiles as host C: a block's threads are pthreads
- * meeting at a barrier for __syncthreads, a grid's blocks run one after another, __shared__
- * arrays are static (one block at a time uses them). */
-static const char emu_shim[] = "#include <pthread.h>\n"
-                               "#include <stdint.h>\n"
+/* Under TJ_EMULATE (emulate.c) the same text compiles as host C. A grid's blocks run one after
+ * another; a block's threads run one after another too, each on its own stack (a fiber) when the
+ * kernel meets at __syncthreads: each round runs every fiber up to its next barrier, so none
+ * passes a barrier before all have reached it, as on the GPU. Fibers switch by six pushes and a
+ * stack swap on x86-64 (ucontext elsewhere, whose every switch is a system call; host threads at a
+ * barrier took minutes for the CNN step). __shared__ arrays are static (one block at a time). */
+static const char emu_shim[] = "#include <stdint.h>\n"
+                               "#include <stdlib.h>\n"
                                "typedef struct tj_dim3 { unsigned x, y, z; } tj_dim3;\n"
-                               "static __thread tj_dim3 threadIdx, blockIdx;\n"
-                               "static tj_dim3 blockDim, gridDim;\n"
-                               "static pthread_barrier_t tj_bar;\n"
+                               "static tj_dim3 threadIdx, blockIdx, blockDim, gridDim;\n"
+                               "static unsigned tj_cur;\n"
+                               "static void tj_yield(void);\n"
                                "#define TJ_KERNEL void\n"
                                "#define TJ_SYNC_KERNEL(name) int name##_tj_sync = 1;\n"
                                "#define TJ_SHARED static\n"
                                "#define TJ_RESTRICT restrict\n"
-                               "#define __syncthreads() pthread_barrier_wait(&tj_bar)\n";
+                               "#define __syncthreads() tj_yield()\n";
 
 static const char emu_launch[] =
     "typedef void (*tj_kfn)(tj_args);\n"
-    "typedef struct tj_emu_thr { tj_kfn fn; const tj_args *a; unsigned t; } tj_emu_thr;\n"
-    "static void tj_emu_blocks(tj_kfn fn, const tj_args *a, int sync) {\n"
-    "    for (unsigned z = 0; z < gridDim.z; z++)\n"
-    "        for (unsigned y = 0; y < gridDim.y; y++)\n"
-    "            for (unsigned x = 0; x < gridDim.x; x++) {\n"
-    "                blockIdx = (tj_dim3){x, y, z};\n"
-    "                fn(*a);\n"
-    "                if (sync)\n"
-    "                    pthread_barrier_wait(&tj_bar);\n"
-    "            }\n"
+    "static tj_kfn tj_fn;\n"
+    "static const tj_args *tj_a;\n"
+    "static unsigned char *tj_done;\n"
+    "enum { TJ_STACK = 64 << 10 };\n"
+    "#if defined(__x86_64__)\n"
+    "void tj_ctx_switch(void **from, void *to);\n"
+    "__asm__(\".text\\n.p2align 4\\n.hidden tj_ctx_switch\\n.globl tj_ctx_switch\\n\"\n"
+    "        \"tj_ctx_switch:\\n\"\n"
+    "        \"pushq %rbp\\npushq %rbx\\npushq %r12\\npushq %r13\\npushq %r14\\npushq %r15\\n\"\n"
+    "        \"movq %rsp, (%rdi)\\nmovq %rsi, %rsp\\n\"\n"
+    "        \"popq %r15\\npopq %r14\\npopq %r13\\npopq %r12\\npopq %rbx\\npopq %rbp\\nret\\n\");\n"
+    "static void *tj_sched, **tj_sp;\n"
+    "static void tj_yield(void) { tj_ctx_switch(&tj_sp[tj_cur], tj_sched); }\n"
+    "static void tj_fiber(void) { /* a thread of a block: runs, then back for good */\n"
+    "    tj_fn(*tj_a);\n"
+    "    tj_done[tj_cur] = 1;\n"
+    "    tj_yield();\n"
     "}\n"
-    "static void *tj_emu_thread(void *p) {\n"
-    "    tj_emu_thr *e = p;\n"
-    "    threadIdx = (tj_dim3){e->t, 0, 0};\n"
-    "    tj_emu_blocks(e->fn, e->a, 1);\n"
-    "    return 0;\n"
+    "static void tj_fiber_new(unsigned t, char *stack) {\n"
+    "    uintptr_t top = ((uintptr_t)stack + TJ_STACK) & ~(uintptr_t)15;\n"
+    "    void **sp = (void **)(top - 16); /* the return address: an entry's alignment after ret "
+    "*/\n"
+    "    sp[0] = (void *)tj_fiber;\n"
+    "    sp -= 6; /* rbp rbx r12 r13 r14 r15 */\n"
+    "    for (int k = 0; k < 6; k++) sp[k] = 0;\n"
+    "    tj_sp[t] = sp;\n"
     "}\n"
+    "static void tj_fiber_run(unsigned t) { tj_ctx_switch(&tj_sched, tj_sp[t]); }\n"
+    "static int tj_fibers_alloc(unsigned n) { return !(tj_sp = calloc(n, sizeof *tj_sp)); }\n"
+    "static void tj_fibers_free(void) { free(tj_sp); tj_sp = 0; }\n"
+    "#else\n"
+    "#include <ucontext.h>\n"
+    "static ucontext_t tj_sched, *tj_fib;\n"
+    "static void tj_yield(void) { swapcontext(&tj_fib[tj_cur], &tj_sched); }\n"
+    "static void tj_fiber(void) {\n"
+    "    tj_fn(*tj_a);\n"
+    "    tj_done[tj_cur] = 1;\n"
+    "}\n"
+    "static void tj_fiber_new(unsigned t, char *stack) {\n"
+    "    getcontext(&tj_fib[t]);\n"
+    "    tj_fib[t].uc_stack.ss_sp = stack;\n"
+    "    tj_fib[t].uc_stack.ss_size = TJ_STACK;\n"
+    "    tj_fib[t].uc_link = &tj_sched;\n"
+    "    makecontext(&tj_fib[t], tj_fiber, 0);\n"
+    "}\n"
+    "static void tj_fiber_run(unsigned t) { swapcontext(&tj_sched, &tj_fib[t]); }\n"
+    "static int tj_fibers_alloc(unsigned n) { return !(tj_fib = calloc(n, sizeof *tj_fib)); }\n"
+    "static void tj_fibers_free(void) { free(tj_fib); tj_fib = 0; }\n"
+    "#endif\n"
     "int tj_emu_launch(tj_kfn fn, int sync, const unsigned grid[3], unsigned block, void **params) "
     "{\n"
-    "    const tj_args *a = (const tj_args *)params[0];\n"
+    "    tj_fn = fn;\n"
+    "    tj_a = (const tj_args *)params[0];\n"
     "    gridDim = (tj_dim3){grid[0], grid[1], grid[2]};\n"
     "    blockDim = (tj_dim3){block, 1, 1};\n"
-    "    if (!sync) {\n"
-    "        for (unsigned t = 0; t < block; t++) {\n"
-    "            threadIdx = (tj_dim3){t, 0, 0};\n"
-    "            tj_emu_blocks(fn, a, 0);\n"
-    "        }\n"
-    "        return 0;\n"
-    "    }\n"
-    "    pthread_t th[1024];\n"
-    "    tj_emu_thr e[1024];\n"
-    "    if (block > 1024 || pthread_barrier_init(&tj_bar, 0, block))\n"
+    "    char *stacks = sync ? malloc((size_t)block * TJ_STACK) : 0;\n"
+    "    tj_done = sync ? calloc(block, 1) : 0;\n"
+    "    if (sync && (!stacks || !tj_done || tj_fibers_alloc(block))) {\n"
+    "        free(stacks), free(tj_done);\n"
     "        return 1;\n"
-    "    unsigned made = 0;\n"
-    "    for (; made < block; made++) {\n"
-    "        e[made] = (tj_emu_thr){fn, a, made};\n"
-    "        if (pthread_create(&th[made], 0, tj_emu_thread, &e[made]))\n"
-    "            break;\n"
     "    }\n"
-    "    for (unsigned t = 0; t < made; t++)\n"
-    "        pthread_join(th[t], 0);\n"
-    "    pthread_barrier_destroy(&tj_bar);\n"
-    "    return made == block ? 0 : 1;\n"
+    "    for (unsigned z = 0; z < grid[2]; z++)\n"
+    "        for (unsigned y = 0; y < grid[1]; y++)\n"
+    "            for (unsigned x = 0; x < grid[0]; x++) {\n"
+    "                blockIdx = (tj_dim3){x, y, z};\n"
+    "                if (!sync) {\n"
+    "                    for (unsigned t = 0; t < block; t++) {\n"
+    "                        threadIdx = (tj_dim3){t, 0, 0};\n"
+    "                        fn(*tj_a);\n"
+    "                    }\n"
+    "                    continue;\n"
+    "                }\n"
+    "                for (unsigned t = 0; t < block; t++) {\n"
+    "                    tj_fiber_new(t, stacks + (size_t)t * TJ_STACK);\n"
+    "                    tj_done[t] = 0;\n"
+    "                }\n"
+    "                for (unsigned left = block; left;) { /* a round: each to its next barrier */\n"
+    "                    for (unsigned t = 0; t < block; t++)\n"
+    "                        if (!tj_done[t]) {\n"
+    "                            threadIdx = (tj_dim3){t, 0, 0};\n"
+    "                            tj_cur = t;\n"
+    "                            tj_fiber_run(t);\n"
+    "                        }\n"
+    "                    left = 0;\n"
+    "                    for (unsigned t = 0; t < block; t++)\n"
+    "                        left += !tj_done[t];\n"
+    "                }\n"
+    "            }\n"
+    "    if (sync)\n"
+    "        tj_fibers_free();\n"
+    "    free(stacks), free(tj_done);\n"
+    "    tj_done = 0;\n"
+    "    return 0;\n"
     "}\n";
 
 void jit_cuda_prelude(jit_sbuf *b) {
@@ -129,7 +182,7 @@ void jit_cuda_prelude(jit_sbuf *b) {
 
 /* ---- dtypes and scalar expressions -------------------------------------------------------------
  */
-static const char *ctype(int dt) {
+const char *jit_cuda_ctype(int dt) {
     switch (dt) {
     case TJ_F32:
         return "float";
@@ -186,7 +239,7 @@ static bool arith_dtype(int dt) { /* computed in kernels: not strings, not f16/b
 static bool ew_expr(const ir_graph *g, const ir_node *n, const char *x, const char *y,
                     const char *z, char *buf, size_t size) {
     int dt = n->n_in ? ir_node_get(g, ir_inputs(g, n)[0])->dtype : n->dtype;
-    const char *T = ctype(n->dtype), *S = isfx(dt);
+    const char *T = jit_cuda_ctype(n->dtype), *S = isfx(dt);
     bool fl = ir_dtype_is_float(dt), un = ir_dtype_is_unsigned(dt), in = ir_dtype_is_int(dt);
     bool bo = dt == TJ_BOOL;
 #define E(...) (snprintf(buf, size, __VA_ARGS__), true)
@@ -348,7 +401,7 @@ bool jit_cuda_reducible(const ir_graph *g, uint32_t id, void *user) {
  */
 /* Blocks for `work` items of `block` each: at most TJ_CUDA_MAX_BLOCKS (the kernels loop over
  * the rest), at least 1. */
-static unsigned grid_for(int64_t work, unsigned block) {
+unsigned jit_cuda_grid(int64_t work, unsigned block) {
     int64_t blocks = (work + block - 1) / block, most = rt_config_get()->cuda_max_blocks;
     return (unsigned)(blocks < 1 ? 1 : blocks > most ? most : blocks);
 }
@@ -361,13 +414,13 @@ static uint32_t *ids_dup(const uint32_t *a, uint32_t n) {
 }
 
 /* The buffers' declarations: i<k> for inputs, o<k> for outputs, typed by their nodes. */
-static void declare_bufs(jit_sbuf *b, const ir_graph *g, const jit_cuda_kernel *k) {
+void jit_cuda_declare_bufs(jit_sbuf *b, const ir_graph *g, const jit_cuda_kernel *k) {
     for (uint32_t i = 0; i < k->n_in + k->n_out; i++) {
         bool out = i >= k->n_in;
         const ir_node *n = ir_node_get(g, out ? k->out[i - k->n_in] : k->in[i]);
         jit_sbuf_printf(b, "    %s%s *TJ_RESTRICT %c%u = (%s%s *)a.p[%u];\n", out ? "" : "const ",
-                        ctype(n->dtype), out ? 'o' : 'i', out ? i - k->n_in : i,
-                        out ? "" : "const ", ctype(n->dtype), i);
+                        jit_cuda_ctype(n->dtype), out ? 'o' : 'i', out ? i - k->n_in : i,
+                        out ? "" : "const ", jit_cuda_ctype(n->dtype), i);
     }
 }
 
@@ -378,7 +431,7 @@ static bool emit_ew_body(jit_sbuf *b, const ir_graph *g, const pass_group *gr,
                          const rt_ew_layout *L, const char *idx, uint32_t stop) {
     for (uint32_t k = 0; k < gr->n_inputs; k++) {
         const ir_node *x = ir_node_get(g, gr->inputs[k]);
-        jit_sbuf_printf(b, "        %s v%u = i%u[", ctype(x->dtype), gr->inputs[k], k);
+        jit_sbuf_printf(b, "        %s v%u = i%u[", jit_cuda_ctype(x->dtype), gr->inputs[k], k);
         if (L->scalar[k]) {
             jit_sbuf_printf(b, "0");
         } else if (L->flat) {
@@ -400,7 +453,7 @@ static bool emit_ew_body(jit_sbuf *b, const ir_graph *g, const pass_group *gr,
             snprintf(v[q], sizeof v[q], "v%u", q < n->n_in ? in[q] : 0);
         if (!ew_expr(g, n, v[0], v[1], v[2], e, sizeof e))
             return false;
-        jit_sbuf_printf(b, "        %s v%u = %s;\n", ctype(n->dtype), id, e);
+        jit_sbuf_printf(b, "        %s v%u = %s;\n", jit_cuda_ctype(n->dtype), id, e);
     }
     return true;
 }
@@ -426,9 +479,9 @@ static tj_status emit_ew(jit_sbuf *b, const ir_graph *g, const pass_group *gr, j
     int64_t numel = ir_numel(gr->rank, gr->dims);
     k->kind = JIT_CK_EW;
     k->block = JIT_CUDA_BLOCK;
-    k->grid[0] = grid_for(numel, k->block);
+    k->grid[0] = jit_cuda_grid(numel, k->block);
     jit_sbuf_printf(b, "TJ_KERNEL %s(tj_args a) {\n", k->name);
-    declare_bufs(b, g, k);
+    jit_cuda_declare_bufs(b, g, k);
     jit_sbuf_printf(b, "    for (int64_t e_ = TJ_GID; e_ < %lldLL; e_ += TJ_GSTRIDE) {\n",
                     (long long)numel);
     emit_coords(b, &L, "e_");
@@ -445,7 +498,7 @@ static void red_ops(const ir_node *r, const char **ident, char *comb, size_t cs,
                     const char *v) {
     int dt = r->dtype;
     bool fl = ir_dtype_is_float(dt);
-    const char *T = ctype(dt), *S = isfx(dt);
+    const char *T = jit_cuda_ctype(dt), *S = isfx(dt);
     switch (r->op) {
     case IR_OP_MAX:
     case IR_OP_MIN: {
@@ -495,7 +548,7 @@ static tj_status emit_red(jit_sbuf *b, const ir_graph *g, const pass_group *gr,
                 ir_numel(x->rank, x->dims))
             st = TJ_ERR_UNSUPPORTED;
     L.flat = true; /* every input read at the element's index, or at 0 */
-    const char *T = ctype(r->dtype), *ident;
+    const char *T = jit_cuda_ctype(r->dtype), *ident;
     /* f32 sums and products accumulate in double, as the reference kernels do (1e30 * 1e30 * 0
      * is 0 there, not NaN) */
     const char *A = r->dtype == TJ_F32 && r->op != IR_OP_MAX && r->op != IR_OP_MIN ? "double" : T;
@@ -516,10 +569,10 @@ static tj_status emit_red(jit_sbuf *b, const ir_graph *g, const pass_group *gr,
     if (k->sync)
         jit_sbuf_printf(b, "TJ_SYNC_KERNEL(%s)\n", k->name);
     jit_sbuf_printf(b, "TJ_KERNEL %s(tj_args a) {\n", k->name);
-    declare_bufs(b, g, k);
+    jit_cuda_declare_bufs(b, g, k);
     bool ok = !st;
     if (inner == 1) { /* a block per row: strided partial sums, then a tree */
-        k->grid[0] = grid_for(outer, 1);
+        k->grid[0] = jit_cuda_grid(outer, 1);
         jit_sbuf_printf(b,
                         "    TJ_SHARED %s sh_[%d];\n"
                         "    unsigned t_ = threadIdx.x;\n"
@@ -545,7 +598,7 @@ static tj_status emit_red(jit_sbuf *b, const ir_graph *g, const pass_group *gr,
                         "    }\n}\n",
                         A, src, comb, comb2, fin_sh);
     } else { /* a thread per output, the reduced axis in order */
-        k->grid[0] = grid_for(outer * inner, k->block);
+        k->grid[0] = jit_cuda_grid(outer * inner, k->block);
         jit_sbuf_printf(b,
                         "    for (int64_t q_ = TJ_GID; q_ < %lldLL; q_ += TJ_GSTRIDE) {\n"
                         "      int64_t o_ = q_ / %lldLL, i_ = q_ %% %lldLL;\n"
@@ -602,15 +655,15 @@ static tj_status emit_softmax(jit_sbuf *b, const ir_graph *g, const ir_node *n, 
     if (len <= 0 || numel <= 0)
         return TJ_ERR_UNSUPPORTED;
     int64_t rows = numel / len;
-    const char *T = ctype(dt), *S = isfx(dt);
+    const char *T = jit_cuda_ctype(dt), *S = isfx(dt);
     bool lg = n->op == IR_OP_LOG_SOFTMAX;
     (void)x;
     k->kind = JIT_CK_SOFTMAX;
     k->block = JIT_CUDA_BLOCK;
     k->sync = true;
-    k->grid[0] = grid_for(rows, 1);
+    k->grid[0] = jit_cuda_grid(rows, 1);
     jit_sbuf_printf(b, "TJ_SYNC_KERNEL(%s)\nTJ_KERNEL %s(tj_args a) {\n", k->name, k->name);
-    declare_bufs(b, g, k);
+    jit_cuda_declare_bufs(b, g, k);
     jit_sbuf_printf(
         b,
         "    TJ_SHARED %s sh_[%d];\n"
@@ -675,7 +728,7 @@ static tj_status emit_mm(jit_sbuf *b, const ir_graph *g, uint32_t id, jit_cuda_k
     if (!rt_mm_of(g, id, &mm) || !ir_dtype_is_float(mm.dt) || mm.m * mm.n == 0 ||
         mm.batches > 65535 || (mm.m + 15) / 16 > 65535)
         return TJ_ERR_UNSUPPORTED;
-    const char *T = ctype(mm.dt);
+    const char *T = jit_cuda_ctype(mm.dt);
     k->kind = JIT_CK_MM;
     k->block = 256;
     k->sync = true;
@@ -683,7 +736,7 @@ static tj_status emit_mm(jit_sbuf *b, const ir_graph *g, uint32_t id, jit_cuda_k
     k->grid[1] = (unsigned)((mm.m + 15) / 16);
     k->grid[2] = (unsigned)mm.batches;
     jit_sbuf_printf(b, "TJ_SYNC_KERNEL(%s)\nTJ_KERNEL %s(tj_args a) {\n", k->name, k->name);
-    declare_bufs(b, g, k);
+    jit_cuda_declare_bufs(b, g, k);
     jit_sbuf_printf(b,
                     "    TJ_SHARED %s as_[16][17];\n"
                     "    TJ_SHARED %s bs_[16][17];\n"
@@ -719,7 +772,8 @@ static tj_status emit_copy(jit_sbuf *b, const ir_graph *g, const ir_node *n, jit
     const ir_node *x = ir_node_get(g, ir_inputs(g, n)[0]);
     int64_t base = 0, s[IR_MAX_RANK];
     int64_t numel = ir_numel(n->rank, n->dims);
-    if (!ctype(n->dtype) || x->dtype != n->dtype || numel < 0 || ir_numel(x->rank, x->dims) < 0)
+    if (!jit_cuda_ctype(n->dtype) || x->dtype != n->dtype || numel < 0 ||
+        ir_numel(x->rank, x->dims) < 0)
         return TJ_ERR_UNSUPPORTED;
     bool flat = n->op == IR_OP_RESHAPE || n->op == IR_OP_EXPAND_DIMS || n->op == IR_OP_SQUEEZE;
     if (!flat && rt_k_view(n, x->rank, x->dims, n->rank, n->dims, &base, s) != TJ_OK) {
@@ -730,9 +784,9 @@ static tj_status emit_copy(jit_sbuf *b, const ir_graph *g, const ir_node *n, jit
         return TJ_ERR_UNSUPPORTED;
     k->kind = JIT_CK_COPY;
     k->block = JIT_CUDA_BLOCK;
-    k->grid[0] = grid_for(numel, k->block);
+    k->grid[0] = jit_cuda_grid(numel, k->block);
     jit_sbuf_printf(b, "TJ_KERNEL %s(tj_args a) {\n", k->name);
-    declare_bufs(b, g, k);
+    jit_cuda_declare_bufs(b, g, k);
     jit_sbuf_printf(b, "    for (int64_t e_ = TJ_GID; e_ < %lldLL; e_ += TJ_GSTRIDE) {\n",
                     (long long)numel);
     if (flat) {
@@ -753,7 +807,9 @@ tj_status jit_cuda_emit_node(jit_sbuf *b, const ir_graph *g, uint32_t id, jit_cu
     bool sm = n->op == IR_OP_SOFTMAX || n->op == IR_OP_LOG_SOFTMAX;
     bool view = n->op == IR_OP_TRANSPOSE || n->op == IR_OP_SLICE || n->op == IR_OP_BROADCAST_TO ||
                 n->op == IR_OP_RESHAPE || n->op == IR_OP_EXPAND_DIMS || n->op == IR_OP_SQUEEZE;
-    if (!(mm || sm || view) || n->n_in != (mm ? 2u : 1u))
+    int fam = ir_ops[n->op].family;
+    bool nn = fam == IR_FAM_CONV || fam == IR_FAM_POOL || n->op == IR_OP_ONE_HOT;
+    if (!(mm || sm || view || nn) || (!nn && n->n_in != (mm ? 2u : 1u)) || n->n_in > 2)
         return TJ_ERR_UNSUPPORTED;
     k->n_in = n->n_in;
     k->n_out = 1;
@@ -767,6 +823,7 @@ tj_status jit_cuda_emit_node(jit_sbuf *b, const ir_graph *g, uint32_t id, jit_cu
     size_t mark = b->n;
     tj_status st = mm   ? emit_mm(b, g, id, k)
                    : sm ? emit_softmax(b, g, n, k->in[0], k)
+                   : nn ? jit_cuda_emit_nn(b, g, id, k)
                         : emit_copy(b, g, n, k);
     if (st == TJ_ERR_UNSUPPORTED) {
         b->n = mark;
