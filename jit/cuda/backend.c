@@ -235,6 +235,11 @@ static void host_ops(const cuda_prog *cp, char *buf, size_t n) {
         snprintf(buf + len, n - len, ")");
 }
 
+static rt_program *host_region(const ir_graph *sub, void *ctx) {
+    (void)ctx;
+    return rt_interp_new(sub);
+}
+
 static bool concrete(const ir_graph *g) {
     for (uint32_t i = 0; i < g->n_nodes; i++)
         if (ir_numel(g->nodes[i].rank, g->nodes[i].dims) < 0)
@@ -275,8 +280,8 @@ static rt_program *compile(const ir_graph *g, const jit_backend_opts *o) {
         st = label_steps(cp);
     if (!st && cp->n_k)
         st = load_module(cp, src.s);
-    if (!st)
-        st = rt_plan_finish(&cp->rp, false, NULL, NULL);
+    if (!st) /* control flow runs on the host: its regions interpreted, its operands copied back */
+        st = rt_plan_finish(&cp->rp, false, host_region, NULL);
     if (!st) {
         char ops[512];
         host_ops(cp, ops, sizeof ops);

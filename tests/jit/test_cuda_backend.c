@@ -1,0 +1,273 @@
+/* The CUDA backend's behaviour around its kernels (TJ_BACKEND=cuda on the fake driver of
+ * tests/cuda/fake_cuda.c, its kernels compiled for the host: TJ_CUDA_EMULATE):
+ *  - results stay on the GPU ("cuda:0") unless output_device is "cpu"; GPU and host arguments
+ *    are both taken; tj_call_into writes host tensors;
+ *  - variables live on the GPU across calls: the host reads the current value, a host assign is
+ *    what the next call reads;
+ *  - tj_print and host callbacks run on every call, in order, with host values; a while loop and
+ *    a cond (run on the host around the kernels) give the interpreter's results;
+ *  - the seed CNN's training step: 3 steps at batch 4 give the interpreter's losses and variables;
+ *  - faults: a launch the driver refuses names the kernel and the function, and the process goes
+ *    on (FAKE_CUDA=launch_fail, CMake's _launch_fail run); a label out of range names the op;
+ *    check numerics names the kernel that made a NaN on the GPU.
+ * Without the fake driver and the emulation it says so and skips (77). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../examples/cnn.h"
+#include "check.h"
+
+static const tj_function_options on_gpu = {.backend = "cuda"};
+static const tj_function_options on_gpu_host_out = {.backend = "cuda", .output_device = "cpu"};
+static const tj_function_options on_interp = {.backend = "interp", .tiered = -1};
+
+static tj_tensor *affine(tj_tensor *x, tj_tensor *a) {
+    return tj_add(tj_mul(x, a), tj_scalar_f32(1));
+}
+
+static tj_tensor *vec(const float *v, int64_t n) {
+    return tj_tensor_from_data(TJ_F32, 1, &n, v);
+}
+
+static void outputs_and_inputs(void) {
+    tj_scope_begin();
+    tj_function *f = tj_function_new("affine", (void *)affine, 2, &on_gpu);
+    tj_tensor *x = vec((const float[]){1, 2, 3}, 3), *a = vec((const float[]){2, 2, 2}, 3);
+    tj_tensor *y = tj_call(f, 2, (tj_tensor *[]){x, a});
+    CHECK_MSG(tj_status_of(y) == TJ_OK, "%s", tj_error_message(y));
+    CHECK(!strcmp(tj_tensor_device(y), "cuda:0")); /* left on the GPU */
+    CHECK(tj_tensor_data(y) == NULL);              /* not host memory */
+    CHECK(tj_tensor_get_f64(y, 2) == 7);
+    /* GPU arguments, and one of each */
+    tj_tensor *xg = tj_to_device(x, "cuda"), *ag = tj_to_device(a, "cuda");
+    tj_tensor *y2 = tj_call(f, 2, (tj_tensor *[]){xg, a});
+    tj_tensor *y3 = tj_call(f, 2, (tj_tensor *[]){xg, ag});
+    CHECK_MSG(tj_status_of(y2) == TJ_OK && tj_status_of(y3) == TJ_OK, "%s %s", tj_error_message(y2),
+              tj_error_message(y3));
+    CHECK(tj_tensor_get_f64(y2, 0) == 3 && tj_tensor_get_f64(y3, 1) == 5);
+    CHECK_EQ_INT(tj_function_trace_count(f), 1); /* the device is not part of the signature */
+    /* tj_call_into a host tensor */
+    tj_tensor *out = tj_zeros(TJ_F32, 1, (const int64_t[]){3});
+    CHECK_EQ_INT(tj_call_into(f, 2, (tj_tensor *[]){x, a}, 1, &out), TJ_OK);
+    CHECK(((const float *)tj_tensor_data(out))[1] == 5);
+    tj_function_free(f);
+    /* results to the host */
+    f = tj_function_new("affine", (void *)affine, 2, &on_gpu_host_out);
+    tj_tensor *h = tj_call(f, 2, (tj_tensor *[]){xg, a});
+    CHECK(!strcmp(tj_tensor_device(h), "cpu") && ((const float *)tj_tensor_data(h))[0] == 3);
+    tj_function_free(f);
+    tj_function_options bad = {.output_device = "cuda:3"};
+    CHECK(tj_function_new("affine", (void *)affine, 2, &bad) == NULL);
+    CHECK_HAS(tj_last_error(), "output_device 'cuda:3'");
+    tj_scope_end();
+}
+
+/* ---- variables ------------------------------------------------------------------------------ */
+static tj_variable *counter;
+
+static tj_tensor *bump(tj_tensor *x) {
+    tj_tensor *v = tj_assign_add(counter, x);
+    return tj_mul(v, tj_scalar_f32(2));
+}
+
+static void variables(void) {
+    tj_scope_begin();
+    counter = tj_variable_new(tj_zeros(TJ_F32, 1, (const int64_t[]){2}), "counter");
+    tj_function *f = tj_function_new("bump", (void *)bump, 1, &on_gpu);
+    tj_tensor *one = vec((const float[]){1, 10}, 2);
+    for (int i = 0; i < 3; i++) {
+        tj_tensor *r = tj_call(f, 1, &one);
+        CHECK_MSG(tj_status_of(r) == TJ_OK, "%s", tj_error_message(r));
+        CHECK(tj_tensor_get_f64(r, 1) == 20.0 * (i + 1));
+    }
+    tj_tensor *v = tj_variable_read(counter); /* the host's copy of the GPU's value */
+    CHECK(!strcmp(tj_tensor_device(v), "cpu"));
+    CHECK(tj_tensor_get_f64(v, 0) == 3 && tj_tensor_get_f64(v, 1) == 30);
+    tj_assign(counter, vec((const float[]){100, 200}, 2)); /* the next call reads it */
+    tj_tensor *r = tj_call(f, 1, &one);
+    CHECK(tj_tensor_get_f64(r, 0) == 202);
+    CHECK(tj_tensor_get_f64(tj_variable_read(counter), 1) == 210);
+    tj_function_free(f);
+    tj_variable_free(counter);
+    tj_scope_end();
+}
+
+/* ---- effects and control flow -----------------------------------------------------------------
+ */
+static int printed, called;
+static char last_line[256];
+static void sink(const char *line, void *user) {
+    (void)user;
+    printed++;
+    snprintf(last_line, sizeof last_line, "%s", line);
+}
+static void callback(void *user, tj_tensor *x) {
+    (void)user;
+    called += (int)tj_tensor_get_f64(x, 0);
+}
+
+static tj_tensor *below(int n, tj_tensor *const *a, void *u) {
+    (void)n, (void)u;
+    return tj_less(tj_sum(a[0], 0, NULL, 0), tj_scalar_f32(100));
+}
+static tj_tensor *grow(int n, tj_tensor *const *a, void *u) {
+    (void)n, (void)u;
+    return tj_add(tj_mul(a[0], tj_scalar_f32(1.5f)), tj_scalar_f32(1));
+}
+static tj_tensor *neg_body(int n, tj_tensor *const *a, void *u) {
+    (void)n, (void)u;
+    return tj_neg(a[0]);
+}
+static tj_tensor *same_body(int n, tj_tensor *const *a, void *u) {
+    (void)n, (void)u;
+    return tj_tanh(a[0]);
+}
+
+static tj_tensor *effects(tj_tensor *x) {
+    tj_tensor *y = tj_exp(x);
+    tj_print("y: ", 1, &y);
+    tj_host_callback((void *)callback, NULL, 1, &x);
+    tj_tensor *w = tj_while_loop(below, grow, 1, &y, NULL);
+    tj_tensor *c = tj_cond(tj_greater(tj_sum(x, 0, NULL, 0), tj_scalar_f32(0)), neg_body, same_body,
+                           1, &w, NULL);
+    return tj_tuple(2, (tj_tensor *[]){w, tj_mul(c, tj_scalar_f32(2))});
+}
+
+static void effects_and_loops(void) {
+    tj_scope_begin();
+    tj_set_print_sink(sink, NULL);
+    tj_function *f = tj_function_new("effects", (void *)effects, 1, &on_gpu);
+    tj_function *r = tj_function_new("effects", (void *)effects, 1, &on_interp);
+    tj_tensor *x = vec((const float[]){1, 0.5f, -3}, 3);
+    for (int i = 0; i < 2; i++) {
+        tj_tensor *g = tj_call(f, 1, &x);
+        CHECK_MSG(tj_status_of(g) == TJ_OK, "%s", tj_error_message(g));
+        CHECK_EQ_INT(printed, i + 1);
+        CHECK_MSG(strstr(last_line, "y: ") == last_line && strstr(last_line, "[2.71828"), "%s",
+                  last_line);
+        CHECK_EQ_INT(called, i + 1);
+        tj_tensor *e = tj_call(r, 1, &x); /* the interpreter: prints and calls too */
+        for (int k = 0; k < 2; k++)
+            for (int j = 0; j < 3; j++)
+                CHECK(fabs(tj_tensor_get_f64(tj_tuple_get(g, k), j) -
+                           tj_tensor_get_f64(tj_tuple_get(e, k), j)) < 1e-4);
+        printed = called = i + 1;
+    }
+    tj_set_print_sink(NULL, NULL);
+    tj_function_free(f);
+    tj_function_free(r);
+    tj_scope_end();
+}
+
+/* ---- the seed CNN --------------------------------------------------------------------------- */
+static void train(const tj_function_options *o, double *losses, tj_tensor **vars) {
+    if (cnn_init(&cnn_model, 7, 1e-3)) {
+        CHECK_MSG(0, "cnn_init: %s", tj_last_error());
+        return;
+    }
+    tj_function *f = tj_function_new("cnn_train_step", (void *)cnn_train_step, 2, o);
+    for (int s = 0; s < 3; s++) {
+        tj_scope_begin();
+        int64_t xd[4] = {4, 28, 28, 1}, yd[1] = {4};
+        tj_tensor *x = tj_random_uniform(TJ_F32, 4, xd, 0, 1, 40 + (uint64_t)s);
+        tj_tensor *y = tj_cast(
+            tj_mul(tj_random_uniform(TJ_F32, 1, yd, 0, 1, 50 + (uint64_t)s), tj_scalar_f32(9.99f)),
+            TJ_I32);
+        tj_tensor *l = tj_call(f, 2, (tj_tensor *[]){x, y});
+        CHECK_MSG(tj_status_of(l) == TJ_OK, "step %d: %s", s, tj_error_message(l));
+        losses[s] = tj_status_of(l) ? NAN : tj_tensor_get_f64(l, 0);
+        tj_scope_end();
+    }
+    for (int k = 0; k < CNN_NVARS; k++)
+        vars[k] = tj_variable_read(cnn_model.vars[k]);
+    tj_function_free(f);
+    cnn_free(&cnn_model);
+}
+
+static void cnn_steps(void) {
+    tj_scope_begin();
+    double lg[3], lr[3];
+    tj_tensor *vg[CNN_NVARS], *vr[CNN_NVARS];
+    train(&on_gpu, lg, vg);
+    train(&on_interp, lr, vr);
+    for (int s = 0; s < 3; s++)
+        CHECK_MSG(fabs(lg[s] - lr[s]) <= 1e-4 * fabs(lr[s]), "step %d: cuda %.7g, interp %.7g", s,
+                  lg[s], lr[s]);
+    for (int k = 0; k < CNN_NVARS; k++) {
+        double worst = 0;
+        for (int64_t i = 0; i < tj_tensor_numel(vr[k]); i++)
+            worst = fmax(worst, fabs(tj_tensor_get_f64(vg[k], i) - tj_tensor_get_f64(vr[k], i)));
+        CHECK_MSG(worst < 1e-4, "variable %d differs by %g after 3 steps", k, worst);
+    }
+    printf("cnn: losses %.5f %.5f %.5f on cuda, %.5f %.5f %.5f interpreted\n", lg[0], lg[1], lg[2],
+           lr[0], lr[1], lr[2]);
+    tj_scope_end();
+}
+
+/* ---- faults ---------------------------------------------------------------------------------- */
+static tj_tensor *xent(tj_tensor *logits, tj_tensor *labels) {
+    return tj_sparse_categorical_crossentropy(labels, tj_softmax(logits, -1), 0);
+}
+
+static tj_tensor *makes_nan(tj_tensor *x) {
+    return tj_mul(tj_log(x), tj_scalar_f32(2));
+}
+
+static void faults(void) {
+    tj_scope_begin();
+    tj_function *f = tj_function_new("xent", (void *)xent, 2, &on_gpu);
+    tj_tensor *lg = tj_zeros(TJ_F32, 2, (const int64_t[]){2, 3});
+    tj_tensor *lb = tj_tensor_from_data(TJ_I32, 1, (const int64_t[]){2}, (const int32_t[]){1, 7});
+    tj_tensor *r = tj_call(f, 2, (tj_tensor *[]){lg, lb});
+    CHECK(tj_status_of(r) != TJ_OK);
+    CHECK_HAS(tj_error_message(r), "label 7");
+    tj_function_free(f);
+    /* check numerics: the kernel on the GPU that made the NaN */
+    tj_enable_check_numerics();
+    f = tj_function_new("makes_nan", (void *)makes_nan, 1, &on_gpu);
+    tj_tensor *x = vec((const float[]){1, -1}, 2);
+    r = tj_call(f, 1, &x);
+    CHECK(tj_status_of(r) != TJ_OK);
+    CHECK_HAS(tj_error_message(r), "on cuda:0");
+    CHECK_HAS(tj_error_message(r), "makes_nan");
+    tj_disable_check_numerics();
+    tj_function_free(f);
+    tj_scope_end();
+}
+
+/* FAKE_CUDA=launch_fail: every launch fails; the error names the kernel and the function, the
+ * process goes on and the host still computes. */
+static void launch_fails(void) {
+    tj_scope_begin();
+    tj_function *f = tj_function_new("affine", (void *)affine, 2, &on_gpu);
+    tj_tensor *x = vec((const float[]){1, 2, 3}, 3);
+    tj_tensor *y = tj_call(f, 2, (tj_tensor *[]){x, x});
+    CHECK(tj_status_of(y) == TJ_ERR_RUNTIME);
+    CHECK_HAS(tj_error_message(y), "kernel tjk0 of function 'affine' failed");
+    CHECK_HAS(tj_error_message(y), "CUDA_ERROR_LAUNCH_FAILED");
+    CHECK(tj_tensor_get_f64(affine(x, x), 2) == 10); /* eager, on the host */
+    tj_function_free(f);
+    tj_scope_end();
+}
+
+int main(void) {
+    const char *why = tj_backend_unavailable("cuda");
+    const char *emu = getenv("TJ_CUDA_EMULATE");
+    if (why || !emu || !*emu) {
+        printf("skipped: needs the fake driver and TJ_CUDA_EMULATE (cuda: %s)\n",
+               why ? why : "available");
+        return 77;
+    }
+    const char *mode = getenv("FAKE_CUDA");
+    if (mode && !strcmp(mode, "launch_fail")) {
+        launch_fails();
+        return check_done();
+    }
+    outputs_and_inputs();
+    variables();
+    effects_and_loops();
+    cnn_steps();
+    faults();
+    return check_done();
+}
