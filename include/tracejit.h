@@ -226,6 +226,10 @@ TJ_API double tj_tensor_get_f64(const tj_tensor *t, int64_t i);
 TJ_API const char *tj_device_unavailable(const char *device);
 /* How many devices of kind "cpu" (1) or "cuda" (the GPUs; 0 without a driver or GPU). */
 TJ_API int tj_device_count(const char *kind);
+/* Waits until the work queued on `device` ("cuda:0"; "cpu": nothing to wait for) is done, as
+ * torch.cuda.synchronize: a GPU function's call returns once its kernels are queued. TJ_OK, or
+ * the error a kernel met (an illegal address...), or an unknown or unavailable device. */
+TJ_API tj_status tj_device_synchronize(const char *device);
 /* t's values on device: t itself (a new reference) when it is there, else a copy (scoped like any
  * new tensor). An error tensor naming the device and why it cannot be used, for strings off the
  * host, and while tracing (placement inside a traced function is the backend's). */

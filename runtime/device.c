@@ -139,6 +139,11 @@ int tj_device_count(const char *kind) {
     return !kind ? 0 : !strcmp(kind, "cpu") ? 1 : !strcmp(kind, "cuda") ? rt_cuda_count() : 0;
 }
 
+tj_status tj_device_synchronize(const char *device) {
+    rt_device *d = device_named(device);
+    return d ? d->vt->sync(d) : ir_last_code();
+}
+
 tj_tensor *tj_to_device(tj_tensor *t, const char *device) {
     if (!t)
         return rt_scoped(rt_errorf(TJ_ERR_INVALID, "to_device: the tensor is NULL"));

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/device.h"
 #include "runtime/runtime.h"
 
 atomic_int rt_check_numerics;
@@ -85,6 +86,7 @@ tj_status rt_numerics_locate(const ir_graph *g, const uint32_t *nodes, uint32_t 
         mine[nodes[k]] = 1;
     rt_exec_env e = *env;
     e.effects = 0;
+    e.device = NULL; /* the reference kernels, on host copies of a device plan's values */
     tj_status st = TJ_OK;
     for (uint32_t i = 0; i < g->n_nodes && !st; i++) { /* ascending ids: a topological order */
         if (!mine[i])
@@ -94,7 +96,9 @@ tj_status rt_numerics_locate(const ir_graph *g, const uint32_t *nodes, uint32_t 
         bool have = true;
         for (uint32_t k = 0; k < n->n_in; k++) { /* the step's inputs, from the run */
             if (!mine[in[k]] && !tmp[in[k]])
-                tmp[in[k]] = rt_retain(vals[in[k]]);
+                tmp[in[k]] = rt_on_host(vals[in[k]])
+                                 ? rt_retain(vals[in[k]])
+                                 : rt_tensor_to_device(vals[in[k]], rt_device_host());
             have = have && tmp[in[k]];
         }
         if (!have) /* an input the run no longer holds (or a node that failed here) */

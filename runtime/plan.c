@@ -295,9 +295,15 @@ static tj_status check_step(const rt_plan *p, uint32_t s, const rt_exec_env *env
             char ctx[320];
             snprintf(ctx, sizeof ctx, "(kernel '%s' on %s)", p->labels[s], p->dev->name);
             const ir_node *o = ir_node_get(g, sp->out[k]);
-            tj_status st =
-                at < 0 ? TJ_OK
-                       : rt_numerics_error("", ir_ops[o->op].name, sp->out[k], h, at, is_nan, ctx);
+            tj_status st = TJ_OK;
+            uint32_t *ids = at >= 0 ? malloc((g->n_nodes + 1) * sizeof *ids) : NULL;
+            if (ids) { /* the op: its inputs copied back, the kernel's ops run on the host */
+                uint32_t n = rt_plan_step_nodes(p, s, ids);
+                st = rt_numerics_locate(g, ids, n, env, vals, ctx);
+                free(ids);
+            }
+            if (at >= 0 && !st)
+                st = rt_numerics_error("", ir_ops[o->op].name, sp->out[k], h, at, is_nan, ctx);
             rt_release(h);
             if (st)
                 return st;

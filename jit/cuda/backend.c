@@ -43,7 +43,8 @@ typedef struct cuda_prog {
     int32_t *kernel_of_step; /* per step: its kernel, or -1 (a host node) */
     void **fns;
     void *mod;
-    char *emu_image; /* the emulation's shared object, removed with the program */
+    const jit_cublas *blas; /* products through cuBLAS; NULL: the generated kernel */
+    char *emu_image;        /* the emulation's shared object, removed with the program */
 } cuda_prog;
 
 static void prog_free(rt_program *p) {
@@ -78,6 +79,9 @@ static const rt_program_vt cuda_vt = {rt_plan_run, prog_free, "cuda",         NU
 static tj_status launch(rt_plan *p, uint32_t s, void *const *bufs) {
     cuda_prog *cp = (cuda_prog *)p;
     const jit_cuda_kernel *k = &cp->k[cp->kernel_of_step[s]];
+    if (k->kind == JIT_CK_MM && cp->blas)
+        return jit_cublas_gemm(cp->blas, &k->mm, bufs[0], bufs[1], bufs[2], k->name,
+                               p->base.g->name);
     struct {
         void *p[JIT_CUDA_MAX_BUFS];
         int64_t n[4];
@@ -282,6 +286,16 @@ static rt_program *compile(const ir_graph *g, const jit_backend_opts *o) {
         st = load_module(cp, src.s);
     if (!st) /* control flow runs on the host: its regions interpreted, its operands copied back */
         st = rt_plan_finish(&cp->rp, false, host_region, NULL);
+    const char *why_not = "none in the graph";
+    for (uint32_t i = 0; i < cp->n_k && !st && !cp->blas; i++)
+        if (cp->k[i].kind == JIT_CK_MM && !(cp->blas = jit_cublas_get(dev, 0, &why_not)))
+            break;
+    if (!st && cp->blas)
+        rt_log(RT_LOG_COMPILE, "cuda: %s: products by cuBLAS %d", g->name ? g->name : "fn",
+               jit_cublas_version(cp->blas));
+    else if (!st && strcmp(why_not, "none in the graph") != 0)
+        rt_log(RT_LOG_COMPILE, "cuda: %s: products by generated kernels: %s",
+               g->name ? g->name : "fn", why_not);
     if (!st) {
         char ops[512];
         host_ops(cp, ops, sizeof ops);

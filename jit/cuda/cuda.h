@@ -12,6 +12,8 @@
 #include <stdbool.h>
 
 #include "jit/backend.h"
+#include "runtime/device.h"
+#include "runtime/plan.h"
 
 /* The kernel ABI: every generated kernel takes one tj_args by value: its buffers (inputs then
  * outputs, device pointers) and a few counts. A group with more buffers runs on the host. */
@@ -38,6 +40,7 @@ typedef struct jit_cuda_kernel {
     uint32_t *nodes, n_nodes; /* the nodes it computes (owned) */
     unsigned grid[3], block;
     bool sync; /* uses __syncthreads (the emulation runs its threads together) */
+    rt_mm mm;  /* JIT_CK_MM: the product (cuBLAS takes it where it is there) */
 } jit_cuda_kernel;
 
 /* Whether node id may join a fused group / start a reduce group in this backend's kernels. */
@@ -77,6 +80,18 @@ tj_status jit_cuda_emit_nn(jit_sbuf *b, const ir_graph *g, uint32_t id, jit_cuda
  * malloc'd, NULL with the error set; *n_kernels: the kernels in it. For tests (every kernel
  * through NVRTC and ptxas; the emulation against the reference kernels). */
 char *jit_cuda_source_of(const ir_graph *g, uint32_t *n_kernels);
+
+/* ---- cublas.c ---------------------------------------------------------------------------------
+ */
+typedef struct jit_cublas jit_cublas;
+/* cuBLAS for GPU `ordinal` (device dev), or NULL with *why saying why not (not installed,
+ * TJ_CUBLAS=0, no handle on this driver: the fake one). Kept for the process. */
+const jit_cublas *jit_cublas_get(rt_device *dev, int ordinal, const char **why);
+int jit_cublas_version(const jit_cublas *c);
+/* C = A x B for product mm (f32, f64; batches as rt_mm_batch places them), device pointers, on
+ * the default stream. An error names the kernel, the function and cuBLAS's status. */
+tj_status jit_cublas_gemm(const jit_cublas *c, const rt_mm *mm, const void *A, const void *B,
+                          void *C, const char *kernel, const char *function);
 
 /* ---- emulate.c ---------------------------------------------------------------------------------
  */

@@ -729,6 +729,7 @@ static tj_status emit_mm(jit_sbuf *b, const ir_graph *g, uint32_t id, jit_cuda_k
         mm.batches > 65535 || (mm.m + 15) / 16 > 65535)
         return TJ_ERR_UNSUPPORTED;
     const char *T = jit_cuda_ctype(mm.dt);
+    k->mm = mm;
     k->kind = JIT_CK_MM;
     k->block = 256;
     k->sync = true;

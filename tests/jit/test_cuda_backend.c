@@ -1,5 +1,5 @@
-/* The CUDA backend's behaviour around its kernels (TJ_BACKEND=cuda on the fake driver of
- * tests/cuda/fake_cuda.c, its kernels compiled for the host: TJ_CUDA_EMULATE):
+/* The CUDA backend's behaviour around its kernels, on a GPU (tests/gpu/run.sh) or, in CI, on the
+ * fake driver of tests/cuda/fake_cuda.c with its kernels compiled for the host (TJ_CUDA_EMULATE):
  *  - results stay on the GPU ("cuda:0") unless output_device is "cpu"; GPU and host arguments
  *    are both taken; tj_call_into writes host tensors;
  *  - variables live on the GPU across calls: the host reads the current value, a host assign is
@@ -10,7 +10,7 @@
  *  - faults: a launch the driver refuses names the kernel and the function, and the process goes
  *    on (FAKE_CUDA=launch_fail, CMake's _launch_fail run); a label out of range names the op;
  *    check numerics names the kernel that made a NaN on the GPU.
- * Without the fake driver and the emulation it says so and skips (77). */
+ * Without a GPU, and without the fake driver and the emulation, it says so and skips (77). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -253,8 +253,8 @@ static void launch_fails(void) {
 
 int main(void) {
     const char *why = tj_backend_unavailable("cuda");
-    const char *emu = getenv("TJ_CUDA_EMULATE");
-    if (why || !emu || !*emu) {
+    const char *emu = getenv("TJ_CUDA_EMULATE"), *drv = getenv("TJ_CUDA_DRIVER");
+    if (why || ((!emu || !*emu) && drv && *drv)) { /* a GPU, or the fake with the emulation */
         printf("skipped: needs the fake driver and TJ_CUDA_EMULATE (cuda: %s)\n",
                why ? why : "available");
         return 77;
