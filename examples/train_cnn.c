@@ -4,10 +4,12 @@
  * variables and applies Adam. Prints the loss each step, the time per step and the test accuracy.
  *
  *   train_cnn [--steps N] [--seed S] [--data DIR] [--eager] [--quiet] [--every K]
- *             [--test-images N]
+ *             [--test-images N] [--device cpu|cuda]
  *
  * --eager runs the same step op by op (tj_call_eager); --quiet prints the loss every K steps
- * from the host instead of from inside the step. */
+ * from the host instead of from inside the step; --device cuda compiles the step and the
+ * prediction for the GPU (the CUDA backend: the variables stay on the GPU between steps; the
+ * predictions come back to the host for the accuracy). */
 #include <time.h>
 
 #include "cnn.h"
@@ -20,6 +22,7 @@ static double now(void) {
 
 int main(int argc, char **argv) {
     int steps = 1000, eager = 0, quiet = 0, every = 100, ckpt_every = 0, resume = 0;
+    const char *device = "cpu";
     long long test_images = 0; /* 0: the whole test set */
     const char *ckpt = NULL;
     uint64_t seed = 1;
@@ -45,17 +48,26 @@ int main(int argc, char **argv) {
             ckpt_every = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--resume"))
             resume = 1;
+        else if (!strcmp(argv[i], "--device") && i + 1 < argc)
+            device = argv[++i];
         else {
             fprintf(stderr,
                     "usage: %s [--steps N] [--seed S] [--data DIR] [--eager] [--quiet] "
                     "[--every K] [--test-images N] [--checkpoint FILE [--checkpoint-every K] "
-                    "[--resume]]\n",
+                    "[--resume]] [--device cpu|cuda]\n",
                     argv[0]);
             return 2;
         }
     }
     if (steps < 0 || every < 1 || ckpt_every < 0 || ((ckpt_every || resume) && !ckpt))
         return fprintf(stderr, "train_cnn: bad --steps, --every or --checkpoint options\n"), 2;
+    if (strcmp(device, "cpu") != 0 && strcmp(device, "cuda") != 0)
+        return fprintf(stderr, "train_cnn: --device cpu or cuda, not '%s'\n", device), 2;
+    /* the step and the prediction compile for the device's backend; predictions come back */
+    tj_function_options on = {.backend = strcmp(device, "cuda") ? NULL : "cuda",
+                              .output_device = "cpu"};
+    if (on.backend && tj_backend_unavailable("cuda"))
+        return fprintf(stderr, "train_cnn: --device cuda: %s\n", tj_backend_unavailable("cuda")), 1;
     cnn_data d;
     const char *err = cnn_load(&d, dir);
     if (err) {
@@ -79,10 +91,10 @@ int main(int argc, char **argv) {
         }
         printf("train_cnn: resumed from %s after %lld steps\n", ckpt, (long long)first);
     }
-    tj_function *step = tj_function_new("train_one_step", (void *)cnn_train_step, 2, NULL);
+    tj_function *step = tj_function_new("train_one_step", (void *)cnn_train_step, 2, &on);
     int64_t n_train = tj_tensor_dims(d.train_x)[0];
-    printf("train_cnn: %lld training images, %d steps of 50, %s\n", (long long)n_train, steps,
-           eager ? "eager" : "compiled");
+    printf("train_cnn: %lld training images, %d steps of 50, %s%s\n", (long long)n_train, steps,
+           eager ? "eager" : "compiled", on.backend ? " for the GPU (cuda)" : "");
     double t0 = now(), t_first = 0, last_loss = 0;
     int status = 0;
     for (int s = (int)first; s < steps; s++) {
@@ -117,7 +129,7 @@ int main(int argc, char **argv) {
                1e3 * t_first, 1e3 * (total - t_first) / (double)(steps - first - 1),
                (int)(steps - first), total);
     /* test accuracy, 500 images per call */
-    tj_function *pred = tj_function_new("predict", (void *)cnn_predict, 1, NULL);
+    tj_function *pred = tj_function_new("predict", (void *)cnn_predict, 1, &on);
     int64_t n_test = tj_tensor_dims(d.test_x)[0], right = 0;
     if (test_images > 0 && test_images / 500 * 500 < n_test)
         n_test = test_images < 500 ? 500 : test_images / 500 * 500;

@@ -8,7 +8,7 @@
  * by about the learning rate whatever the gradient's size, so a weight whose gradient is ~0 may
  * move either way: at most 3 steps of 2e-3 apart); the step prints its loss (tj_print) on every
  * call; a label out of range fails the step with the op and the label named. Skips (77) without the
- * dataset. */
+ * dataset (Debian's, or the folder TJ_FASHION_MNIST names). */
 #include "../../examples/cnn.h"
 #include "check.h"
 #include "native_first.h"
@@ -106,7 +106,8 @@ static void bad_label(void) {
 }
 
 int main(void) {
-    const char *err = cnn_load(&data, "/usr/share/datasets/fashion-mnist");
+    const char *dir = getenv("TJ_FASHION_MNIST"); /* tests/gpu/run.sh: the bundle's subset */
+    const char *err = cnn_load(&data, dir && *dir ? dir : "/usr/share/datasets/fashion-mnist");
     if (err) {
         printf("skipped: %s\n", err);
         cnn_data_free(&data);
