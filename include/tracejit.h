@@ -216,10 +216,12 @@ TJ_API double tj_tensor_get_f64(const tj_tensor *t, int64_t i);
 /* ---- devices ---------------------------------------------------------------------------------
  * A tensor's memory is on a device: "cpu" (the host), or "cuda:N", an NVIDIA GPU reached through
  * the CUDA driver, opened at run time (the library runs where there is none; TJ_CUDA_DRIVER names
- * another driver library). "cuda" alone is "cuda:0". Ops, compiled functions and variables read
- * host memory: a GPU input is an error naming the op and the device (the CUDA backend is a later
- * step). Reading a GPU tensor's values (tj_tensor_get_f64, tj_tensor_str) copies them to the host;
- * tj_tensor_data refuses, since its pointer would be the GPU's. */
+ * another driver library). "cuda" alone is "cuda:0". Eager ops, functions of the host backends
+ * (cpu, interp) and variables' public calls read host memory: a GPU input is an error naming the
+ * op and the device. Functions of the "cuda" backend take host or GPU arguments and leave their
+ * results on the GPU (tj_function_options.output_device). Reading a GPU tensor's values
+ * (tj_tensor_get_f64, tj_tensor_str) copies them to the host; tj_tensor_data refuses, since its
+ * pointer would be the GPU's. */
 /* NULL when device is usable here; otherwise why not, a sentence (static, or valid until the next
  * call on this thread): an unknown name, no driver, no GPU (the driver's error), no such
  * ordinal. */
@@ -635,7 +637,7 @@ typedef struct tj_function_options {
      * from its first call. Results may differ in the last bits between the tiers unless
      * TJ_EXACT_MATH=1. Off: the first call compiles, then runs native code. */
     int tiered;
-    const char *backend; /* the backend its signatures compile for: a name ("cpu", "interp";
+    const char *backend; /* the backend its signatures compile for: a name ("cpu", "cuda", "interp";
                             tj_backend_name lists them) or a comma-separated list in order of
                             preference, the first one available here chosen ("cpu,interp": the
                             interpreter where LLVM is absent). NULL: TJ_BACKEND (the same form),

@@ -7,9 +7,11 @@
  * inputs copied back, and its result copied over when a kernel reads it: every graph runs, the
  * profile and TJ_LOG=compile say what ran where. Outputs are left on the GPU (tj_to_device
  * brings them back). GPU 0 is used; no images are written (the module is cached instead). */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "jit/cuda/cuda.h"
@@ -42,7 +44,9 @@ typedef struct cuda_prog {
     uint32_t n_k;
     int32_t *kernel_of_step; /* per step: its kernel, or -1 (a host node) */
     void **fns;
-    void *mod;
+    void **mods; /* the modules the kernels were compiled in (parts, compiled at once) */
+    uint32_t n_mods;
+    size_t prelude_len;     /* the source's shared head */
     const jit_cublas *blas; /* products through cuBLAS; NULL: the generated kernel */
     char *emu_image;        /* the emulation's shared object, removed with the program */
 } cuda_prog;
@@ -52,8 +56,9 @@ static void prog_free(rt_program *p) {
     if (!cp)
         return;
     rt_plan_release(&cp->rp);
-    if (cp->mod)
-        rt_cuda_module_unload(cp->rp.dev, cp->mod);
+    for (uint32_t m = 0; cp->mods && m < cp->n_mods; m++)
+        rt_cuda_module_unload(cp->rp.dev, cp->mods[m]);
+    free(cp->mods);
     if (cp->emu_image) {
         const char *path = cp->emu_image + 6;
         unlink(path);
@@ -144,6 +149,7 @@ static tj_status build(cuda_prog *cp, jit_sbuf *src) {
     if (!cp->rp.steps || !cp->k || !cp->kernel_of_step)
         return ir_errorf(TJ_ERR_OOM, "cuda: out of memory");
     jit_cuda_prelude(src);
+    cp->prelude_len = src->n;
     tj_status st = TJ_OK;
     for (uint32_t gi = 0; gi < part->n_groups && !st; gi++) {
         const pass_group *gr = &part->groups[gi];
@@ -191,30 +197,112 @@ static tj_status label_steps(cuda_prog *cp) {
     return TJ_OK;
 }
 
-/* The module: the source compiled (NVRTC for the device's architecture, or the host compiler
- * under TJ_CUDA_EMULATE), loaded, its kernels found. */
+/* One part of a program's kernels compiled by NVRTC, on its own thread. */
+typedef struct part_job {
+    char *src;
+    const char *name;
+    int sm, from;
+    tj_status st;
+    char err[512];
+    jit_nvrtc_out out;
+} part_job;
+
+static void *compile_part(void *arg) {
+    part_job *j = arg;
+    j->st = jit_nvrtc_compile_cached(j->src, j->name, j->sm, &j->out, &j->from);
+    if (j->st)
+        snprintf(j->err, sizeof j->err, "%s", ir_last_error());
+    return NULL;
+}
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+/* The kernels compiled and loaded. NVRTC compiles a module kernel by kernel (about 26 ms each
+ * here, the seed CNN's 75 in 1.7 s), so the kernels are split into parts of at least 8, up to
+ * TJ_COMPILE_THREADS of them, each the prelude and its kernels, compiled at once on threads and
+ * cached on their own (a part another program has too is not compiled again). Under
+ * TJ_CUDA_EMULATE the host's C compiler builds one part. */
 static tj_status load_module(cuda_prog *cp, const char *source) {
     rt_device *dev = cp->rp.dev;
     const char *emu = rt_config_get()->cuda_emulate;
     const char *name = cp->rp.base.g->name ? cp->rp.base.g->name : "fn";
-    tj_status st;
-    if (emu && *emu) {
-        if ((st = jit_cuda_emulate_build(emu, source, &cp->emu_image)))
-            return st;
-        st = rt_cuda_module_load(dev, cp->emu_image, name, &cp->mod);
-    } else {
-        int sm = rt_cuda_arch(dev), from = 0;
-        jit_nvrtc_out out = {0};
-        if ((st = jit_nvrtc_compile_cached(source, name, sm ? sm : 80, &out, &from)))
-            return st;
-        st =
-            rt_cuda_module_load(dev, out.cubin ? out.cubin : (const void *)out.ptx, name, &cp->mod);
-        jit_nvrtc_free(&out);
+    bool emulate = emu && *emu;
+    uint32_t threads = (uint32_t)rt_config_get()->compile_threads;
+    uint32_t parts = emulate ? 1 : (cp->n_k + 7) / 8;
+    parts = parts < 1 ? 1 : parts > threads ? threads : parts;
+    cp->fns = calloc(cp->n_k + 1, sizeof *cp->fns);
+    cp->mods = calloc(parts + 1, sizeof *cp->mods);
+    uint32_t *first = calloc(parts + 2, sizeof *first);
+    part_job *jobs = calloc(parts + 1, sizeof *jobs);
+    tj_status st =
+        cp->fns && cp->mods && first && jobs ? TJ_OK : ir_errorf(TJ_ERR_OOM, "cuda: out of memory");
+    double t0 = now_ms();
+    for (uint32_t p = 0; p <= parts && !st; p++) /* part p holds kernels [first[p], first[p + 1]) */
+        first[p] = (uint32_t)((uint64_t)cp->n_k * p / parts);
+    for (uint32_t p = 0; p < parts && !st; p++) {
+        size_t len = cp->prelude_len;
+        for (uint32_t i = first[p]; i < first[p + 1]; i++)
+            len += cp->k[i].src_len;
+        char *src = jobs[p].src = malloc(len + 1);
+        if (!src) {
+            st = ir_errorf(TJ_ERR_OOM, "cuda: out of memory");
+            break;
+        }
+        memcpy(src, source, cp->prelude_len);
+        size_t at = cp->prelude_len;
+        for (uint32_t i = first[p]; i < first[p + 1]; i++) {
+            memcpy(src + at, source + cp->k[i].src_off, cp->k[i].src_len);
+            at += cp->k[i].src_len;
+        }
+        src[at] = 0;
+        jobs[p].name = name;
+        jobs[p].sm = rt_cuda_arch(dev) ? rt_cuda_arch(dev) : 80;
     }
-    if (!st && !(cp->fns = calloc(cp->n_k + 1, sizeof *cp->fns)))
-        st = ir_errorf(TJ_ERR_OOM, "cuda: out of memory");
-    for (uint32_t i = 0; i < cp->n_k && !st; i++)
-        st = rt_cuda_function(dev, cp->mod, cp->k[i].name, &cp->fns[i]);
+    if (!st && emulate) {
+        char *image = NULL;
+        if (!(st = jit_cuda_emulate_build(emu, jobs[0].src, &image)))
+            st = rt_cuda_module_load(dev, image, name, &cp->mods[cp->n_mods++]);
+        cp->emu_image = image;
+    } else if (!st) {
+        pthread_t th[JIT_CUDA_MAX_PARTS];
+        bool made[JIT_CUDA_MAX_PARTS] = {false};
+        for (uint32_t p = 1; p < parts; p++) /* part 0 on this thread */
+            made[p] = pthread_create(&th[p], NULL, compile_part, &jobs[p]) == 0;
+        compile_part(&jobs[0]);
+        for (uint32_t p = 1; p < parts; p++)
+            if (made[p])
+                pthread_join(th[p], NULL);
+            else
+                compile_part(&jobs[p]); /* no thread: here */
+        uint32_t cached = 0;
+        for (uint32_t p = 0; p < parts && !st; p++) {
+            if (jobs[p].st) {
+                st = ir_errorf(jobs[p].st, "%s", jobs[p].err);
+                break;
+            }
+            cached += jobs[p].from != 0;
+            const jit_nvrtc_out *o = &jobs[p].out;
+            st = rt_cuda_module_load(dev, o->cubin ? o->cubin : (const void *)o->ptx, name,
+                                     &cp->mods[cp->n_mods++]);
+        }
+        if (!st)
+            rt_log(RT_LOG_COMPILE,
+                   "cuda: %s: %u kernels in %u modules for sm_%d in %.1f ms (%u from the cache)",
+                   name, cp->n_k, parts, jobs[0].sm, now_ms() - t0, cached);
+    }
+    for (uint32_t p = 0; p < cp->n_mods && !st; p++)
+        for (uint32_t i = first[p]; i < first[p + 1] && !st; i++)
+            st = rt_cuda_function(dev, cp->mods[p], cp->k[i].name, &cp->fns[i]);
+    for (uint32_t p = 0; jobs && p < parts; p++) {
+        free(jobs[p].src);
+        jit_nvrtc_free(&jobs[p].out);
+    }
+    free(jobs);
+    free(first);
     return st;
 }
 

@@ -17,7 +17,7 @@
 
 /* The kernel ABI: every generated kernel takes one tj_args by value: its buffers (inputs then
  * outputs, device pointers) and a few counts. A group with more buffers runs on the host. */
-enum { JIT_CUDA_MAX_BUFS = 32, JIT_CUDA_BLOCK = 256 };
+enum { JIT_CUDA_MAX_BUFS = 32, JIT_CUDA_BLOCK = 256, JIT_CUDA_MAX_PARTS = 8 };
 
 /* What a kernel computes (each kind one emitter in source.c). */
 enum {
@@ -39,8 +39,9 @@ typedef struct jit_cuda_kernel {
     uint32_t *in, *out;       /* node ids: its buffers, inputs then outputs (owned) */
     uint32_t *nodes, n_nodes; /* the nodes it computes (owned) */
     unsigned grid[3], block;
-    bool sync; /* uses __syncthreads (the emulation runs its threads together) */
-    rt_mm mm;  /* JIT_CK_MM: the product (cuBLAS takes it where it is there) */
+    bool sync;               /* uses __syncthreads (the emulation runs its threads together) */
+    rt_mm mm;                /* JIT_CK_MM: the product (cuBLAS takes it where it is there) */
+    size_t src_off, src_len; /* its text in the module's source */
 } jit_cuda_kernel;
 
 /* Whether node id may join a fused group / start a reduce group in this backend's kernels. */

@@ -635,6 +635,8 @@ tj_status jit_cuda_emit_group(jit_sbuf *b, const ir_graph *g, const pass_group *
         return ir_errorf(TJ_ERR_OOM, "cuda: out of memory");
     size_t mark = b->n;
     tj_status st = gr->fused ? emit_ew(b, g, gr, k) : emit_red(b, g, gr, k);
+    k->src_off = mark;
+    k->src_len = b->n - mark;
     if (st == TJ_ERR_UNSUPPORTED) {
         b->n = mark; /* drop what was written */
         if (b->s)
@@ -826,6 +828,8 @@ tj_status jit_cuda_emit_node(jit_sbuf *b, const ir_graph *g, uint32_t id, jit_cu
                    : sm ? emit_softmax(b, g, n, k->in[0], k)
                    : nn ? jit_cuda_emit_nn(b, g, id, k)
                         : emit_copy(b, g, n, k);
+    k->src_off = mark;
+    k->src_len = b->n - mark;
     if (st == TJ_ERR_UNSUPPORTED) {
         b->n = mark;
         if (b->s)

@@ -7,8 +7,10 @@
  * as after a kernel's bad write), "launch_fail" (every launch fails with
  * CUDA_ERROR_LAUNCH_FAILED). Modules: an image "TJEMU\n<path>" is a shared object the CUDA
  * backend's emulation built from its kernels' source (jit/cuda/emulate.c); the fake opens it and
- * runs each launch's grid with the object's tj_emu_launch, on host threads. Any other image (a
- * cubin, PTX) is refused with CUDA_ERROR_INVALID_IMAGE. fake_cuda_counts reports the calls made. */
+ * runs each launch's grid with the object's tj_emu_launch. Any other image (a cubin, PTX) is
+ * refused with CUDA_ERROR_INVALID_IMAGE, except under FAKE_CUDA=cubin: an ELF cubin is then kept
+ * and its kernels found by name (NVRTC's real output reaches the driver), and launching one fails
+ * with CUDA_ERROR_NO_BINARY_FOR_GPU. fake_cuda_counts reports the calls made. */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -152,6 +154,8 @@ typedef int (*emu_launch_fn)(void *fn, int sync, const unsigned grid[3], unsigne
 typedef struct fake_module {
     void *lib;
     emu_launch_fn launch;
+    const char *elf; /* FAKE_CUDA=cubin: a cubin kept (its symbols are looked up; nothing runs) */
+    size_t elf_size;
 } fake_module;
 typedef struct fake_function {
     fake_module *m;
@@ -165,8 +169,32 @@ static pthread_mutex_t launch_mu =
     PTHREAD_MUTEX_INITIALIZER; /* one grid at a time: the shim's
                                    state is per object, not per grid */
 
+/* The size of an ELF64 image: its section headers end it. */
+static size_t elf_size(const unsigned char *e) {
+    uint64_t shoff;
+    uint16_t shentsize, shnum;
+    memcpy(&shoff, e + 0x28, 8);
+    memcpy(&shentsize, e + 0x3a, 2);
+    memcpy(&shnum, e + 0x3c, 2);
+    return (size_t)(shoff + (uint64_t)shentsize * shnum);
+}
+
 CUresult cuModuleLoadData(fake_module **mod, const void *image) {
     const char *s = image;
+    const char *mode = getenv("FAKE_CUDA");
+    if (mode && !strcmp(mode, "cubin") &&
+        !memcmp(s,
+                "\x7f"
+                "ELF",
+                4)) {
+        fake_module *m = calloc(1, sizeof *m);
+        if (!m)
+            return 2;
+        m->elf = s;
+        m->elf_size = elf_size(image);
+        *mod = m;
+        return 0;
+    }
     if (strncmp(s, "TJEMU\n", 6) != 0)
         return 200; /* CUDA_ERROR_INVALID_IMAGE: no GPU code runs here */
     fake_module *m = calloc(1, sizeof *m);
@@ -186,12 +214,36 @@ CUresult cuModuleLoadData(fake_module **mod, const void *image) {
 CUresult cuModuleUnload(fake_module *m) {
     if (!m)
         return 1;
-    dlclose(m->lib);
+    if (m->lib)
+        dlclose(m->lib);
     free(m);
     return 0;
 }
 /* Functions are kept per module name for the process (a handful in the tests). */
+/* Whether the cubin's bytes hold name as a symbol's string (NUL on both sides). */
+static int elf_has(const fake_module *m, const char *name) {
+    size_t n = strlen(name);
+    for (size_t i = 1; i + n < m->elf_size; i++)
+        if (m->elf[i - 1] == 0 && !memcmp(m->elf + i, name, n) && m->elf[i + n] == 0)
+            return 1;
+    return 0;
+}
+
 CUresult cuModuleGetFunction(fake_function **f, fake_module *m, const char *name) {
+    if (m->elf) { /* FAKE_CUDA=cubin: found by name, never run */
+        if (!elf_has(m, name))
+            return 500;
+        fake_function *r = calloc(1, sizeof *r);
+        if (!r)
+            return 2;
+        r->m = m;
+        pthread_mutex_lock(&launch_mu);
+        if (n_all < (1 << 16))
+            all_fns[n_all++] = r;
+        pthread_mutex_unlock(&launch_mu);
+        *f = r;
+        return 0;
+    }
     void *fn = dlsym(m->lib, name);
     if (!fn)
         return 500; /* CUDA_ERROR_NOT_FOUND */
@@ -216,6 +268,8 @@ CUresult cuLaunchKernel(fake_function *f, unsigned gx, unsigned gy, unsigned gz,
         return 719; /* CUDA_ERROR_LAUNCH_FAILED */
     if (by != 1 || bz != 1 || bx == 0 || bx > 1024 || !gx || !gy || !gz)
         return 1; /* CUDA_ERROR_INVALID_VALUE */
+    if (!f->m->launch)
+        return 209; /* a cubin: CUDA_ERROR_NO_BINARY_FOR_GPU (no GPU here to run it) */
     unsigned grid[3] = {gx, gy, gz};
     pthread_mutex_lock(&launch_mu);
     int rc = f->m->launch(f->fn, f->sync, grid, bx, params);

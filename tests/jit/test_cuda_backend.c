@@ -9,7 +9,8 @@
  *  - the seed CNN's training step: 3 steps at batch 4 give the interpreter's losses and variables;
  *  - faults: a launch the driver refuses names the kernel and the function, and the process goes
  *    on (FAKE_CUDA=launch_fail, CMake's _launch_fail run); a label out of range names the op;
- *    check numerics names the kernel that made a NaN on the GPU.
+ *    check numerics names the kernel that made a NaN on the GPU; (FAKE_CUDA=cubin) NVRTC's cubins,
+ *    compiled in parts at once and cached, reach the driver with every kernel in them.
  * Without a GPU, and without the fake driver and the emulation, it says so and skips (77). */
 #include <math.h>
 #include <stdlib.h>
@@ -251,15 +252,66 @@ static void launch_fails(void) {
     tj_scope_end();
 }
 
+/* FAKE_CUDA=cubin (no emulation): NVRTC's real cubins reach the driver, which finds every
+ * kernel in its part's module and runs none; the compile log says how many parts, and a second
+ * function of the same graph takes them all from the cache. */
+static char log_buf[512];
+static const char *log_line = log_buf;
+static void log_sink(const char *topic, const char *line, void *user) {
+    (void)topic, (void)user;
+    if (strstr(line, "modules for sm_"))
+        snprintf(log_buf, sizeof log_buf, "%s", line);
+}
+
+static void cubins(void) {
+    tj_scope_begin();
+    tj_set_log(log_sink, NULL);
+    tj_set_log_topics("compile");
+    tj_tensor *x = tj_range(TJ_F32, 0, 3, 1);
+    CHECK_EQ_INT(tj_cache_clear(), TJ_OK); /* compiled by the first round, found by the second */
+    for (int round = 0; round < 2; round++) {
+        tj_function *f = tj_function_new("affine", (void *)affine, 2, &on_gpu);
+        tj_tensor *y = tj_call(f, 2, (tj_tensor *[]){x, x});
+        CHECK(tj_status_of(y) == TJ_ERR_RUNTIME);
+        CHECK_HAS(tj_error_message(y), "of function 'affine' failed: CUDA_ERROR_NO_BINARY_FOR_GPU");
+        CHECK_HAS(log_line, "cuda: affine: 1 kernels in 1 modules for sm_90");
+        CHECK_HAS(log_line, round ? "(1 from the cache)" : "(0 from the cache)");
+        tj_function_free(f);
+    }
+    /* the CNN's step: its kernels in several parts, each found in its own module */
+    if (cnn_init(&cnn_model, 7, 1e-3) == 0) {
+        tj_function *f = tj_function_new("cnn_train_step", (void *)cnn_train_step, 2, &on_gpu);
+        tj_spec s[2] = {{.dtype = TJ_F32, .rank = 4, .dims = {2, 28, 28, 1}},
+                        {.dtype = TJ_I32, .rank = 1, .dims = {2}}};
+        CHECK_MSG(tj_function_get_concrete(f, 2, s) != NULL, "%s", tj_last_error());
+        CHECK_HAS(log_line, "cuda: cnn_train_step: 75 kernels in ");
+        CHECK(strstr(log_line, "in 1 modules") == NULL); /* TJ_COMPILE_THREADS=2 in CMake */
+        tj_function_free(f);
+        cnn_free(&cnn_model);
+    }
+    tj_set_log(NULL, NULL);
+    tj_scope_end();
+}
+
 int main(void) {
     const char *why = tj_backend_unavailable("cuda");
     const char *emu = getenv("TJ_CUDA_EMULATE"), *drv = getenv("TJ_CUDA_DRIVER");
-    if (why || ((!emu || !*emu) && drv && *drv)) { /* a GPU, or the fake with the emulation */
+    const char *fake_mode = getenv("FAKE_CUDA");
+    int cubin = fake_mode && !strcmp(fake_mode, "cubin");
+    if (why || ((!emu || !*emu) && drv && *drv && !cubin)) { /* a GPU, or the fake's emulation */
         printf("skipped: needs the fake driver and TJ_CUDA_EMULATE (cuda: %s)\n",
                why ? why : "available");
         return 77;
     }
     const char *mode = getenv("FAKE_CUDA");
+    if (mode && !strcmp(mode, "cubin")) {
+        if (tj_backend_unavailable("cuda")) { /* no NVRTC here */
+            printf("skipped: %s\n", tj_backend_unavailable("cuda"));
+            return 77;
+        }
+        cubins();
+        return check_done();
+    }
     if (mode && !strcmp(mode, "launch_fail")) {
         launch_fails();
         return check_done();
