@@ -162,6 +162,34 @@ static const char emu_launch[] =
     "    return 0;\n"
     "}\n";
 
+/* f16 and bf16 as ir/dtype.c converts them (ir_half_to_f64, ir_half_from_f64: one rounding from
+ * the exact double, to nearest even, overflow to infinity), for casts and where: the same
+ * arithmetic in both compilers, so the GPU's halves are the host's bit for bit. */
+static const char half_fns[] =
+    "TJ_SCALAR_FN double tj_half_to_f64(uint16_t h, int mbits, int bias, int emax) {\n"
+    "    int e = (h >> mbits) & emax;\n"
+    "    uint32_t m = h & ((1u << mbits) - 1);\n"
+    "    double inf = (double)TJ_INF;\n"
+    "    double v = e == 0 ? ldexp((double)m, 1 - bias - mbits)\n"
+    "               : e == emax ? (m ? inf * 0.0 : inf)\n"
+    "               : ldexp((double)(m | (1u << mbits)), e - bias - mbits);\n"
+    "    return (h & 0x8000) ? -v : v;\n"
+    "}\n"
+    "TJ_SCALAR_FN uint16_t tj_half_from_f64(double v, int mbits, int bias, int emax) {\n"
+    "    uint16_t sign = signbit(v) ? 0x8000 : 0;\n"
+    "    if (v != v)\n"
+    "        return (uint16_t)(sign | (emax << mbits) | (1u << (mbits - 1)));\n"
+    "    double a = fabs(v);\n"
+    "    if (a >= ldexp(2.0 - ldexp(1.0, -(mbits + 1)), emax - 1 - bias))\n"
+    "        return (uint16_t)(sign | (emax << mbits));\n"
+    "    if (a < ldexp(1.0, 1 - bias))\n"
+    "        return (uint16_t)(sign | (uint16_t)rint(ldexp(a, bias - 1 + mbits)));\n"
+    "    int ex;\n"
+    "    frexp(a, &ex);\n"
+    "    uint32_t q = (uint32_t)rint(ldexp(a, mbits + 1 - ex));\n"
+    "    return (uint16_t)(sign + ((uint32_t)(ex - 1 + bias) << mbits) + (q - (1u << mbits)));\n"
+    "}\n";
+
 void jit_cuda_prelude(jit_sbuf *b) {
     jit_sbuf_printf(b, "/* tracejit CUDA kernels */\n#ifdef TJ_EMULATE\n%s", emu_shim);
     jit_sbuf_printf(b, "#define TJ_INF INFINITY\n#else\n"
@@ -172,6 +200,7 @@ void jit_cuda_prelude(jit_sbuf *b) {
                        "#define TJ_RESTRICT __restrict__\n"
                        "#endif\n");
     jit_sbuf_printf(b, "%s\n", tj_cuda_scalar_h);
+    jit_sbuf_printf(b, "%s", half_fns);
     jit_sbuf_printf(b,
                     "typedef struct tj_args { void *p[%d]; int64_t n[4]; } tj_args;\n"
                     "#define TJ_GID ((int64_t)blockIdx.x * blockDim.x + threadIdx.x)\n"
@@ -297,6 +326,21 @@ static bool ew_expr(const ir_graph *g, const ir_node *n, const char *x, const ch
         return fl && E("(uint8_t)(isinf(%s) != 0)", x);
     case IR_OP_CAST: {
         int to = n->dtype;
+        bool fh = ir_dtype_is_half(dt), th = ir_dtype_is_half(to);
+        if (fh || th) { /* through the exact double, as the reference kernel */
+            char src[96];
+            if (fh)
+                snprintf(src, sizeof src, "tj_half_to_f64(%s, %s)", x,
+                         dt == TJ_F16 ? "10, 15, 31" : "7, 127, 255");
+            else if (arith_dtype(dt))
+                snprintf(src, sizeof src, "(double)%s", x);
+            else
+                return false;
+            if (th)
+                return E("tj_half_from_f64(%s, %s)", src,
+                         to == TJ_F16 ? "10, 15, 31" : "7, 127, 255");
+            return ir_dtype_is_float(to) && E("(%s)%s", T, src); /* to an integer: the host's */
+        }
         if (!arith_dtype(to) || !arith_dtype(dt))
             return false;
         if (to == TJ_BOOL)
@@ -346,9 +390,9 @@ static bool ew_expr(const ir_graph *g, const ir_node *n, const char *x, const ch
     case IR_OP_SHIFT_RIGHT:
         return in && E("%s%s_%s(%s, %s)", un ? "u" : "i", n->op == IR_OP_SHIFT_LEFT ? "shl" : "shr",
                        S, x, y);
-    case IR_OP_WHERE: {
+    case IR_OP_WHERE: { /* halves too: their bits chosen */
         int vt = n->dtype;
-        return arith_dtype(vt) && E("(%s ? %s : %s)", x, y, z);
+        return (arith_dtype(vt) || ir_dtype_is_half(vt)) && E("(%s ? %s : %s)", x, y, z);
     }
     default:
         return false;
@@ -359,12 +403,15 @@ static bool ew_expr(const ir_graph *g, const ir_node *n, const char *x, const ch
 /* Whether node id is an elementwise node this backend's kernels compute. */
 static bool ew_supported(const ir_graph *g, uint32_t id) {
     const ir_node *n = ir_node_get(g, id);
-    if (!(ir_ops[n->op].flags & IR_F_EW) || ir_node_may_fail(n) || !arith_dtype(n->dtype) ||
-        n->n_in > 3)
+    bool halves = n->op == IR_OP_CAST || n->op == IR_OP_WHERE; /* f16/bf16 storage: these two */
+    if (!(ir_ops[n->op].flags & IR_F_EW) || ir_node_may_fail(n) ||
+        !(arith_dtype(n->dtype) || (halves && ir_dtype_is_half(n->dtype))) || n->n_in > 3)
         return false;
-    for (uint32_t k = 0; k < n->n_in; k++)
-        if (!arith_dtype(ir_node_get(g, ir_inputs(g, n)[k])->dtype))
+    for (uint32_t k = 0; k < n->n_in; k++) {
+        int dt = ir_node_get(g, ir_inputs(g, n)[k])->dtype;
+        if (!(arith_dtype(dt) || (halves && ir_dtype_is_half(dt))))
             return false;
+    }
     char buf[512];
     return ew_expr(g, n, "x", "y", "z", buf, sizeof buf);
 }

@@ -99,6 +99,20 @@ static tj_tensor *views(tj_tensor *x, tj_tensor *a, tj_tensor *b) { /* x [r, c] 
     return tj_tuple(4, (tj_tensor *[]){tj_add(t, tj_scalar_f32(1)), s, bc, e});
 }
 
+/* f16 and bf16, storage types: casts both ways (overflow, subnormals, NaN, -0 from the inputs'
+ * specials and a 1e5 scale), a where choosing their bits, an int through bf16 */
+static tj_tensor *halves(tj_tensor *x, tj_tensor *a, tj_tensor *b) {
+    (void)b;
+    tj_tensor *h = tj_cast(tj_mul(x, tj_scalar_f32(1e4f)), TJ_F16);
+    tj_tensor *bf = tj_cast(tj_mul(a, tj_scalar_f32(3e-39f)), TJ_BF16);
+    tj_tensor *w = tj_where(tj_less(x, a), h, tj_cast(a, TJ_F16));
+    tj_tensor *i =
+        tj_cast(tj_cast(tj_cast(tj_mul(x, tj_scalar_f32(1000)), TJ_I32), TJ_BF16), TJ_F32);
+    return tj_tuple(5,
+                    (tj_tensor *[]){h, bf, tj_cast(h, TJ_F32), tj_cast(tj_cast(bf, TJ_F64), TJ_F16),
+                                    tj_add(tj_cast(w, TJ_F32), i)});
+}
+
 /* x [n,h,w,c], w [kh,kw,c/g,o], b [o]: convolutions (strides, pads, dilation, groups), pooling,
  * and the gradients through them (conv2d_grad_input/_filter, max_pool2d_grad) */
 static tj_tensor *convs(tj_tensor *x, tj_tensor *w, tj_tensor *b) {
@@ -182,6 +196,7 @@ static const prog progs[] = {
     {"convs_1x1", (void *)convs, TJ_F32, {4, 4, 1}, {{1, 5, 5, 2}, {1, 1, 2, 3}, {3}}, 1},
     {"grouped", (void *)grouped, TJ_F32, {4, 4, 0}, {{2, 7, 9, 4}, {3, 3, 2, 6}, {0}}, 1},
     {"pools", (void *)pools, TJ_F32, {4, 0, 0}, {{2, 7, 6, 5}, {0}, {0}}, 0},
+    {"halves", (void *)halves, TJ_F32, {2, 2, 0}, {{7, 9}, {7, 9}, {0}}, 0},
     {"one_hots", (void *)one_hots, TJ_I32, {2, 0, 0}, {{3, 5}, {0}, {0}}, 0},
 };
 enum { N_PROGS = sizeof progs / sizeof progs[0] };
