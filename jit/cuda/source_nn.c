@@ -2,11 +2,12 @@
  * _ONE_HOT): NHWC convolutions with HWIO filters (strides, dilations, pads, groups) and their
  * input and filter gradients, max and average pooling and the max pool's gradient, one-hot.
  * Direct loops, a thread per output element, each summing its taps in the reference's order
- * (runtime/kernels/conv.c, pool.c), so the GPU and the host agree to rounding; gathered rather
- * than scattered (the gradients loop over the outputs that read an element), so no atomics and
- * the same sums every run. Geometry comes from the runtime's own rt_conv_geom_of/rt_pool_geom_of;
- * every extent is a constant of the source. These are the portable baseline a library
- * (cuDNN) would replace where it measures faster. */
+ * (runtime/kernels/conv.c, pool.c), so the GPU and the host agree to rounding; the filter's
+ * gradient a block per output with a tree in shared memory (few outputs, long sums); gathered
+ * rather than scattered (the gradients loop over the outputs that read an element), so no
+ * atomics and the same sums every run. Geometry comes from the runtime's own
+ * rt_conv_geom_of/rt_pool_geom_of; every extent is a constant of the source. These are the portable
+ * baseline a library (cuDNN) would replace where it measures faster. */
 #include <stdio.h>
 
 #include "jit/cuda/cuda.h"
@@ -17,6 +18,51 @@
 /* the loop over a kernel's outputs, n elements, index e_ */
 static void open_loop(jit_sbuf *b, int64_t n) {
     jit_sbuf_printf(b, "    for (int64_t e_ = TJ_GID; e_ < %lldLL; e_ += TJ_GSTRIDE) {\n", LL(n));
+}
+
+/* The filter's gradient, dw[ky,kx,cl,o] = sum over (b, oy, ox) of x * dy: few outputs (the
+ * seed CNN's first one has 800) each summing many products (401,408 at batch 512), so a block
+ * per output: its threads stride over (b, oy, ox), then a tree in shared memory (the same order
+ * every run). i0 x, i1 dy. */
+static tj_status emit_filter_grad(jit_sbuf *b, const ir_graph *g, const rt_conv_geom *c, int64_t cg,
+                                  int64_t og, const char *T, int64_t numel, jit_cuda_kernel *k) {
+    k->sync = true;
+    k->grid[0] = jit_cuda_grid(numel, 1);
+    jit_sbuf_printf(b, "TJ_SYNC_KERNEL(%s)\nTJ_KERNEL %s(tj_args a) {\n", k->name, k->name);
+    jit_cuda_declare_bufs(b, g, k);
+    jit_sbuf_printf(b,
+                    "    TJ_SHARED %s sh_[%d];\n"
+                    "    unsigned t_ = threadIdx.x;\n"
+                    "    for (int64_t e_ = blockIdx.x; e_ < %lldLL; e_ += gridDim.x) {\n"
+                    "        int64_t o = e_ %% %lldLL, r_ = e_ / %lldLL;\n"
+                    "        int64_t cl = r_ %% %lldLL; r_ /= %lldLL;\n"
+                    "        int64_t kx = r_ %% %lldLL, ky = r_ / %lldLL;\n"
+                    "        int64_t ch = (o / %lldLL) * %lldLL + cl;\n"
+                    "        %s acc = 0;\n"
+                    "        for (int64_t q_ = t_; q_ < %lldLL; q_ += blockDim.x) {\n"
+                    "            int64_t ox = q_ %% %lldLL, p_ = q_ / %lldLL;\n"
+                    "            int64_t oy = p_ %% %lldLL, bb = p_ / %lldLL;\n"
+                    "            int64_t iy = oy * %lldLL + ky * %lldLL - %lldLL;\n"
+                    "            int64_t ix = ox * %lldLL + kx * %lldLL - %lldLL;\n"
+                    "            if (iy < 0 || iy >= %lldLL || ix < 0 || ix >= %lldLL) continue;\n"
+                    "            acc += i0[((bb * %lldLL + iy) * %lldLL + ix) * %lldLL + ch] *\n"
+                    "                   i1[((bb * %lldLL + oy) * %lldLL + ox) * %lldLL + o];\n"
+                    "        }\n"
+                    "        sh_[t_] = acc;\n"
+                    "        __syncthreads();\n"
+                    "        for (unsigned s_ = blockDim.x / 2; s_ > 0; s_ >>= 1) {\n"
+                    "            if (t_ < s_) sh_[t_] += sh_[t_ + s_];\n"
+                    "            __syncthreads();\n"
+                    "        }\n"
+                    "        if (t_ == 0) o0[e_] = sh_[0];\n"
+                    "        __syncthreads();\n"
+                    "    }\n}\n",
+                    T, JIT_CUDA_BLOCK, LL(numel), LL(c->o), LL(c->o), LL(cg), LL(cg), LL(c->kw),
+                    LL(c->kw), LL(og), LL(cg), T, LL(c->n * c->oh * c->ow), LL(c->ow), LL(c->ow),
+                    LL(c->oh), LL(c->oh), LL(c->sh), LL(c->dh), LL(c->pt), LL(c->sw), LL(c->dw),
+                    LL(c->pl), LL(c->h), LL(c->w), LL(c->h), LL(c->w), LL(c->c), LL(c->oh),
+                    LL(c->ow), LL(c->o));
+    return TJ_OK;
 }
 
 static tj_status emit_conv(jit_sbuf *b, const ir_graph *g, const ir_node *n, jit_cuda_kernel *k) {
@@ -36,6 +82,8 @@ static tj_status emit_conv(jit_sbuf *b, const ir_graph *g, const ir_node *n, jit
     int64_t numel = ir_numel(n->rank, n->dims);
     k->kind = JIT_CK_CONV;
     k->block = JIT_CUDA_BLOCK;
+    if (n->op == IR_OP_CONV2D_GRAD_FILTER)
+        return emit_filter_grad(b, g, &c, cg, og, T, numel, k);
     k->grid[0] = jit_cuda_grid(numel, k->block);
     jit_sbuf_printf(b, "TJ_KERNEL %s(tj_args a) {\n", k->name);
     jit_cuda_declare_bufs(b, g, k);
@@ -93,29 +141,6 @@ static tj_status emit_conv(jit_sbuf *b, const ir_graph *g, const ir_node *n, jit
                         LL(c.kh), LL(c.pt), LL(c.dh), LL(c.sh), LL(c.sh), LL(c.oh), LL(c.kw),
                         LL(c.pl), LL(c.dw), LL(c.sw), LL(c.sw), LL(c.ow), T, LL(c.oh), LL(c.ow),
                         LL(c.o), LL(og), T, LL(c.kw), LL(cg), LL(c.o), LL(og), LL(og));
-    } else { /* i0 x, i1 dy: dw[ky,kx,cl,o] over (b, oy, ox) */
-        jit_sbuf_printf(
-            b,
-            "        int64_t o = e_ %% %lldLL, r_ = e_ / %lldLL;\n"
-            "        int64_t cl = r_ %% %lldLL; r_ /= %lldLL;\n"
-            "        int64_t kx = r_ %% %lldLL, ky = r_ / %lldLL;\n"
-            "        int64_t ch = (o / %lldLL) * %lldLL + cl;\n"
-            "        %s acc = 0;\n"
-            "        for (int64_t bb = 0; bb < %lldLL; bb++)\n"
-            "          for (int64_t oy = 0; oy < %lldLL; oy++) {\n"
-            "            int64_t iy = oy * %lldLL + ky * %lldLL - %lldLL;\n"
-            "            if (iy < 0 || iy >= %lldLL) continue;\n"
-            "            for (int64_t ox = 0; ox < %lldLL; ox++) {\n"
-            "              int64_t ix = ox * %lldLL + kx * %lldLL - %lldLL;\n"
-            "              if (ix < 0 || ix >= %lldLL) continue;\n"
-            "              acc += i0[((bb * %lldLL + iy) * %lldLL + ix) * %lldLL + ch] *\n"
-            "                     i1[((bb * %lldLL + oy) * %lldLL + ox) * %lldLL + o];\n"
-            "            }\n"
-            "          }\n"
-            "        o0[e_] = acc;\n",
-            LL(c.o), LL(c.o), LL(cg), LL(cg), LL(c.kw), LL(c.kw), LL(og), LL(cg), T, LL(c.n),
-            LL(c.oh), LL(c.sh), LL(c.dh), LL(c.pt), LL(c.h), LL(c.ow), LL(c.sw), LL(c.dw), LL(c.pl),
-            LL(c.w), LL(c.h), LL(c.w), LL(c.c), LL(c.oh), LL(c.ow), LL(c.o));
     }
     jit_sbuf_printf(b, "    }\n}\n");
     return TJ_OK;
