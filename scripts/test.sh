@@ -104,12 +104,12 @@ if [ -n "$doubles" ]; then
 fi
 
 # ---- ThreadSanitizer: the tests that run calls, pools and variables on many threads -------------
-THREADED='^(jit_test_cache|jit_test_kernel_reuse|jit_test_quick_compile|jit_test_unknown_dims|jit_test_shape_reuse|jit_test_compile_split|jit_test_compile_split_four|jit_test_tiered|jit_test_churn_interp|jit_test_call_into|jit_test_cpu_pool|jit_test_cpu_program|jit_test_fused_kernels|runtime_test_cuda_device_fake_ok|semantics_s10_captured_variables|semantics_s13_host_callback)$'
+THREADED='^(jit_test_cache|jit_test_kernel_reuse|jit_test_quick_compile|jit_test_unknown_dims|jit_test_shape_reuse|jit_test_compile_split|jit_test_compile_split_four|jit_test_tiered|jit_test_churn_interp|jit_test_call_into|jit_test_cpu_pool|jit_test_cpu_program|jit_test_fused_kernels|runtime_test_cuda_device_fake_ok|jit_test_cuda_backend_cubin|semantics_s10_captured_variables|semantics_s13_host_callback)$'
 BT=$B-tsan
 echo "== configure + build ${BT#"$ROOT"/}/ (ThreadSanitizer, threaded tests only)"
 cmake -S "$ROOT" -B "$BT" -DCMAKE_BUILD_TYPE=Debug -DTJ_TSAN=ON -DTJ_WERROR=ON -DTJ_BUILD_BENCH=OFF
 # shellcheck disable=SC2046
-cmake --build "$BT" -j"$JOBS" --target $(sed -E 's/[\^$()]//g; s/\|/ /g; s/_interp|_four|_fake_ok//g' <<<"$THREADED")
+cmake --build "$BT" -j"$JOBS" --target $(sed -E 's/[\^$()]//g; s/\|/ /g; s/_interp|_four|_fake_ok|_cubin//g' <<<"$THREADED")
 export TSAN_OPTIONS=halt_on_error=1
 run_ctest "$BT" "$THREADED"
 

@@ -19,22 +19,35 @@
 #include "runtime/cuda.h"
 #include "runtime/plan.h"
 
-static const char *unavailable(void) {
-    static char why[512];
+/* Why not here, and the cache key: worked out once (the driver, NVRTC and the configuration are
+ * read once per process), then read by any thread. */
+static struct {
+    pthread_once_t once;
+    const char *why; /* NULL: available */
+    char why_buf[512];
+    char key[96];
+} here = {.once = PTHREAD_ONCE_INIT};
+
+static void look(void) {
     const char *d = rt_cuda_unavailable();
     const char *emu = rt_config_get()->cuda_emulate;
     const char *n = emu && *emu ? NULL : jit_nvrtc_unavailable();
-    if (!d && !n)
-        return NULL;
-    snprintf(why, sizeof why, "%s%s%s", d ? d : "", d && n ? "; " : "", n ? n : "");
-    return why;
+    if (d || n) {
+        snprintf(here.why_buf, sizeof here.why_buf, "%s%s%s", d ? d : "", d && n ? "; " : "",
+                 n ? n : "");
+        here.why = here.why_buf;
+    }
+    snprintf(here.key, sizeof here.key, "cuda;%s", jit_nvrtc_version());
+}
+
+static const char *unavailable(void) {
+    pthread_once(&here.once, look);
+    return here.why;
 }
 
 static const char *cache_key(void) {
-    static char key[96];
-    if (!key[0])
-        snprintf(key, sizeof key, "cuda;%s", jit_nvrtc_version());
-    return key;
+    pthread_once(&here.once, look);
+    return here.key;
 }
 
 typedef struct cuda_prog {
