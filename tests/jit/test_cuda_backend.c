@@ -40,6 +40,10 @@ static void outputs_and_inputs(void) {
     CHECK(!strcmp(tj_tensor_device(y), "cuda:0")); /* left on the GPU */
     CHECK(tj_tensor_data(y) == NULL);              /* not host memory */
     CHECK(tj_tensor_get_f64(y, 2) == 7);
+    CHECK_EQ_INT(tj_device_synchronize("cuda:0"), TJ_OK); /* the queued kernels done */
+    CHECK_EQ_INT(tj_device_synchronize("cpu"), TJ_OK);
+    CHECK_EQ_INT(tj_device_synchronize("tpu"), TJ_ERR_INVALID);
+    CHECK_HAS(tj_last_error(), "unknown device 'tpu'");
     /* GPU arguments, and one of each */
     tj_tensor *xg = tj_to_device(x, "cuda"), *ag = tj_to_device(a, "cuda");
     tj_tensor *y2 = tj_call(f, 2, (tj_tensor *[]){xg, a});
