@@ -5,7 +5,8 @@
  * toolkit's stub library answers), "cap=N" (device memory of N bytes: cuMemAlloc beyond it fails
  * with CUDA_ERROR_OUT_OF_MEMORY), "copy_fail" (every copy fails with CUDA_ERROR_ILLEGAL_ADDRESS,
  * as after a kernel's bad write), "launch_fail" (every launch fails with
- * CUDA_ERROR_LAUNCH_FAILED). Modules: an image "TJEMU\n<path>" is a shared object the CUDA
+ * CUDA_ERROR_LAUNCH_FAILED), "noop_launch" (launches succeed and run nothing: what a call costs
+ * the host, for bench_gpu's call_10op_hit row here). Modules: an image "TJEMU\n<path>" is a shared object the CUDA
  * backend's emulation built from its kernels' source (jit/cuda/emulate.c); the fake opens it and
  * runs each launch's grid with the object's tj_emu_launch. Any other image (a cubin, PTX) is
  * refused with CUDA_ERROR_INVALID_IMAGE, except under FAKE_CUDA=cubin: an ELF cubin is then kept
@@ -24,7 +25,7 @@ typedef struct CUctx_st *CUcontext;
 typedef unsigned long long CUdeviceptr;
 
 static size_t cap = (size_t)1 << 40, used;
-static int copy_fail, launch_fail;
+static int copy_fail, launch_fail, noop_launch;
 static int allocs, frees, htod, dtoh, dtod, syncs, launches;
 static int ctx_token;
 
@@ -42,6 +43,7 @@ CUresult cuInit(unsigned flags) {
         return 34;
     copy_fail = m && !strcmp(m, "copy_fail");
     launch_fail = m && !strcmp(m, "launch_fail");
+    noop_launch = m && !strcmp(m, "noop_launch");
     if (m && !strncmp(m, "cap=", 4))
         cap = (size_t)strtoull(m + 4, NULL, 10);
     return 0;
@@ -270,6 +272,10 @@ CUresult cuLaunchKernel(fake_function *f, unsigned gx, unsigned gy, unsigned gz,
         return 1; /* CUDA_ERROR_INVALID_VALUE */
     if (!f->m->launch)
         return 209; /* a cubin: CUDA_ERROR_NO_BINARY_FOR_GPU (no GPU here to run it) */
+    if (noop_launch) { /* queued and never run: the host's own cost of a call, measured alone */
+        __atomic_add_fetch(&launches, 1, __ATOMIC_RELAXED);
+        return 0;
+    }
     unsigned grid[3] = {gx, gy, gz};
     pthread_mutex_lock(&launch_mu);
     int rc = f->m->launch(f->fn, f->sync, grid, bx, params);
