@@ -94,6 +94,43 @@ static void prog_free(rt_program *p) {
 static const rt_program_vt cuda_vt = {rt_plan_run, prog_free, "cuda",         NULL,
                                       NULL,        NULL,      rt_plan_kernels};
 
+/* The cross-entropy's kernel with its label check: a word on the GPU starts at UINT64_MAX, the
+ * kernel lowers it to the first row whose label is outside [0, C), and it is read back after the
+ * kernel (the call waits for it there: two 8-byte copies). A bad label is the host kernel's
+ * error, row and label named. */
+static tj_status launch_xent(rt_plan *p, const jit_cuda_kernel *k, void *fn, void **slot,
+                             void **params) {
+    rt_device *d = p->dev;
+    const ir_graph *g = p->base.g;
+    uint64_t bad = UINT64_MAX;
+    void *w = d->vt->alloc(d, sizeof bad);
+    if (!w)
+        return ir_last_code() ? ir_last_code() : TJ_ERR_OOM;
+    *slot = w;
+    tj_status st = d->vt->copy_in(d, w, &bad, sizeof bad);
+    if (!st)
+        st = rt_cuda_launch(d, fn, k->grid, k->block, 0, params, k->name, g->name);
+    if (!st)
+        st = d->vt->copy_out(d, &bad, w, sizeof bad);
+    if (!st && bad != UINT64_MAX) {
+        const ir_node *lg = ir_node_get(g, k->in[0]), *lb = ir_node_get(g, k->in[1]);
+        size_t es = ir_dtype_size(lb->dtype);
+        int64_t label = 0;
+        int32_t l32 = 0;
+        const char *at = (const char *)((void *const *)params[0])[1] + bad * es;
+        st = d->vt->copy_out(d, es == 4 ? (void *)&l32 : (void *)&label, at, es);
+        if (es == 4)
+            label = l32;
+        if (!st)
+            st = ir_errorf(TJ_ERR_RUNTIME,
+                           "sparse_softmax_xent: label %lld of row %lld is outside [0, %lld) (the "
+                           "number of classes)",
+                           (long long)label, (long long)bad, (long long)lg->dims[lg->rank - 1]);
+    }
+    d->vt->free(d, w, sizeof bad);
+    return st;
+}
+
 static tj_status launch(rt_plan *p, uint32_t s, void *const *bufs) {
     cuda_prog *cp = (cuda_prog *)p;
     const jit_cuda_kernel *k = &cp->k[cp->kernel_of_step[s]];
@@ -106,6 +143,9 @@ static tj_status launch(rt_plan *p, uint32_t s, void *const *bufs) {
     } args = {{0}, {0}};
     memcpy(args.p, bufs, (k->n_in + k->n_out) * sizeof *bufs);
     void *params[] = {&args};
+    if (k->kind == JIT_CK_XENT)
+        return launch_xent(p, k, cp->fns[cp->kernel_of_step[s]], &args.p[k->n_in + k->n_out],
+                           params);
     return rt_cuda_launch(p->dev, cp->fns[cp->kernel_of_step[s]], k->grid, k->block, 0, params,
                           k->name, p->base.g->name);
 }

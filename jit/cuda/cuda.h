@@ -30,6 +30,7 @@ enum {
     JIT_CK_CONV,    /* a convolution or one of its gradients: a thread per output (source_nn.c) */
     JIT_CK_POOL,    /* max or average pooling, the max pool's gradient: a thread per output */
     JIT_CK_ONE_HOT, /* one-hot rows */
+    JIT_CK_XENT,    /* sparse softmax cross-entropy: a block per row; bad labels flagged */
 };
 
 typedef struct jit_cuda_kernel {

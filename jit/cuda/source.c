@@ -53,17 +53,19 @@ void jit_sbuf_printf(jit_sbuf *b, const char *fmt, ...) {
  * passes a barrier before all have reached it, as on the GPU. Fibers switch by six pushes and a
  * stack swap on x86-64 (ucontext elsewhere, whose every switch is a system call; host threads at a
  * barrier took minutes for the CNN step). __shared__ arrays are static (one block at a time). */
-static const char emu_shim[] = "#include <stdint.h>\n"
-                               "#include <stdlib.h>\n"
-                               "typedef struct tj_dim3 { unsigned x, y, z; } tj_dim3;\n"
-                               "static tj_dim3 threadIdx, blockIdx, blockDim, gridDim;\n"
-                               "static unsigned tj_cur;\n"
-                               "static void tj_yield(void);\n"
-                               "#define TJ_KERNEL void\n"
-                               "#define TJ_SYNC_KERNEL(name) int name##_tj_sync = 1;\n"
-                               "#define TJ_SHARED static\n"
-                               "#define TJ_RESTRICT restrict\n"
-                               "#define __syncthreads() tj_yield()\n";
+static const char emu_shim[] =
+    "#include <stdint.h>\n"
+    "#include <stdlib.h>\n"
+    "typedef struct tj_dim3 { unsigned x, y, z; } tj_dim3;\n"
+    "static tj_dim3 threadIdx, blockIdx, blockDim, gridDim;\n"
+    "static unsigned tj_cur;\n"
+    "static void tj_yield(void);\n"
+    "#define tj_atomic_min_u64(p, v) (*(p) = (v) < *(p) ? (v) : *(p)) /* one fiber at a time */\n"
+    "#define TJ_KERNEL void\n"
+    "#define TJ_SYNC_KERNEL(name) int name##_tj_sync = 1;\n"
+    "#define TJ_SHARED static\n"
+    "#define TJ_RESTRICT restrict\n"
+    "#define __syncthreads() tj_yield()\n";
 
 static const char emu_launch[] =
     "typedef void (*tj_kfn)(tj_args);\n"
@@ -194,6 +196,8 @@ void jit_cuda_prelude(jit_sbuf *b) {
     jit_sbuf_printf(b, "/* tracejit CUDA kernels */\n#ifdef TJ_EMULATE\n%s", emu_shim);
     jit_sbuf_printf(b, "#define TJ_INF INFINITY\n#else\n"
                        "#define TJ_INF __int_as_float(0x7f800000)\n"
+                       "#define tj_atomic_min_u64(p, v) atomicMin((unsigned long long *)(p), "
+                       "(unsigned long long)(v))\n"
                        "#define TJ_KERNEL extern \"C\" __global__ void\n"
                        "#define TJ_SYNC_KERNEL(name)\n"
                        "#define TJ_SHARED __shared__\n"
@@ -858,7 +862,8 @@ tj_status jit_cuda_emit_node(jit_sbuf *b, const ir_graph *g, uint32_t id, jit_cu
     bool view = n->op == IR_OP_TRANSPOSE || n->op == IR_OP_SLICE || n->op == IR_OP_BROADCAST_TO ||
                 n->op == IR_OP_RESHAPE || n->op == IR_OP_EXPAND_DIMS || n->op == IR_OP_SQUEEZE;
     int fam = ir_ops[n->op].family;
-    bool nn = fam == IR_FAM_CONV || fam == IR_FAM_POOL || n->op == IR_OP_ONE_HOT;
+    bool nn = fam == IR_FAM_CONV || fam == IR_FAM_POOL || n->op == IR_OP_ONE_HOT ||
+              n->op == IR_OP_SPARSE_XENT;
     if (!(mm || sm || view || nn) || (!nn && n->n_in != (mm ? 2u : 1u)) || n->n_in > 2)
         return TJ_ERR_UNSUPPORTED;
     k->n_in = n->n_in;

@@ -263,6 +263,71 @@ static tj_status emit_one_hot(jit_sbuf *b, const ir_graph *g, const ir_node *n,
     return TJ_OK;
 }
 
+/* sparse_softmax_xent: a block per row, as nn.c computes it (in double: the row's max, the sum
+ * of exponentials, m + log(s) - x[label]); a label outside [0, C) writes NaN and the smallest
+ * such row into the word after the outputs (tj_args.p[n_in + n_out]), which the launch reads
+ * back to report the error the host's kernel would (backend.c). */
+static tj_status emit_xent(jit_sbuf *b, const ir_graph *g, const ir_node *n, jit_cuda_kernel *k) {
+    const ir_node *lg = ir_node_get(g, ir_inputs(g, n)[0]),
+                  *lb = ir_node_get(g, ir_inputs(g, n)[1]);
+    int dt = n->dtype;
+    if ((dt != TJ_F32 && dt != TJ_F64) || lg->dtype != dt ||
+        (lb->dtype != TJ_I32 && lb->dtype != TJ_I64) || lg->rank < 1)
+        return TJ_ERR_UNSUPPORTED;
+    int64_t C = lg->dims[lg->rank - 1], rows = ir_numel(n->rank, n->dims);
+    if (rows <= 0 || C <= 0 || ir_numel(lg->rank, lg->dims) != rows * C)
+        return TJ_ERR_UNSUPPORTED;
+    const char *T = jit_cuda_ctype(dt);
+    k->kind = JIT_CK_XENT;
+    k->block = JIT_CUDA_BLOCK;
+    k->sync = true;
+    k->grid[0] = jit_cuda_grid(rows, 1);
+    jit_sbuf_printf(b, "TJ_SYNC_KERNEL(%s)\nTJ_KERNEL %s(tj_args a) {\n", k->name, k->name);
+    jit_cuda_declare_bufs(b, g, k);
+    jit_sbuf_printf(
+        b,
+        "    uint64_t *bad_ = (uint64_t *)a.p[3];\n"
+        "    TJ_SHARED double sd_[%d];\n"
+        "    unsigned t_ = threadIdx.x;\n"
+        "    for (int64_t r_ = blockIdx.x; r_ < %lldLL; r_ += gridDim.x) {\n"
+        "      const %s *x_ = i0 + r_ * %lldLL;\n"
+        "      int64_t l_ = (int64_t)i1[r_];\n"
+        "      double m = -(double)TJ_INF;\n"
+        "      for (int64_t j_ = t_; j_ < %lldLL; j_ += blockDim.x) {\n"
+        "        double v = x_[j_];\n"
+        "        m = v > m || v != v ? v : m;\n"
+        "      }\n"
+        "      sd_[t_] = m;\n"
+        "      __syncthreads();\n"
+        "      for (unsigned s_ = blockDim.x / 2; s_ > 0; s_ >>= 1) {\n"
+        "        if (t_ < s_) { double u = sd_[t_ + s_]; if (u > sd_[t_] || u != u) sd_[t_] = u; "
+        "}\n"
+        "        __syncthreads();\n"
+        "      }\n"
+        "      m = sd_[0];\n"
+        "      __syncthreads();\n"
+        "      double s = 0;\n"
+        "      for (int64_t j_ = t_; j_ < %lldLL; j_ += blockDim.x) s += exp((double)x_[j_] - m);\n"
+        "      sd_[t_] = s;\n"
+        "      __syncthreads();\n"
+        "      for (unsigned s_ = blockDim.x / 2; s_ > 0; s_ >>= 1) {\n"
+        "        if (t_ < s_) sd_[t_] += sd_[t_ + s_];\n"
+        "        __syncthreads();\n"
+        "      }\n"
+        "      if (t_ == 0) {\n"
+        "        if (l_ < 0 || l_ >= %lldLL) {\n"
+        "          o0[r_] = (%s)(TJ_INF * 0.0f);\n"
+        "          tj_atomic_min_u64(bad_, (uint64_t)r_);\n"
+        "        } else {\n"
+        "          o0[r_] = (%s)(m + log(sd_[0]) - (double)x_[l_]);\n"
+        "        }\n"
+        "      }\n"
+        "      __syncthreads();\n"
+        "    }\n}\n",
+        JIT_CUDA_BLOCK, LL(rows), T, LL(C), LL(C), LL(C), LL(C), T, T);
+    return TJ_OK;
+}
+
 tj_status jit_cuda_emit_nn(jit_sbuf *b, const ir_graph *g, uint32_t id, jit_cuda_kernel *k) {
     const ir_node *n = ir_node_get(g, id);
     switch (n->op) {
@@ -277,6 +342,8 @@ tj_status jit_cuda_emit_nn(jit_sbuf *b, const ir_graph *g, uint32_t id, jit_cuda
         return n->n_in == 2 ? emit_pool(b, g, n, k) : TJ_ERR_UNSUPPORTED;
     case IR_OP_ONE_HOT:
         return n->n_in == 1 ? emit_one_hot(b, g, n, k) : TJ_ERR_UNSUPPORTED;
+    case IR_OP_SPARSE_XENT:
+        return n->n_in == 2 ? emit_xent(b, g, n, k) : TJ_ERR_UNSUPPORTED;
     default:
         return TJ_ERR_UNSUPPORTED;
     }

@@ -157,6 +157,19 @@ static tj_tensor *pools(tj_tensor *x, tj_tensor *a, tj_tensor *b) {
     return tj_tuple(3, (tj_tensor *[]){m, g, v});
 }
 
+/* the sparse softmax cross-entropy (a block per row on the GPU), f32 and f64, labels in range */
+static tj_tensor *xents(tj_tensor *x, tj_tensor *a, tj_tensor *b) { /* x [r, c], a [r] */
+    (void)b;
+    int64_t c = tj_tensor_dims(x)[1];
+    tj_tensor *lab = tj_cast(
+        tj_mod(tj_floor(tj_mul(tj_abs(a), tj_scalar_f32(10))), tj_scalar_f32((float)c)), TJ_I32);
+    lab = tj_where(tj_isnan(a), tj_zeros(TJ_I32, 1, tj_tensor_dims(a)), lab);
+    lab = tj_where(tj_less(lab, tj_scalar_i32(0)), tj_zeros(TJ_I32, 1, tj_tensor_dims(a)), lab);
+    return tj_tuple(2, (tj_tensor *[]){tj_sparse_softmax_cross_entropy(lab, x),
+                                       tj_sparse_softmax_cross_entropy(tj_cast(lab, TJ_I64),
+                                                                       tj_cast(x, TJ_F64))});
+}
+
 static tj_tensor *one_hots(tj_tensor *x, tj_tensor *a, tj_tensor *b) { /* int32 x: some outside */
     (void)a, (void)b;
     tj_tensor *i = tj_mod(tj_abs(x), tj_scalar_i32(9)); /* 0..8, a depth of 7 */
@@ -197,6 +210,8 @@ static const prog progs[] = {
     {"grouped", (void *)grouped, TJ_F32, {4, 4, 0}, {{2, 7, 9, 4}, {3, 3, 2, 6}, {0}}, 1},
     {"pools", (void *)pools, TJ_F32, {4, 0, 0}, {{2, 7, 6, 5}, {0}, {0}}, 0},
     {"halves", (void *)halves, TJ_F32, {2, 2, 0}, {{7, 9}, {7, 9}, {0}}, 0},
+    {"xents", (void *)xents, TJ_F32, {2, 1, 0}, {{9, 300}, {9}, {0}}, 0},
+    {"xents_one", (void *)xents, TJ_F32, {2, 1, 0}, {{1, 1}, {1}, {0}}, 0},
     {"one_hots", (void *)one_hots, TJ_I32, {2, 0, 0}, {{3, 5}, {0}, {0}}, 0},
 };
 enum { N_PROGS = sizeof progs / sizeof progs[0] };
