@@ -288,8 +288,8 @@ static void cubins(void) {
         tj_spec s[2] = {{.dtype = TJ_F32, .rank = 4, .dims = {2, 28, 28, 1}},
                         {.dtype = TJ_I32, .rank = 1, .dims = {2}}};
         CHECK_MSG(tj_function_get_concrete(f, 2, s) != NULL, "%s", tj_last_error());
-        CHECK_HAS(log_line, "cuda: cnn_train_step: 75 kernels in ");
-        CHECK(strstr(log_line, "in 1 modules") == NULL); /* TJ_COMPILE_THREADS=2 in CMake */
+        CHECK_HAS(log_line, "cuda: cnn_train_step: ");
+        CHECK_HAS(log_line, " kernels in 2 modules"); /* TJ_COMPILE_THREADS=2 in CMake */
         tj_function_free(f);
         cnn_free(&cnn_model);
     }
