@@ -3,8 +3,10 @@
  * so no CUDA header or library is needed to build. The driver is loaded once, on the first
  * question; its answer (the devices, or why there are none) is kept. Each device uses its
  * primary context, made current on the calling thread before every driver call, and a caching
- * allocator under the device's lock. Copies are synchronous (the host's buffers may be reused
- * at once); sync waits for the context's queued work. */
+ * allocator under the device's lock. Copies to the device are staged through pinned buffers
+ * and asynchronous on the default stream (the host's memory may be reused at once: it was copied
+ * into the ring); copies to the host wait for the work queued before them; sync waits for the
+ * context's queued work. */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -36,6 +38,17 @@ typedef struct block { /* a cached block of device memory */
     struct block *next;
 } block;
 
+typedef struct CUevent_st *CUevent;
+/* Pinned staging for copies to the device: a ring of page-locked buffers, each with the event
+ * that says when the GPU has read it. A copy in goes through the next buffer (waiting for its
+ * event only if the GPU has not consumed it yet) and returns while the GPU copies: the host is
+ * not held up behind the kernels queued before it (a pageable cuMemcpyHtoD waits for them). */
+enum { STAGE_SLOTS = 4, STAGE_BYTES = 4 << 20 };
+typedef struct stage_slot {
+    void *host;
+    CUevent done;
+} stage_slot;
+
 typedef struct gpu {
     rt_device dev; /* first: a gpu is an rt_device */
     char name[16];
@@ -44,6 +57,9 @@ typedef struct gpu {
     pthread_mutex_t mu; /* the cache and the stats */
     block *cache;
     rt_cuda_mem_stats st;
+    pthread_mutex_t stage_mu; /* the ring */
+    stage_slot stage[STAGE_SLOTS];
+    int stage_next, stage_off; /* 1: pinned memory could not be had: pageable copies */
 } gpu;
 
 static struct {
@@ -72,6 +88,12 @@ static struct {
     CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
     CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                              unsigned, CUstream, void **, void **);
+    CUresult (*MemHostAlloc)(void **, size_t, unsigned);
+    CUresult (*MemFreeHost)(void *);
+    CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
+    CUresult (*EventCreate)(CUevent *, unsigned);
+    CUresult (*EventRecord)(CUevent, CUstream);
+    CUresult (*EventSynchronize)(CUevent);
     pthread_mutex_t mu; /* making devices */
     gpu *gpus[MAX_GPUS];
 } D = {.once = PTHREAD_ONCE_INIT, .mu = PTHREAD_MUTEX_INITIALIZER};
@@ -128,6 +150,12 @@ static void load(void) {
         {(void **)&D.ModuleUnload, "cuModuleUnload"},
         {(void **)&D.ModuleGetFunction, "cuModuleGetFunction"},
         {(void **)&D.LaunchKernel, "cuLaunchKernel"},
+        {(void **)&D.MemHostAlloc, "cuMemHostAlloc"},
+        {(void **)&D.MemFreeHost, "cuMemFreeHost"},
+        {(void **)&D.MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"},
+        {(void **)&D.EventCreate, "cuEventCreate"},
+        {(void **)&D.EventRecord, "cuEventRecord"},
+        {(void **)&D.EventSynchronize, "cuEventSynchronize"},
     };
     const char *missing = rt_cuda_resolve(D.lib, syms, sizeof syms / sizeof *syms);
     if (missing) {
@@ -270,12 +298,50 @@ static tj_status copy_status(gpu *g, CUresult r, const char *what, size_t size) 
                                          what, size, err_name(r, e, sizeof e));
 }
 
+/* The ring's buffers, made on the first copy in (under stage_mu); false: pageable copies. */
+static bool stage_ready(gpu *g) {
+    if (g->stage_off)
+        return false;
+    if (g->stage[0].host)
+        return true;
+    for (int i = 0; i < STAGE_SLOTS; i++)
+        if (D.MemHostAlloc(&g->stage[i].host, STAGE_BYTES, 0) != CUDA_SUCCESS ||
+            D.EventCreate(&g->stage[i].done, 2 /* CU_EVENT_DISABLE_TIMING */) != CUDA_SUCCESS) {
+            g->stage[i].host = NULL;
+            g->stage_off = 1; /* what was made stays until the process ends */
+            return false;
+        }
+    return true;
+}
+
 static tj_status g_copy_in(rt_device *d, void *dst, const void *src, size_t size) {
     gpu *g = (gpu *)d;
     tj_status st = use(g, "copy to the device");
-    return st ? st
-              : copy_status(g, size ? D.MemcpyHtoD((CUdeviceptr)(uintptr_t)dst, src, size) : 0,
-                            "copy to the device", size);
+    if (st || !size)
+        return st;
+    pthread_mutex_lock(&g->stage_mu);
+    if (!stage_ready(g)) {
+        pthread_mutex_unlock(&g->stage_mu);
+        return copy_status(g, D.MemcpyHtoD((CUdeviceptr)(uintptr_t)dst, src, size),
+                           "copy to the device", size);
+    }
+    CUresult r = CUDA_SUCCESS;
+    for (size_t at = 0; at < size && r == CUDA_SUCCESS;) {
+        stage_slot *sl = &g->stage[g->stage_next];
+        g->stage_next = (g->stage_next + 1) % STAGE_SLOTS;
+        size_t n = size - at < STAGE_BYTES ? size - at : STAGE_BYTES;
+        r = D.EventSynchronize(sl->done); /* the GPU has read what it held before */
+        if (r == CUDA_SUCCESS) {
+            memcpy(sl->host, (const char *)src + at, n);
+            r = D.MemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst + at, sl->host, n, NULL);
+        }
+        if (r == CUDA_SUCCESS)
+            r = D.EventRecord(sl->done, NULL);
+        at += n;
+        g->st.staged_copies++;
+    }
+    pthread_mutex_unlock(&g->stage_mu);
+    return copy_status(g, r, "copy to the device", size);
 }
 
 static tj_status g_copy_out(rt_device *d, void *dst, const void *src, size_t size) {
@@ -333,6 +399,7 @@ rt_device *rt_cuda_device(int ordinal) {
             snprintf(g->name, sizeof g->name, "cuda:%d", ordinal);
             g->dev = (rt_device){&gpu_vt, g->name, 0};
             pthread_mutex_init(&g->mu, NULL);
+            pthread_mutex_init(&g->stage_mu, NULL);
             D.gpus[ordinal] = g;
         }
     } else if (!g) {

@@ -4,7 +4,9 @@
  * (the tests' fake driver; like LD_PRELOAD, it loads code: set it only to a library you trust).
  * A device's memory comes from a caching allocator (size classes; freed blocks kept for reuse
  * instead of cuMemFree per call, as PyTorch's and JAX's allocators do; on out-of-memory the cache
- * is released and the allocation tried once more). */
+ * is released and the allocation tried once more). Copies to a device go through a ring of pinned
+ * buffers and return while the GPU copies (in order with the kernels: one stream, the default);
+ * copies to the host wait for the device. */
 #ifndef TJ_RUNTIME_CUDA_H
 #define TJ_RUNTIME_CUDA_H
 
@@ -39,6 +41,7 @@ typedef struct rt_cuda_mem_stats {
     uint64_t released;      /* cached blocks given back to the driver (cuMemFree) */
     size_t cached_bytes;    /* bytes held in the cache now */
     size_t in_use_bytes;    /* bytes handed out and not freed */
+    uint64_t staged_copies; /* pieces copied to the device through pinned staging, asynchronously */
 } rt_cuda_mem_stats;
 rt_cuda_mem_stats rt_cuda_mem_stats_of(rt_device *d);
 /* Gives every cached block of d back to the driver. */

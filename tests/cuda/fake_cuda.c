@@ -6,12 +6,12 @@
  * with CUDA_ERROR_OUT_OF_MEMORY), "copy_fail" (every copy fails with CUDA_ERROR_ILLEGAL_ADDRESS,
  * as after a kernel's bad write), "launch_fail" (every launch fails with
  * CUDA_ERROR_LAUNCH_FAILED), "noop_launch" (launches succeed and run nothing: what a call costs
- * the host, for bench_gpu's call_10op_hit row here). Modules: an image "TJEMU\n<path>" is a shared object the CUDA
- * backend's emulation built from its kernels' source (jit/cuda/emulate.c); the fake opens it and
- * runs each launch's grid with the object's tj_emu_launch. Any other image (a cubin, PTX) is
- * refused with CUDA_ERROR_INVALID_IMAGE, except under FAKE_CUDA=cubin: an ELF cubin is then kept
- * and its kernels found by name (NVRTC's real output reaches the driver), and launching one fails
- * with CUDA_ERROR_NO_BINARY_FOR_GPU. fake_cuda_counts reports the calls made. */
+ * the host, for bench_gpu's call_10op_hit row here). Modules: an image "TJEMU\n<path>" is a shared
+ * object the CUDA backend's emulation built from its kernels' source (jit/cuda/emulate.c); the fake
+ * opens it and runs each launch's grid with the object's tj_emu_launch. Any other image (a cubin,
+ * PTX) is refused with CUDA_ERROR_INVALID_IMAGE, except under FAKE_CUDA=cubin: an ELF cubin is then
+ * kept and its kernels found by name (NVRTC's real output reaches the driver), and launching one
+ * fails with CUDA_ERROR_NO_BINARY_FOR_GPU. fake_cuda_counts reports the calls made. */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -111,6 +111,34 @@ CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
     __atomic_add_fetch(&htod, 1, __ATOMIC_RELAXED);
     return 0;
 }
+/* Pinned memory and asynchronous copies: plain memory and copies done at once (in order, as a
+ * single stream runs them); events are tokens whose waits return at once. */
+CUresult cuMemHostAlloc(void **p, size_t size, unsigned flags) {
+    (void)flags;
+    return (*p = malloc(size ? size : 1)) ? 0 : 2;
+}
+CUresult cuMemFreeHost(void *p) {
+    free(p);
+    return 0;
+}
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, void *stream) {
+    (void)stream;
+    return cuMemcpyHtoD_v2(dst, src, n);
+}
+static int event_token;
+CUresult cuEventCreate(void **e, unsigned flags) {
+    (void)flags;
+    *e = &event_token;
+    return 0;
+}
+CUresult cuEventRecord(void *e, void *stream) {
+    (void)stream;
+    return e == &event_token ? 0 : 400; /* CUDA_ERROR_INVALID_HANDLE */
+}
+CUresult cuEventSynchronize(void *e) {
+    return e == &event_token ? 0 : 400;
+}
+
 CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
     if (copy_fail)
         return 700;
@@ -271,7 +299,7 @@ CUresult cuLaunchKernel(fake_function *f, unsigned gx, unsigned gy, unsigned gz,
     if (by != 1 || bz != 1 || bx == 0 || bx > 1024 || !gx || !gy || !gz)
         return 1; /* CUDA_ERROR_INVALID_VALUE */
     if (!f->m->launch)
-        return 209; /* a cubin: CUDA_ERROR_NO_BINARY_FOR_GPU (no GPU here to run it) */
+        return 209;    /* a cubin: CUDA_ERROR_NO_BINARY_FOR_GPU (no GPU here to run it) */
     if (noop_launch) { /* queued and never run: the host's own cost of a call, measured alone */
         __atomic_add_fetch(&launches, 1, __ATOMIC_RELAXED);
         return 0;

@@ -101,10 +101,21 @@ static void device_checks(void) {
     tj_tensor *b = rt_tensor_alloc_uninit(TJ_BOOL, 1, big);
     for (int64_t k = 0; b && k < b->numel; k++)
         ((uint8_t *)b->data)[k] = (uint8_t)(k % 3 == 0);
+    uint64_t staged0 = rt_cuda_mem_stats_of(d).staged_copies;
     round_trip(d, f);
     round_trip(d, i);
     round_trip(d, e);
     round_trip(d, b);
+    CHECK(rt_cuda_mem_stats_of(d).staged_copies >= staged0 + 3); /* through the pinned ring */
+    /* larger than a staging buffer (4 MiB): in pieces, each through the next buffer of the ring */
+    const int64_t huge[1] = {3 * (4 << 20) / 4 + 77};
+    tj_tensor *h = rt_tensor_alloc_uninit(TJ_F32, 1, huge);
+    for (int64_t k = 0; h && k < h->numel; k++)
+        ((float *)h->data)[k] = (float)k;
+    uint64_t staged1 = rt_cuda_mem_stats_of(d).staged_copies;
+    round_trip(d, h);
+    CHECK(rt_cuda_mem_stats_of(d).staged_copies == staged1 + 4);
+    tj_release(h);
     if (n >= 2) { /* between two GPUs, through the host */
         rt_device *d1v = rt_cuda_device(1);
         tj_tensor *on0 = rt_tensor_to_device(f, d);
