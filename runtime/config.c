@@ -79,6 +79,9 @@ static void cfg_init(void) {
     const char *mb = getenv("TJ_CUDA_MAX_BLOCKS");
     long mbv = mb && *mb ? strtol(mb, NULL, 10) : 0;
     cfg.cuda_max_blocks = mbv >= 1 && mbv <= 65535 * 16 ? (unsigned)mbv : 65535 * 16;
+    const char *cd = getenv("TJ_CUDA_DEVICE");
+    long cdv = cd && *cd ? strtol(cd, NULL, 10) : 0;
+    cfg.cuda_device = cdv >= 0 && cdv < 1 << 16 ? (int)cdv : -1; /* -1: refused by name later */
     const char *od = getenv("TJ_OUTPUT_DEVICE");
     cfg.outputs_host = od && !strcmp(od, "cpu");
     const char *isa = getenv("TJ_ISA");

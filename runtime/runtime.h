@@ -413,6 +413,7 @@ typedef struct rt_config {
     /* TJ_CUDA_MAX_BLOCKS: the most blocks a generated kernel's grid has (default 65535 * 16);
      * the kernels loop grid-stride over the rest (a test makes it small to exercise that) */
     unsigned cuda_max_blocks;
+    int cuda_device; /* TJ_CUDA_DEVICE: the GPU the CUDA backend compiles for (default 0) */
 } rt_config;
 enum {
     RT_LOG_RETRACE = 1,

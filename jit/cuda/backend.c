@@ -6,7 +6,8 @@
  * division, f16/bf16 arithmetic, control flow, effects) runs as a node step on the host, its
  * inputs copied back, and its result copied over when a kernel reads it: every graph runs, the
  * profile and TJ_LOG=compile say what ran where. Outputs are left on the GPU (tj_to_device
- * brings them back). GPU 0 is used; no images are written (the module is cached instead). */
+ * brings them back). GPU 0 is used, or TJ_CUDA_DEVICE's; no images are written (the module is
+ * cached instead). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -399,7 +400,8 @@ static rt_program *compile(const ir_graph *g, const jit_backend_opts *o) {
         return (void)ir_errorf(TJ_ERR_UNSUPPORTED, "cuda: %s", why), NULL;
     if (!concrete(g))
         return (void)ir_errorf(TJ_ERR_UNSUPPORTED, "cuda: unknown dims are not compiled"), NULL;
-    rt_device *dev = rt_cuda_device(0);
+    int ordinal = rt_config_get()->cuda_device;
+    rt_device *dev = rt_cuda_device(ordinal); /* an ordinal out of range: an error naming it */
     if (!dev)
         return NULL;
     cuda_prog *cp = calloc(1, sizeof *cp);
@@ -429,7 +431,7 @@ static rt_program *compile(const ir_graph *g, const jit_backend_opts *o) {
         st = rt_plan_finish(&cp->rp, false, host_region, NULL);
     const char *why_not = "none in the graph";
     for (uint32_t i = 0; i < cp->n_k && !st && !cp->blas; i++)
-        if (cp->k[i].kind == JIT_CK_MM && !(cp->blas = jit_cublas_get(dev, 0, &why_not)))
+        if (cp->k[i].kind == JIT_CK_MM && !(cp->blas = jit_cublas_get(dev, ordinal, &why_not)))
             break;
     if (!st && cp->blas)
         rt_log(RT_LOG_COMPILE, "cuda: %s: products by cuBLAS %d", g->name ? g->name : "fn",

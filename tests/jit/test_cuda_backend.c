@@ -1,7 +1,8 @@
 /* The CUDA backend's behaviour around its kernels, on a GPU (tests/gpu/run.sh) or, in CI, on the
  * fake driver of tests/cuda/fake_cuda.c with its kernels compiled for the host (TJ_CUDA_EMULATE):
- *  - results stay on the GPU ("cuda:0") unless output_device is "cpu"; GPU and host arguments
- *    are both taken; tj_call_into writes host tensors;
+ *  - results stay on the GPU ("cuda:0", or TJ_CUDA_DEVICE's: CMake's _device1 run) unless
+ *    output_device is "cpu"; host arguments and any GPU's are taken; tj_call_into writes host
+ *    tensors;
  *  - variables live on the GPU across calls: the host reads the current value, a host assign is
  *    what the next call reads;
  *  - tj_print and host callbacks run on every call, in order, with host values; a while loop and
@@ -20,6 +21,7 @@
 #include "check.h"
 
 static const tj_function_options on_gpu = {.backend = "cuda"};
+static char gpu[16] = "cuda:0"; /* TJ_CUDA_DEVICE's (CMake runs this again with 1) */
 static const tj_function_options on_gpu_host_out = {.backend = "cuda", .output_device = "cpu"};
 static const tj_function_options on_interp = {.backend = "interp", .tiered = -1};
 
@@ -37,21 +39,27 @@ static void outputs_and_inputs(void) {
     tj_tensor *x = vec((const float[]){1, 2, 3}, 3), *a = vec((const float[]){2, 2, 2}, 3);
     tj_tensor *y = tj_call(f, 2, (tj_tensor *[]){x, a});
     CHECK_MSG(tj_status_of(y) == TJ_OK, "%s", tj_error_message(y));
-    CHECK(!strcmp(tj_tensor_device(y), "cuda:0")); /* left on the GPU */
-    CHECK(tj_tensor_data(y) == NULL);              /* not host memory */
+    CHECK_MSG(!strcmp(tj_tensor_device(y), gpu), "%s", tj_tensor_device(y)); /* left there */
+    CHECK(tj_tensor_data(y) == NULL);                                        /* not host memory */
     CHECK(tj_tensor_get_f64(y, 2) == 7);
-    CHECK_EQ_INT(tj_device_synchronize("cuda:0"), TJ_OK); /* the queued kernels done */
+    CHECK_EQ_INT(tj_device_synchronize(gpu), TJ_OK); /* the queued kernels done */
     CHECK_EQ_INT(tj_device_synchronize("cpu"), TJ_OK);
     CHECK_EQ_INT(tj_device_synchronize("tpu"), TJ_ERR_INVALID);
     CHECK_HAS(tj_last_error(), "unknown device 'tpu'");
     /* GPU arguments, and one of each */
-    tj_tensor *xg = tj_to_device(x, "cuda"), *ag = tj_to_device(a, "cuda");
+    tj_tensor *xg = tj_to_device(x, gpu), *ag = tj_to_device(a, gpu);
     tj_tensor *y2 = tj_call(f, 2, (tj_tensor *[]){xg, a});
     tj_tensor *y3 = tj_call(f, 2, (tj_tensor *[]){xg, ag});
     CHECK_MSG(tj_status_of(y2) == TJ_OK && tj_status_of(y3) == TJ_OK, "%s %s", tj_error_message(y2),
               tj_error_message(y3));
     CHECK(tj_tensor_get_f64(y2, 0) == 3 && tj_tensor_get_f64(y3, 1) == 5);
     CHECK_EQ_INT(tj_function_trace_count(f), 1); /* the device is not part of the signature */
+    if (strcmp(gpu, "cuda:0") != 0) { /* an argument on another GPU: an error naming both */
+        tj_tensor *other = tj_call(f, 2, (tj_tensor *[]){tj_to_device(x, "cuda:0"), a});
+        CHECK(tj_status_of(other) == TJ_ERR_INVALID);
+        CHECK_HAS(tj_error_message(other), "argument 0 is on cuda:0");
+        CHECK_HAS(tj_error_message(other), gpu);
+    }
     /* tj_call_into a host tensor */
     tj_tensor *out = tj_zeros(TJ_F32, 1, (const int64_t[]){3});
     CHECK_EQ_INT(tj_call_into(f, 2, (tj_tensor *[]){x, a}, 1, &out), TJ_OK);
@@ -234,7 +242,7 @@ static void faults(void) {
     tj_tensor *x = vec((const float[]){1, -1}, 2);
     r = tj_call(f, 1, &x);
     CHECK(tj_status_of(r) != TJ_OK);
-    CHECK_HAS(tj_error_message(r), "on cuda:0");
+    CHECK_HAS(tj_error_message(r), gpu);
     CHECK_HAS(tj_error_message(r), "makes_nan");
     tj_disable_check_numerics();
     tj_function_free(f);
@@ -307,6 +315,8 @@ int main(void) {
                why ? why : "available");
         return 77;
     }
+    const char *ord = getenv("TJ_CUDA_DEVICE");
+    snprintf(gpu, sizeof gpu, "cuda:%d", ord && *ord ? atoi(ord) : 0);
     const char *mode = getenv("FAKE_CUDA");
     if (mode && !strcmp(mode, "cubin")) {
         if (tj_backend_unavailable("cuda")) { /* no NVRTC here */
