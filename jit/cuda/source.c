@@ -855,6 +855,77 @@ static tj_status emit_copy(jit_sbuf *b, const ir_graph *g, const ir_node *n, jit
     return TJ_OK;
 }
 
+/* A reduction over axes that are not adjacent (rt_red_geometry takes adjacent ones: emit_red),
+ * e.g. {0, 2} of a 3-D tensor: a thread per output, the reduced elements visited in row-major
+ * order of the reduced axes (the reference kernel's order), every stride a constant. */
+static tj_status emit_red_any(jit_sbuf *b, const ir_graph *g, const ir_node *r,
+                              jit_cuda_kernel *k) {
+    const ir_node *x = ir_node_get(g, ir_inputs(g, r)[0]);
+    int dt = r->dtype;
+    if ((dt != TJ_F32 && dt != TJ_F64 && dt != TJ_I32 && dt != TJ_I64) || x->dtype != dt ||
+        r->a.n_list > (uint32_t)x->rank)
+        return TJ_ERR_UNSUPPORTED;
+    int64_t xn = ir_numel(x->rank, x->dims), on = ir_numel(r->rank, r->dims);
+    bool red[IR_MAX_RANK] = {false};
+    for (uint32_t q = 0; q < r->a.n_list; q++) {
+        if (r->a.list[q] < 0 || r->a.list[q] >= x->rank)
+            return TJ_ERR_UNSUPPORTED;
+        red[r->a.list[q]] = true;
+    }
+    if (r->a.n_list == 0 && xn != on)
+        for (int d = 0; d < x->rank; d++)
+            red[d] = true;
+    int64_t st[IR_MAX_RANK], kept = 1, len = 1, acc = 1;
+    for (int d = x->rank - 1; d >= 0; d--) {
+        st[d] = acc;
+        acc *= x->dims[d];
+    }
+    for (int d = 0; d < x->rank; d++)
+        red[d] ? (len *= x->dims[d]) : (kept *= x->dims[d]);
+    bool no_identity = r->op == IR_OP_MAX || r->op == IR_OP_MIN || (r->op == IR_OP_MEAN && dt >= 2);
+    if (kept != on || on <= 0 || xn < 0 || (len == 0 && no_identity))
+        return TJ_ERR_UNSUPPORTED;
+    const char *T = jit_cuda_ctype(dt), *ident;
+    const char *A = dt == TJ_F32 && r->op != IR_OP_MAX && r->op != IR_OP_MIN ? "double" : T;
+    char comb[256];
+    red_ops(r, &ident, comb, sizeof comb, "acc", "v");
+    k->kind = JIT_CK_RED_COL;
+    k->block = JIT_CUDA_BLOCK;
+    k->grid[0] = jit_cuda_grid(on, k->block);
+    jit_sbuf_printf(b, "TJ_KERNEL %s(tj_args a) {\n", k->name);
+    jit_cuda_declare_bufs(b, g, k);
+    jit_sbuf_printf(b,
+                    "    for (int64_t e_ = TJ_GID; e_ < %lldLL; e_ += TJ_GSTRIDE) {\n"
+                    "      int64_t r_ = e_, base_ = 0;\n",
+                    (long long)on);
+    for (int d = x->rank - 1; d >= 0; d--)
+        if (!red[d])
+            jit_sbuf_printf(b, "      base_ += (r_ %% %lldLL) * %lldLL; r_ /= %lldLL;\n",
+                            (long long)x->dims[d], (long long)st[d], (long long)x->dims[d]);
+    jit_sbuf_printf(b,
+                    "      %s acc = %s;\n"
+                    "      for (int64_t j_ = 0; j_ < %lldLL; j_++) {\n"
+                    "        int64_t q_ = j_, off_ = base_;\n",
+                    A, ident, (long long)len);
+    for (int d = x->rank - 1; d >= 0; d--)
+        if (red[d])
+            jit_sbuf_printf(b, "        off_ += (q_ %% %lldLL) * %lldLL; q_ /= %lldLL;\n",
+                            (long long)x->dims[d], (long long)st[d], (long long)x->dims[d]);
+    char fin[200];
+    if (r->op == IR_OP_MEAN)
+        snprintf(fin, sizeof fin, "(%s)(acc / (%s)%lld)", T, A, (long long)len);
+    else
+        snprintf(fin, sizeof fin, "(%s)acc", T);
+    jit_sbuf_printf(b,
+                    "        %s v = i0[off_];\n"
+                    "        acc = %s;\n"
+                    "      }\n"
+                    "      o0[e_] = %s;\n"
+                    "    }\n}\n",
+                    A, comb, fin);
+    return TJ_OK;
+}
+
 tj_status jit_cuda_emit_node(jit_sbuf *b, const ir_graph *g, uint32_t id, jit_cuda_kernel *k) {
     const ir_node *n = ir_node_get(g, id);
     bool mm = n->op == IR_OP_MATMUL;
@@ -864,7 +935,8 @@ tj_status jit_cuda_emit_node(jit_sbuf *b, const ir_graph *g, uint32_t id, jit_cu
     int fam = ir_ops[n->op].family;
     bool nn = fam == IR_FAM_CONV || fam == IR_FAM_POOL || n->op == IR_OP_ONE_HOT ||
               n->op == IR_OP_SPARSE_XENT;
-    if (!(mm || sm || view || nn) || (!nn && n->n_in != (mm ? 2u : 1u)) || n->n_in > 2)
+    bool red = n->op >= IR_OP_SUM && n->op <= IR_OP_PROD; /* not taken as a group: any axes */
+    if (!(mm || sm || view || nn || red) || (!nn && n->n_in != (mm ? 2u : 1u)) || n->n_in > 2)
         return TJ_ERR_UNSUPPORTED;
     k->n_in = n->n_in;
     k->n_out = 1;
@@ -876,10 +948,11 @@ tj_status jit_cuda_emit_node(jit_sbuf *b, const ir_graph *g, uint32_t id, jit_cu
     if (!k->in || !k->out || !k->nodes)
         return ir_errorf(TJ_ERR_OOM, "cuda: out of memory");
     size_t mark = b->n;
-    tj_status st = mm   ? emit_mm(b, g, id, k)
-                   : sm ? emit_softmax(b, g, n, k->in[0], k)
-                   : nn ? jit_cuda_emit_nn(b, g, id, k)
-                        : emit_copy(b, g, n, k);
+    tj_status st = mm    ? emit_mm(b, g, id, k)
+                   : red ? emit_red_any(b, g, n, k)
+                   : sm  ? emit_softmax(b, g, n, k->in[0], k)
+                   : nn  ? jit_cuda_emit_nn(b, g, id, k)
+                         : emit_copy(b, g, n, k);
     k->src_off = mark;
     k->src_len = b->n - mark;
     if (st == TJ_ERR_UNSUPPORTED) {

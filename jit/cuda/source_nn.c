@@ -163,10 +163,11 @@ static tj_status emit_pool(jit_sbuf *b, const ir_graph *g, const ir_node *n, jit
     if ((dt != TJ_F32 && dt != TJ_F64) || x->dtype != dt || n->rank != 4 || x->rank != 4 ||
         n->a.n_list == 6) /* a dilated max pool: the host's */
         return TJ_ERR_UNSUPPORTED;
-    bool grad = n->op == IR_OP_MAX_POOL2D_GRAD;
+    bool grad = n->op == IR_OP_MAX_POOL2D_GRAD, avg_grad = n->op == IR_OP_AVG_POOL2D_GRAD;
     const ir_node *dy = grad ? ir_node_get(g, ir_inputs(g, n)[1]) : NULL;
-    rt_conv_geom p =
-        grad ? rt_pool_geom_of(n, x->dims, dy->dims) : rt_pool_geom_of(n, x->dims, n->dims);
+    rt_conv_geom p = grad       ? rt_pool_geom_of(n, x->dims, dy->dims)
+                     : avg_grad ? rt_pool_geom_of(n, n->dims, x->dims) /* x is dy: dx's dims */
+                                : rt_pool_geom_of(n, x->dims, n->dims);
     if (p.kh <= 0 || p.kw <= 0 || p.pt >= p.kh || p.pl >= p.kw) /* every window holds an element */
         return TJ_ERR_UNSUPPORTED;
     const char *T = jit_cuda_ctype(dt);
@@ -178,7 +179,29 @@ static tj_status emit_pool(jit_sbuf *b, const ir_graph *g, const ir_node *n, jit
     jit_cuda_declare_bufs(b, g, k);
     open_loop(b, numel);
     const char *take = "(v > m) | ((v != v) & (m == m))"; /* NaN wins, the first maximum */
-    if (!grad) {
+    if (avg_grad) { /* i0 dy: dx[b,iy,ix,ch] sums dy / (its window's size) over its windows */
+        jit_sbuf_printf(
+            b,
+            "        int64_t ch = e_ %% %lldLL, r_ = e_ / %lldLL;\n"
+            "        int64_t ix = r_ %% %lldLL; r_ /= %lldLL;\n"
+            "        int64_t iy = r_ %% %lldLL, bb = r_ / %lldLL;\n"
+            "        %s acc = 0;\n"
+            "        int64_t oy0 = iy + %lldLL - %lldLL + 1, ox0 = ix + %lldLL - %lldLL + 1;\n"
+            "        oy0 = oy0 <= 0 ? 0 : (oy0 + %lldLL - 1) / %lldLL;\n"
+            "        ox0 = ox0 <= 0 ? 0 : (ox0 + %lldLL - 1) / %lldLL;\n"
+            "        for (int64_t oy = oy0; oy < %lldLL && oy * %lldLL - %lldLL <= iy; oy++)\n"
+            "          for (int64_t ox = ox0; ox < %lldLL && ox * %lldLL - %lldLL <= ix; ox++) {\n",
+            LL(p.c), LL(p.c), LL(p.w), LL(p.w), LL(p.h), LL(p.h), T, LL(p.pt), LL(p.kh), LL(p.pl),
+            LL(p.kw), LL(p.sh), LL(p.sh), LL(p.sw), LL(p.sw), LL(p.oh), LL(p.sh), LL(p.pt),
+            LL(p.ow), LL(p.sw), LL(p.pl));
+        emit_window(b, &p, "oy", "ox");
+        jit_sbuf_printf(b,
+                        "        acc += i0[((bb * %lldLL + oy) * %lldLL + ox) * %lldLL + ch] / "
+                        "(%s)((y1 - y0) * (x1 - x0));\n"
+                        "          }\n"
+                        "        o0[e_] = acc;\n",
+                        LL(p.oh), LL(p.ow), LL(p.c), T);
+    } else if (!grad) {
         jit_sbuf_printf(b,
                         "        int64_t ch = e_ %% %lldLL, r_ = e_ / %lldLL;\n"
                         "        int64_t ox = r_ %% %lldLL; r_ /= %lldLL;\n"
@@ -340,6 +363,8 @@ tj_status jit_cuda_emit_nn(jit_sbuf *b, const ir_graph *g, uint32_t id, jit_cuda
         return n->n_in == 1 ? emit_pool(b, g, n, k) : TJ_ERR_UNSUPPORTED;
     case IR_OP_MAX_POOL2D_GRAD:
         return n->n_in == 2 ? emit_pool(b, g, n, k) : TJ_ERR_UNSUPPORTED;
+    case IR_OP_AVG_POOL2D_GRAD:
+        return n->n_in == 1 ? emit_pool(b, g, n, k) : TJ_ERR_UNSUPPORTED;
     case IR_OP_ONE_HOT:
         return n->n_in == 1 ? emit_one_hot(b, g, n, k) : TJ_ERR_UNSUPPORTED;
     case IR_OP_SPARSE_XENT:

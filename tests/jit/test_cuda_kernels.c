@@ -75,6 +75,15 @@ static tj_tensor *reductions_3d(tj_tensor *x, tj_tensor *a, tj_tensor *b) { /* x
                                        tj_mean(tj_cast(x, TJ_F64), 1, (const int[]){2}, 1)});
 }
 
+static tj_tensor *reductions_gap(tj_tensor *x, tj_tensor *a, tj_tensor *b) { /* axes not adjacent */
+    (void)a, (void)b;
+    const int ax[2] = {0, 2};
+    tj_tensor *i = tj_cast(tj_mul(x, tj_scalar_f32(10)), TJ_I64);
+    return tj_tuple(5, (tj_tensor *[]){tj_sum(x, 2, ax, 0), tj_max(x, 2, ax, 1),
+                                       tj_mean(tj_cast(x, TJ_F64), 2, ax, 0),
+                                       tj_prod(tj_tanh(x), 2, ax, 0), tj_sum(i, 2, ax, 0)});
+}
+
 static tj_tensor *softmaxes(tj_tensor *x, tj_tensor *a, tj_tensor *b) { /* x [r, c] */
     (void)a, (void)b;
     return tj_tuple(3, (tj_tensor *[]){tj_softmax(x, -1), tj_log_softmax(x, 1),
@@ -200,6 +209,7 @@ static const prog progs[] = {
     {"reductions_long_row", (void *)reductions, TJ_F32, {2, 2, 0}, {{3, 1000}, {3, 1}, {0}}, 0},
     {"reductions_one", (void *)reductions, TJ_F32, {2, 2, 0}, {{1, 1}, {1, 1}, {0}}, 0},
     {"reductions_3d", (void *)reductions_3d, TJ_F32, {3, 0, 0}, {{5, 6, 7}, {0}, {0}}, 0},
+    {"reductions_gap", (void *)reductions_gap, TJ_F32, {3, 0, 0}, {{4, 5, 6}, {0}, {0}}, 0},
     {"softmaxes", (void *)softmaxes, TJ_F32, {2, 0, 0}, {{7, 300}, {0}, {0}}, 0},
     {"softmax_one", (void *)softmaxes, TJ_F32, {2, 0, 0}, {{1, 1}, {0}, {0}}, 0},
     {"products", (void *)products, TJ_F32, {2, 2, 4}, {{17, 17}, {17, 5}, {2, 1, 17, 17}}, 0},
