@@ -230,8 +230,11 @@ static tj_status build(cuda_prog *cp, jit_sbuf *src) {
 static tj_status label_steps(cuda_prog *cp) {
     rt_plan *p = &cp->rp;
     const ir_graph *g = p->base.g;
-    static const char *const kinds[] = {"fused", "reduce", "reduce", "softmax", "matmul",
-                                        "copy",  "conv",   "pool",   "one_hot"};
+    static const char *const kinds[JIT_CK_N] = {
+        [JIT_CK_EW] = "fused",        [JIT_CK_RED_ROW] = "reduce", [JIT_CK_RED_COL] = "reduce",
+        [JIT_CK_SOFTMAX] = "softmax", [JIT_CK_MM] = "matmul",      [JIT_CK_COPY] = "copy",
+        [JIT_CK_CONV] = "conv",       [JIT_CK_POOL] = "pool",      [JIT_CK_ONE_HOT] = "one_hot",
+        [JIT_CK_XENT] = "xent"};
     if (!(p->labels = calloc(p->n_steps + 1, sizeof *p->labels)))
         return ir_errorf(TJ_ERR_OOM, "cuda: out of memory");
     for (uint32_t s = 0; s < p->n_steps; s++) {

@@ -31,6 +31,7 @@ enum {
     JIT_CK_POOL,    /* max or average pooling, the max pool's gradient: a thread per output */
     JIT_CK_ONE_HOT, /* one-hot rows */
     JIT_CK_XENT,    /* sparse softmax cross-entropy: a block per row; bad labels flagged */
+    JIT_CK_N
 };
 
 typedef struct jit_cuda_kernel {
