@@ -152,12 +152,6 @@ static tj_status launch(rt_plan *p, uint32_t s, void *const *bufs) {
 }
 
 /* ---- the plan ------------------------------------------------------------------------------ */
-static uint32_t *ids_dup(const uint32_t *a, uint32_t n) {
-    uint32_t *p = malloc((n + 1) * sizeof *p);
-    if (p && n)
-        memcpy(p, a, n * sizeof *p);
-    return p;
-}
 
 /* A step running node id on the host. */
 static tj_status host_step(cuda_prog *cp, uint32_t id) {
@@ -168,8 +162,8 @@ static tj_status host_step(cuda_prog *cp, uint32_t id) {
     r->id = id;
     r->n_in = n->n_in;
     r->n_out = 1;
-    if (!(r->in = ids_dup(ir_inputs(g, n), n->n_in)) || !(r->out = ids_dup(&id, 1)) ||
-        !(r->nodes = ids_dup(&id, 1)))
+    if (!(r->in = jit_cuda_ids_dup(ir_inputs(g, n), n->n_in)) ||
+        !(r->out = jit_cuda_ids_dup(&id, 1)) || !(r->nodes = jit_cuda_ids_dup(&id, 1)))
         return ir_errorf(TJ_ERR_OOM, "cuda: out of memory");
     r->n_nodes = 1;
     cp->kernel_of_step[cp->rp.n_steps++] = -1;
@@ -183,8 +177,9 @@ static tj_status kernel_step(cuda_prog *cp, uint32_t ki) {
     r->id = k->out[0];
     r->n_in = k->n_in;
     r->n_out = k->n_out;
-    if (!(r->in = ids_dup(k->in, k->n_in)) || !(r->out = ids_dup(k->out, k->n_out)) ||
-        !(r->nodes = ids_dup(k->nodes, k->n_nodes)))
+    if (!(r->in = jit_cuda_ids_dup(k->in, k->n_in)) ||
+        !(r->out = jit_cuda_ids_dup(k->out, k->n_out)) ||
+        !(r->nodes = jit_cuda_ids_dup(k->nodes, k->n_nodes)))
         return ir_errorf(TJ_ERR_OOM, "cuda: out of memory");
     r->n_nodes = k->n_nodes;
     cp->kernel_of_step[cp->rp.n_steps++] = (int32_t)ki;

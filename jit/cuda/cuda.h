@@ -78,6 +78,27 @@ const char *jit_cuda_ctype(int dt);
 unsigned jit_cuda_grid(int64_t work, unsigned block);
 void jit_cuda_declare_bufs(jit_sbuf *b, const ir_graph *g, const jit_cuda_kernel *k);
 tj_status jit_cuda_emit_nn(jit_sbuf *b, const ir_graph *g, uint32_t id, jit_cuda_kernel *k);
+/* scalar.h's suffix of a dtype ("f32", "i64"; NULL for others); n ids copied (malloc'd, n + 1). */
+const char *jit_cuda_sfx(int dt);
+uint32_t *jit_cuda_ids_dup(const uint32_t *a, uint32_t n);
+/* Opens kernel k of `kind`: its marker and signature, its buffers declared, its launch shape
+ * set. threads: a thread per item of `work`, the grid-stride loop over e_ opened (the caller
+ * closes it: "    }\n}\n"); blocks: a block per row of `work` rows, synchronizing (the caller
+ * writes its block loop). */
+void jit_cuda_open_threads(jit_sbuf *b, const ir_graph *g, jit_cuda_kernel *k, int kind,
+                           int64_t work);
+void jit_cuda_open_blocks(jit_sbuf *b, const ir_graph *g, jit_cuda_kernel *k, int kind,
+                          int64_t rows);
+/* The values of group gr's elementwise nodes at element index `idx` (a C expression), each input
+ * read at the offset L gives it (coordinates c0.. when L is not flat), up to node `stop`
+ * (IR_NONE: all); false when a node is not generated. */
+bool jit_cuda_emit_ew_body(jit_sbuf *b, const ir_graph *g, const pass_group *gr,
+                           const rt_ew_layout *L, const char *idx, uint32_t stop);
+/* source_red.c: a reduce group's kernel; a single reduction over any axes. */
+tj_status jit_cuda_emit_red(jit_sbuf *b, const ir_graph *g, const pass_group *gr,
+                            jit_cuda_kernel *k);
+tj_status jit_cuda_emit_red_any(jit_sbuf *b, const ir_graph *g, const ir_node *r,
+                                jit_cuda_kernel *k);
 
 /* The module source the backend makes for optimized graph g, as its compile would (backend.c):
  * malloc'd, NULL with the error set; *n_kernels: the kernels in it. For tests (every kernel

@@ -2,12 +2,12 @@
  * code is specialized to the graph's shapes (extents and strides are constants in the source,
  * which is the cache key: the same shapes make the same text and hit NVRTC's cache). Every
  * kernel reads its buffers from one tj_args and loops grid-stride over its work, so any grid
- * covers it. Scalar semantics come from runtime/kernels/scalar.h, whose text is in the prelude:
- * the host's reference kernels and these compile the same definitions. Floats compute at their
- * own width (f32 sums accumulate in f32, in a fixed tree order: deterministic run to run);
- * integers wrap through uint64 as the reference kernels do. Ops that may fail (integer division,
- * gathers) and the storage-only f16/bf16 arithmetic are not generated: they run on the host. */
-#include <stdarg.h>
+ * covers it. Scalar semantics come from runtime/kernels/scalar.h, whose text is in the prelude
+ * (prelude.c): the host's reference kernels and these compile the same definitions. Floats
+ * compute at their own width; integers wrap through uint64 as the reference kernels do. Here:
+ * elementwise groups, softmax, products, views and the dispatch; reductions are source_red.c's,
+ * the network ops source_nn.c's. Ops that may fail (integer division, gathers) and float to
+ * integer casts are not generated: they run on the host. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,203 +15,6 @@
 #include "jit/cuda/cuda.h"
 #include "runtime/kernels/kernels.h"
 #include "runtime/plan.h"
-
-#include "tj_cuda_scalar.inc" /* tj_cuda_scalar_h: scalar.h's text (cmake/embed.cmake) */
-
-void jit_sbuf_printf(jit_sbuf *b, const char *fmt, ...) {
-    if (b->oom)
-        return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(b->s ? b->s + b->n : NULL, b->s ? b->cap - b->n : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            b->oom = true;
-            return;
-        }
-        if (b->s && b->n + (size_t)n < b->cap) {
-            b->n += (size_t)n;
-            return;
-        }
-        size_t cap = (b->cap ? b->cap * 2 : 4096) + (size_t)n;
-        char *s = realloc(b->s, cap);
-        if (!s) {
-            b->oom = true;
-            return;
-        }
-        b->s = s;
-        b->cap = cap;
-    }
-}
-
-/* ---- the prelude ------------------------------------------------------------------------------
- */
-/* Under TJ_EMULATE (emulate.c) the same text compiles as host C. A grid's blocks run one after
- * another; a block's threads run one after another too, each on its own stack (a fiber) when the
- * kernel meets at __syncthreads: each round runs every fiber up to its next barrier, so none
- * passes a barrier before all have reached it, as on the GPU. Fibers switch by six pushes and a
- * stack swap on x86-64 (ucontext elsewhere, whose every switch is a system call; host threads at a
- * barrier took minutes for the CNN step). __shared__ arrays are static (one block at a time). */
-static const char emu_shim[] =
-    "#include <stdint.h>\n"
-    "#include <stdlib.h>\n"
-    "typedef struct tj_dim3 { unsigned x, y, z; } tj_dim3;\n"
-    "static tj_dim3 threadIdx, blockIdx, blockDim, gridDim;\n"
-    "static unsigned tj_cur;\n"
-    "static void tj_yield(void);\n"
-    "#define tj_atomic_min_u64(p, v) (*(p) = (v) < *(p) ? (v) : *(p)) /* one fiber at a time */\n"
-    "#define TJ_KERNEL void\n"
-    "#define TJ_SYNC_KERNEL(name) int name##_tj_sync = 1;\n"
-    "#define TJ_SHARED static\n"
-    "#define TJ_RESTRICT restrict\n"
-    "#define __syncthreads() tj_yield()\n";
-
-static const char emu_launch[] =
-    "typedef void (*tj_kfn)(tj_args);\n"
-    "static tj_kfn tj_fn;\n"
-    "static const tj_args *tj_a;\n"
-    "static unsigned char *tj_done;\n"
-    "enum { TJ_STACK = 64 << 10 };\n"
-    "#if defined(__x86_64__)\n"
-    "void tj_ctx_switch(void **from, void *to);\n"
-    "__asm__(\".text\\n.p2align 4\\n.hidden tj_ctx_switch\\n.globl tj_ctx_switch\\n\"\n"
-    "        \"tj_ctx_switch:\\n\"\n"
-    "        \"pushq %rbp\\npushq %rbx\\npushq %r12\\npushq %r13\\npushq %r14\\npushq %r15\\n\"\n"
-    "        \"movq %rsp, (%rdi)\\nmovq %rsi, %rsp\\n\"\n"
-    "        \"popq %r15\\npopq %r14\\npopq %r13\\npopq %r12\\npopq %rbx\\npopq %rbp\\nret\\n\");\n"
-    "static void *tj_sched, **tj_sp;\n"
-    "static void tj_yield(void) { tj_ctx_switch(&tj_sp[tj_cur], tj_sched); }\n"
-    "static void tj_fiber(void) { /* a thread of a block: runs, then back for good */\n"
-    "    tj_fn(*tj_a);\n"
-    "    tj_done[tj_cur] = 1;\n"
-    "    tj_yield();\n"
-    "}\n"
-    "static void tj_fiber_new(unsigned t, char *stack) {\n"
-    "    uintptr_t top = ((uintptr_t)stack + TJ_STACK) & ~(uintptr_t)15;\n"
-    "    void **sp = (void **)(top - 16); /* the return address: an entry's alignment after ret "
-    "*/\n"
-    "    sp[0] = (void *)tj_fiber;\n"
-    "    sp -= 6; /* rbp rbx r12 r13 r14 r15 */\n"
-    "    for (int k = 0; k < 6; k++) sp[k] = 0;\n"
-    "    tj_sp[t] = sp;\n"
-    "}\n"
-    "static void tj_fiber_run(unsigned t) { tj_ctx_switch(&tj_sched, tj_sp[t]); }\n"
-    "static int tj_fibers_alloc(unsigned n) { return !(tj_sp = calloc(n, sizeof *tj_sp)); }\n"
-    "static void tj_fibers_free(void) { free(tj_sp); tj_sp = 0; }\n"
-    "#else\n"
-    "#include <ucontext.h>\n"
-    "static ucontext_t tj_sched, *tj_fib;\n"
-    "static void tj_yield(void) { swapcontext(&tj_fib[tj_cur], &tj_sched); }\n"
-    "static void tj_fiber(void) {\n"
-    "    tj_fn(*tj_a);\n"
-    "    tj_done[tj_cur] = 1;\n"
-    "}\n"
-    "static void tj_fiber_new(unsigned t, char *stack) {\n"
-    "    getcontext(&tj_fib[t]);\n"
-    "    tj_fib[t].uc_stack.ss_sp = stack;\n"
-    "    tj_fib[t].uc_stack.ss_size = TJ_STACK;\n"
-    "    tj_fib[t].uc_link = &tj_sched;\n"
-    "    makecontext(&tj_fib[t], tj_fiber, 0);\n"
-    "}\n"
-    "static void tj_fiber_run(unsigned t) { swapcontext(&tj_sched, &tj_fib[t]); }\n"
-    "static int tj_fibers_alloc(unsigned n) { return !(tj_fib = calloc(n, sizeof *tj_fib)); }\n"
-    "static void tj_fibers_free(void) { free(tj_fib); tj_fib = 0; }\n"
-    "#endif\n"
-    "int tj_emu_launch(tj_kfn fn, int sync, const unsigned grid[3], unsigned block, void **params) "
-    "{\n"
-    "    tj_fn = fn;\n"
-    "    tj_a = (const tj_args *)params[0];\n"
-    "    gridDim = (tj_dim3){grid[0], grid[1], grid[2]};\n"
-    "    blockDim = (tj_dim3){block, 1, 1};\n"
-    "    char *stacks = sync ? malloc((size_t)block * TJ_STACK) : 0;\n"
-    "    tj_done = sync ? calloc(block, 1) : 0;\n"
-    "    if (sync && (!stacks || !tj_done || tj_fibers_alloc(block))) {\n"
-    "        free(stacks), free(tj_done);\n"
-    "        return 1;\n"
-    "    }\n"
-    "    for (unsigned z = 0; z < grid[2]; z++)\n"
-    "        for (unsigned y = 0; y < grid[1]; y++)\n"
-    "            for (unsigned x = 0; x < grid[0]; x++) {\n"
-    "                blockIdx = (tj_dim3){x, y, z};\n"
-    "                if (!sync) {\n"
-    "                    for (unsigned t = 0; t < block; t++) {\n"
-    "                        threadIdx = (tj_dim3){t, 0, 0};\n"
-    "                        fn(*tj_a);\n"
-    "                    }\n"
-    "                    continue;\n"
-    "                }\n"
-    "                for (unsigned t = 0; t < block; t++) {\n"
-    "                    tj_fiber_new(t, stacks + (size_t)t * TJ_STACK);\n"
-    "                    tj_done[t] = 0;\n"
-    "                }\n"
-    "                for (unsigned left = block; left;) { /* a round: each to its next barrier */\n"
-    "                    for (unsigned t = 0; t < block; t++)\n"
-    "                        if (!tj_done[t]) {\n"
-    "                            threadIdx = (tj_dim3){t, 0, 0};\n"
-    "                            tj_cur = t;\n"
-    "                            tj_fiber_run(t);\n"
-    "                        }\n"
-    "                    left = 0;\n"
-    "                    for (unsigned t = 0; t < block; t++)\n"
-    "                        left += !tj_done[t];\n"
-    "                }\n"
-    "            }\n"
-    "    if (sync)\n"
-    "        tj_fibers_free();\n"
-    "    free(stacks), free(tj_done);\n"
-    "    tj_done = 0;\n"
-    "    return 0;\n"
-    "}\n";
-
-/* f16 and bf16 as ir/dtype.c converts them (ir_half_to_f64, ir_half_from_f64: one rounding from
- * the exact double, to nearest even, overflow to infinity), for casts and where: the same
- * arithmetic in both compilers, so the GPU's halves are the host's bit for bit. */
-static const char half_fns[] =
-    "TJ_SCALAR_FN double tj_half_to_f64(uint16_t h, int mbits, int bias, int emax) {\n"
-    "    int e = (h >> mbits) & emax;\n"
-    "    uint32_t m = h & ((1u << mbits) - 1);\n"
-    "    double inf = (double)TJ_INF;\n"
-    "    double v = e == 0 ? ldexp((double)m, 1 - bias - mbits)\n"
-    "               : e == emax ? (m ? inf * 0.0 : inf)\n"
-    "               : ldexp((double)(m | (1u << mbits)), e - bias - mbits);\n"
-    "    return (h & 0x8000) ? -v : v;\n"
-    "}\n"
-    "TJ_SCALAR_FN uint16_t tj_half_from_f64(double v, int mbits, int bias, int emax) {\n"
-    "    uint16_t sign = signbit(v) ? 0x8000 : 0;\n"
-    "    if (v != v)\n"
-    "        return (uint16_t)(sign | (emax << mbits) | (1u << (mbits - 1)));\n"
-    "    double a = fabs(v);\n"
-    "    if (a >= ldexp(2.0 - ldexp(1.0, -(mbits + 1)), emax - 1 - bias))\n"
-    "        return (uint16_t)(sign | (emax << mbits));\n"
-    "    if (a < ldexp(1.0, 1 - bias))\n"
-    "        return (uint16_t)(sign | (uint16_t)rint(ldexp(a, bias - 1 + mbits)));\n"
-    "    int ex;\n"
-    "    frexp(a, &ex);\n"
-    "    uint32_t q = (uint32_t)rint(ldexp(a, mbits + 1 - ex));\n"
-    "    return (uint16_t)(sign + ((uint32_t)(ex - 1 + bias) << mbits) + (q - (1u << mbits)));\n"
-    "}\n";
-
-void jit_cuda_prelude(jit_sbuf *b) {
-    jit_sbuf_printf(b, "/* tracejit CUDA kernels */\n#ifdef TJ_EMULATE\n%s", emu_shim);
-    jit_sbuf_printf(b, "#define TJ_INF INFINITY\n#else\n"
-                       "#define TJ_INF __int_as_float(0x7f800000)\n"
-                       "#define tj_atomic_min_u64(p, v) atomicMin((unsigned long long *)(p), "
-                       "(unsigned long long)(v))\n"
-                       "#define TJ_KERNEL extern \"C\" __global__ void\n"
-                       "#define TJ_SYNC_KERNEL(name)\n"
-                       "#define TJ_SHARED __shared__\n"
-                       "#define TJ_RESTRICT __restrict__\n"
-                       "#endif\n");
-    jit_sbuf_printf(b, "%s\n", tj_cuda_scalar_h);
-    jit_sbuf_printf(b, "%s", half_fns);
-    jit_sbuf_printf(b,
-                    "typedef struct tj_args { void *p[%d]; int64_t n[4]; } tj_args;\n"
-                    "#define TJ_GID ((int64_t)blockIdx.x * blockDim.x + threadIdx.x)\n"
-                    "#define TJ_GSTRIDE ((int64_t)gridDim.x * blockDim.x)\n",
-                    JIT_CUDA_MAX_BUFS);
-    jit_sbuf_printf(b, "#ifdef TJ_EMULATE\n%s#endif\n", emu_launch);
-}
 
 /* ---- dtypes and scalar expressions -------------------------------------------------------------
  */
@@ -245,7 +48,7 @@ const char *jit_cuda_ctype(int dt) {
     }
 }
 /* scalar.h's suffix of an integer dtype */
-static const char *isfx(int dt) {
+const char *jit_cuda_sfx(int dt) {
     static const char *const s[TJ_N_DTYPES] = {
         [TJ_I8] = "i8",   [TJ_I16] = "i16", [TJ_I32] = "i32", [TJ_I64] = "i64", [TJ_U8] = "u8",
         [TJ_U16] = "u16", [TJ_U32] = "u32", [TJ_U64] = "u64", [TJ_F32] = "f32", [TJ_F64] = "f64"};
@@ -272,7 +75,7 @@ static bool arith_dtype(int dt) { /* computed in kernels: not strings, not f16/b
 static bool ew_expr(const ir_graph *g, const ir_node *n, const char *x, const char *y,
                     const char *z, char *buf, size_t size) {
     int dt = n->n_in ? ir_node_get(g, ir_inputs(g, n)[0])->dtype : n->dtype;
-    const char *T = jit_cuda_ctype(n->dtype), *S = isfx(dt);
+    const char *T = jit_cuda_ctype(n->dtype), *S = jit_cuda_sfx(dt);
     bool fl = ir_dtype_is_float(dt), un = ir_dtype_is_unsigned(dt), in = ir_dtype_is_int(dt);
     bool bo = dt == TJ_BOOL;
 #define E(...) (snprintf(buf, size, __VA_ARGS__), true)
@@ -425,29 +228,6 @@ bool jit_cuda_fusable(const ir_graph *g, uint32_t id, void *user) {
     return ew_supported(g, id);
 }
 
-/* A reduction this backend generates: SUM MEAN MAX MIN PROD of f32/f64/i32/i64 whose reduced
- * axes are adjacent, with a non-empty result and, for MAX/MIN, a non-empty reduction. */
-static bool red_supported(const ir_graph *g, uint32_t id, int64_t *outer, int64_t *len,
-                          int64_t *inner) {
-    const ir_node *n = ir_node_get(g, id);
-    if (n->n_in != 1 || n->op < IR_OP_SUM || n->op > IR_OP_PROD)
-        return false;
-    int dt = n->dtype;
-    if ((dt != TJ_F32 && dt != TJ_F64 && dt != TJ_I32 && dt != TJ_I64) ||
-        ir_node_get(g, ir_inputs(g, n)[0])->dtype != dt)
-        return false;
-    if (!rt_red_geometry(g, n, outer, len, inner) || *outer * *inner == 0)
-        return false;
-    bool no_identity = n->op == IR_OP_MAX || n->op == IR_OP_MIN || (n->op == IR_OP_MEAN && dt >= 2);
-    return !(*len == 0 && no_identity) && *outer < INT32_MAX; /* the host reports that error */
-}
-
-bool jit_cuda_reducible(const ir_graph *g, uint32_t id, void *user) {
-    (void)user;
-    int64_t o, l, i;
-    return red_supported(g, id, &o, &l, &i);
-}
-
 /* ---- kernels ------------------------------------------------------------------------------------
  */
 /* Blocks for `work` items of `block` each: at most TJ_CUDA_MAX_BLOCKS (the kernels loop over
@@ -457,7 +237,7 @@ unsigned jit_cuda_grid(int64_t work, unsigned block) {
     return (unsigned)(blocks < 1 ? 1 : blocks > most ? most : blocks);
 }
 
-static uint32_t *ids_dup(const uint32_t *a, uint32_t n) {
+uint32_t *jit_cuda_ids_dup(const uint32_t *a, uint32_t n) {
     uint32_t *p = malloc((n + 1) * sizeof *p);
     if (p && n)
         memcpy(p, a, n * sizeof *p);
@@ -475,11 +255,35 @@ void jit_cuda_declare_bufs(jit_sbuf *b, const ir_graph *g, const jit_cuda_kernel
     }
 }
 
+static void open_kernel(jit_sbuf *b, const ir_graph *g, jit_cuda_kernel *k, int kind, unsigned grid,
+                        bool sync) {
+    k->kind = kind;
+    k->block = JIT_CUDA_BLOCK;
+    k->grid[0] = grid;
+    k->sync = sync;
+    if (sync) /* the emulation runs a block's threads together (prelude.c) */
+        jit_sbuf_printf(b, "TJ_SYNC_KERNEL(%s)\n", k->name);
+    jit_sbuf_printf(b, "TJ_KERNEL %s(tj_args a) {\n", k->name);
+    jit_cuda_declare_bufs(b, g, k);
+}
+
+void jit_cuda_open_threads(jit_sbuf *b, const ir_graph *g, jit_cuda_kernel *k, int kind,
+                           int64_t work) {
+    open_kernel(b, g, k, kind, jit_cuda_grid(work, JIT_CUDA_BLOCK), false);
+    jit_sbuf_printf(b, "    for (int64_t e_ = TJ_GID; e_ < %lldLL; e_ += TJ_GSTRIDE) {\n",
+                    (long long)work);
+}
+
+void jit_cuda_open_blocks(jit_sbuf *b, const ir_graph *g, jit_cuda_kernel *k, int kind,
+                          int64_t rows) {
+    open_kernel(b, g, k, kind, jit_cuda_grid(rows, 1), true);
+}
+
 /* The values of a group's elementwise nodes at element index `idx` (a C expression), each input
  * read at the offset its layout gives (coordinates c0.. over L's dims when not flat); stops
  * before node `stop` (IR_NONE: all of them). */
-static bool emit_ew_body(jit_sbuf *b, const ir_graph *g, const pass_group *gr,
-                         const rt_ew_layout *L, const char *idx, uint32_t stop) {
+bool jit_cuda_emit_ew_body(jit_sbuf *b, const ir_graph *g, const pass_group *gr,
+                           const rt_ew_layout *L, const char *idx, uint32_t stop) {
     for (uint32_t k = 0; k < gr->n_inputs; k++) {
         const ir_node *x = ir_node_get(g, gr->inputs[k]);
         jit_sbuf_printf(b, "        %s v%u = i%u[", jit_cuda_ctype(x->dtype), gr->inputs[k], k);
@@ -528,145 +332,12 @@ static tj_status emit_ew(jit_sbuf *b, const ir_graph *g, const pass_group *gr, j
     if (st)
         return st;
     int64_t numel = ir_numel(gr->rank, gr->dims);
-    k->kind = JIT_CK_EW;
-    k->block = JIT_CUDA_BLOCK;
-    k->grid[0] = jit_cuda_grid(numel, k->block);
-    jit_sbuf_printf(b, "TJ_KERNEL %s(tj_args a) {\n", k->name);
-    jit_cuda_declare_bufs(b, g, k);
-    jit_sbuf_printf(b, "    for (int64_t e_ = TJ_GID; e_ < %lldLL; e_ += TJ_GSTRIDE) {\n",
-                    (long long)numel);
+    jit_cuda_open_threads(b, g, k, JIT_CK_EW, numel);
     emit_coords(b, &L, "e_");
-    bool ok = emit_ew_body(b, g, gr, &L, "e_", IR_NONE);
+    bool ok = jit_cuda_emit_ew_body(b, g, gr, &L, "e_", IR_NONE);
     for (uint32_t q = 0; q < gr->n_outputs; q++)
         jit_sbuf_printf(b, "        o%u[e_] = v%u;\n", q, gr->outputs[q]);
     jit_sbuf_printf(b, "    }\n}\n");
-    rt_ew_layout_free(&L);
-    return ok ? TJ_OK : TJ_ERR_UNSUPPORTED;
-}
-
-/* A reduction's identity, combination and final step, per op and dtype. */
-static void red_ops(const ir_node *r, const char **ident, char *comb, size_t cs, const char *acc,
-                    const char *v) {
-    int dt = r->dtype;
-    bool fl = ir_dtype_is_float(dt);
-    const char *T = jit_cuda_ctype(dt), *S = isfx(dt);
-    switch (r->op) {
-    case IR_OP_MAX:
-    case IR_OP_MIN: {
-        bool mx = r->op == IR_OP_MAX;
-        *ident = fl ? (mx ? "-TJ_INF" : "TJ_INF")
-                    : (mx ? (dt == TJ_I32 ? "(-2147483647 - 1)" : "(-9223372036854775807LL - 1)")
-                          : (dt == TJ_I32 ? "2147483647" : "9223372036854775807LL"));
-        if (fl)
-            snprintf(comb, cs, "%s_nan_%s(%s, %s)", mx ? "fmax" : "fmin", S, acc, v);
-        else
-            snprintf(comb, cs, "(%s %s %s ? %s : %s)", acc, mx ? ">" : "<", v, acc, v);
-        return;
-    }
-    case IR_OP_PROD:
-        *ident = "1";
-        if (fl)
-            snprintf(comb, cs, "(%s * %s)", acc, v);
-        else
-            snprintf(comb, cs, "(%s)((uint64_t)%s * (uint64_t)%s)", T, acc, v);
-        return;
-    default: /* SUM, MEAN */
-        *ident = "0";
-        if (fl)
-            snprintf(comb, cs, "(%s + %s)", acc, v);
-        else
-            snprintf(comb, cs, "(%s)((uint64_t)%s + (uint64_t)%s)", T, acc, v);
-    }
-}
-
-static tj_status emit_red(jit_sbuf *b, const ir_graph *g, const pass_group *gr,
-                          jit_cuda_kernel *k) {
-    uint32_t rid = gr->nodes[gr->n_nodes - 1];
-    const ir_node *r = ir_node_get(g, rid);
-    int64_t outer, len, inner;
-    if (!red_supported(g, rid, &outer, &len, &inner))
-        return TJ_ERR_UNSUPPORTED;
-    uint32_t src = ir_inputs(g, r)[0];
-    /* the producers' inputs have the loop shape or one element: flat or scalar */
-    rt_ew_layout L = {0};
-    const ir_node *x = ir_node_get(g, src);
-    tj_status st = rt_ew_layout_of(g, gr->inputs, gr->n_inputs, x->rank, x->dims, &L);
-    if (st)
-        return st;
-    for (uint32_t q = 0; q < gr->n_inputs && !st; q++)
-        if (!L.scalar[q] && !L.flat &&
-            ir_numel(ir_node_get(g, gr->inputs[q])->rank, ir_node_get(g, gr->inputs[q])->dims) !=
-                ir_numel(x->rank, x->dims))
-            st = TJ_ERR_UNSUPPORTED;
-    L.flat = true; /* every input read at the element's index, or at 0 */
-    const char *T = jit_cuda_ctype(r->dtype), *ident;
-    /* f32 sums and products accumulate in double, as the reference kernels do (1e30 * 1e30 * 0
-     * is 0 there, not NaN) */
-    const char *A = r->dtype == TJ_F32 && r->op != IR_OP_MAX && r->op != IR_OP_MIN ? "double" : T;
-    char comb[256], comb2[256];
-    red_ops(r, &ident, comb, sizeof comb, "acc", "v");
-    red_ops(r, &ident, comb2, sizeof comb2, "sh_[t_]", "sh_[t_ + s_]");
-    char fin_acc[200], fin_sh[200];
-    if (r->op == IR_OP_MEAN) { /* floats: NaN for an empty mean; integers truncate */
-        snprintf(fin_acc, sizeof fin_acc, "(%s)(acc / (%s)%lld)", T, A, (long long)len);
-        snprintf(fin_sh, sizeof fin_sh, "(%s)(sh_[0] / (%s)%lld)", T, A, (long long)len);
-    } else {
-        snprintf(fin_acc, sizeof fin_acc, "(%s)acc", T);
-        snprintf(fin_sh, sizeof fin_sh, "(%s)sh_[0]", T);
-    }
-    k->kind = inner == 1 ? JIT_CK_RED_ROW : JIT_CK_RED_COL;
-    k->block = JIT_CUDA_BLOCK;
-    k->sync = inner == 1;
-    if (k->sync)
-        jit_sbuf_printf(b, "TJ_SYNC_KERNEL(%s)\n", k->name);
-    jit_sbuf_printf(b, "TJ_KERNEL %s(tj_args a) {\n", k->name);
-    jit_cuda_declare_bufs(b, g, k);
-    bool ok = !st;
-    if (inner == 1) { /* a block per row: strided partial sums, then a tree */
-        k->grid[0] = jit_cuda_grid(outer, 1);
-        jit_sbuf_printf(b,
-                        "    TJ_SHARED %s sh_[%d];\n"
-                        "    unsigned t_ = threadIdx.x;\n"
-                        "    for (int64_t o_ = blockIdx.x; o_ < %lldLL; o_ += gridDim.x) {\n"
-                        "      %s acc = %s;\n"
-                        "      for (int64_t j_ = t_; j_ < %lldLL; j_ += blockDim.x) {\n"
-                        "        int64_t e_ = o_ * %lldLL + j_;\n",
-                        A, JIT_CUDA_BLOCK, (long long)outer, A, ident, (long long)len,
-                        (long long)len);
-        ok = ok && emit_ew_body(b, g, gr, &L, "e_", rid);
-        jit_sbuf_printf(b,
-                        "        %s v = v%u;\n"
-                        "        acc = %s;\n"
-                        "      }\n"
-                        "      sh_[t_] = acc;\n"
-                        "      __syncthreads();\n"
-                        "      for (unsigned s_ = blockDim.x / 2; s_ > 0; s_ >>= 1) {\n"
-                        "        if (t_ < s_) sh_[t_] = %s;\n"
-                        "        __syncthreads();\n"
-                        "      }\n"
-                        "      if (t_ == 0) o0[o_] = %s;\n"
-                        "      __syncthreads();\n"
-                        "    }\n}\n",
-                        A, src, comb, comb2, fin_sh);
-    } else { /* a thread per output, the reduced axis in order */
-        k->grid[0] = jit_cuda_grid(outer * inner, k->block);
-        jit_sbuf_printf(b,
-                        "    for (int64_t q_ = TJ_GID; q_ < %lldLL; q_ += TJ_GSTRIDE) {\n"
-                        "      int64_t o_ = q_ / %lldLL, i_ = q_ %% %lldLL;\n"
-                        "      %s acc = %s;\n"
-                        "      for (int64_t j_ = 0; j_ < %lldLL; j_++) {\n"
-                        "        int64_t e_ = (o_ * %lldLL + j_) * %lldLL + i_;\n",
-                        (long long)(outer * inner), (long long)inner, (long long)inner, A, ident,
-                        (long long)len, (long long)len, (long long)inner);
-        ok = ok && emit_ew_body(b, g, gr, &L, "e_", rid);
-        jit_sbuf_printf(b,
-                        "        %s v = v%u;\n"
-                        "        acc = %s;\n"
-                        "      }\n"
-                        "      o0[q_] = %s;\n"
-                        "    }\n}\n",
-                        A, src, comb, fin_acc);
-    }
     rt_ew_layout_free(&L);
     return ok ? TJ_OK : TJ_ERR_UNSUPPORTED;
 }
@@ -677,15 +348,15 @@ tj_status jit_cuda_emit_group(jit_sbuf *b, const ir_graph *g, const pass_group *
         return TJ_ERR_UNSUPPORTED;
     k->n_in = gr->n_inputs;
     k->n_out = gr->n_outputs;
-    k->in = ids_dup(gr->inputs, gr->n_inputs);
-    k->out = ids_dup(gr->outputs, gr->n_outputs);
-    k->nodes = ids_dup(gr->nodes, gr->n_nodes);
+    k->in = jit_cuda_ids_dup(gr->inputs, gr->n_inputs);
+    k->out = jit_cuda_ids_dup(gr->outputs, gr->n_outputs);
+    k->nodes = jit_cuda_ids_dup(gr->nodes, gr->n_nodes);
     k->n_nodes = gr->n_nodes;
     k->grid[1] = k->grid[2] = 1;
     if (!k->in || !k->out || !k->nodes)
         return ir_errorf(TJ_ERR_OOM, "cuda: out of memory");
     size_t mark = b->n;
-    tj_status st = gr->fused ? emit_ew(b, g, gr, k) : emit_red(b, g, gr, k);
+    tj_status st = gr->fused ? emit_ew(b, g, gr, k) : jit_cuda_emit_red(b, g, gr, k);
     k->src_off = mark;
     k->src_len = b->n - mark;
     if (st == TJ_ERR_UNSUPPORTED) {
@@ -708,15 +379,10 @@ static tj_status emit_softmax(jit_sbuf *b, const ir_graph *g, const ir_node *n, 
     if (len <= 0 || numel <= 0)
         return TJ_ERR_UNSUPPORTED;
     int64_t rows = numel / len;
-    const char *T = jit_cuda_ctype(dt), *S = isfx(dt);
+    const char *T = jit_cuda_ctype(dt), *S = jit_cuda_sfx(dt);
     bool lg = n->op == IR_OP_LOG_SOFTMAX;
     (void)x;
-    k->kind = JIT_CK_SOFTMAX;
-    k->block = JIT_CUDA_BLOCK;
-    k->sync = true;
-    k->grid[0] = jit_cuda_grid(rows, 1);
-    jit_sbuf_printf(b, "TJ_SYNC_KERNEL(%s)\nTJ_KERNEL %s(tj_args a) {\n", k->name, k->name);
-    jit_cuda_declare_bufs(b, g, k);
+    jit_cuda_open_blocks(b, g, k, JIT_CK_SOFTMAX, rows);
     jit_sbuf_printf(
         b,
         "    TJ_SHARED %s sh_[%d];\n"
@@ -783,14 +449,9 @@ static tj_status emit_mm(jit_sbuf *b, const ir_graph *g, uint32_t id, jit_cuda_k
         return TJ_ERR_UNSUPPORTED;
     const char *T = jit_cuda_ctype(mm.dt);
     k->mm = mm;
-    k->kind = JIT_CK_MM;
-    k->block = 256;
-    k->sync = true;
-    k->grid[0] = (unsigned)((mm.n + 15) / 16);
+    open_kernel(b, g, k, JIT_CK_MM, (unsigned)((mm.n + 15) / 16), true); /* 16x16 threads */
     k->grid[1] = (unsigned)((mm.m + 15) / 16);
     k->grid[2] = (unsigned)mm.batches;
-    jit_sbuf_printf(b, "TJ_SYNC_KERNEL(%s)\nTJ_KERNEL %s(tj_args a) {\n", k->name, k->name);
-    jit_cuda_declare_bufs(b, g, k);
     jit_sbuf_printf(b,
                     "    TJ_SHARED %s as_[16][17];\n"
                     "    TJ_SHARED %s bs_[16][17];\n"
@@ -836,13 +497,7 @@ static tj_status emit_copy(jit_sbuf *b, const ir_graph *g, const ir_node *n, jit
     }
     if (flat && ir_numel(x->rank, x->dims) != numel)
         return TJ_ERR_UNSUPPORTED;
-    k->kind = JIT_CK_COPY;
-    k->block = JIT_CUDA_BLOCK;
-    k->grid[0] = jit_cuda_grid(numel, k->block);
-    jit_sbuf_printf(b, "TJ_KERNEL %s(tj_args a) {\n", k->name);
-    jit_cuda_declare_bufs(b, g, k);
-    jit_sbuf_printf(b, "    for (int64_t e_ = TJ_GID; e_ < %lldLL; e_ += TJ_GSTRIDE) {\n",
-                    (long long)numel);
+    jit_cuda_open_threads(b, g, k, JIT_CK_COPY, numel);
     if (flat) {
         jit_sbuf_printf(b, "        o0[e_] = i0[e_];\n    }\n}\n");
         return TJ_OK;
@@ -852,77 +507,6 @@ static tj_status emit_copy(jit_sbuf *b, const ir_graph *g, const ir_node *n, jit
         jit_sbuf_printf(b, "        off_ += (r_ %% %lldLL) * %lldLL; r_ /= %lldLL;\n",
                         (long long)n->dims[d], (long long)s[d], (long long)n->dims[d]);
     jit_sbuf_printf(b, "        o0[e_] = i0[off_];\n    }\n}\n");
-    return TJ_OK;
-}
-
-/* A reduction over axes that are not adjacent (rt_red_geometry takes adjacent ones: emit_red),
- * e.g. {0, 2} of a 3-D tensor: a thread per output, the reduced elements visited in row-major
- * order of the reduced axes (the reference kernel's order), every stride a constant. */
-static tj_status emit_red_any(jit_sbuf *b, const ir_graph *g, const ir_node *r,
-                              jit_cuda_kernel *k) {
-    const ir_node *x = ir_node_get(g, ir_inputs(g, r)[0]);
-    int dt = r->dtype;
-    if ((dt != TJ_F32 && dt != TJ_F64 && dt != TJ_I32 && dt != TJ_I64) || x->dtype != dt ||
-        r->a.n_list > (uint32_t)x->rank)
-        return TJ_ERR_UNSUPPORTED;
-    int64_t xn = ir_numel(x->rank, x->dims), on = ir_numel(r->rank, r->dims);
-    bool red[IR_MAX_RANK] = {false};
-    for (uint32_t q = 0; q < r->a.n_list; q++) {
-        if (r->a.list[q] < 0 || r->a.list[q] >= x->rank)
-            return TJ_ERR_UNSUPPORTED;
-        red[r->a.list[q]] = true;
-    }
-    if (r->a.n_list == 0 && xn != on)
-        for (int d = 0; d < x->rank; d++)
-            red[d] = true;
-    int64_t st[IR_MAX_RANK], kept = 1, len = 1, acc = 1;
-    for (int d = x->rank - 1; d >= 0; d--) {
-        st[d] = acc;
-        acc *= x->dims[d];
-    }
-    for (int d = 0; d < x->rank; d++)
-        red[d] ? (len *= x->dims[d]) : (kept *= x->dims[d]);
-    bool no_identity = r->op == IR_OP_MAX || r->op == IR_OP_MIN || (r->op == IR_OP_MEAN && dt >= 2);
-    if (kept != on || on <= 0 || xn < 0 || (len == 0 && no_identity))
-        return TJ_ERR_UNSUPPORTED;
-    const char *T = jit_cuda_ctype(dt), *ident;
-    const char *A = dt == TJ_F32 && r->op != IR_OP_MAX && r->op != IR_OP_MIN ? "double" : T;
-    char comb[256];
-    red_ops(r, &ident, comb, sizeof comb, "acc", "v");
-    k->kind = JIT_CK_RED_COL;
-    k->block = JIT_CUDA_BLOCK;
-    k->grid[0] = jit_cuda_grid(on, k->block);
-    jit_sbuf_printf(b, "TJ_KERNEL %s(tj_args a) {\n", k->name);
-    jit_cuda_declare_bufs(b, g, k);
-    jit_sbuf_printf(b,
-                    "    for (int64_t e_ = TJ_GID; e_ < %lldLL; e_ += TJ_GSTRIDE) {\n"
-                    "      int64_t r_ = e_, base_ = 0;\n",
-                    (long long)on);
-    for (int d = x->rank - 1; d >= 0; d--)
-        if (!red[d])
-            jit_sbuf_printf(b, "      base_ += (r_ %% %lldLL) * %lldLL; r_ /= %lldLL;\n",
-                            (long long)x->dims[d], (long long)st[d], (long long)x->dims[d]);
-    jit_sbuf_printf(b,
-                    "      %s acc = %s;\n"
-                    "      for (int64_t j_ = 0; j_ < %lldLL; j_++) {\n"
-                    "        int64_t q_ = j_, off_ = base_;\n",
-                    A, ident, (long long)len);
-    for (int d = x->rank - 1; d >= 0; d--)
-        if (red[d])
-            jit_sbuf_printf(b, "        off_ += (q_ %% %lldLL) * %lldLL; q_ /= %lldLL;\n",
-                            (long long)x->dims[d], (long long)st[d], (long long)x->dims[d]);
-    char fin[200];
-    if (r->op == IR_OP_MEAN)
-        snprintf(fin, sizeof fin, "(%s)(acc / (%s)%lld)", T, A, (long long)len);
-    else
-        snprintf(fin, sizeof fin, "(%s)acc", T);
-    jit_sbuf_printf(b,
-                    "        %s v = i0[off_];\n"
-                    "        acc = %s;\n"
-                    "      }\n"
-                    "      o0[e_] = %s;\n"
-                    "    }\n}\n",
-                    A, comb, fin);
     return TJ_OK;
 }
 
@@ -940,16 +524,16 @@ tj_status jit_cuda_emit_node(jit_sbuf *b, const ir_graph *g, uint32_t id, jit_cu
         return TJ_ERR_UNSUPPORTED;
     k->n_in = n->n_in;
     k->n_out = 1;
-    k->in = ids_dup(ir_inputs(g, n), n->n_in);
-    k->out = ids_dup(&id, 1);
-    k->nodes = ids_dup(&id, 1);
+    k->in = jit_cuda_ids_dup(ir_inputs(g, n), n->n_in);
+    k->out = jit_cuda_ids_dup(&id, 1);
+    k->nodes = jit_cuda_ids_dup(&id, 1);
     k->n_nodes = 1;
     k->grid[1] = k->grid[2] = 1;
     if (!k->in || !k->out || !k->nodes)
         return ir_errorf(TJ_ERR_OOM, "cuda: out of memory");
     size_t mark = b->n;
     tj_status st = mm    ? emit_mm(b, g, id, k)
-                   : red ? emit_red_any(b, g, n, k)
+                   : red ? jit_cuda_emit_red_any(b, g, n, k)
                    : sm  ? emit_softmax(b, g, n, k->in[0], k)
                    : nn  ? jit_cuda_emit_nn(b, g, id, k)
                          : emit_copy(b, g, n, k);

@@ -15,21 +15,13 @@
 
 #define LL(x) ((long long)(x))
 
-/* the loop over a kernel's outputs, n elements, index e_ */
-static void open_loop(jit_sbuf *b, int64_t n) {
-    jit_sbuf_printf(b, "    for (int64_t e_ = TJ_GID; e_ < %lldLL; e_ += TJ_GSTRIDE) {\n", LL(n));
-}
-
 /* The filter's gradient, dw[ky,kx,cl,o] = sum over (b, oy, ox) of x * dy: few outputs (the
  * seed CNN's first one has 800) each summing many products (401,408 at batch 512), so a block
  * per output: its threads stride over (b, oy, ox), then a tree in shared memory (the same order
  * every run). i0 x, i1 dy. */
 static tj_status emit_filter_grad(jit_sbuf *b, const ir_graph *g, const rt_conv_geom *c, int64_t cg,
                                   int64_t og, const char *T, int64_t numel, jit_cuda_kernel *k) {
-    k->sync = true;
-    k->grid[0] = jit_cuda_grid(numel, 1);
-    jit_sbuf_printf(b, "TJ_SYNC_KERNEL(%s)\nTJ_KERNEL %s(tj_args a) {\n", k->name, k->name);
-    jit_cuda_declare_bufs(b, g, k);
+    jit_cuda_open_blocks(b, g, k, JIT_CK_CONV, numel);
     jit_sbuf_printf(b,
                     "    TJ_SHARED %s sh_[%d];\n"
                     "    unsigned t_ = threadIdx.x;\n"
@@ -80,14 +72,9 @@ static tj_status emit_conv(jit_sbuf *b, const ir_graph *g, const ir_node *n, jit
         return TJ_ERR_UNSUPPORTED;
     const char *T = jit_cuda_ctype(dt);
     int64_t numel = ir_numel(n->rank, n->dims);
-    k->kind = JIT_CK_CONV;
-    k->block = JIT_CUDA_BLOCK;
     if (n->op == IR_OP_CONV2D_GRAD_FILTER)
         return emit_filter_grad(b, g, &c, cg, og, T, numel, k);
-    k->grid[0] = jit_cuda_grid(numel, k->block);
-    jit_sbuf_printf(b, "TJ_KERNEL %s(tj_args a) {\n", k->name);
-    jit_cuda_declare_bufs(b, g, k);
-    open_loop(b, numel);
+    jit_cuda_open_threads(b, g, k, JIT_CK_CONV, numel);
     /* x [n,h,w,c], w [kh,kw,cg,o], y [n,oh,ow,o] */
     if (n->op == IR_OP_CONV2D) { /* i0 x, i1 w: y[b,oy,ox,o] over (ky, kx, c of o's group) */
         jit_sbuf_printf(
@@ -157,6 +144,27 @@ static void emit_window(jit_sbuf *b, const rt_conv_geom *p, const char *oy, cons
                     LL(p->h), LL(p->h), LL(p->w), LL(p->w));
 }
 
+/* A gradient's loop over the windows that read input element e_ = (bb, iy, ix, ch), each
+ * window's clipped extent [y0, y1) x [x0, x1) in scope, acc (T) zeroed; the caller closes the two
+ * loops ("          }\n"). */
+static void open_windows_over(jit_sbuf *b, const rt_conv_geom *p, const char *T) {
+    jit_sbuf_printf(
+        b,
+        "        int64_t ch = e_ %% %lldLL, r_ = e_ / %lldLL;\n"
+        "        int64_t ix = r_ %% %lldLL; r_ /= %lldLL;\n"
+        "        int64_t iy = r_ %% %lldLL, bb = r_ / %lldLL;\n"
+        "        %s acc = 0;\n"
+        "        int64_t oy0 = iy + %lldLL - %lldLL + 1, ox0 = ix + %lldLL - %lldLL + 1;\n"
+        "        oy0 = oy0 <= 0 ? 0 : (oy0 + %lldLL - 1) / %lldLL;\n"
+        "        ox0 = ox0 <= 0 ? 0 : (ox0 + %lldLL - 1) / %lldLL;\n"
+        "        for (int64_t oy = oy0; oy < %lldLL && oy * %lldLL - %lldLL <= iy; oy++)\n"
+        "          for (int64_t ox = ox0; ox < %lldLL && ox * %lldLL - %lldLL <= ix; ox++) {\n",
+        LL(p->c), LL(p->c), LL(p->w), LL(p->w), LL(p->h), LL(p->h), T, LL(p->pt), LL(p->kh),
+        LL(p->pl), LL(p->kw), LL(p->sh), LL(p->sh), LL(p->sw), LL(p->sw), LL(p->oh), LL(p->sh),
+        LL(p->pt), LL(p->ow), LL(p->sw), LL(p->pl));
+    emit_window(b, p, "oy", "ox");
+}
+
 static tj_status emit_pool(jit_sbuf *b, const ir_graph *g, const ir_node *n, jit_cuda_kernel *k) {
     const ir_node *x = ir_node_get(g, ir_inputs(g, n)[0]);
     int dt = n->dtype;
@@ -172,29 +180,10 @@ static tj_status emit_pool(jit_sbuf *b, const ir_graph *g, const ir_node *n, jit
         return TJ_ERR_UNSUPPORTED;
     const char *T = jit_cuda_ctype(dt);
     int64_t numel = ir_numel(n->rank, n->dims);
-    k->kind = JIT_CK_POOL;
-    k->block = JIT_CUDA_BLOCK;
-    k->grid[0] = jit_cuda_grid(numel, k->block);
-    jit_sbuf_printf(b, "TJ_KERNEL %s(tj_args a) {\n", k->name);
-    jit_cuda_declare_bufs(b, g, k);
-    open_loop(b, numel);
+    jit_cuda_open_threads(b, g, k, JIT_CK_POOL, numel);
     const char *take = "(v > m) | ((v != v) & (m == m))"; /* NaN wins, the first maximum */
     if (avg_grad) { /* i0 dy: dx[b,iy,ix,ch] sums dy / (its window's size) over its windows */
-        jit_sbuf_printf(
-            b,
-            "        int64_t ch = e_ %% %lldLL, r_ = e_ / %lldLL;\n"
-            "        int64_t ix = r_ %% %lldLL; r_ /= %lldLL;\n"
-            "        int64_t iy = r_ %% %lldLL, bb = r_ / %lldLL;\n"
-            "        %s acc = 0;\n"
-            "        int64_t oy0 = iy + %lldLL - %lldLL + 1, ox0 = ix + %lldLL - %lldLL + 1;\n"
-            "        oy0 = oy0 <= 0 ? 0 : (oy0 + %lldLL - 1) / %lldLL;\n"
-            "        ox0 = ox0 <= 0 ? 0 : (ox0 + %lldLL - 1) / %lldLL;\n"
-            "        for (int64_t oy = oy0; oy < %lldLL && oy * %lldLL - %lldLL <= iy; oy++)\n"
-            "          for (int64_t ox = ox0; ox < %lldLL && ox * %lldLL - %lldLL <= ix; ox++) {\n",
-            LL(p.c), LL(p.c), LL(p.w), LL(p.w), LL(p.h), LL(p.h), T, LL(p.pt), LL(p.kh), LL(p.pl),
-            LL(p.kw), LL(p.sh), LL(p.sh), LL(p.sw), LL(p.sw), LL(p.oh), LL(p.sh), LL(p.pt),
-            LL(p.ow), LL(p.sw), LL(p.pl));
-        emit_window(b, &p, "oy", "ox");
+        open_windows_over(b, &p, T);
         jit_sbuf_printf(b,
                         "        acc += i0[((bb * %lldLL + oy) * %lldLL + ox) * %lldLL + ch] / "
                         "(%s)((y1 - y0) * (x1 - x0));\n"
@@ -229,21 +218,7 @@ static tj_status emit_pool(jit_sbuf *b, const ir_graph *g, const ir_node *n, jit
                 "        o0[e_] = s / (%s)((y1 - y0) * (x1 - x0));\n",
                 T, LL(p.h), LL(p.w), LL(p.c), T);
     } else { /* i0 x, i1 dy: dx[b,iy,ix,ch] sums dy over the windows whose first max it is */
-        jit_sbuf_printf(
-            b,
-            "        int64_t ch = e_ %% %lldLL, r_ = e_ / %lldLL;\n"
-            "        int64_t ix = r_ %% %lldLL; r_ /= %lldLL;\n"
-            "        int64_t iy = r_ %% %lldLL, bb = r_ / %lldLL;\n"
-            "        %s acc = 0;\n"
-            "        int64_t oy0 = iy + %lldLL - %lldLL + 1, ox0 = ix + %lldLL - %lldLL + 1;\n"
-            "        oy0 = oy0 <= 0 ? 0 : (oy0 + %lldLL - 1) / %lldLL;\n"
-            "        ox0 = ox0 <= 0 ? 0 : (ox0 + %lldLL - 1) / %lldLL;\n"
-            "        for (int64_t oy = oy0; oy < %lldLL && oy * %lldLL - %lldLL <= iy; oy++)\n"
-            "          for (int64_t ox = ox0; ox < %lldLL && ox * %lldLL - %lldLL <= ix; ox++) {\n",
-            LL(p.c), LL(p.c), LL(p.w), LL(p.w), LL(p.h), LL(p.h), T, LL(p.pt), LL(p.kh), LL(p.pl),
-            LL(p.kw), LL(p.sh), LL(p.sh), LL(p.sw), LL(p.sw), LL(p.oh), LL(p.sh), LL(p.pt),
-            LL(p.ow), LL(p.sw), LL(p.pl));
-        emit_window(b, &p, "oy", "ox");
+        open_windows_over(b, &p, T);
         jit_sbuf_printf(b,
                         "        %s m = i0[((bb * %lldLL + y0) * %lldLL + x0) * %lldLL + ch];\n"
                         "        int64_t at = y0 * %lldLL + x0;\n"
@@ -271,12 +246,7 @@ static tj_status emit_one_hot(jit_sbuf *b, const ir_graph *g, const ir_node *n,
     if ((idx->dtype != TJ_I32 && idx->dtype != TJ_I64) || !T || n->dtype == TJ_F16 ||
         n->dtype == TJ_BF16 || depth <= 0)
         return TJ_ERR_UNSUPPORTED;
-    k->kind = JIT_CK_ONE_HOT;
-    k->block = JIT_CUDA_BLOCK;
-    k->grid[0] = jit_cuda_grid(numel, k->block);
-    jit_sbuf_printf(b, "TJ_KERNEL %s(tj_args a) {\n", k->name);
-    jit_cuda_declare_bufs(b, g, k);
-    open_loop(b, numel);
+    jit_cuda_open_threads(b, g, k, JIT_CK_ONE_HOT, numel);
     /* on/off as the reference stores them: a double converted to the element type */
     jit_sbuf_printf(b,
                     "        int64_t j = e_ %% %lldLL, i = e_ / %lldLL;\n"
@@ -301,12 +271,7 @@ static tj_status emit_xent(jit_sbuf *b, const ir_graph *g, const ir_node *n, jit
     if (rows <= 0 || C <= 0 || ir_numel(lg->rank, lg->dims) != rows * C)
         return TJ_ERR_UNSUPPORTED;
     const char *T = jit_cuda_ctype(dt);
-    k->kind = JIT_CK_XENT;
-    k->block = JIT_CUDA_BLOCK;
-    k->sync = true;
-    k->grid[0] = jit_cuda_grid(rows, 1);
-    jit_sbuf_printf(b, "TJ_SYNC_KERNEL(%s)\nTJ_KERNEL %s(tj_args a) {\n", k->name, k->name);
-    jit_cuda_declare_bufs(b, g, k);
+    jit_cuda_open_blocks(b, g, k, JIT_CK_XENT, rows);
     jit_sbuf_printf(
         b,
         "    uint64_t *bad_ = (uint64_t *)a.p[3];\n"
