@@ -73,7 +73,8 @@ typedef struct jit_backend {
     rt_program *(*read)(const ir_graph *g, const void *img, size_t size);
     /* Its programs run on a device and leave their outputs there (the CUDA backend's): a new
      * signature is compiled before its first call, never started on the interpreter (tiers),
-     * whose results would be the host's. */
+     * whose results would be the host's, and a compile that fails is the call's error rather
+     * than a fall back to the interpreter. */
     bool device;
 } jit_backend;
 

@@ -113,8 +113,10 @@ rt_program *jit_backend_program_opts(const ir_graph *g, const char *fn_name, con
     jit_backend_opts o = {
         .exact_math = cfg->exact_math != 0, .shape_generic = shape_generic, .quick = quick};
     rt_program *p = b->compile(g, &o);
-    if (!p && b != jit_backend_interpreter()) {
-        /* declined (unknown dims, subgraphs) or failed: the interpreter runs this signature */
+    if (!p && b != jit_backend_interpreter() && !b->device) {
+        /* declined (unknown dims, subgraphs) or failed: the interpreter runs this signature. Not
+         * for a device backend: the interpreter's results would be the host's, and its inputs
+         * may be the device's; its error (an NVRTC log, a refused module) is the call's */
         rt_log(RT_LOG_COMPILE, "%s: %s backend declined (%s); using the interpreter", fn_name,
                b->name, ir_last_error());
         ir_clear_error();

@@ -56,6 +56,7 @@ typedef struct gpu {
     CUcontext ctx;
     pthread_mutex_t mu; /* the cache and the stats */
     block *cache;
+    block *spare; /* records of blocks handed out, kept for the next free: no malloc per call */
     rt_cuda_mem_stats st;
     pthread_mutex_t stage_mu; /* the ring */
     stage_slot stage[STAGE_SLOTS];
@@ -240,7 +241,8 @@ static void *g_alloc(rt_device *d, size_t size) {
             g->st.cached_bytes -= want;
             g->st.in_use_bytes += want;
             g->st.reuses++;
-            free(b);
+            b->next = g->spare;
+            g->spare = b;
             pthread_mutex_unlock(&g->mu);
             return p;
         }
@@ -276,8 +278,12 @@ static void *g_alloc(rt_device *d, size_t size) {
 static void g_free(rt_device *d, void *p, size_t size) {
     gpu *g = (gpu *)d;
     size_t have = rt_cuda_round(size);
-    block *b = malloc(sizeof *b);
     pthread_mutex_lock(&g->mu);
+    block *b = g->spare;
+    if (b)
+        g->spare = b->next;
+    else
+        b = malloc(sizeof *b); /* the first frees of a class only */
     g->st.in_use_bytes -= have;
     if (b) { /* kept for the next request of its class */
         *b = (block){(CUdeviceptr)(uintptr_t)p, have, g->cache};
@@ -463,11 +469,12 @@ tj_status rt_cuda_module_load(rt_device *d, const void *image, const char *what,
 }
 
 void rt_cuda_module_unload(rt_device *d, void *mod) {
-    if (!mod || !rt_is_cuda(d) || use((gpu *)d, "unload")) {
-        ir_clear_error();
-        return;
-    }
-    D.ModuleUnload((CUmodule)mod);
+    if (!mod || !rt_is_cuda(d))
+        return; /* nothing loaded: the error that stopped the load stays the caller's */
+    if (use((gpu *)d, "unload"))
+        ir_clear_error(); /* an unload reports nothing */
+    else
+        D.ModuleUnload((CUmodule)mod);
 }
 
 tj_status rt_cuda_function(rt_device *d, void *mod, const char *name, void **fn) {

@@ -305,7 +305,31 @@ static void cubins(void) {
     tj_scope_end();
 }
 
+/* TJ_TEST_EXPECT=<text>: a compile or call that must fail with that text (CMake's _fault_*
+ * runs: a GPU ordinal the driver lacks, an emulation compiler that fails, a cubin the fake
+ * driver refuses); the process goes on and the host still computes. */
+static void expect_fault(const char *want) {
+    tj_scope_begin();
+    tj_function *f = tj_function_new("affine", (void *)affine, 2, &on_gpu);
+    tj_tensor *x = vec((const float[]){1, 2, 3}, 3);
+    tj_tensor *y = tj_call(f, 2, (tj_tensor *[]){x, x});
+    CHECK(tj_status_of(y) != TJ_OK);
+    CHECK_HAS(tj_error_message(y), want);
+    CHECK(tj_tensor_get_f64(affine(x, x), 2) == 10);
+    tj_function_free(f);
+    tj_scope_end();
+}
+
 int main(void) {
+    const char *want = getenv("TJ_TEST_EXPECT");
+    if (want && *want) {
+        if (tj_backend_unavailable("cuda")) { /* no NVRTC here */
+            printf("skipped: %s\n", tj_backend_unavailable("cuda"));
+            return 77;
+        }
+        expect_fault(want);
+        return check_done();
+    }
     const char *why = tj_backend_unavailable("cuda");
     const char *emu = getenv("TJ_CUDA_EMULATE"), *drv = getenv("TJ_CUDA_DRIVER");
     const char *fake_mode = getenv("FAKE_CUDA");
