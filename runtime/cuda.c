@@ -229,6 +229,10 @@ static tj_status use(gpu *g, const char *what) {
                                          g->name, what, err_name(r, e, sizeof e));
 }
 
+tj_status rt_cuda_use(rt_device *d, const char *what) {
+    return use((gpu *)d, what);
+}
+
 static void *g_alloc(rt_device *d, size_t size) {
     gpu *g = (gpu *)d;
     size_t want = rt_cuda_round(size);

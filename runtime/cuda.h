@@ -57,6 +57,9 @@ int rt_cuda_arch(rt_device *d);
  * error naming `what` and the driver's answer. */
 tj_status rt_cuda_module_load(rt_device *d, const void *image, const char *what, void **mod);
 void rt_cuda_module_unload(rt_device *d, void *mod);
+/* Makes d's context current on this thread, before a CUDA library (cuBLAS, cuDNN) is called on
+ * it; an error names d and `what`. */
+tj_status rt_cuda_use(rt_device *d, const char *what);
 /* The kernel called name in mod. */
 tj_status rt_cuda_function(rt_device *d, void *mod, const char *name, void **fn);
 /* Queues fn on d's default stream, grid blocks of `block` threads (x only) with `shared` bytes of

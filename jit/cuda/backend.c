@@ -2,12 +2,13 @@
  * (source.c) in one module per program, compiled by NVRTC for the GPU's architecture (cubin,
  * PTX kept beside it; both cached by content hash, NVRTC version and architecture: nvrtc/) and
  * launched back to back on the GPU's default stream by the runtime's one run loop (a device plan:
- * runtime/plan.h). What has no generated kernel yet (convolutions, pooling, gathers, integer
- * division, f16/bf16 arithmetic, control flow, effects) runs as a node step on the host, its
- * inputs copied back, and its result copied over when a kernel reads it: every graph runs, the
- * profile and TJ_LOG=compile say what ran where. Outputs are left on the GPU (tj_to_device
- * brings them back). GPU 0 is used, or TJ_CUDA_DEVICE's; no images are written (the module is
- * cached instead). */
+ * runtime/plan.h). Products go to cuBLAS (cublas.c) and convolutions to cuDNN (cudnn.c) where
+ * those libraries are there and take them, the generated kernels otherwise. What has no
+ * generated kernel (gathers, integer division, float-to-integer casts, control flow, effects)
+ * runs as a node step on the host, its inputs copied back, and its result copied over when a
+ * kernel reads it: every graph runs, the profile and TJ_LOG=compile say what ran where. Outputs
+ * are left on the GPU (tj_to_device brings them back). GPU 0 is used, or TJ_CUDA_DEVICE's; no
+ * images are written (the module is cached instead). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include "jit/cuda/cuda.h"
 #include "jit/cuda/nvrtc/nvrtc.h"
 #include "runtime/cuda.h"
+#include "runtime/kernels/conv.h"
 #include "runtime/plan.h"
 
 /* Why not here, and the cache key: worked out once (the driver, NVRTC and the configuration are
@@ -62,6 +64,8 @@ typedef struct cuda_prog {
     uint32_t n_mods;
     size_t prelude_len;     /* the source's shared head */
     const jit_cublas *blas; /* products through cuBLAS; NULL: the generated kernel */
+    const jit_cudnn *dnn;   /* convolutions through cuDNN where it takes them; NULL: none */
+    bool dnn_layouts;       /* jit_cuda_source_of: convolutions as cuDNN's would be emitted */
     char *emu_image;        /* the emulation's shared object, removed with the program */
 } cuda_prog;
 
@@ -132,16 +136,55 @@ static tj_status launch_xent(rt_plan *p, const jit_cuda_kernel *k, void *fn, voi
     return st;
 }
 
+/* The kernels' one parameter (prelude.c's tj_args). */
+typedef struct kernel_args {
+    void *p[JIT_CUDA_MAX_BUFS];
+    int64_t n[4];
+} kernel_args;
+
+/* A convolution through cuDNN: the filter swapped into KRSC scratch by the kernel, cuDNN's call,
+ * or for a filter gradient, cuDNN's call into scratch and the swap out. Scratch and workspace
+ * come from the caching allocator and go back after the calls are queued (one stream: the next
+ * user of the blocks queues behind them). */
+static tj_status launch_cudnn(rt_plan *p, const jit_cuda_kernel *k, void *fn, void *const *bufs) {
+    rt_device *d = p->dev;
+    const char *f = p->base.g->name;
+    bool to_hwio = ir_node_get(p->base.g, k->out[0])->op == IR_OP_CONV2D_GRAD_FILTER;
+    size_t fb = jit_cudnn_conv_filter_bytes(k->conv), wb = jit_cudnn_conv_workspace(k->conv);
+    void *ft = d->vt->alloc(d, fb), *ws = wb ? d->vt->alloc(d, wb) : NULL;
+    tj_status st = ft && (ws || !wb) ? TJ_OK : (ir_last_code() ? ir_last_code() : TJ_ERR_OOM);
+    kernel_args args = {{0}, {0}};
+    void *params[] = {&args};
+    if (!st && !to_hwio) {
+        args.p[0] = bufs[1], args.p[1] = ft;
+        st = rt_cuda_launch(d, fn, k->grid, k->block, 0, params, k->name, f);
+    }
+    if (!st)
+        st = jit_cudnn_conv_run(k->conv, bufs[0], to_hwio ? bufs[1] : ft, to_hwio ? ft : bufs[2],
+                                ws, k->name, f);
+    if (!st && to_hwio) {
+        args.p[0] = ft, args.p[1] = bufs[2];
+        st = rt_cuda_launch(d, fn, k->grid, k->block, 0, params, k->name, f);
+    }
+    if (ws)
+        d->vt->free(d, ws, wb);
+    if (ft)
+        d->vt->free(d, ft, fb);
+    return st;
+}
+
 static tj_status launch(rt_plan *p, uint32_t s, void *const *bufs) {
     cuda_prog *cp = (cuda_prog *)p;
     const jit_cuda_kernel *k = &cp->k[cp->kernel_of_step[s]];
-    if (k->kind == JIT_CK_MM && cp->blas)
-        return jit_cublas_gemm(cp->blas, &k->mm, bufs[0], bufs[1], bufs[2], k->name,
-                               p->base.g->name);
-    struct {
-        void *p[JIT_CUDA_MAX_BUFS];
-        int64_t n[4];
-    } args = {{0}, {0}};
+    if (k->kind == JIT_CK_MM && cp->blas) {
+        tj_status st = rt_cuda_use(p->dev, k->name);
+        return st ? st
+                  : jit_cublas_gemm(cp->blas, &k->mm, bufs[0], bufs[1], bufs[2], k->name,
+                                    p->base.g->name);
+    }
+    if (k->conv)
+        return launch_cudnn(p, k, cp->fns[cp->kernel_of_step[s]], bufs);
+    kernel_args args = {{0}, {0}};
     memcpy(args.p, bufs, (k->n_in + k->n_out) * sizeof *bufs);
     void *params[] = {&args};
     if (k->kind == JIT_CK_XENT)
@@ -186,6 +229,28 @@ static tj_status kernel_step(cuda_prog *cp, uint32_t ki) {
     return TJ_OK;
 }
 
+/* Convolution node id, its swap kernel k emitted: cuDNN's call made, or where cuDNN offers no
+ * algorithm, the swap taken back and the generated kernel emitted instead. */
+static tj_status dnn_conv(cuda_prog *cp, jit_sbuf *src, uint32_t id, jit_cuda_kernel *k) {
+    const ir_graph *g = cp->rp.base.g;
+    const ir_node *n = ir_node_get(g, id);
+    rt_conv_geom c;
+    tj_status st = jit_cuda_conv_geom(g, n, &c)
+                       ? jit_cudnn_conv_new(cp->dnn, n->op, n->dtype, &c, &k->conv)
+                       : TJ_ERR_UNSUPPORTED;
+    if (st != TJ_ERR_UNSUPPORTED)
+        return st;
+    src->n = k->src_off;
+    if (src->s)
+        src->s[src->n] = 0;
+    char name[sizeof k->name];
+    memcpy(name, k->name, sizeof name);
+    jit_cuda_kernel_release(k);
+    memset(k, 0, sizeof *k);
+    memcpy(k->name, name, sizeof name);
+    return jit_cuda_emit_node(src, g, id, k);
+}
+
 /* The steps and the module's source: a kernel per group this backend generates, host steps for
  * the rest. */
 static tj_status build(cuda_prog *cp, jit_sbuf *src) {
@@ -206,9 +271,12 @@ static tj_status build(cuda_prog *cp, jit_sbuf *src) {
         snprintf(k->name, sizeof k->name, "tjk%u", cp->n_k);
         const ir_node *n = ir_node_get(g, gr->nodes[0]);
         bool source = (ir_ops[n->op].flags & IR_F_SRC) != 0;
+        k->dnn = cp->dnn || cp->dnn_layouts;
         st = gr->fused || gr->reduce ? jit_cuda_emit_group(src, g, gr, k)
              : source                ? TJ_ERR_UNSUPPORTED
                                      : jit_cuda_emit_node(src, g, gr->nodes[0], k);
+        if (!st && k->kind == JIT_CK_CONV && k->dnn && cp->dnn)
+            st = dnn_conv(cp, src, gr->nodes[0], k);
         if (!st) {
             st = kernel_step(cp, cp->n_k++);
         } else if (st == TJ_ERR_UNSUPPORTED) {
@@ -419,6 +487,10 @@ static rt_program *compile(const ir_graph *g, const jit_backend_opts *o) {
                        : (ir_last_code() ? ir_last_code() : TJ_ERR_OOM);
     if (!st && !(cp->rp.dev_consts = calloc(g->n_nodes + 1, sizeof *cp->rp.dev_consts)))
         st = ir_errorf(TJ_ERR_OOM, "cuda: out of memory");
+    const char *dnn_why = NULL;
+    for (uint32_t i = 0; i < g->n_nodes && !st && !dnn_why && !cp->dnn; i++)
+        if (ir_ops[g->nodes[i].op].family == IR_FAM_CONV)
+            cp->dnn = jit_cudnn_get(dev, ordinal, &dnn_why);
     if (!st)
         st = build(cp, &src);
     if (!st)
@@ -437,6 +509,17 @@ static rt_program *compile(const ir_graph *g, const jit_backend_opts *o) {
     else if (!st && strcmp(why_not, "none in the graph") != 0)
         rt_log(RT_LOG_COMPILE, "cuda: %s: products by generated kernels: %s",
                g->name ? g->name : "fn", why_not);
+    if (!st && (cp->dnn || dnn_why)) {
+        uint32_t convs = 0, by = 0;
+        for (uint32_t i = 0; i < cp->n_k; i++)
+            convs += cp->k[i].kind == JIT_CK_CONV, by += cp->k[i].conv != NULL;
+        if (cp->dnn)
+            rt_log(RT_LOG_COMPILE, "cuda: %s: %u of %u convolution kernels by cuDNN %zu",
+                   g->name ? g->name : "fn", by, convs, jit_cudnn_version());
+        else
+            rt_log(RT_LOG_COMPILE, "cuda: %s: convolutions by generated kernels: %s",
+                   g->name ? g->name : "fn", dnn_why);
+    }
     if (!st) {
         char ops[512];
         host_ops(cp, ops, sizeof ops);
@@ -462,9 +545,10 @@ const jit_backend jit_backend_cuda = {
     .device = true,
 };
 
-char *jit_cuda_source_of(const ir_graph *g, uint32_t *n_kernels) {
+char *jit_cuda_source_of(const ir_graph *g, uint32_t *n_kernels, bool cudnn_layouts) {
     cuda_prog cp = {0};
     cp.rp.base.g = g;
+    cp.dnn_layouts = cudnn_layouts;
     jit_sbuf src = {0};
     tj_status st = (cp.part = pass_fusion_run(g, jit_cuda_fusable, jit_cuda_reducible, NULL))
                        ? TJ_OK

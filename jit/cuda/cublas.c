@@ -85,13 +85,8 @@ const jit_cublas *jit_cublas_get(rt_device *dev, int ordinal, const char **why) 
     if (!B.tried[ordinal]) {
         B.tried[ordinal] = 1;
         jit_cublas *c = calloc(1, sizeof *c);
-        /* the handle is made on the context current on this thread: the device's (a copy to it
-         * makes that context current, as every call of runtime/cuda.c does) */
-        char probe = 0;
-        void *p = dev->vt->alloc(dev, 1);
-        tj_status st = p ? dev->vt->copy_in(dev, p, &probe, 1) : TJ_ERR_RUNTIME;
-        if (p)
-            dev->vt->free(dev, p, 1);
+        /* the handle is made on the context current on this thread: the device's */
+        tj_status st = rt_cuda_use(dev, "cuBLAS");
         if (c && !st && B.Create(&c->h) == 0) {
             B.GetVersion(c->h, &c->version);
             pthread_mutex_init(&c->mu, NULL);

@@ -41,8 +41,13 @@ typedef struct jit_cuda_kernel {
     uint32_t *in, *out;       /* node ids: its buffers, inputs then outputs (owned) */
     uint32_t *nodes, n_nodes; /* the nodes it computes (owned) */
     unsigned grid[3], block;
-    bool sync;               /* uses __syncthreads (the emulation runs its threads together) */
-    rt_mm mm;                /* JIT_CK_MM: the product (cuBLAS takes it where it is there) */
+    bool sync; /* uses __syncthreads (the emulation runs its threads together) */
+    rt_mm mm;  /* JIT_CK_MM: the product (cuBLAS takes it where it is there) */
+    /* JIT_CK_CONV through cuDNN: the kernel is the filter's layout swap (HWIO to cuDNN's KRSC on
+     * the way in; a filter gradient's KRSC to HWIO on the way out), conv the call (NULL in a
+     * source made for the tests). dnn asks the emitter for that, and stays set when it fits. */
+    bool dnn;
+    struct jit_cudnn_conv *conv;
     size_t src_off, src_len; /* its text in the module's source */
 } jit_cuda_kernel;
 
@@ -78,6 +83,9 @@ const char *jit_cuda_ctype(int dt);
 unsigned jit_cuda_grid(int64_t work, unsigned block);
 void jit_cuda_declare_bufs(jit_sbuf *b, const ir_graph *g, const jit_cuda_kernel *k);
 tj_status jit_cuda_emit_nn(jit_sbuf *b, const ir_graph *g, uint32_t id, jit_cuda_kernel *k);
+/* The geometry of convolution node n (or a gradient) as rt_conv_geom_of gives it, in the
+ * forward's terms; false when the generated kernels do not take it (dtype, rank, groups). */
+bool jit_cuda_conv_geom(const ir_graph *g, const ir_node *n, struct rt_conv_geom *c);
 /* scalar.h's suffix of a dtype ("f32", "i64"; NULL for others); n ids copied (malloc'd, n + 1). */
 const char *jit_cuda_sfx(int dt);
 uint32_t *jit_cuda_ids_dup(const uint32_t *a, uint32_t n);
@@ -102,8 +110,9 @@ tj_status jit_cuda_emit_red_any(jit_sbuf *b, const ir_graph *g, const ir_node *r
 
 /* The module source the backend makes for optimized graph g, as its compile would (backend.c):
  * malloc'd, NULL with the error set; *n_kernels: the kernels in it. For tests (every kernel
- * through NVRTC and ptxas; the emulation against the reference kernels). */
-char *jit_cuda_source_of(const ir_graph *g, uint32_t *n_kernels);
+ * through NVRTC and ptxas; the emulation against the reference kernels). cudnn_layouts: the
+ * convolutions cuDNN takes as the filter swaps emitted for it (cuda.h: dnn). */
+char *jit_cuda_source_of(const ir_graph *g, uint32_t *n_kernels, bool cudnn_layouts);
 
 /* ---- cublas.c ---------------------------------------------------------------------------------
  */
@@ -116,6 +125,34 @@ int jit_cublas_version(const jit_cublas *c);
  * the default stream. An error names the kernel, the function and cuBLAS's status. */
 tj_status jit_cublas_gemm(const jit_cublas *c, const rt_mm *mm, const void *A, const void *B,
                           void *C, const char *kernel, const char *function);
+
+/* ---- cudnn.c ----------------------------------------------------------------------------------
+ */
+typedef struct jit_cudnn jit_cudnn;
+typedef struct jit_cudnn_conv jit_cudnn_conv;
+struct rt_conv_geom;
+/* cuDNN for GPU `ordinal` (device dev), or NULL with *why saying why not (not installed,
+ * TJ_CUDNN=0, older than 8, no handle on this driver). Kept for the process. */
+const jit_cudnn *jit_cudnn_get(rt_device *dev, int ordinal, const char **why);
+/* cudnnGetVersion's (90100 for 9.1.0); 0 when not loaded. */
+size_t jit_cudnn_version(void);
+/* Whether cuDNN computes convolution geometry c as the reference does: extents that fit its ints,
+ * pads that are symmetric as cuDNN applies them (its output extents equal c's), no empty side. */
+bool jit_cudnn_fits(const struct rt_conv_geom *c);
+/* The call for conv node op (IR_OP_CONV2D or a gradient) of dtype dt over geometry c: its
+ * descriptors made and its algorithm chosen (the first deterministic one cuDNN's heuristics
+ * offer). TJ_ERR_UNSUPPORTED (nothing set) when cuDNN does not take it. */
+tj_status jit_cudnn_conv_new(const jit_cudnn *dnn, int op, int dt, const struct rt_conv_geom *c,
+                             jit_cudnn_conv **out);
+void jit_cudnn_conv_free(jit_cudnn_conv *cv);
+size_t jit_cudnn_conv_workspace(const jit_cudnn_conv *cv);
+size_t jit_cudnn_conv_filter_bytes(const jit_cudnn_conv *cv);
+int jit_cudnn_conv_algo(const jit_cudnn_conv *cv);
+/* Runs cv on the default stream: a, b the step's inputs as the node has them ((x, w), (dy, w),
+ * (x, dy)), the filter in KRSC, out the output (a filter gradient in KRSC), ws its workspace.
+ * An error names the kernel, the function and cuDNN's status. */
+tj_status jit_cudnn_conv_run(const jit_cudnn_conv *cv, const void *a, const void *b, void *out,
+                             void *ws, const char *kernel, const char *function);
 
 /* ---- emulate.c ---------------------------------------------------------------------------------
  */

@@ -552,5 +552,7 @@ void jit_cuda_kernel_release(jit_cuda_kernel *k) {
     free(k->in);
     free(k->out);
     free(k->nodes);
+    jit_cudnn_conv_free(k->conv);
     k->in = k->out = k->nodes = NULL;
+    k->conv = NULL;
 }

@@ -7,7 +7,8 @@
  * rather than scattered (the gradients loop over the outputs that read an element), so no
  * atomics and the same sums every run. Geometry comes from the runtime's own
  * rt_conv_geom_of/rt_pool_geom_of; every extent is a constant of the source. These are the portable
- * baseline a library (cuDNN) would replace where it measures faster. */
+ * baseline: where cuDNN takes a convolution (cudnn.c), its kernel is the filter's layout swap
+ * instead, and cuDNN's call does the sums. */
 #include <stdio.h>
 
 #include "jit/cuda/cuda.h"
@@ -57,21 +58,51 @@ static tj_status emit_filter_grad(jit_sbuf *b, const ir_graph *g, const rt_conv_
     return TJ_OK;
 }
 
-static tj_status emit_conv(jit_sbuf *b, const ir_graph *g, const ir_node *n, jit_cuda_kernel *k) {
+/* The filter's layout swap for cuDNN (cuda.h: dnn): a thread per element of the HWIO side
+ * [kh][kw][cg][o] and its place in KRSC, [o][kh][kw][cg]; a.p[0] the source, a.p[1] the
+ * destination (the program passes them: the scratch filter is not a node). */
+static tj_status emit_filter_swap(jit_sbuf *b, jit_cuda_kernel *k, const rt_conv_geom *c,
+                                  int64_t cg, const char *T, bool to_hwio) {
+    int64_t numel = c->kh * c->kw * cg * c->o;
+    k->kind = JIT_CK_CONV;
+    k->block = JIT_CUDA_BLOCK;
+    k->grid[0] = jit_cuda_grid(numel, JIT_CUDA_BLOCK);
+    jit_sbuf_printf(b,
+                    "TJ_KERNEL %s(tj_args a) {\n"
+                    "    const %s *TJ_RESTRICT s_ = (const %s *)a.p[0];\n"
+                    "    %s *TJ_RESTRICT d_ = (%s *)a.p[1];\n"
+                    "    for (int64_t e_ = TJ_GID; e_ < %lldLL; e_ += TJ_GSTRIDE) {\n"
+                    "        int64_t o = e_ %% %lldLL, r_ = e_ / %lldLL, ci = r_ %% %lldLL;\n"
+                    "        int64_t t_ = (o * %lldLL + r_ / %lldLL) * %lldLL + ci;\n"
+                    "        %s;\n"
+                    "    }\n}\n",
+                    k->name, T, T, T, T, LL(numel), LL(c->o), LL(c->o), LL(cg), LL(c->kh * c->kw),
+                    LL(cg), LL(cg), to_hwio ? "d_[e_] = s_[t_]" : "d_[t_] = s_[e_]");
+    return TJ_OK;
+}
+
+bool jit_cuda_conv_geom(const ir_graph *g, const ir_node *n, rt_conv_geom *c) {
     const ir_node *a = ir_node_get(g, ir_inputs(g, n)[0]), *w = ir_node_get(g, ir_inputs(g, n)[1]);
     int dt = n->dtype;
     if ((dt != TJ_F32 && dt != TJ_F64) || a->dtype != dt || w->dtype != dt || n->rank != 4 ||
         a->rank != 4 || w->rank != 4)
+        return false;
+    *c = n->op == IR_OP_CONV2D              ? rt_conv_geom_of(n, a->dims, w->dims, n->dims)
+         : n->op == IR_OP_CONV2D_GRAD_INPUT ? rt_conv_geom_of(n, n->dims, w->dims, a->dims)
+                                            : rt_conv_geom_of(n, a->dims, n->dims, w->dims);
+    int64_t groups = c->groups > 1 ? c->groups : 1;
+    return c->c % groups == 0 && c->o % groups == 0;
+}
+
+static tj_status emit_conv(jit_sbuf *b, const ir_graph *g, const ir_node *n, jit_cuda_kernel *k) {
+    rt_conv_geom c;
+    if (!jit_cuda_conv_geom(g, n, &c))
         return TJ_ERR_UNSUPPORTED;
-    rt_conv_geom c = n->op == IR_OP_CONV2D ? rt_conv_geom_of(n, a->dims, w->dims, n->dims)
-                     : n->op == IR_OP_CONV2D_GRAD_INPUT
-                         ? rt_conv_geom_of(n, n->dims, w->dims, a->dims)
-                         : rt_conv_geom_of(n, a->dims, n->dims, w->dims);
     int64_t groups = c.groups > 1 ? c.groups : 1, cg = c.c / groups, og = c.o / groups;
-    if (cg * groups != c.c || og * groups != c.o)
-        return TJ_ERR_UNSUPPORTED;
-    const char *T = jit_cuda_ctype(dt);
+    const char *T = jit_cuda_ctype(n->dtype);
     int64_t numel = ir_numel(n->rank, n->dims);
+    if (k->dnn && (k->dnn = jit_cudnn_fits(&c)))
+        return emit_filter_swap(b, k, &c, cg, T, n->op == IR_OP_CONV2D_GRAD_FILTER);
     if (n->op == IR_OP_CONV2D_GRAD_FILTER)
         return emit_filter_grad(b, g, &c, cg, og, T, numel, k);
     jit_cuda_open_threads(b, g, k, JIT_CK_CONV, numel);

@@ -305,6 +305,79 @@ static void cubins(void) {
     tj_scope_end();
 }
 
+/* ---- cuBLAS and cuDNN (TJ_CUBLAS/TJ_CUDNN naming tests/cuda/'s fakes) ----------------------- */
+static char lib_log_buf[2048];
+static const char *lib_log = lib_log_buf;
+static void lib_sink(const char *topic, const char *line, void *user) {
+    (void)topic, (void)user;
+    size_t n = strlen(lib_log_buf);
+    if ((strstr(line, "cuDNN") || strstr(line, " by ")) &&
+        n + strlen(line) + 2 < sizeof lib_log_buf)
+        snprintf(lib_log_buf + n, sizeof lib_log_buf - n, "%s\n", line);
+}
+
+/* A strided convolution and both its gradients, and a batched product. */
+static tj_tensor *conv_net(tj_tensor *x, tj_tensor *w, tj_tensor *m) {
+    tj_tape *tape = tj_tape_new(0);
+    tj_tape_watch(tape, x);
+    tj_tape_watch(tape, w);
+    tj_tensor *y = tj_conv2d(x, w, (const int[]){2, 1}, TJ_PAD_VALID, NULL);
+    tj_tensor *g[2] = {NULL, NULL};
+    tj_tape_gradient(tape, tj_sum(tj_mul(y, y), 0, NULL, 0), NULL, 2, (tj_tensor *[]){x, w}, g);
+    tj_tape_free(tape);
+    return tj_tuple(
+        4, (tj_tensor *[]){y, g[0], g[1], tj_matmul(m, tj_transpose(m, (const int[]){0, 2, 1}))});
+}
+
+/* Under each FAKE_CUDNN/FAKE_CUBLAS fault, the route the compile log names and the values (or
+ * the call's error); 1 when the rest of the suite should run too (no fault). */
+static int libraries(void) {
+    const char *dnn_fault = getenv("FAKE_CUDNN"), *blas_fault = getenv("FAKE_CUBLAS");
+    dnn_fault = dnn_fault ? dnn_fault : "", blas_fault = blas_fault ? blas_fault : "";
+    tj_scope_begin();
+    tj_set_log(lib_sink, NULL);
+    tj_set_log_topics("compile");
+    tj_tensor *x = tj_random_uniform(TJ_F32, 4, (const int64_t[]){2, 9, 7, 4}, -1, 1, 3);
+    tj_tensor *w = tj_random_uniform(TJ_F32, 4, (const int64_t[]){3, 2, 4, 5}, -1, 1, 4);
+    tj_tensor *m = tj_random_uniform(TJ_F32, 3, (const int64_t[]){3, 5, 6}, -1, 1, 5);
+    tj_function *fg = tj_function_new("conv_net", (void *)conv_net, 3, &on_gpu_host_out);
+    tj_function *fr = tj_function_new("conv_net", (void *)conv_net, 3, &on_interp);
+    tj_tensor *g = tj_call(fg, 3, (tj_tensor *[]){x, w, m}),
+              *r = tj_call(fr, 3, (tj_tensor *[]){x, w, m});
+    if (!strcmp(dnn_fault, "exec_fail") || !strcmp(blas_fault, "exec_fail")) {
+        CHECK(tj_status_of(g) == TJ_ERR_RUNTIME);
+        CHECK_HAS(tj_error_message(g), "of function 'conv_net' failed: ");
+        CHECK_HAS(tj_error_message(g),
+                  *dnn_fault ? "cuDNN: convolution tjk" : "cuBLAS: product tjk");
+        CHECK_HAS(tj_error_message(g),
+                  *dnn_fault ? "CUDNN_STATUS_EXECUTION_FAILED (5000)" : "status 13");
+    } else {
+        CHECK_MSG(tj_status_of(g) == TJ_OK, "conv_net on cuda: %s", tj_error_message(g));
+        for (int k = 0; k < 4 && tj_status_of(g) == TJ_OK; k++) {
+            const tj_tensor *a = tj_tuple_get(g, k), *b = tj_tuple_get(r, k);
+            double worst = 0;
+            for (int64_t i = 0; i < tj_tensor_numel(b); i++)
+                worst = fmax(worst, fabs(tj_tensor_get_f64(a, i) - tj_tensor_get_f64(b, i)) /
+                                        (1 + fabs(tj_tensor_get_f64(b, i))));
+            CHECK_MSG(worst < 1e-5, "conv_net output %d differs by %g", k, worst);
+        }
+        const char *dnn = !strcmp(dnn_fault, "create_fail")
+                              ? "convolutions by generated kernels: cudnnCreate failed"
+                          : !strcmp(dnn_fault, "nondeterministic")
+                              ? "2 of 3 convolution kernels by cuDNN 91900"
+                              : "3 of 3 convolution kernels by cuDNN 91900";
+        CHECK_HAS(lib_log, dnn);
+        CHECK_HAS(lib_log, *blas_fault ? "products by generated kernels: cublasCreate failed"
+                                       : "products by cuBLAS 130000");
+    }
+    tj_function_free(fg);
+    tj_function_free(fr);
+    tj_set_log(NULL, NULL);
+    tj_scope_end();
+    printf("libraries: %s", lib_log);
+    return !*dnn_fault && !*blas_fault;
+}
+
 /* TJ_TEST_EXPECT=<text>: a compile or call that must fail with that text (CMake's _fault_*
  * runs: a GPU ordinal the driver lacks, an emulation compiler that fails, a cubin the fake
  * driver refuses); the process goes on and the host still computes. */
@@ -354,6 +427,9 @@ int main(void) {
         launch_fails();
         return check_done();
     }
+    const char *dnn = getenv("TJ_CUDNN");
+    if (dnn && strstr(dnn, "fake") && !libraries())
+        return check_done();
     outputs_and_inputs();
     variables();
     effects_and_loops();

@@ -10,6 +10,7 @@
  * reference kernels on random inputs with special values (NaN, +-inf, -0, 1e30) at edge sizes (0,
  * 1, odd, a row of 1000); floats within 1e-5 relative (sums in another order), integers and bools
  * exactly. CMake runs it again with TJ_CUDA_MAX_BLOCKS=3, so every grid-stride loop goes round. */
+#include <dlfcn.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -257,9 +258,18 @@ static tj_tensor *input(int dt, int rank, const int64_t *dims, int plain) {
 /* ---- NVRTC and ptxas ----------------------------------------------------------------------- */
 static int n_modules, n_kernels;
 
-static void compiles(const char *what, const ir_graph *g) {
+static void compiles_as(const char *what, const ir_graph *g, bool cudnn_layouts) {
     uint32_t nk = 0;
-    char *src = jit_cuda_source_of(g, &nk);
+    char *src = jit_cuda_source_of(g, &nk, cudnn_layouts);
+    if (cudnn_layouts && src) { /* only where cuDNN changes the module: the filters' swaps */
+        char *plain = jit_cuda_source_of(g, NULL, false);
+        bool same = plain && !strcmp(plain, src);
+        free(plain);
+        if (same) {
+            free(src);
+            return;
+        }
+    }
     CHECK_MSG(src != NULL, "%s: %s", what, tj_last_error());
     if (!src)
         return;
@@ -278,6 +288,11 @@ static void compiles(const char *what, const ir_graph *g) {
     n_modules++;
     n_kernels += (int)nk;
     free(src);
+}
+
+static void compiles(const char *what, const ir_graph *g) {
+    compiles_as(what, g, false);
+    compiles_as(what, g, true); /* the module when cuDNN takes the convolutions */
 }
 
 static tj_concrete *concrete_of(tj_function *f, const prog *P) {
@@ -385,13 +400,36 @@ static void values_part(void) {
     printf("emulation: %d outputs of %d programs match the reference kernels\n", compared, N_PROGS);
 }
 
+/* The library a TJ_CUBLAS/TJ_CUDNN run loaded (a fake: tests/cuda/) and how many calls it ran. */
+static int fake_calls(const char *env, const char *counter) {
+    const char *path = getenv(env);
+    if (!path || !strstr(path, "fake"))
+        return -1;
+    void *lib = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+    int (*calls)(void) = lib ? (int (*)(void))dlsym(lib, counter) : NULL;
+    int n = calls ? calls() : 0;
+    if (lib)
+        dlclose(lib);
+    return n;
+}
+
 int main(void) {
-    nvrtc_part();
+    const char *values_only = getenv("TJ_TEST_VALUES_ONLY"); /* the libraries' run: NVRTC done */
+    if (!values_only || !*values_only)
+        nvrtc_part();
     /* a GPU, or the fake driver with the emulation (the fake runs no GPU code) */
     const char *emu = getenv("TJ_CUDA_EMULATE"), *drv = getenv("TJ_CUDA_DRIVER");
-    if (!tj_backend_unavailable("cuda") && ((emu && *emu) || !drv || !*drv))
+    if (!tj_backend_unavailable("cuda") && ((emu && *emu) || !drv || !*drv)) {
         values_part();
-    else
+        int blas = fake_calls("TJ_CUBLAS", "fake_cublas_calls");
+        int dnn = fake_calls("TJ_CUDNN", "fake_cudnn_calls");
+        CHECK_MSG(blas != 0, "TJ_CUBLAS names a fake cuBLAS that ran no product");
+        CHECK_MSG(dnn != 0, "TJ_CUDNN names a fake cuDNN that ran no convolution");
+        if (blas > 0 || dnn > 0)
+            printf("libraries: %d products by the fake cuBLAS, %d convolutions by the fake "
+                   "cuDNN\n",
+                   blas, dnn);
+    } else
         printf("no emulation (TJ_CUDA_EMULATE and the fake driver): the values part is skipped; "
                "cuda: %s\n",
                tj_backend_unavailable("cuda") ? tj_backend_unavailable("cuda") : "available");
