@@ -6,8 +6,10 @@
  *   ew_tanh_2^26        tanh(x*a+b)*c-x, a b c scalars: the same;
  *   softmax_8192x8192   row softmax: the same;
  *   matmul_f32_4096     TFLOP/s (cuBLAS where it loads; TJ_CUBLAS=0: the generated kernel);
- *   conv2d_200x200x100  the seed's S25 convolution (generated direct kernel), GFLOP/s;
+ *   conv2d_200x200x100  the seed's S25 convolution, GFLOP/s (cuDNN where it loads);
  *   cnn_train_step_b50, _b512  the seed CNN's training step (examples/cnn.h), ms per step;
+ *   with TJ_CUDNN=0 these three rows are named ..._direct: the generated direct kernels, the
+ *   A/B that says whether cuDNN earns its place (--convs: only these rows);
  *   call_10op_hit       the host's time of a cache-hit call of a 10-op function on 16 elements
  *                       (calls queued back to back, one synchronize at the end), in µs;
  *   first_call_ew       a first call of ew_poly with the NVRTC cache emptied: trace, passes,
@@ -160,15 +162,28 @@ static void products(void) {
     double ms = time_calls(f, 2, args, NULL), tf = 2.0 * (double)m * m * m / (ms * 1e9);
     bench_report("matmul_f32_4096", "TFLOP/s", tf, "TFLOP/s", NULL, 0, 0);
     tj_function_free(f);
+    tj_scope_end();
+}
+
+/* "_direct" when TJ_CUDNN=0 (the generated convolution kernels), else "". */
+static const char *conv_route(void) {
+    const char *e = getenv("TJ_CUDNN");
+    return e && !strcmp(e, "0") ? "_direct" : "";
+}
+
+static void convolution(void) {
+    tj_scope_begin();
+    char name[48];
     int64_t side = smoke ? 10 : 200, ch = smoke ? 4 : 100;
     int64_t xd[4] = {1, side, side, ch}, wd[4] = {3, 3, ch, ch}, bd[1] = {ch};
     tj_tensor *c[3] = {on_gpu(tj_random_uniform(TJ_F32, 4, xd, -1, 1, 5)),
                        on_gpu(tj_random_uniform(TJ_F32, 4, wd, -1, 1, 6)),
                        on_gpu(tj_random_uniform(TJ_F32, 1, bd, -1, 1, 7))};
-    f = tj_function_new("conv2d_200x200x100", (void *)conv_bias, 3, &cuda_opts);
-    ms = time_calls(f, 3, c, NULL);
+    tj_function *f = tj_function_new("conv2d_200x200x100", (void *)conv_bias, 3, &cuda_opts);
+    double ms = time_calls(f, 3, c, NULL);
     double gf = 2.0 * (double)(side - 2) * (side - 2) * ch * 9 * ch / (ms * 1e6);
-    bench_report("conv2d_200x200x100", "GFLOP/s", gf, "GFLOP/s", NULL, 0, 0);
+    snprintf(name, sizeof name, "conv2d_200x200x100%s", conv_route());
+    bench_report(name, "GFLOP/s", gf, "GFLOP/s", NULL, 0, 0);
     tj_function_free(f);
     tj_scope_end();
 }
@@ -183,8 +198,8 @@ static void cnn_steps(int64_t batch) {
         tj_mul(tj_random_uniform(TJ_F32, 1, &batch, 0, 1, 9), tj_scalar_f32(9.99f)), TJ_I32));
     tj_function *f = tj_function_new("cnn_train_step", (void *)cnn_train_step, 2, &cuda_opts);
     double first = 0, ms = time_calls(f, 2, (tj_tensor *[]){x, y}, &first);
-    char name[32];
-    snprintf(name, sizeof name, "cnn_train_step_b%lld", (long long)batch);
+    char name[48];
+    snprintf(name, sizeof name, "cnn_train_step_b%lld%s", (long long)batch, conv_route());
     bench_report(name, "ms", ms, "ms", NULL, 0, 0);
     bench_report(name, "first_call_ms", first, "ms", "steady", ms, first / ms);
     tj_function_free(f);
@@ -238,17 +253,20 @@ int main(int argc, char **argv) {
         printf("bench_gpu: skipped: %s\n", why ? why : tj_backend_unavailable("cuda"));
         return 0;
     }
-    int quick = bench_quick(argc, argv);
+    int quick = bench_quick(argc, argv), convs = 0;
     for (int i = 1; i < argc; i++)
-        smoke |= !strcmp(argv[i], "--smoke");
+        smoke |= !strcmp(argv[i], "--smoke"), convs |= !strcmp(argv[i], "--convs");
     if (smoke)
         printf("bench_gpu: --smoke: tiny sizes, figures not meaningful\n");
-    double copy = copy_ms((int64_t)1 << (smoke ? 12 : 26));
-    first_call();
-    elementwise(copy);
-    softmax(copy);
-    products();
-    host_cost();
+    if (!convs) {
+        double copy = copy_ms((int64_t)1 << (smoke ? 12 : 26));
+        first_call();
+        elementwise(copy);
+        softmax(copy);
+        products();
+        host_cost();
+    }
+    convolution();
     cnn_steps(smoke ? 2 : 50);
     if (!quick && !smoke)
         cnn_steps(512);
