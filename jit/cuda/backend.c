@@ -65,6 +65,7 @@ typedef struct cuda_prog {
     size_t prelude_len;     /* the source's shared head */
     const jit_cublas *blas; /* products through cuBLAS; NULL: the generated kernel */
     const jit_cudnn *dnn;   /* convolutions through cuDNN where it takes them; NULL: none */
+    const jit_cublaslt *lt; /* products with their bias add as cuBLASLt epilogues */
     bool dnn_layouts;       /* jit_cuda_source_of: convolutions as cuDNN's would be emitted */
     char *emu_image;        /* the emulation's shared object, removed with the program */
 } cuda_prog;
@@ -176,7 +177,7 @@ static tj_status launch_cudnn(rt_plan *p, const jit_cuda_kernel *k, void *fn, vo
 static tj_status launch(rt_plan *p, uint32_t s, void *const *bufs) {
     cuda_prog *cp = (cuda_prog *)p;
     const jit_cuda_kernel *k = &cp->k[cp->kernel_of_step[s]];
-    if (k->kind == JIT_CK_MM && cp->blas) {
+    if (k->kind == JIT_CK_MM && cp->blas && !k->lt) {
         tj_status st = rt_cuda_use(p->dev, k->name);
         return st ? st
                   : jit_cublas_gemm(cp->blas, &k->mm, bufs[0], bufs[1], bufs[2], k->name,
@@ -184,6 +185,16 @@ static tj_status launch(rt_plan *p, uint32_t s, void *const *bufs) {
     }
     if (k->conv)
         return launch_cudnn(p, k, cp->fns[cp->kernel_of_step[s]], bufs);
+    if (k->lt) {
+        size_t wb = jit_lt_mm_workspace(k->lt);
+        void *ws = wb ? p->dev->vt->alloc(p->dev, wb) : NULL;
+        tj_status st = ws || !wb ? jit_lt_mm_run(k->lt, bufs[0], bufs[1], bufs[2], bufs[3], ws,
+                                                 k->name, p->base.g->name)
+                                 : (ir_last_code() ? ir_last_code() : TJ_ERR_OOM);
+        if (ws)
+            p->dev->vt->free(p->dev, ws, wb);
+        return st;
+    }
     kernel_args args = {{0}, {0}};
     memcpy(args.p, bufs, (k->n_in + k->n_out) * sizeof *bufs);
     void *params[] = {&args};
@@ -251,6 +262,118 @@ static tj_status dnn_conv(cuda_prog *cp, jit_sbuf *src, uint32_t id, jit_cuda_ke
     return jit_cuda_emit_node(src, g, id, k);
 }
 
+/* ---- cuBLASLt epilogues ---------------------------------------------------------------------- */
+/* Per node: its group (-1: none), and how many nodes and graph outputs read it (2: two or more). */
+typedef struct graph_index {
+    int32_t *group_of;
+    uint8_t *uses;
+    bool *absorbed; /* per group: run as a product's epilogue */
+} graph_index;
+
+static tj_status index_graph(const cuda_prog *cp, graph_index *x) {
+    const ir_graph *g = cp->rp.base.g;
+    const pass_partition *part = cp->part;
+    x->group_of = malloc((g->n_nodes + 1) * sizeof *x->group_of);
+    x->uses = calloc(g->n_nodes + 1, 1);
+    x->absorbed = calloc(part->n_groups + 1, sizeof *x->absorbed);
+    if (!x->group_of || !x->uses || !x->absorbed)
+        return ir_errorf(TJ_ERR_OOM, "cuda: out of memory");
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        x->group_of[i] = -1;
+        const uint32_t *in = ir_inputs(g, &g->nodes[i]);
+        for (uint32_t q = 0; q < g->nodes[i].n_in; q++)
+            if (in[q] < g->n_nodes && x->uses[in[q]] < 2)
+                x->uses[in[q]]++;
+    }
+    for (uint32_t q = 0; q < g->n_outputs; q++)
+        if (g->outputs[q] < g->n_nodes && x->uses[g->outputs[q]] < 2)
+            x->uses[g->outputs[q]]++;
+    for (uint32_t gi = 0; gi < part->n_groups; gi++)
+        for (uint32_t j = 0; j < part->groups[gi].n_nodes; j++)
+            x->group_of[part->groups[gi].nodes[j]] = (int32_t)gi;
+    return TJ_OK;
+}
+
+static void index_free(graph_index *x) {
+    free(x->group_of);
+    free(x->uses);
+    free(x->absorbed);
+}
+
+/* Whether product group gi is read only by a fused group computing `p + b` or `relu(p + b)`
+ * (b a vector of the product's columns, made by an earlier group) whose one output is that
+ * value: *ge, *bias and *relu say which (the add goes to cuBLASLt, a relu stays a kernel). */
+static bool epilogue_of(const cuda_prog *cp, const graph_index *x, uint32_t gi, uint32_t *ge,
+                        uint32_t *bias, bool *relu) {
+    const ir_graph *g = cp->rp.base.g;
+    const pass_group *gr = &cp->part->groups[gi];
+    rt_mm mm;
+    uint32_t p = gr->nodes[0], c = IR_NONE;
+    if (gr->fused || gr->reduce || gr->n_nodes != 1 || ir_node_get(g, p)->op != IR_OP_MATMUL ||
+        !rt_mm_of(g, p, &mm) || mm.dt != TJ_F32 || mm.batches != 1 || x->uses[p] != 1)
+        return false;
+    for (uint32_t i = p + 1; i < g->n_nodes && c == IR_NONE; i++)
+        for (uint32_t q = 0; q < g->nodes[i].n_in; q++)
+            if (ir_inputs(g, &g->nodes[i])[q] == p)
+                c = i;
+    if (c == IR_NONE || x->group_of[c] <= (int32_t)gi)
+        return false;
+    const pass_group *e = &cp->part->groups[x->group_of[c]];
+    const ir_node *cn = ir_node_get(g, c);
+    if (!e->fused || e->nodes[0] != c || cn->op != IR_OP_ADD || cn->n_in != 2 || cn->rank != 2 ||
+        cn->dtype != TJ_F32 || cn->dims[0] != mm.m || cn->dims[1] != mm.n)
+        return false;
+    const uint32_t *in = ir_inputs(g, cn);
+    uint32_t b = in[0] == p ? in[1] : in[0];
+    const ir_node *bn = ir_node_get(g, b);
+    if (b == p || bn->dtype != TJ_F32 || bn->rank != 1 || bn->dims[0] != mm.n ||
+        x->group_of[b] >= (int32_t)gi)
+        return false;
+    const ir_node *r = e->n_nodes == 2 ? ir_node_get(g, e->nodes[1]) : NULL;
+    *relu = r && r->op == IR_OP_RELU && ir_inputs(g, r)[0] == c && x->uses[c] == 1;
+    if (e->n_nodes != (*relu ? 2u : 1u) || e->n_outputs != 1 ||
+        e->outputs[0] != e->nodes[e->n_nodes - 1])
+        return false;
+    *ge = (uint32_t)x->group_of[c];
+    *bias = b;
+    return true;
+}
+
+/* Product group gi and the bias add starting fused group ge as one cuBLASLt call in kernel k
+ * (no source); TJ_ERR_UNSUPPORTED when cuBLASLt offers no algorithm. */
+static tj_status lt_kernel(cuda_prog *cp, uint32_t gi, uint32_t ge, uint32_t bias,
+                           jit_cuda_kernel *k, size_t at) {
+    const ir_graph *g = cp->rp.base.g;
+    uint32_t p = cp->part->groups[gi].nodes[0], add = cp->part->groups[ge].nodes[0];
+    if (!rt_mm_of(g, p, &k->mm))
+        return TJ_ERR_UNSUPPORTED;
+    tj_status st = jit_lt_mm_new(cp->lt, &k->mm, &k->lt);
+    if (st)
+        return st;
+    const uint32_t *in = ir_inputs(g, ir_node_get(g, p));
+    uint32_t ins[3] = {in[0], in[1], bias}, nodes[2] = {p, add};
+    k->kind = JIT_CK_MM;
+    k->n_in = 3;
+    k->n_out = 1;
+    k->n_nodes = 2;
+    k->src_off = at;
+    k->src_len = 0;
+    if (!(k->in = jit_cuda_ids_dup(ins, 3)) || !(k->out = jit_cuda_ids_dup(&add, 1)) ||
+        !(k->nodes = jit_cuda_ids_dup(nodes, 2)))
+        return ir_errorf(TJ_ERR_OOM, "cuda: out of memory");
+    return TJ_OK;
+}
+
+/* The relu of fused group ge (after its bias add went to cuBLASLt) as a kernel of its own. */
+static tj_status relu_kernel(cuda_prog *cp, jit_sbuf *src, uint32_t ge, jit_cuda_kernel *k) {
+    const pass_group *e = &cp->part->groups[ge];
+    pass_group r = *e;
+    r.n_nodes = r.n_inputs = 1;
+    r.nodes = &e->nodes[1];
+    r.inputs = &e->nodes[0];
+    return jit_cuda_emit_group(src, cp->rp.base.g, &r, k);
+}
+
 /* The steps and the module's source: a kernel per group this backend generates, host steps for
  * the rest. */
 static tj_status build(cuda_prog *cp, jit_sbuf *src) {
@@ -264,11 +387,36 @@ static tj_status build(cuda_prog *cp, jit_sbuf *src) {
         return ir_errorf(TJ_ERR_OOM, "cuda: out of memory");
     jit_cuda_prelude(src);
     cp->prelude_len = src->n;
-    tj_status st = TJ_OK;
+    graph_index x = {0};
+    tj_status st = cp->lt ? index_graph(cp, &x) : TJ_OK;
     for (uint32_t gi = 0; gi < part->n_groups && !st; gi++) {
         const pass_group *gr = &part->groups[gi];
         jit_cuda_kernel *k = &cp->k[cp->n_k];
         snprintf(k->name, sizeof k->name, "tjk%u", cp->n_k);
+        uint32_t ge, bias;
+        bool relu;
+        if (x.absorbed && x.absorbed[gi])
+            continue; /* an earlier product's epilogue */
+        if (cp->lt && epilogue_of(cp, &x, gi, &ge, &bias, &relu)) {
+            st = lt_kernel(cp, gi, ge, bias, k, src->n);
+            if (!st) {
+                x.absorbed[ge] = true;
+                st = kernel_step(cp, cp->n_k++);
+                if (!st && relu) {
+                    k = &cp->k[cp->n_k];
+                    snprintf(k->name, sizeof k->name, "tjk%u", cp->n_k);
+                    if (!(st = relu_kernel(cp, src, ge, k)))
+                        st = kernel_step(cp, cp->n_k++);
+                }
+                continue;
+            }
+            if (st != TJ_ERR_UNSUPPORTED)
+                break;
+            jit_cuda_kernel_release(k);
+            memset(k, 0, sizeof *k);
+            snprintf(k->name, sizeof k->name, "tjk%u", cp->n_k);
+            st = TJ_OK;
+        }
         const ir_node *n = ir_node_get(g, gr->nodes[0]);
         bool source = (ir_ops[n->op].flags & IR_F_SRC) != 0;
         k->dnn = cp->dnn || cp->dnn_layouts;
@@ -287,6 +435,7 @@ static tj_status build(cuda_prog *cp, jit_sbuf *src) {
                 st = host_step(cp, gr->nodes[j]);
         }
     }
+    index_free(&x);
     return st || !src->oom ? st : ir_errorf(TJ_ERR_OOM, "cuda: out of memory");
 }
 
@@ -416,7 +565,8 @@ static tj_status load_module(cuda_prog *cp, const char *source) {
     }
     for (uint32_t p = 0; p < cp->n_mods && !st; p++)
         for (uint32_t i = first[p]; i < first[p + 1] && !st; i++)
-            st = rt_cuda_function(dev, cp->mods[p], cp->k[i].name, &cp->fns[i]);
+            if (cp->k[i].src_len) /* none: a library call alone (cuBLASLt) */
+                st = rt_cuda_function(dev, cp->mods[p], cp->k[i].name, &cp->fns[i]);
     for (uint32_t p = 0; jobs && p < parts; p++) {
         free(jobs[p].src);
         jit_nvrtc_free(&jobs[p].out);
@@ -487,10 +637,13 @@ static rt_program *compile(const ir_graph *g, const jit_backend_opts *o) {
                        : (ir_last_code() ? ir_last_code() : TJ_ERR_OOM);
     if (!st && !(cp->rp.dev_consts = calloc(g->n_nodes + 1, sizeof *cp->rp.dev_consts)))
         st = ir_errorf(TJ_ERR_OOM, "cuda: out of memory");
-    const char *dnn_why = NULL;
+    const char *dnn_why = NULL, *lt_why = NULL;
     for (uint32_t i = 0; i < g->n_nodes && !st && !dnn_why && !cp->dnn; i++)
         if (ir_ops[g->nodes[i].op].family == IR_FAM_CONV)
             cp->dnn = jit_cudnn_get(dev, ordinal, &dnn_why);
+    for (uint32_t i = 0; i < g->n_nodes && !st && !lt_why && !cp->lt; i++)
+        if (g->nodes[i].op == IR_OP_MATMUL)
+            cp->lt = jit_cublaslt_get(dev, ordinal, &lt_why);
     if (!st)
         st = build(cp, &src);
     if (!st)
@@ -503,9 +656,15 @@ static rt_program *compile(const ir_graph *g, const jit_backend_opts *o) {
     for (uint32_t i = 0; i < cp->n_k && !st && !cp->blas; i++)
         if (cp->k[i].kind == JIT_CK_MM && !(cp->blas = jit_cublas_get(dev, ordinal, &why_not)))
             break;
-    if (!st && cp->blas)
-        rt_log(RT_LOG_COMPILE, "cuda: %s: products by cuBLAS %d", g->name ? g->name : "fn",
-               jit_cublas_version(cp->blas));
+    uint32_t lts = 0;
+    for (uint32_t i = 0; i < cp->n_k; i++)
+        lts += cp->k[i].lt != NULL;
+    if (!st && (cp->blas || lts))
+        rt_log(RT_LOG_COMPILE,
+               "cuda: %s: products by cuBLAS %d, %u with their bias add as cuBLASLt %zu's "
+               "epilogue%s%s",
+               g->name ? g->name : "fn", jit_cublas_version(cp->blas), lts, jit_cublaslt_version(),
+               lt_why ? ": " : "", lt_why ? lt_why : "");
     else if (!st && strcmp(why_not, "none in the graph") != 0)
         rt_log(RT_LOG_COMPILE, "cuda: %s: products by generated kernels: %s",
                g->name ? g->name : "fn", why_not);

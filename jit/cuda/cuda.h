@@ -48,6 +48,9 @@ typedef struct jit_cuda_kernel {
      * source made for the tests). dnn asks the emitter for that, and stays set when it fits. */
     bool dnn;
     struct jit_cudnn_conv *conv;
+    /* JIT_CK_MM with its bias add as cuBLASLt's epilogue: inputs (a, b, bias), the output the
+     * add's; no generated source. */
+    struct jit_lt_mm *lt;
     size_t src_off, src_len; /* its text in the module's source */
 } jit_cuda_kernel;
 
@@ -125,6 +128,23 @@ int jit_cublas_version(const jit_cublas *c);
  * the default stream. An error names the kernel, the function and cuBLAS's status. */
 tj_status jit_cublas_gemm(const jit_cublas *c, const rt_mm *mm, const void *A, const void *B,
                           void *C, const char *kernel, const char *function);
+
+/* ---- cublaslt.c -------------------------------------------------------------------------------
+ */
+typedef struct jit_cublaslt jit_cublaslt;
+typedef struct jit_lt_mm jit_lt_mm;
+/* cuBLASLt for GPU `ordinal`, or NULL with *why saying why not; kept for the process. */
+const jit_cublaslt *jit_cublaslt_get(rt_device *dev, int ordinal, const char **why);
+size_t jit_cublaslt_version(void);
+/* The call for 2-D f32 product mm followed by a bias add of its columns: descriptors made,
+ * algorithm chosen. TJ_ERR_UNSUPPORTED (nothing set) when cuBLASLt does not take it. */
+tj_status jit_lt_mm_new(const jit_cublaslt *lt, const rt_mm *mm, jit_lt_mm **out);
+void jit_lt_mm_free(jit_lt_mm *p);
+size_t jit_lt_mm_workspace(const jit_lt_mm *p);
+/* C = A x B + bias, device pointers, on the default stream; an error names the kernel,
+ * the function and cuBLASLt's status. */
+tj_status jit_lt_mm_run(const jit_lt_mm *p, const void *A, const void *B, const void *bias, void *C,
+                        void *ws, const char *kernel, const char *function);
 
 /* ---- cudnn.c ----------------------------------------------------------------------------------
  */

@@ -553,6 +553,8 @@ void jit_cuda_kernel_release(jit_cuda_kernel *k) {
     free(k->out);
     free(k->nodes);
     jit_cudnn_conv_free(k->conv);
+    jit_lt_mm_free(k->lt);
     k->in = k->out = k->nodes = NULL;
     k->conv = NULL;
+    k->lt = NULL;
 }

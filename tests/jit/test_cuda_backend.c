@@ -316,7 +316,8 @@ static void lib_sink(const char *topic, const char *line, void *user) {
         snprintf(lib_log_buf + n, sizeof lib_log_buf - n, "%s\n", line);
 }
 
-/* A strided convolution and both its gradients, and a batched product. */
+/* A strided convolution and both its gradients, a batched product, and a dense layer
+ * (relu(m0^T m0 + b): the bias add as cuBLASLt's epilogue, the relu a kernel). */
 static tj_tensor *conv_net(tj_tensor *x, tj_tensor *w, tj_tensor *m) {
     tj_tape *tape = tj_tape_new(0);
     tj_tape_watch(tape, x);
@@ -325,8 +326,14 @@ static tj_tensor *conv_net(tj_tensor *x, tj_tensor *w, tj_tensor *m) {
     tj_tensor *g[2] = {NULL, NULL};
     tj_tape_gradient(tape, tj_sum(tj_mul(y, y), 0, NULL, 0), NULL, 2, (tj_tensor *[]){x, w}, g);
     tj_tape_free(tape);
-    return tj_tuple(
-        4, (tj_tensor *[]){y, g[0], g[1], tj_matmul(m, tj_transpose(m, (const int[]){0, 2, 1}))});
+    tj_tensor *m0 =
+        tj_reshape(tj_slice(m, (const int64_t[]){0, 0, 0}, (const int64_t[]){1, 5, 6}, NULL), 2,
+                   (const int64_t[]){5, 6});
+    tj_tensor *dense = tj_relu(
+        tj_bias_add(tj_matmul(tj_transpose(m0, NULL), m0), tj_sum(m0, 1, (const int[]){0}, 0)));
+    return tj_tuple(5,
+                    (tj_tensor *[]){y, g[0], g[1],
+                                    tj_matmul(m, tj_transpose(m, (const int[]){0, 2, 1})), dense});
 }
 
 /* Under each FAKE_CUDNN/FAKE_CUBLAS fault, the route the compile log names and the values (or
@@ -347,13 +354,12 @@ static int libraries(void) {
     if (!strcmp(dnn_fault, "exec_fail") || !strcmp(blas_fault, "exec_fail")) {
         CHECK(tj_status_of(g) == TJ_ERR_RUNTIME);
         CHECK_HAS(tj_error_message(g), "of function 'conv_net' failed: ");
-        CHECK_HAS(tj_error_message(g),
-                  *dnn_fault ? "cuDNN: convolution tjk" : "cuBLAS: product tjk");
+        CHECK_HAS(tj_error_message(g), *dnn_fault ? "cuDNN: convolution tjk" : "cuBLAS");
         CHECK_HAS(tj_error_message(g),
                   *dnn_fault ? "CUDNN_STATUS_EXECUTION_FAILED (5000)" : "status 13");
     } else {
         CHECK_MSG(tj_status_of(g) == TJ_OK, "conv_net on cuda: %s", tj_error_message(g));
-        for (int k = 0; k < 4 && tj_status_of(g) == TJ_OK; k++) {
+        for (int k = 0; k < 5 && tj_status_of(g) == TJ_OK; k++) {
             const tj_tensor *a = tj_tuple_get(g, k), *b = tj_tuple_get(r, k);
             double worst = 0;
             for (int64_t i = 0; i < tj_tensor_numel(b); i++)
@@ -368,7 +374,8 @@ static int libraries(void) {
                               : "3 of 3 convolution kernels by cuDNN 91900";
         CHECK_HAS(lib_log, dnn);
         CHECK_HAS(lib_log, *blas_fault ? "products by generated kernels: cublasCreate failed"
-                                       : "products by cuBLAS 130000");
+                                       : "products by cuBLAS 130000, 1 with their bias add as "
+                                         "cuBLASLt 130000's epilogue");
     }
     tj_function_free(fg);
     tj_function_free(fr);
