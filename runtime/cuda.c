@@ -43,7 +43,7 @@ typedef struct CUevent_st *CUevent;
  * that says when the GPU has read it. A copy in goes through the next buffer (waiting for its
  * event only if the GPU has not consumed it yet) and returns while the GPU copies: the host is
  * not held up behind the kernels queued before it (a pageable cuMemcpyHtoD waits for them). */
-enum { STAGE_SLOTS = 4, STAGE_BYTES = 4 << 20 };
+enum { STAGE_SLOTS = 4, STAGE_BYTES = 4 << 20, READ_SLOTS = 64, READ_BYTES = 16 };
 typedef struct stage_slot {
     void *host;
     CUevent done;
@@ -61,6 +61,12 @@ typedef struct gpu {
     pthread_mutex_t stage_mu; /* the ring */
     stage_slot stage[STAGE_SLOTS];
     int stage_next, stage_off; /* 1: pinned memory could not be had: pageable copies */
+    /* small reads waited for later (rt_cuda_read_start): pinned slots of 16 bytes, an event
+     * each, a bit per slot in use (under stage_mu) */
+    unsigned char *reads;
+    CUevent read_done[READ_SLOTS];
+    uint64_t reads_busy;
+    int reads_off;
 } gpu;
 
 static struct {
@@ -92,6 +98,7 @@ static struct {
     CUresult (*MemHostAlloc)(void **, size_t, unsigned);
     CUresult (*MemFreeHost)(void *);
     CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
+    CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
     CUresult (*EventCreate)(CUevent *, unsigned);
     CUresult (*EventRecord)(CUevent, CUstream);
     CUresult (*EventSynchronize)(CUevent);
@@ -154,6 +161,7 @@ static void load(void) {
         {(void **)&D.MemHostAlloc, "cuMemHostAlloc"},
         {(void **)&D.MemFreeHost, "cuMemFreeHost"},
         {(void **)&D.MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"},
+        {(void **)&D.MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"},
         {(void **)&D.EventCreate, "cuEventCreate"},
         {(void **)&D.EventRecord, "cuEventRecord"},
         {(void **)&D.EventSynchronize, "cuEventSynchronize"},
@@ -352,6 +360,67 @@ static tj_status g_copy_in(rt_device *d, void *dst, const void *src, size_t size
     }
     pthread_mutex_unlock(&g->stage_mu);
     return copy_status(g, r, "copy to the device", size);
+}
+
+/* The read slots, made on the first read (under stage_mu); false: reads are done at once. */
+static bool reads_ready(gpu *g) {
+    if (g->reads_off)
+        return false;
+    if (g->reads)
+        return true;
+    void *host = NULL;
+    if (D.MemHostAlloc(&host, READ_SLOTS * READ_BYTES, 0) != CUDA_SUCCESS) {
+        g->reads_off = 1;
+        return false;
+    }
+    for (int i = 0; i < READ_SLOTS; i++)
+        if (D.EventCreate(&g->read_done[i], 2 /* CU_EVENT_DISABLE_TIMING */) != CUDA_SUCCESS) {
+            g->reads_off = 1; /* what was made stays until the process ends */
+            return false;
+        }
+    g->reads = host;
+    return true;
+}
+
+tj_status rt_cuda_read_start(rt_device *d, const void *src, size_t n, void *dst, int *slot) {
+    gpu *g = (gpu *)d;
+    *slot = -1;
+    tj_status st = use(g, "read from the device");
+    if (st)
+        return st;
+    int s = -1;
+    pthread_mutex_lock(&g->stage_mu);
+    if (n <= READ_BYTES && reads_ready(g) && ~g->reads_busy)
+        s = __builtin_ctzll(~g->reads_busy), g->reads_busy |= 1ull << s;
+    pthread_mutex_unlock(&g->stage_mu);
+    if (s < 0) /* no slot: read now */
+        return copy_status(g, D.MemcpyDtoH(dst, (CUdeviceptr)(uintptr_t)src, n), "copy to the host",
+                           n);
+    CUresult r = D.MemcpyDtoHAsync(g->reads + s * READ_BYTES, (CUdeviceptr)(uintptr_t)src, n, NULL);
+    if (r == CUDA_SUCCESS)
+        r = D.EventRecord(g->read_done[s], NULL);
+    if (r != CUDA_SUCCESS) {
+        pthread_mutex_lock(&g->stage_mu);
+        g->reads_busy &= ~(1ull << s);
+        pthread_mutex_unlock(&g->stage_mu);
+        return copy_status(g, r, "copy to the host", n);
+    }
+    *slot = s;
+    return TJ_OK;
+}
+
+tj_status rt_cuda_read_finish(rt_device *d, int slot, void *dst, size_t n) {
+    gpu *g = (gpu *)d;
+    if (slot < 0 || slot >= READ_SLOTS)
+        return TJ_OK;
+    tj_status st = use(g, "read from the device");
+    CUresult r = st ? CUDA_SUCCESS : D.EventSynchronize(g->read_done[slot]);
+    if (!st && r == CUDA_SUCCESS)
+        memcpy(dst, g->reads + slot * READ_BYTES, n);
+    pthread_mutex_lock(&g->stage_mu);
+    g->reads_busy &= ~(1ull << slot);
+    pthread_mutex_unlock(&g->stage_mu);
+    return st ? st : copy_status(g, r, "copy to the host", n);
 }
 
 static tj_status g_copy_out(rt_device *d, void *dst, const void *src, size_t size) {

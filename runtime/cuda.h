@@ -57,6 +57,12 @@ int rt_cuda_arch(rt_device *d);
  * error naming `what` and the driver's answer. */
 tj_status rt_cuda_module_load(rt_device *d, const void *image, const char *what, void **mod);
 void rt_cuda_module_unload(rt_device *d, void *mod);
+/* A read of up to 16 bytes of d's memory at src, queued after the work before it without waiting
+ * for it: *slot names the read for rt_cuda_read_finish, which waits for it and copies the bytes
+ * to dst. Where no slot is free, the read is done at once into dst and *slot is -1 (finish then
+ * only returns). An error names d. */
+tj_status rt_cuda_read_start(rt_device *d, const void *src, size_t n, void *dst, int *slot);
+tj_status rt_cuda_read_finish(rt_device *d, int slot, void *dst, size_t n);
 /* Makes d's context current on this thread, before a CUDA library (cuBLAS, cuDNN) is called on
  * it; an error names d and `what`. */
 tj_status rt_cuda_use(rt_device *d, const char *what);

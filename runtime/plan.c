@@ -409,6 +409,8 @@ tj_status rt_plan_run(rt_program *prog, tj_tensor *const *args, uint32_t n_args,
                        .who = p->who,
                        .device = p->dev};
     tj_status st = exec_steps(p, &env, vals, scratch, outs, IR_NONE);
+    if (p->finish)
+        st = p->finish(p, st);
     for (uint32_t k = 0; k < g->n_outputs && !st; k++) {
         tj_tensor *v = vals[g->outputs[k]];
         if (p->dev && v && v->kind == RT_CONCRETE && v->dtype != TJ_STRING && rt_on_host(v)) {

@@ -154,6 +154,10 @@ typedef struct rt_plan {
      * No raw form. */
     struct rt_device *dev;
     tj_status (*launch)(struct rt_plan *p, uint32_t s, void *const *bufs);
+    /* Called on the running thread once a device plan's steps are queued (st: how that went),
+     * to wait for what they left to check on the device (a kernel's bad-label flag) and say
+     * whether the call failed: the call's status. NULL: nothing to check. */
+    tj_status (*finish)(struct rt_plan *p, tj_status st);
     tj_tensor **dev_consts;
 } rt_plan;
 

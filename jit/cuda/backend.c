@@ -100,14 +100,41 @@ static void prog_free(rt_program *p) {
 static const rt_program_vt cuda_vt = {rt_plan_run, prog_free, "cuda",         NULL,
                                       NULL,        NULL,      rt_plan_kernels};
 
-/* The cross-entropy's kernel with its label check: a word on the GPU starts at UINT64_MAX, the
- * kernel lowers it to the first row whose label is outside [0, C), and it is read back after the
- * kernel (the call waits for it there: two 8-byte copies). A bad label is the host kernel's
- * error, row and label named. */
-static tj_status launch_xent(rt_plan *p, const jit_cuda_kernel *k, void *fn, void **slot,
-                             void **params) {
-    rt_device *d = p->dev;
+/* The cross-entropy's kernel with its label check: a word on the GPU starts at UINT64_MAX and the
+ * kernel lowers it to (row << 32 | label) of the first row whose label is outside [0, C) (the
+ * label as int32; INT32_MIN when it does not fit). The word is read back without waiting (queued
+ * after the kernel into pinned memory) and waited for when the call's steps are all queued
+ * (finish): the host never stops between launches, and a bad label is still the call's error,
+ * the host kernel's, row and label named. Pending reads are per thread, innermost call last. */
+typedef struct pending_label {
+    const rt_plan *p;
+    uint32_t kernel;
+    int slot;
+    uint64_t word; /* where a read without a slot landed */
+} pending_label;
+enum { MAX_PENDING = 16 };
+static __thread pending_label pending[MAX_PENDING];
+static __thread int n_pending;
+
+static tj_status label_error(const rt_plan *p, const jit_cuda_kernel *k, uint64_t bad) {
     const ir_graph *g = p->base.g;
+    const ir_node *lg = ir_node_get(g, k->in[0]);
+    int32_t label = (int32_t)(uint32_t)bad;
+    long long row = (long long)(bad >> 32), classes = (long long)lg->dims[lg->rank - 1];
+    return label == INT32_MIN
+               ? ir_errorf(TJ_ERR_RUNTIME,
+                           "sparse_softmax_xent: the label of row %lld is outside [0, %lld) (the "
+                           "number of classes)",
+                           row, classes)
+               : ir_errorf(TJ_ERR_RUNTIME,
+                           "sparse_softmax_xent: label %d of row %lld is outside [0, %lld) (the "
+                           "number of classes)",
+                           label, row, classes);
+}
+
+static tj_status launch_xent(rt_plan *p, uint32_t ki, void *fn, void **slot, void **params) {
+    const jit_cuda_kernel *k = &((cuda_prog *)p)->k[ki];
+    rt_device *d = p->dev;
     uint64_t bad = UINT64_MAX;
     void *w = d->vt->alloc(d, sizeof bad);
     if (!w)
@@ -115,25 +142,34 @@ static tj_status launch_xent(rt_plan *p, const jit_cuda_kernel *k, void *fn, voi
     *slot = w;
     tj_status st = d->vt->copy_in(d, w, &bad, sizeof bad);
     if (!st)
-        st = rt_cuda_launch(d, fn, k->grid, k->block, 0, params, k->name, g->name);
-    if (!st)
+        st = rt_cuda_launch(d, fn, k->grid, k->block, 0, params, k->name, p->base.g->name);
+    if (!st && n_pending < MAX_PENDING) {
+        pending_label *q = &pending[n_pending];
+        *q = (pending_label){p, ki, -1, UINT64_MAX};
+        if (!(st = rt_cuda_read_start(d, w, sizeof bad, &q->word, &q->slot)))
+            n_pending++;
+    } else if (!st) { /* too many in one call: wait for this one here */
         st = d->vt->copy_out(d, &bad, w, sizeof bad);
-    if (!st && bad != UINT64_MAX) {
-        const ir_node *lg = ir_node_get(g, k->in[0]), *lb = ir_node_get(g, k->in[1]);
-        size_t es = ir_dtype_size(lb->dtype);
-        int64_t label = 0;
-        int32_t l32 = 0;
-        const char *at = (const char *)((void *const *)params[0])[1] + bad * es;
-        st = d->vt->copy_out(d, es == 4 ? (void *)&l32 : (void *)&label, at, es);
-        if (es == 4)
-            label = l32;
-        if (!st)
-            st = ir_errorf(TJ_ERR_RUNTIME,
-                           "sparse_softmax_xent: label %lld of row %lld is outside [0, %lld) (the "
-                           "number of classes)",
-                           (long long)label, (long long)bad, (long long)lg->dims[lg->rank - 1]);
+        if (!st && bad != UINT64_MAX)
+            st = label_error(p, k, bad);
     }
-    d->vt->free(d, w, sizeof bad);
+    d->vt->free(d, w, sizeof bad); /* its reuse queues behind the read */
+    return st;
+}
+
+/* The call's pending label checks, this plan's, innermost first: the first bad one is its error
+ * (after a failure of the steps, the reads are only drained). */
+static tj_status finish(rt_plan *p, tj_status st) {
+    const cuda_prog *cp = (const cuda_prog *)p;
+    while (n_pending > 0 && pending[n_pending - 1].p == p) {
+        pending_label *q = &pending[--n_pending];
+        uint64_t bad = q->word;
+        tj_status r = rt_cuda_read_finish(p->dev, q->slot, &bad, sizeof bad);
+        if (!st && r)
+            st = r;
+        else if (!st && bad != UINT64_MAX)
+            st = label_error(p, &cp->k[q->kernel], bad);
+    }
     return st;
 }
 
@@ -199,8 +235,8 @@ static tj_status launch(rt_plan *p, uint32_t s, void *const *bufs) {
     memcpy(args.p, bufs, (k->n_in + k->n_out) * sizeof *bufs);
     void *params[] = {&args};
     if (k->kind == JIT_CK_XENT)
-        return launch_xent(p, k, cp->fns[cp->kernel_of_step[s]], &args.p[k->n_in + k->n_out],
-                           params);
+        return launch_xent(p, (uint32_t)cp->kernel_of_step[s], cp->fns[cp->kernel_of_step[s]],
+                           &args.p[k->n_in + k->n_out], params);
     return rt_cuda_launch(p->dev, cp->fns[cp->kernel_of_step[s]], k->grid, k->block, 0, params,
                           k->name, p->base.g->name);
 }
@@ -630,6 +666,7 @@ static rt_program *compile(const ir_graph *g, const jit_backend_opts *o) {
     }
     cp->rp.dev = dev;
     cp->rp.launch = launch;
+    cp->rp.finish = finish;
     cp->rp.check_params = 1;
     jit_sbuf src = {0};
     tj_status st = (cp->part = pass_fusion_run(g, jit_cuda_fusable, jit_cuda_reducible, NULL))

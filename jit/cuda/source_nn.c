@@ -9,6 +9,7 @@
  * rt_conv_geom_of/rt_pool_geom_of; every extent is a constant of the source. These are the portable
  * baseline: where cuDNN takes a convolution (cudnn.c), its kernel is the filter's layout swap
  * instead, and cuDNN's call does the sums. */
+#include <stdint.h>
 #include <stdio.h>
 
 #include "jit/cuda/cuda.h"
@@ -299,8 +300,8 @@ static tj_status emit_xent(jit_sbuf *b, const ir_graph *g, const ir_node *n, jit
         (lb->dtype != TJ_I32 && lb->dtype != TJ_I64) || lg->rank < 1)
         return TJ_ERR_UNSUPPORTED;
     int64_t C = lg->dims[lg->rank - 1], rows = ir_numel(n->rank, n->dims);
-    if (rows <= 0 || C <= 0 || ir_numel(lg->rank, lg->dims) != rows * C)
-        return TJ_ERR_UNSUPPORTED;
+    if (rows <= 0 || rows > INT32_MAX || C <= 0 || ir_numel(lg->rank, lg->dims) != rows * C)
+        return TJ_ERR_UNSUPPORTED; /* the bad row's word holds the row in 32 bits */
     const char *T = jit_cuda_ctype(dt);
     jit_cuda_open_blocks(b, g, k, JIT_CK_XENT, rows);
     jit_sbuf_printf(
@@ -336,7 +337,8 @@ static tj_status emit_xent(jit_sbuf *b, const ir_graph *g, const ir_node *n, jit
         "      if (t_ == 0) {\n"
         "        if (l_ < 0 || l_ >= %lldLL) {\n"
         "          o0[r_] = (%s)(TJ_INF * 0.0f);\n"
-        "          tj_atomic_min_u64(bad_, (uint64_t)r_);\n"
+        "          tj_atomic_min_u64(bad_, ((uint64_t)r_ << 32) | (uint32_t)(l_ >= -2147483647LL "
+        "&& l_ <= 2147483647LL ? l_ : -2147483647LL - 1));\n"
         "        } else {\n"
         "          o0[r_] = (%s)(m + log(sd_[0]) - (double)x_[l_]);\n"
         "        }\n"

@@ -146,6 +146,10 @@ CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
     __atomic_add_fetch(&dtoh, 1, __ATOMIC_RELAXED);
     return 0;
 }
+CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, void *stream) {
+    (void)stream;
+    return cuMemcpyDtoH_v2(dst, src, n);
+}
 CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n) {
     if (copy_fail)
         return 700;

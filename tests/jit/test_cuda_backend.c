@@ -223,6 +223,13 @@ static tj_tensor *xent(tj_tensor *logits, tj_tensor *labels) {
     return tj_sparse_categorical_crossentropy(labels, tj_softmax(logits, -1), 0);
 }
 
+/* The cross-entropy with kernels queued after it: its label check is waited for at the call's
+ * end, not between the launches. */
+static tj_tensor *xent_then(tj_tensor *logits, tj_tensor *labels) {
+    tj_tensor *l = xent(logits, labels);
+    return tj_sum(tj_exp(tj_mul(l, tj_sum(tj_tanh(logits), 0, NULL, 0))), 0, NULL, 0);
+}
+
 static tj_tensor *makes_nan(tj_tensor *x) {
     return tj_mul(tj_log(x), tj_scalar_f32(2));
 }
@@ -234,7 +241,22 @@ static void faults(void) {
     tj_tensor *lb = tj_tensor_from_data(TJ_I32, 1, (const int64_t[]){2}, (const int32_t[]){1, 7});
     tj_tensor *r = tj_call(f, 2, (tj_tensor *[]){lg, lb});
     CHECK(tj_status_of(r) != TJ_OK);
-    CHECK_HAS(tj_error_message(r), "label 7");
+    CHECK_HAS(tj_error_message(r), "label 7 of row 1 is outside [0, 3)");
+    tj_function_free(f);
+    /* int64 labels, two bad rows: the first is named, its label too large to say */
+    f = tj_function_new("xent_then", (void *)xent_then, 2, &on_gpu);
+    lg = tj_zeros(TJ_F32, 2, (const int64_t[]){3, 3});
+    lb = tj_tensor_from_data(TJ_I64, 1, (const int64_t[]){3},
+                             (const int64_t[]){0, 5000000000LL, -2});
+    r = tj_call(f, 2, (tj_tensor *[]){lg, lb});
+    CHECK(tj_status_of(r) == TJ_ERR_RUNTIME);
+    CHECK_HAS(tj_error_message(r), "the label of row 1 is outside [0, 3)");
+    lb = tj_tensor_from_data(TJ_I64, 1, (const int64_t[]){3}, (const int64_t[]){0, 2, -2});
+    r = tj_call(f, 2, (tj_tensor *[]){lg, lb});
+    CHECK_HAS(tj_error_message(r), "label -2 of row 2 is outside [0, 3)");
+    lb = tj_tensor_from_data(TJ_I64, 1, (const int64_t[]){3}, (const int64_t[]){0, 2, 1});
+    r = tj_call(f, 2, (tj_tensor *[]){lg, lb}); /* good labels: the call goes on */
+    CHECK_MSG(tj_status_of(r) == TJ_OK, "%s", tj_error_message(r));
     tj_function_free(f);
     /* check numerics: the kernel on the GPU that made the NaN */
     tj_enable_check_numerics();
