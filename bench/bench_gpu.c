@@ -8,10 +8,13 @@
  *   matmul_f32_4096     TFLOP/s (cuBLAS where it loads; TJ_CUBLAS=0: the generated kernel);
  *   conv2d_200x200x100  the seed's S25 convolution, GFLOP/s (cuDNN where it loads);
  *   cnn_train_step_b50, _b512  the seed CNN's training step (examples/cnn.h), ms per step;
- *   with TJ_CUDNN=0 these three rows are named ..._direct: the generated direct kernels, the
- *   A/B that says whether cuDNN earns its place (--convs: only these rows);
+ *   with TJ_CUDNN=0 these rows are named ..._direct (the generated direct kernels), with
+ *   TJ_CUDA_GRAPHS=0 ..._nographs (every kernel launched on its own): the A/Bs that say whether
+ *   cuDNN and the graphs earn their place (--convs: only these rows and the host costs);
  *   call_10op_hit       the host's time of a cache-hit call of a 10-op function on 16 elements
  *                       (calls queued back to back, one synchronize at the end), in µs;
+ *   call_chain_hit      the same for a function of 6 kernels in a row (a graph from the second
+ *                       call; one by one under TJ_CUDA_GRAPHS=0);
  *   first_call_ew       a first call of ew_poly with the NVRTC cache emptied: trace, passes,
  *                       NVRTC, module load, run (ms), beside its steady call.
  * Without a GPU it says why and exits 0 (bench/run runs it everywhere). --smoke: every row at a
@@ -80,6 +83,16 @@ static tj_tensor *on_gpu(tj_tensor *t) {
     return tj_to_device(t, dev);
 }
 
+/* "_direct" when TJ_CUDNN=0 (the generated convolution kernels), "_nographs" when
+ * TJ_CUDA_GRAPHS=0, both, or "". */
+static const char *conv_route(void) {
+    static char r[32];
+    const char *d = getenv("TJ_CUDNN"), *g = getenv("TJ_CUDA_GRAPHS");
+    snprintf(r, sizeof r, "%s%s", d && !strcmp(d, "0") ? "_direct" : "",
+             g && !strcmp(g, "0") ? "_nographs" : "");
+    return r;
+}
+
 static tj_tensor *ew_poly(tj_tensor *x) {
     return tj_sub(tj_mul(tj_add(tj_mul(x, tj_scalar_f32(2)), tj_scalar_f32(1)), x),
                   tj_scalar_f32(3));
@@ -96,6 +109,14 @@ static tj_tensor *matmul(tj_tensor *a, tj_tensor *b) {
 static tj_tensor *conv_bias(tj_tensor *x, tj_tensor *w, tj_tensor *b) {
     return tj_bias_add(tj_conv2d(x, w, NULL, TJ_PAD_VALID, NULL), b);
 }
+/* Six kernels in a row: softmax, its row sums, a transpose, elementwise, a column sum. */
+static tj_tensor *chain(tj_tensor *x, tj_tensor *y) {
+    tj_tensor *s = tj_softmax(tj_mul(x, y), -1);
+    tj_tensor *r = tj_mul(tj_sum(s, 1, (const int[]){1}, 1), tj_tanh(x));
+    tj_tensor *t = tj_transpose(tj_exp(r), NULL);
+    return tj_sum(tj_softmax(tj_add(t, t), -1), 1, (const int[]){0}, 0);
+}
+
 static tj_tensor *ten_ops(tj_tensor *x, tj_tensor *y) {
     tj_tensor *a = tj_add(x, y), *b = tj_mul(a, x), *c = tj_sub(b, y), *d = tj_tanh(c);
     tj_tensor *e = tj_exp(tj_neg(d)), *f = tj_add(e, a), *g = tj_sum(f, 0, NULL, 0);
@@ -165,12 +186,6 @@ static void products(void) {
     tj_scope_end();
 }
 
-/* "_direct" when TJ_CUDNN=0 (the generated convolution kernels), else "". */
-static const char *conv_route(void) {
-    const char *e = getenv("TJ_CUDNN");
-    return e && !strcmp(e, "0") ? "_direct" : "";
-}
-
 static void convolution(void) {
     tj_scope_begin();
     char name[48];
@@ -207,13 +222,14 @@ static void cnn_steps(int64_t batch) {
     cnn_free(&cnn_model);
 }
 
-static void host_cost(void) {
-    int64_t n = 16;
+/* The host's time of a cache-hit call of fn (2 arguments of dims d) as row `name`. */
+static void host_cost_of(const char *name, void *fn, int rank, const int64_t *d) {
     tj_scope_begin();
-    tj_tensor *a[2] = {on_gpu(tj_random_uniform(TJ_F32, 1, &n, -1, 1, 10)),
-                       on_gpu(tj_random_uniform(TJ_F32, 1, &n, -1, 1, 11))};
-    tj_function *f = tj_function_new("ten_ops", (void *)ten_ops, 2, &cuda_opts);
-    tj_call(f, 2, a);
+    tj_tensor *a[2] = {on_gpu(tj_random_uniform(TJ_F32, rank, d, -1, 1, 10)),
+                       on_gpu(tj_random_uniform(TJ_F32, rank, d, -1, 1, 11))};
+    tj_function *f = tj_function_new(name, fn, 2, &cuda_opts);
+    for (int w = 0; w < 3; w++) /* the second call makes a graph where one is made */
+        tj_call(f, 2, a);
     tj_device_synchronize(dev);
     double t[9];
     for (int k = 0; k < 9; k++) {
@@ -227,9 +243,17 @@ static void host_cost(void) {
         t[k] = (bench_now() - s) * 1e6 / calls; /* host time: the launches are queued */
         tj_device_synchronize(dev);
     }
-    bench_report("call_10op_hit", "us_host", bench_median(t, 9), "us", NULL, 0, 0);
+    char row[64];
+    snprintf(row, sizeof row, "%s%s", name, conv_route());
+    bench_report(row, "us_host", bench_median(t, 9), "us", NULL, 0, 0);
     tj_function_free(f);
     tj_scope_end();
+}
+
+static void host_cost(void) {
+    int64_t n = 16, d[2] = {4, 8};
+    host_cost_of("call_10op_hit", (void *)ten_ops, 1, &n);
+    host_cost_of("call_chain_hit", (void *)chain, 2, d);
 }
 
 static void first_call(void) {
@@ -264,8 +288,8 @@ int main(int argc, char **argv) {
         elementwise(copy);
         softmax(copy);
         products();
-        host_cost();
     }
+    host_cost();
     convolution();
     cnn_steps(smoke ? 2 : 50);
     if (!quick && !smoke)

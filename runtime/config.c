@@ -75,6 +75,8 @@ static void cfg_init(void) {
     cfg.cuda_driver = getenv("TJ_CUDA_DRIVER");
     const char *cs = getenv("TJ_CUDA_SYNC");
     cfg.cuda_sync = cs && *cs && strcmp(cs, "0") != 0;
+    const char *cg = getenv("TJ_CUDA_GRAPHS");
+    cfg.cuda_graphs = !(cg && strcmp(cg, "0") == 0); /* on unless TJ_CUDA_GRAPHS=0 */
     cfg.cuda_emulate = getenv("TJ_CUDA_EMULATE");
     const char *mb = getenv("TJ_CUDA_MAX_BLOCKS");
     long mbv = mb && *mb ? strtol(mb, NULL, 10) : 0;

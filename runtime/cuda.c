@@ -39,6 +39,16 @@ typedef struct block { /* a cached block of device memory */
 } block;
 
 typedef struct CUevent_st *CUevent;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphNode_st *CUgraphNode;
+typedef struct CUgraphExec_st *CUgraphExec;
+typedef struct { /* CUDA_KERNEL_NODE_PARAMS_v2 */
+    CUfunction func;
+    unsigned grid[3], block[3], shared;
+    void **params, **extra;
+    void *kern;
+    CUcontext ctx;
+} kernel_node_params;
 /* Pinned staging for copies to the device: a ring of page-locked buffers, each with the event
  * that says when the GPU has read it. A copy in goes through the next buffer (waiting for its
  * event only if the GPU has not consumed it yet) and returns while the GPU copies: the host is
@@ -99,6 +109,16 @@ static struct {
     CUresult (*MemFreeHost)(void *);
     CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
     CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
+    /* graphs (optional: a driver without them runs every launch on its own) */
+    CUresult (*GraphCreate)(CUgraph *, unsigned);
+    CUresult (*GraphAddKernelNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
+                                   const kernel_node_params *);
+    CUresult (*GraphInstantiate)(CUgraphExec *, CUgraph, unsigned long long);
+    CUresult (*GraphExecKernelNodeSetParams)(CUgraphExec, CUgraphNode, const kernel_node_params *);
+    CUresult (*GraphLaunch)(CUgraphExec, CUstream);
+    CUresult (*GraphExecDestroy)(CUgraphExec);
+    CUresult (*GraphDestroy)(CUgraph);
+    int graphs; /* all of the above resolved */
     CUresult (*EventCreate)(CUevent *, unsigned);
     CUresult (*EventRecord)(CUevent, CUstream);
     CUresult (*EventSynchronize)(CUevent);
@@ -173,6 +193,16 @@ static void load(void) {
         D.why = D.why_buf;
         return;
     }
+    const rt_cuda_sym graph_syms[] = {
+        {(void **)&D.GraphCreate, "cuGraphCreate"},
+        {(void **)&D.GraphAddKernelNode, "cuGraphAddKernelNode_v2"},
+        {(void **)&D.GraphInstantiate, "cuGraphInstantiateWithFlags"},
+        {(void **)&D.GraphExecKernelNodeSetParams, "cuGraphExecKernelNodeSetParams_v2"},
+        {(void **)&D.GraphLaunch, "cuGraphLaunch"},
+        {(void **)&D.GraphExecDestroy, "cuGraphExecDestroy"},
+        {(void **)&D.GraphDestroy, "cuGraphDestroy"},
+    };
+    D.graphs = !rt_cuda_resolve(D.lib, graph_syms, sizeof graph_syms / sizeof *graph_syms);
     char e[96];
     CUresult r = D.Init(0);
     if (r != CUDA_SUCCESS) {
@@ -287,8 +317,33 @@ static void *g_alloc(rt_device *d, size_t size) {
     return (void *)(uintptr_t)p;
 }
 
+/* Frees held back on this thread while a graph's launches are recorded (rt_cuda_defer_frees):
+ * the kernels that read those blocks are not queued yet, so nothing may be queued into them. */
+static __thread struct {
+    gpu *g;
+    struct deferred {
+        void *p;
+        size_t size;
+    } * v;
+    size_t n, cap;
+} held;
+
 static void g_free(rt_device *d, void *p, size_t size) {
     gpu *g = (gpu *)d;
+    if (held.g == g && p) {
+        if (held.n == held.cap) {
+            size_t cap = held.cap ? 2 * held.cap : 64;
+            struct deferred *v = realloc(held.v, cap * sizeof *v);
+            if (v)
+                held.v = v, held.cap = cap;
+        }
+        if (held.n < held.cap) {
+            held.v[held.n++] = (struct deferred){p, size};
+            return;
+        }
+        /* no memory to hold it: the block is leaked, never reused too soon */
+        return;
+    }
     size_t have = rt_cuda_round(size);
     pthread_mutex_lock(&g->mu);
     block *b = g->spare;
@@ -563,6 +618,116 @@ tj_status rt_cuda_function(rt_device *d, void *mod, const char *name, void **fn)
                          err_name(r, e, sizeof e));
     *fn = f;
     return TJ_OK;
+}
+
+void rt_cuda_defer_frees(rt_device *d) {
+    held.g = (gpu *)d;
+}
+
+void rt_cuda_release_deferred(rt_device *d) {
+    if (held.g != (gpu *)d)
+        return;
+    held.g = NULL;
+    for (size_t i = 0; i < held.n; i++)
+        g_free(d, held.v[i].p, held.v[i].size);
+    held.n = 0;
+    if (held.cap > 4096) { /* a large segment's list is not kept */
+        free(held.v);
+        held.v = NULL;
+        held.cap = 0;
+    }
+}
+
+struct rt_cuda_graph {
+    gpu *g;
+    CUgraph graph;
+    CUgraphExec exec;
+    CUgraphNode *nodes;
+    uint32_t n;
+};
+
+bool rt_cuda_graphs(void) {
+    return !rt_cuda_unavailable() && D.graphs;
+}
+
+static kernel_node_params node_params(const rt_cuda_node *k, CUcontext ctx) {
+    return (kernel_node_params){(CUfunction)k->fn,
+                                {k->grid[0], k->grid[1], k->grid[2]},
+                                {k->block, 1, 1},
+                                0,
+                                k->params,
+                                NULL,
+                                NULL,
+                                ctx};
+}
+
+static tj_status graph_status(gpu *g, CUresult r, const char *what, const char *function) {
+    char e[96];
+    return r == CUDA_SUCCESS
+               ? TJ_OK
+               : ir_errorf(TJ_ERR_RUNTIME, "%s: %s of function '%s' failed: %s", g->name, what,
+                           function && *function ? function : "?", err_name(r, e, sizeof e));
+}
+
+tj_status rt_cuda_graph_new(rt_device *d, const rt_cuda_node *k, uint32_t n, const char *function,
+                            rt_cuda_graph **out) {
+    gpu *g = (gpu *)d;
+    *out = NULL;
+    if (!D.graphs)
+        return ir_errorf(TJ_ERR_UNSUPPORTED, "%s: the driver has no graphs", g->name);
+    tj_status st = use(g, "graph");
+    rt_cuda_graph *gr = st ? NULL : calloc(1, sizeof *gr);
+    if (!st && (!gr || !(gr->nodes = calloc(n + 1, sizeof *gr->nodes)))) {
+        free(gr);
+        return ir_errorf(TJ_ERR_OOM, "%s: out of memory for a graph", g->name);
+    }
+    if (st)
+        return st;
+    gr->g = g;
+    gr->n = n;
+    CUresult r = D.GraphCreate(&gr->graph, 0);
+    for (uint32_t i = 0; i < n && r == CUDA_SUCCESS; i++) { /* a chain: the stream's order */
+        kernel_node_params kp = node_params(&k[i], g->ctx);
+        r = D.GraphAddKernelNode(&gr->nodes[i], gr->graph, i ? &gr->nodes[i - 1] : NULL, i ? 1 : 0,
+                                 &kp);
+    }
+    if (r == CUDA_SUCCESS)
+        r = D.GraphInstantiate(&gr->exec, gr->graph, 0);
+    if (r != CUDA_SUCCESS) {
+        st = graph_status(g, r, "making the graph", function);
+        rt_cuda_graph_free(gr);
+        return st;
+    }
+    *out = gr;
+    return TJ_OK;
+}
+
+tj_status rt_cuda_graph_set(rt_cuda_graph *gr, uint32_t i, const rt_cuda_node *k,
+                            const char *function) {
+    kernel_node_params kp = node_params(k, gr->g->ctx);
+    return i < gr->n
+               ? graph_status(gr->g, D.GraphExecKernelNodeSetParams(gr->exec, gr->nodes[i], &kp),
+                              "updating the graph", function)
+               : ir_errorf(TJ_ERR_INVALID, "%s: no graph node %u", gr->g->name, i);
+}
+
+tj_status rt_cuda_graph_launch(rt_cuda_graph *gr, const char *function) {
+    tj_status st = use(gr->g, "graph");
+    CUresult r = st ? CUDA_SUCCESS : D.GraphLaunch(gr->exec, NULL);
+    if (!st && r == CUDA_SUCCESS && rt_config_get()->cuda_sync)
+        r = D.CtxSynchronize();
+    return st ? st : graph_status(gr->g, r, "the graph", function);
+}
+
+void rt_cuda_graph_free(rt_cuda_graph *gr) {
+    if (!gr)
+        return;
+    if (gr->exec)
+        D.GraphExecDestroy(gr->exec);
+    if (gr->graph)
+        D.GraphDestroy(gr->graph);
+    free(gr->nodes);
+    free(gr);
 }
 
 tj_status rt_cuda_launch(rt_device *d, void *fn, const unsigned grid[3], unsigned block,

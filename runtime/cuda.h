@@ -63,6 +63,32 @@ void rt_cuda_module_unload(rt_device *d, void *mod);
  * only returns). An error names d. */
 tj_status rt_cuda_read_start(rt_device *d, const void *src, size_t n, void *dst, int *slot);
 tj_status rt_cuda_read_finish(rt_device *d, int slot, void *dst, size_t n);
+/* ---- graphs: a run of kernels replayed with one launch ------------------------------------- */
+/* Whether the driver has graphs (CUDA 12's kernel nodes). */
+bool rt_cuda_graphs(void);
+/* A kernel of a graph: as rt_cuda_launch takes it (the parameters are copied when the graph is
+ * made or a node set). */
+typedef struct rt_cuda_node {
+    void *fn;
+    unsigned grid[3], block;
+    void **params;
+} rt_cuda_node;
+typedef struct rt_cuda_graph rt_cuda_graph;
+/* A graph of the n kernels k, each after the one before (a stream's order), instantiated; an
+ * error names the function and the driver's answer. */
+tj_status rt_cuda_graph_new(rt_device *d, const rt_cuda_node *k, uint32_t n, const char *function,
+                            rt_cuda_graph **out);
+/* Node i's kernel parameters replaced (its buffers moved), for the graph's next launches. */
+tj_status rt_cuda_graph_set(rt_cuda_graph *g, uint32_t i, const rt_cuda_node *k,
+                            const char *function);
+/* Queues the graph on d's default stream, as its kernels' launches would be. */
+tj_status rt_cuda_graph_launch(rt_cuda_graph *g, const char *function);
+void rt_cuda_graph_free(rt_cuda_graph *g);
+/* While a graph's launches are recorded on this thread, d's frees on this thread are held back
+ * (the kernels reading those blocks are not queued yet, so no copy or kernel may be queued into
+ * them); released to the cache, in order, by rt_cuda_release_deferred once the graph is queued. */
+void rt_cuda_defer_frees(rt_device *d);
+void rt_cuda_release_deferred(rt_device *d);
 /* Makes d's context current on this thread, before a CUDA library (cuBLAS, cuDNN) is called on
  * it; an error names d and `what`. */
 tj_status rt_cuda_use(rt_device *d, const char *what);

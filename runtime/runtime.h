@@ -406,6 +406,8 @@ typedef struct rt_config {
     int isa_cap;         /* TJ_ISA: the highest RT_ISA_* the kernels may use; -1 when unset */
     const char *cuda_driver; /* TJ_CUDA_DRIVER: the driver library to open (runtime/cuda.h) */
     bool cuda_sync;          /* TJ_CUDA_SYNC=1: wait for every kernel (a fault names its kernel) */
+    bool cuda_graphs;        /* runs of generated kernels replayed as CUDA graphs (TJ_CUDA_GRAPHS=0:
+                                every kernel launched on its own) */
     /* TJ_CUDA_EMULATE: the CUDA backend's kernels compiled for the host by this C compiler
      * ("cc") instead of NVRTC, for the tests' fake driver, which runs them (jit/cuda/emulate.c) */
     const char *cuda_emulate;

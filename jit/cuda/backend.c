@@ -53,8 +53,29 @@ static const char *cache_key(void) {
     return here.key;
 }
 
+/* A run of generated kernels (steps first..last, sources between them allowed) replayed as one
+ * CUDA graph: the first run launches them one by one, the second records their parameters and
+ * makes the graph, later runs set the nodes whose buffers moved and launch it. One run at a time
+ * replays it (others launch one by one). While a run records, its frees are held back
+ * (rt_cuda_defer_frees): the recorded kernels are not queued yet, so nothing may be queued into
+ * the blocks they read. */
+typedef struct graph_seg {
+    uint32_t first, last, n; /* steps; its kernels */
+    pthread_mutex_t mu;
+    int runs;
+    bool failed; /* no graph could be made: one by one from then on */
+    rt_cuda_graph *graph;
+    struct kernel_args *set, *now; /* per kernel: the parameters in the graph, and this run's */
+    rt_cuda_node *nodes;           /* per kernel */
+    uint32_t *kernel;              /* per kernel: its index in the program */
+    uint32_t *used;                /* per kernel: its buffers (the arguments that change) */
+} graph_seg;
+
 typedef struct cuda_prog {
     rt_plan rp; /* first: a cuda_prog is an rt_plan */
+    graph_seg *segs;
+    uint32_t n_segs;
+    int32_t *seg_of_step; /* per step: its segment, or -1 */
     pass_partition *part;
     jit_cuda_kernel *k;
     uint32_t n_k;
@@ -74,6 +95,17 @@ static void prog_free(rt_program *p) {
     cuda_prog *cp = (cuda_prog *)p;
     if (!cp)
         return;
+    for (uint32_t i = 0; i < cp->n_segs; i++) {
+        rt_cuda_graph_free(cp->segs[i].graph);
+        pthread_mutex_destroy(&cp->segs[i].mu);
+        free(cp->segs[i].set);
+        free(cp->segs[i].now);
+        free(cp->segs[i].nodes);
+        free(cp->segs[i].kernel);
+        free(cp->segs[i].used);
+    }
+    free(cp->segs);
+    free(cp->seg_of_step);
     rt_plan_release(&cp->rp);
     for (uint32_t m = 0; cp->mods && m < cp->n_mods; m++)
         rt_cuda_module_unload(cp->rp.dev, cp->mods[m]);
@@ -99,6 +131,104 @@ static void prog_free(rt_program *p) {
 
 static const rt_program_vt cuda_vt = {rt_plan_run, prog_free, "cuda",         NULL,
                                       NULL,        NULL,      rt_plan_kernels};
+
+/* The kernels' one parameter (prelude.c's tj_args). */
+typedef struct kernel_args {
+    void *p[JIT_CUDA_MAX_BUFS];
+    int64_t n[4];
+} kernel_args;
+
+/* ---- CUDA graphs ------------------------------------------------------------------------------
+ */
+static __thread struct {
+    cuda_prog *cp;
+    graph_seg *seg;
+    uint32_t i; /* kernels recorded */
+} rec;
+
+/* The recorded kernels launched one by one (no graph could be made). */
+static tj_status launch_recorded(cuda_prog *cp, graph_seg *seg) {
+    tj_status st = TJ_OK;
+    for (uint32_t i = 0; i < seg->n && !st; i++) {
+        void *params[] = {&seg->now[i]};
+        st = rt_cuda_launch(cp->rp.dev, seg->nodes[i].fn, seg->nodes[i].grid, seg->nodes[i].block,
+                            0, params, cp->k[seg->kernel[i]].name, cp->rp.base.g->name);
+    }
+    return st;
+}
+
+/* The end of a recording: the graph made (second run) or its moved nodes set, and launched. */
+static tj_status flush_seg(cuda_prog *cp, graph_seg *seg) {
+    const char *f = cp->rp.base.g->name;
+    tj_status st = TJ_OK;
+    if (!seg->graph) {
+        void **pp = malloc(seg->n * sizeof *pp);
+        if (!pp) {
+            st = ir_errorf(TJ_ERR_OOM, "cuda: out of memory");
+        } else {
+            for (uint32_t i = 0; i < seg->n; i++)
+                pp[i] = &seg->now[i], seg->nodes[i].params = &pp[i];
+            st = rt_cuda_graph_new(cp->rp.dev, seg->nodes, seg->n, f, &seg->graph);
+            free(pp);
+        }
+        if (st) { /* no graph: these kernels go one by one, now and from now on */
+            ir_clear_error();
+            st = launch_recorded(cp, seg);
+            seg->failed = true;
+            return st;
+        }
+        memcpy(seg->set, seg->now, seg->n * sizeof *seg->set);
+    } else {
+        for (uint32_t i = 0; i < seg->n && !st; i++)
+            if (memcmp(seg->set[i].p, seg->now[i].p, seg->used[i] * sizeof(void *))) {
+                void *pi = &seg->now[i];
+                seg->nodes[i].params = &pi;
+                if (!(st = rt_cuda_graph_set(seg->graph, i, &seg->nodes[i], f)))
+                    seg->set[i] = seg->now[i];
+            }
+    }
+    return st ? st : rt_cuda_graph_launch(seg->graph, f);
+}
+
+/* Ends this thread's recording of cp, launched (flush) or dropped (a failed run: nothing of it
+ * was queued, and its held frees go back). */
+static tj_status end_recording(cuda_prog *cp, bool launch_it) {
+    graph_seg *seg = rec.seg;
+    tj_status st = launch_it ? flush_seg(cp, seg) : TJ_OK;
+    rec.seg = NULL;
+    rec.cp = NULL;
+    rt_cuda_release_deferred(cp->rp.dev);
+    pthread_mutex_unlock(&seg->mu);
+    return st;
+}
+
+/* Kernel k of step s in segment seg: recorded, or launched now (returns false: the caller
+ * launches it). */
+static bool record(cuda_prog *cp, graph_seg *seg, uint32_t s, const kernel_args *args, void *fn,
+                   const jit_cuda_kernel *k, tj_status *st) {
+    const rt_config *cfg = rt_config_get();
+    if (s == seg->first) {
+        if (rec.seg || !cfg->cuda_graphs || cfg->cuda_sync || RT_PROFILING() ||
+            RT_CHECKING_NUMERICS() || pthread_mutex_trylock(&seg->mu))
+            return false;
+        /* the first run one by one: a function called once pays for no graph */
+        if (seg->failed || seg->runs++ < 1) {
+            pthread_mutex_unlock(&seg->mu);
+            return false;
+        }
+        rec.cp = cp, rec.seg = seg, rec.i = 0;
+        rt_cuda_defer_frees(cp->rp.dev);
+    }
+    if (rec.seg != seg)
+        return false;
+    seg->used[rec.i] = k->n_in + k->n_out + (k->kind == JIT_CK_XENT); /* the rest stay 0 */
+    memcpy(seg->now[rec.i].p, args->p, seg->used[rec.i] * sizeof(void *));
+    seg->nodes[rec.i] = (rt_cuda_node){fn, {k->grid[0], k->grid[1], k->grid[2]}, k->block, NULL};
+    seg->kernel[rec.i] = (uint32_t)(k - cp->k);
+    rec.i++;
+    *st = s == seg->last ? end_recording(cp, true) : TJ_OK;
+    return true;
+}
 
 /* The cross-entropy's kernel with its label check: a word on the GPU starts at UINT64_MAX and the
  * kernel lowers it to (row << 32 | label) of the first row whose label is outside [0, C) (the
@@ -161,6 +291,8 @@ static tj_status launch_xent(rt_plan *p, uint32_t ki, void *fn, void **slot, voi
  * (after a failure of the steps, the reads are only drained). */
 static tj_status finish(rt_plan *p, tj_status st) {
     const cuda_prog *cp = (const cuda_prog *)p;
+    if (rec.cp == cp) /* the run failed inside a segment: its recording is dropped */
+        end_recording((cuda_prog *)cp, false);
     while (n_pending > 0 && pending[n_pending - 1].p == p) {
         pending_label *q = &pending[--n_pending];
         uint64_t bad = q->word;
@@ -172,12 +304,6 @@ static tj_status finish(rt_plan *p, tj_status st) {
     }
     return st;
 }
-
-/* The kernels' one parameter (prelude.c's tj_args). */
-typedef struct kernel_args {
-    void *p[JIT_CUDA_MAX_BUFS];
-    int64_t n[4];
-} kernel_args;
 
 /* A convolution through cuDNN: the filter swapped into KRSC scratch by the kernel, cuDNN's call,
  * or for a filter gradient, cuDNN's call into scratch and the swap out. Scratch and workspace
@@ -234,6 +360,10 @@ static tj_status launch(rt_plan *p, uint32_t s, void *const *bufs) {
     kernel_args args = {{0}, {0}};
     memcpy(args.p, bufs, (k->n_in + k->n_out) * sizeof *bufs);
     void *params[] = {&args};
+    tj_status st = TJ_OK;
+    if (cp->seg_of_step && cp->seg_of_step[s] >= 0 &&
+        record(cp, &cp->segs[cp->seg_of_step[s]], s, &args, cp->fns[cp->kernel_of_step[s]], k, &st))
+        return st;
     if (k->kind == JIT_CK_XENT)
         return launch_xent(p, (uint32_t)cp->kernel_of_step[s], cp->fns[cp->kernel_of_step[s]],
                            &args.p[k->n_in + k->n_out], params);
@@ -612,6 +742,62 @@ static tj_status load_module(cuda_prog *cp, const char *source) {
     return st;
 }
 
+/* Whether step s is a generated kernel a graph may hold (not a library's call, not the
+ * cross-entropy with its label read), or a source step (no inputs: nothing is queued or read
+ * back), which a segment may span. */
+static bool graphable(const cuda_prog *cp, uint32_t s) {
+    int32_t ki = cp->kernel_of_step[s];
+    const jit_cuda_kernel *k = ki >= 0 ? &cp->k[ki] : NULL;
+    return k && !k->conv && !k->lt && !(k->kind == JIT_CK_MM && cp->blas) &&
+           k->kind != JIT_CK_XENT && k->src_len;
+}
+
+static bool spannable(const cuda_prog *cp, uint32_t s) {
+    return cp->kernel_of_step[s] < 0 && cp->rp.steps[s].n_in == 0;
+}
+
+/* The graph segments: maximal runs of graphable kernels (sources between them), two or more. */
+static tj_status make_segments(cuda_prog *cp) {
+    const rt_plan *p = &cp->rp;
+    if (!rt_cuda_graphs() || !(cp->seg_of_step = malloc((p->n_steps + 1) * sizeof(int32_t))))
+        return cp->seg_of_step || !rt_cuda_graphs() ? TJ_OK
+                                                    : ir_errorf(TJ_ERR_OOM, "cuda: out of memory");
+    for (uint32_t s = 0; s < p->n_steps; s++)
+        cp->seg_of_step[s] = -1;
+    for (uint32_t s = 0; s < p->n_steps;) {
+        if (!graphable(cp, s)) {
+            s++;
+            continue;
+        }
+        uint32_t first = s, last = s, n = 0;
+        for (uint32_t t = s; t < p->n_steps && (graphable(cp, t) || spannable(cp, t)); t++)
+            if (graphable(cp, t))
+                last = t, n++;
+        s = last + 1;
+        if (n < 2)
+            continue;
+        graph_seg *v = realloc(cp->segs, (cp->n_segs + 1) * sizeof *v);
+        if (!v)
+            return ir_errorf(TJ_ERR_OOM, "cuda: out of memory");
+        cp->segs = v;
+        graph_seg *g = &v[cp->n_segs];
+        *g = (graph_seg){.first = first, .last = last, .n = n};
+        g->set = calloc(n, sizeof *g->set);
+        g->now = calloc(n, sizeof *g->now);
+        g->nodes = calloc(n, sizeof *g->nodes);
+        g->kernel = calloc(n, sizeof *g->kernel);
+        g->used = calloc(n, sizeof *g->used);
+        pthread_mutex_init(&g->mu, NULL);
+        cp->n_segs++;
+        if (!g->set || !g->now || !g->nodes || !g->kernel || !g->used)
+            return ir_errorf(TJ_ERR_OOM, "cuda: out of memory");
+        for (uint32_t t = first; t <= last; t++)
+            if (graphable(cp, t))
+                cp->seg_of_step[t] = (int32_t)(cp->n_segs - 1);
+    }
+    return TJ_OK;
+}
+
 /* " (work there: conv2d x2, max_pool2d)": the ops of host steps that compute something (not
  * sources, plumbing or effects), for the compile log; "" when none. */
 static void host_ops(const cuda_prog *cp, char *buf, size_t n) {
@@ -715,6 +901,14 @@ static rt_program *compile(const ir_graph *g, const jit_backend_opts *o) {
         else
             rt_log(RT_LOG_COMPILE, "cuda: %s: convolutions by generated kernels: %s",
                    g->name ? g->name : "fn", dnn_why);
+    }
+    if (!st && (st = make_segments(cp)) == TJ_OK && cp->n_segs) {
+        uint32_t in_graphs = 0;
+        for (uint32_t i = 0; i < cp->n_segs; i++)
+            in_graphs += cp->segs[i].n;
+        rt_log(RT_LOG_COMPILE,
+               "cuda: %s: %u kernels in %u CUDA graphs (replayed from the second call)",
+               g->name ? g->name : "fn", in_graphs, cp->n_segs);
     }
     if (!st) {
         char ops[512];

@@ -316,6 +316,106 @@ CUresult cuLaunchKernel(fake_function *f, unsigned gx, unsigned gy, unsigned gz,
     return rc ? 719 : 0;
 }
 
+/* ---- graphs: a chain of kernel nodes, each launched in order when the graph is ------------- */
+/* The parameters are copied when a node is added or set, as the driver copies them: the CUDA
+ * backend's kernels take one tj_args (jit/cuda/prelude.c: 32 pointers and 4 int64s). A node's
+ * handle is its place in the chain plus one (the same in the graph and its instantiation). */
+enum { ARGS_BYTES = 32 * 8 + 4 * 8 };
+typedef struct { /* CUDA_KERNEL_NODE_PARAMS_v2 */
+    fake_function *func;
+    unsigned grid[3], block[3], shared;
+    void **params, **extra;
+    void *kern, *ctx;
+} node_params;
+typedef struct fake_node {
+    fake_function *f;
+    unsigned grid[3], block;
+    unsigned char args[ARGS_BYTES];
+} fake_node;
+typedef struct fake_graph {
+    fake_node *nodes;
+    size_t n, cap;
+} fake_graph;
+static int graph_launches, node_sets;
+
+static CUresult set_node(fake_node *nd, const node_params *p) {
+    if (!p || !p->func || !p->params || p->block[1] != 1 || p->block[2] != 1 || p->extra)
+        return 1; /* CUDA_ERROR_INVALID_VALUE */
+    nd->f = p->func;
+    memcpy(nd->grid, p->grid, sizeof nd->grid);
+    nd->block = p->block[0];
+    memcpy(nd->args, p->params[0], ARGS_BYTES);
+    return 0;
+}
+CUresult cuGraphCreate(fake_graph **g, unsigned flags) {
+    (void)flags;
+    return (*g = calloc(1, sizeof **g)) ? 0 : 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+}
+CUresult cuGraphAddKernelNode_v2(uintptr_t *node, fake_graph *g, const uintptr_t *deps,
+                                 size_t n_deps, const node_params *p) {
+    /* a chain: each node after the one added before it */
+    if (n_deps != (g->n ? 1u : 0u) || (n_deps && deps[0] != g->n))
+        return 1;
+    if (g->n == g->cap) {
+        size_t cap = g->cap ? 2 * g->cap : 16;
+        fake_node *v = realloc(g->nodes, cap * sizeof *v);
+        if (!v)
+            return 2;
+        g->nodes = v, g->cap = cap;
+    }
+    CUresult r = set_node(&g->nodes[g->n], p);
+    if (r)
+        return r;
+    *node = ++g->n;
+    return 0;
+}
+CUresult cuGraphInstantiateWithFlags(fake_graph **exec, fake_graph *g, unsigned long long flags) {
+    (void)flags;
+    fake_graph *e = calloc(1, sizeof *e);
+    if (!e || !(e->nodes = malloc((g->n ? g->n : 1) * sizeof *e->nodes))) {
+        free(e);
+        return 2;
+    }
+    memcpy(e->nodes, g->nodes, g->n * sizeof *e->nodes);
+    e->n = e->cap = g->n;
+    *exec = e;
+    return 0;
+}
+CUresult cuGraphExecKernelNodeSetParams_v2(fake_graph *exec, uintptr_t node, const node_params *p) {
+    if (node < 1 || node > exec->n)
+        return 400; /* CUDA_ERROR_INVALID_HANDLE */
+    __atomic_add_fetch(&node_sets, 1, __ATOMIC_RELAXED);
+    return set_node(&exec->nodes[node - 1], p);
+}
+CUresult cuGraphLaunch(fake_graph *exec, void *stream) {
+    __atomic_add_fetch(&graph_launches, 1, __ATOMIC_RELAXED);
+    for (size_t i = 0; i < exec->n; i++) {
+        fake_node *nd = &exec->nodes[i];
+        void *params[] = {nd->args};
+        CUresult r = cuLaunchKernel(nd->f, nd->grid[0], nd->grid[1], nd->grid[2], nd->block, 1, 1,
+                                    0, stream, params, NULL);
+        if (r)
+            return r;
+    }
+    return 0;
+}
+CUresult cuGraphExecDestroy(fake_graph *exec) {
+    free(exec->nodes);
+    free(exec);
+    return 0;
+}
+CUresult cuGraphDestroy(fake_graph *g) {
+    free(g->nodes);
+    free(g);
+    return 0;
+}
+int fake_cuda_graph_launches(void) {
+    return __atomic_load_n(&graph_launches, __ATOMIC_RELAXED);
+}
+int fake_cuda_graph_node_sets(void) {
+    return __atomic_load_n(&node_sets, __ATOMIC_RELAXED);
+}
+
 /* What the runtime asked of the fake so far. */
 void fake_cuda_counts(int out[6]) {
     int v[6] = {allocs, frees, htod, dtoh, dtod, syncs};

@@ -103,9 +103,12 @@ export TJ_BENCH_JSON="$OUTDIR/bench_gpu.jsonl"
 : >"$TJ_BENCH_JSON"
 step bench_gpu 300 "$B/bench_gpu" $quick
 cat "$OUTDIR/bench_gpu.log"
-# the convolution rows again on the generated direct kernels: cuDNN's A/B in the same session
+# the convolution, CNN and host-cost rows again on the generated direct kernels and without
+# graphs: cuDNN's and the graphs' A/Bs in the same session
 step bench_gpu_direct 200 env TJ_CUDNN=0 "$B/bench_gpu" --convs $quick
 cat "$OUTDIR/bench_gpu_direct.log"
+step bench_gpu_nographs 200 env TJ_CUDA_GRAPHS=0 "$B/bench_gpu" --convs $quick
+cat "$OUTDIR/bench_gpu_nographs.log"
 if [ -z "$quick" ] || [ $dry = 1 ]; then
   step gpu_peers 300 python3 "$root/bench/peers/gpu_peers.py" --out "$OUTDIR/gpu_peers.jsonl" \
     $([ $dry = 1 ] && echo --smoke)

@@ -13,6 +13,7 @@
  *    check numerics names the kernel that made a NaN on the GPU; (FAKE_CUDA=cubin) NVRTC's cubins,
  *    compiled in parts at once and cached, reach the driver with every kernel in them.
  * Without a GPU, and without the fake driver and the emulation, it says so and skips (77). */
+#include <dlfcn.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,6 +216,66 @@ static void cnn_steps(void) {
     }
     printf("cnn: losses %.5f %.5f %.5f on cuda, %.5f %.5f %.5f interpreted\n", lg[0], lg[1], lg[2],
            lr[0], lr[1], lr[2]);
+    tj_scope_end();
+}
+
+/* ---- CUDA graphs ---------------------------------------------------------------------------- */
+/* The fake driver's counter `name` (tests/cuda/fake_cuda.c), or -1 without the fake. */
+static int fake_count(const char *name) {
+    const char *path = getenv("TJ_CUDA_DRIVER");
+    void *lib = path && *path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
+    int (*count)(void) = lib ? (int (*)(void))dlsym(lib, name) : NULL;
+    int n = count ? count() : -1;
+    if (lib)
+        dlclose(lib);
+    return n;
+}
+
+/* Several kernels in a row (a graph segment): a row softmax, its row sums, and elementwise. */
+static tj_tensor *chain(tj_tensor *x, tj_tensor *y) {
+    tj_tensor *s = tj_softmax(tj_mul(x, y), -1);
+    return tj_add(tj_mul(tj_sum(s, 1, (const int[]){1}, 1), tj_tanh(x)), tj_exp(y));
+}
+
+/* Calls with new inputs each time (host and GPU ones): the first launches one by one, the second
+ * makes the graph, the later ones move its nodes' buffers; every call's result is its own
+ * (outputs are not reused by the next replay) and equals the interpreter's. */
+static void graphs(void) {
+    tj_scope_begin();
+    tj_function *fg = tj_function_new("chain", (void *)chain, 2, &on_gpu);
+    tj_function *fr = tj_function_new("chain", (void *)chain, 2, &on_interp);
+    int launches0 = fake_count("fake_cuda_graph_launches"),
+        sets0 = fake_count("fake_cuda_graph_node_sets");
+    enum { CALLS = 5 };
+    tj_tensor *got[CALLS], *want[CALLS];
+    for (int c = 0; c < CALLS; c++) {
+        int64_t d[2] = {3, 7};
+        tj_tensor *x = tj_random_uniform(TJ_F32, 2, d, -2, 2, 100 + (uint64_t)c);
+        tj_tensor *y = tj_random_uniform(TJ_F32, 2, d, -2, 2, 200 + (uint64_t)c);
+        if (c % 2)
+            x = tj_to_device(x, gpu);
+        got[c] = tj_call(fg, 2, (tj_tensor *[]){x, y});
+        want[c] = tj_call(fr, 2, (tj_tensor *[]){x, y});
+        CHECK_MSG(tj_status_of(got[c]) == TJ_OK, "call %d: %s", c, tj_error_message(got[c]));
+    }
+    for (int c = 0; c < CALLS; c++) {
+        double worst = 0;
+        for (int64_t i = 0; i < 21 && tj_status_of(got[c]) == TJ_OK; i++)
+            worst = fmax(worst, fabs(tj_tensor_get_f64(got[c], i) - tj_tensor_get_f64(want[c], i)));
+        CHECK_MSG(worst < 1e-5, "call %d differs from the interpreter's by %g", c, worst);
+    }
+    const char *off = getenv("TJ_CUDA_GRAPHS");
+    int launches = fake_count("fake_cuda_graph_launches") - launches0;
+    int sets = fake_count("fake_cuda_graph_node_sets") - sets0;
+    if (launches0 >= 0 && !(off && !strcmp(off, "0"))) {
+        CHECK_MSG(launches == CALLS - 1, "%d graph launches for %d calls", launches, CALLS);
+        CHECK_MSG(sets > 0, "no graph node was moved to the new buffers");
+    } else if (launches0 >= 0) {
+        CHECK_EQ_INT(launches, 0);
+    }
+    printf("graphs: %d launches, %d nodes set over %d calls\n", launches, sets, CALLS);
+    tj_function_free(fg);
+    tj_function_free(fr);
     tj_scope_end();
 }
 
@@ -463,6 +524,7 @@ int main(void) {
     variables();
     effects_and_loops();
     cnn_steps();
+    graphs();
     faults();
     return check_done();
 }
