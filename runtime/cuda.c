@@ -275,19 +275,25 @@ static void *g_alloc(rt_device *d, size_t size) {
     gpu *g = (gpu *)d;
     size_t want = rt_cuda_round(size);
     pthread_mutex_lock(&g->mu);
+    /* the cached block of the class lowest in memory: a call that starts from the same free
+     * blocks is handed the same ones in the same order, whatever order they were freed in (a
+     * CUDA graph's nodes keep their buffers from call to call) */
+    block **best = NULL;
     for (block **pp = &g->cache; *pp; pp = &(*pp)->next)
-        if ((*pp)->size == want) { /* a cached block of the class */
-            block *b = *pp;
-            *pp = b->next;
-            void *p = (void *)(uintptr_t)b->p;
-            g->st.cached_bytes -= want;
-            g->st.in_use_bytes += want;
-            g->st.reuses++;
-            b->next = g->spare;
-            g->spare = b;
-            pthread_mutex_unlock(&g->mu);
-            return p;
-        }
+        if ((*pp)->size == want && (!best || (*pp)->p < (*best)->p))
+            best = pp;
+    if (best) {
+        block *b = *best;
+        *best = b->next;
+        void *p = (void *)(uintptr_t)b->p;
+        g->st.cached_bytes -= want;
+        g->st.in_use_bytes += want;
+        g->st.reuses++;
+        b->next = g->spare;
+        g->spare = b;
+        pthread_mutex_unlock(&g->mu);
+        return p;
+    }
     CUdeviceptr p = 0;
     if (use(g, "alloc")) {
         pthread_mutex_unlock(&g->mu);
@@ -631,11 +637,9 @@ void rt_cuda_release_deferred(rt_device *d) {
     for (size_t i = 0; i < held.n; i++)
         g_free(d, held.v[i].p, held.v[i].size);
     held.n = 0;
-    if (held.cap > 4096) { /* a large segment's list is not kept */
-        free(held.v);
-        held.v = NULL;
-        held.cap = 0;
-    }
+    free(held.v); /* not kept: a thread that ends holds nothing */
+    held.v = NULL;
+    held.cap = 0;
 }
 
 struct rt_cuda_graph {
