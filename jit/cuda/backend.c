@@ -336,10 +336,15 @@ static tj_status launch_cudnn(rt_plan *p, const jit_cuda_kernel *k, void *fn, vo
     return st;
 }
 
+/* Whether kernel k is a product cuBLAS computes (f32, f64) rather than the generated one. */
+static bool by_blas(const cuda_prog *cp, const jit_cuda_kernel *k) {
+    return k->kind == JIT_CK_MM && cp->blas && !k->lt && (k->mm.dt == TJ_F32 || k->mm.dt == TJ_F64);
+}
+
 static tj_status launch(rt_plan *p, uint32_t s, void *const *bufs) {
     cuda_prog *cp = (cuda_prog *)p;
     const jit_cuda_kernel *k = &cp->k[cp->kernel_of_step[s]];
-    if (k->kind == JIT_CK_MM && cp->blas && !k->lt) {
+    if (by_blas(cp, k)) {
         tj_status st = rt_cuda_use(p->dev, k->name);
         return st ? st
                   : jit_cublas_gemm(cp->blas, &k->mm, bufs[0], bufs[1], bufs[2], k->name,
@@ -748,8 +753,7 @@ static tj_status load_module(cuda_prog *cp, const char *source) {
 static bool graphable(const cuda_prog *cp, uint32_t s) {
     int32_t ki = cp->kernel_of_step[s];
     const jit_cuda_kernel *k = ki >= 0 ? &cp->k[ki] : NULL;
-    return k && !k->conv && !k->lt && !(k->kind == JIT_CK_MM && cp->blas) &&
-           k->kind != JIT_CK_XENT && k->src_len;
+    return k && !k->conv && !k->lt && !by_blas(cp, k) && k->kind != JIT_CK_XENT && k->src_len;
 }
 
 static bool spannable(const cuda_prog *cp, uint32_t s) {
@@ -864,9 +868,14 @@ static rt_program *compile(const ir_graph *g, const jit_backend_opts *o) {
     for (uint32_t i = 0; i < g->n_nodes && !st && !dnn_why && !cp->dnn; i++)
         if (ir_ops[g->nodes[i].op].family == IR_FAM_CONV)
             cp->dnn = jit_cudnn_get(dev, ordinal, &dnn_why);
-    for (uint32_t i = 0; i < g->n_nodes && !st && !lt_why && !cp->lt; i++)
-        if (g->nodes[i].op == IR_OP_MATMUL)
-            cp->lt = jit_cublaslt_get(dev, ordinal, &lt_why);
+    /* cuBLAS, and cuBLASLt where cuBLAS could be had (on a machine with no usable GPU,
+     * cublasLtCreate fails and leaks) */
+    const char *why_not = "none in the graph";
+    for (uint32_t i = 0; i < g->n_nodes && !st && !cp->blas; i++)
+        if (g->nodes[i].op == IR_OP_MATMUL && !(cp->blas = jit_cublas_get(dev, ordinal, &why_not)))
+            break;
+    if (cp->blas)
+        cp->lt = jit_cublaslt_get(dev, ordinal, &lt_why);
     if (!st)
         st = build(cp, &src);
     if (!st)
@@ -875,10 +884,6 @@ static rt_program *compile(const ir_graph *g, const jit_backend_opts *o) {
         st = load_module(cp, src.s);
     if (!st) /* control flow runs on the host: its regions interpreted, its operands copied back */
         st = rt_plan_finish(&cp->rp, false, host_region, NULL);
-    const char *why_not = "none in the graph";
-    for (uint32_t i = 0; i < cp->n_k && !st && !cp->blas; i++)
-        if (cp->k[i].kind == JIT_CK_MM && !(cp->blas = jit_cublas_get(dev, ordinal, &why_not)))
-            break;
     uint32_t lts = 0;
     for (uint32_t i = 0; i < cp->n_k; i++)
         lts += cp->k[i].lt != NULL;
