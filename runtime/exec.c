@@ -321,8 +321,17 @@ static tj_status exec_cf(const ir_graph *g, uint32_t i, const rt_exec_env *env, 
             }
             release_all(carry, nc);
             memcpy(carry, step, nc * sizeof *carry);
-            for (uint32_t k = 0; k < ny; k++) { /* y_t into row t of its stack */
+            for (uint32_t k = 0; k < ny && !st; k++) { /* y_t into row t of its stack */
                 tj_tensor *y = step[nc + k], *ys = res[nc + k];
+                if (!rt_on_host(y)) { /* a GPU region's: the stack is the host's */
+                    tj_tensor *h = rt_tensor_to_device(y, rt_device_host());
+                    if (!h) {
+                        st = ir_last_code() ? ir_last_code() : TJ_ERR_RUNTIME;
+                        break;
+                    }
+                    rt_release(y);
+                    step[nc + k] = y = h;
+                }
                 size_t row = (size_t)y->numel * ir_dtype_size(y->dtype);
                 if (y->dtype == TJ_STRING) {
                     tj_string *d = (tj_string *)ys->data + t * y->numel;
@@ -341,6 +350,7 @@ static tj_status exec_cf(const ir_graph *g, uint32_t i, const rt_exec_env *env, 
         if (st) {
             release_all(carry, nc);
             release_all(res + nc, ny);
+            release_all(step + nc, ny); /* a copy back failed midway */
         } else {
             memcpy(res, carry, nc * sizeof *res);
         }

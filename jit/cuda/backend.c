@@ -4,7 +4,8 @@
  * launched back to back on the GPU's default stream by the runtime's one run loop (a device plan:
  * runtime/plan.h). Products go to cuBLAS (cublas.c) and convolutions to cuDNN (cudnn.c) where
  * those libraries are there and take them, the generated kernels otherwise. What has no
- * generated kernel (gathers, integer division, float-to-integer casts, control flow, effects)
+ * generated kernel (gathers, integer division, float-to-integer casts, effects; a loop itself,
+ * whose regions are programs of this backend)
  * runs as a node step on the host, its inputs copied back, and its result copied over when a
  * kernel reads it: every graph runs, the profile and TJ_LOG=compile say what ran where. Outputs
  * are left on the GPU (tj_to_device brings them back). GPU 0 is used, or TJ_CUDA_DEVICE's; no
@@ -823,8 +824,21 @@ static void host_ops(const cuda_prog *cp, char *buf, size_t n) {
         snprintf(buf + len, n - len, ")");
 }
 
-static rt_program *host_region(const ir_graph *sub, void *ctx) {
+static rt_program *compile(const ir_graph *g, const jit_backend_opts *o);
+
+/* A control-flow region (a branch, a loop's condition or body) as a program of its own on the
+ * GPU: the loop runs on the host around its regions' kernels (the executor: runtime/exec.c), its
+ * carried values staying on the GPU, a while's condition read back each iteration (one 1-byte
+ * copy, as TensorFlow's GPU loops read theirs). A region this backend cannot compile runs on
+ * the interpreter, its values copied over. */
+static rt_program *gpu_region(const ir_graph *sub, void *ctx) {
     (void)ctx;
+    rt_program *p = compile(sub, NULL);
+    if (p)
+        return p;
+    rt_log(RT_LOG_COMPILE, "cuda: region %s on the host: %s", sub->name ? sub->name : "?",
+           ir_last_error());
+    ir_clear_error();
     return rt_interp_new(sub);
 }
 
@@ -882,8 +896,8 @@ static rt_program *compile(const ir_graph *g, const jit_backend_opts *o) {
         st = label_steps(cp);
     if (!st && cp->n_k)
         st = load_module(cp, src.s);
-    if (!st) /* control flow runs on the host: its regions interpreted, its operands copied back */
-        st = rt_plan_finish(&cp->rp, false, host_region, NULL);
+    if (!st) /* control flow: the host loops, its regions' kernels on the GPU */
+        st = rt_plan_finish(&cp->rp, false, gpu_region, NULL);
     uint32_t lts = 0;
     for (uint32_t i = 0; i < cp->n_k; i++)
         lts += cp->k[i].lt != NULL;
