@@ -144,12 +144,29 @@ static tj_status run_device_kernel(rt_plan *p, uint32_t s, tj_tensor **vals, voi
 
 /* A node step of a device plan runs on the host: its inputs on a device are copied back first
  * (kept in vals as host values for later host readers). */
+/* Whether operand k of control-flow node n stays where it is: its regions are programs of this
+ * plan's backend (they take values on its device), and the executor does not read it on the host
+ * (a for's bounds, a scan's sequences, sliced row by row). */
+static bool cf_keeps(const rt_plan *p, const ir_node *n, uint32_t id, uint32_t k) {
+    if (n->op != IR_OP_COND && n->op != IR_OP_WHILE && n->op != IR_OP_FOR && n->op != IR_OP_SCAN)
+        return false;
+    const rt_program *r0 = p->regions ? p->regions[2 * id] : NULL;
+    const rt_program *r1 = p->regions ? p->regions[2 * id + 1] : NULL;
+    if (!r0 || r0->vt != p->base.vt || (r1 && r1->vt != p->base.vt))
+        return false;
+    uint32_t nc = n->op == IR_OP_SCAN ? (uint32_t)n->a.i[0] : 0;
+    uint32_t nx = n->op == IR_OP_SCAN ? n->n_in - nc - (uint32_t)n->a.i[1] : 0;
+    return n->op == IR_OP_FOR ? k >= 3 : n->op == IR_OP_SCAN ? k < nc || k >= nc + nx : true;
+}
+
 static tj_status host_inputs(rt_plan *p, const rt_step *sp, tj_tensor **vals) {
+    const ir_node *n = ir_node_get(p->base.g, sp->id);
     for (uint32_t k = 0; k < sp->n_in; k++) {
         uint32_t j = sp->in[k];
         tj_tensor *v = vals[j];
         if (j == sp->id || !v || v->kind != RT_CONCRETE || rt_on_host(v) ||
-            ir_node_get(p->base.g, sp->id)->op == IR_OP_ASSIGN) /* a variable keeps it there */
+            n->op == IR_OP_ASSIGN || /* a variable keeps it there */
+            cf_keeps(p, n, sp->id, k))
             continue;
         tj_tensor *h = rt_tensor_to_device(v, rt_device_host());
         if (!h)
