@@ -4,7 +4,7 @@
  * launched back to back on the GPU's default stream by the runtime's one run loop (a device plan:
  * runtime/plan.h). Products go to cuBLAS (cublas.c) and convolutions to cuDNN (cudnn.c) where
  * those libraries are there and take them, the generated kernels otherwise. What has no
- * generated kernel (gathers, integer division, float-to-integer casts, effects; a loop itself,
+ * generated kernel (integer division, float-to-integer casts, effects; a loop itself,
  * whose regions are programs of this backend)
  * runs as a node step on the host, its inputs copied back, and its result copied over when a
  * kernel reads it: every graph runs, the profile and TJ_LOG=compile say what ran where. Outputs
@@ -222,7 +222,7 @@ static bool record(cuda_prog *cp, graph_seg *seg, uint32_t s, const kernel_args 
     }
     if (rec.seg != seg)
         return false;
-    seg->used[rec.i] = k->n_in + k->n_out + (k->kind == JIT_CK_XENT); /* the rest stay 0 */
+    seg->used[rec.i] = k->n_in + k->n_out; /* the rest stay 0 */
     memcpy(seg->now[rec.i].p, args->p, seg->used[rec.i] * sizeof(void *));
     seg->nodes[rec.i] = (rt_cuda_node){fn, {k->grid[0], k->grid[1], k->grid[2]}, k->block, NULL};
     seg->kernel[rec.i] = (uint32_t)(k - cp->k);
@@ -231,12 +231,13 @@ static bool record(cuda_prog *cp, graph_seg *seg, uint32_t s, const kernel_args 
     return true;
 }
 
-/* The cross-entropy's kernel with its label check: a word on the GPU starts at UINT64_MAX and the
- * kernel lowers it to (row << 32 | label) of the first row whose label is outside [0, C) (the
- * label as int32; INT32_MIN when it does not fit). The word is read back without waiting (queued
- * after the kernel into pinned memory) and waited for when the call's steps are all queued
- * (finish): the host never stops between launches, and a bad label is still the call's error,
- * the host kernel's, row and label named. Pending reads are per thread, innermost call last. */
+/* Kernels that check their input (cuda.h: jit_cuda_checked): a word on the GPU starts at
+ * UINT64_MAX and the kernel lowers it to (position << 32 | value) of the first bad one: the
+ * cross-entropy's row and label outside [0, C), gather's index position and index outside
+ * [0, N) (the value as int32; INT32_MIN when it does not fit). The word is read back without
+ * waiting (queued after the kernel into pinned memory) and waited for when the call's steps are
+ * all queued (finish): the host never stops between launches, and bad input is still the call's
+ * error, in the host kernel's words. Pending reads are per thread, innermost call last. */
 typedef struct pending_label {
     const rt_plan *p;
     uint32_t kernel;
@@ -252,6 +253,20 @@ static tj_status label_error(const rt_plan *p, const jit_cuda_kernel *k, uint64_
     const ir_node *lg = ir_node_get(g, k->in[0]);
     int32_t label = (int32_t)(uint32_t)bad;
     long long row = (long long)(bad >> 32), classes = (long long)lg->dims[lg->rank - 1];
+    if (k->kind == JIT_CK_GATHER) { /* the host kernel's words (runtime/kernels/shape.c) */
+        const ir_node *n = ir_node_get(g, k->out[0]);
+        long long ax = (long long)n->a.i[0], N = (long long)lg->dims[ax];
+        char ps[128];
+        ir_fmt_dims(ps, sizeof ps, lg->rank, lg->dims);
+        return label == INT32_MIN
+                   ? ir_errorf(TJ_ERR_RUNTIME,
+                               "gather: index at position %lld out of range [0, %lld) on axis "
+                               "%lld of params %s",
+                               row, N, ax, ps)
+                   : ir_errorf(TJ_ERR_RUNTIME,
+                               "gather: index %d out of range [0, %lld) on axis %lld of params %s",
+                               label, N, ax, ps);
+    }
     return label == INT32_MIN
                ? ir_errorf(TJ_ERR_RUNTIME,
                            "sparse_softmax_xent: the label of row %lld is outside [0, %lld) (the "
@@ -263,7 +278,7 @@ static tj_status label_error(const rt_plan *p, const jit_cuda_kernel *k, uint64_
                            label, row, classes);
 }
 
-static tj_status launch_xent(rt_plan *p, uint32_t ki, void *fn, void **slot, void **params) {
+static tj_status launch_checked(rt_plan *p, uint32_t ki, void *fn, void **slot, void **params) {
     const jit_cuda_kernel *k = &((cuda_prog *)p)->k[ki];
     rt_device *d = p->dev;
     uint64_t bad = UINT64_MAX;
@@ -370,9 +385,9 @@ static tj_status launch(rt_plan *p, uint32_t s, void *const *bufs) {
     if (cp->seg_of_step && cp->seg_of_step[s] >= 0 &&
         record(cp, &cp->segs[cp->seg_of_step[s]], s, &args, cp->fns[cp->kernel_of_step[s]], k, &st))
         return st;
-    if (k->kind == JIT_CK_XENT)
-        return launch_xent(p, (uint32_t)cp->kernel_of_step[s], cp->fns[cp->kernel_of_step[s]],
-                           &args.p[k->n_in + k->n_out], params);
+    if (jit_cuda_checked(k))
+        return launch_checked(p, (uint32_t)cp->kernel_of_step[s], cp->fns[cp->kernel_of_step[s]],
+                              &args.p[k->n_in + k->n_out], params);
     return rt_cuda_launch(p->dev, cp->fns[cp->kernel_of_step[s]], k->grid, k->block, 0, params,
                           k->name, p->base.g->name);
 }
@@ -618,7 +633,7 @@ static tj_status label_steps(cuda_prog *cp) {
         [JIT_CK_EW] = "fused",        [JIT_CK_RED_ROW] = "reduce", [JIT_CK_RED_COL] = "reduce",
         [JIT_CK_SOFTMAX] = "softmax", [JIT_CK_MM] = "matmul",      [JIT_CK_COPY] = "copy",
         [JIT_CK_CONV] = "conv",       [JIT_CK_POOL] = "pool",      [JIT_CK_ONE_HOT] = "one_hot",
-        [JIT_CK_XENT] = "xent"};
+        [JIT_CK_XENT] = "xent",       [JIT_CK_GATHER] = "gather"};
     if (!(p->labels = calloc(p->n_steps + 1, sizeof *p->labels)))
         return ir_errorf(TJ_ERR_OOM, "cuda: out of memory");
     for (uint32_t s = 0; s < p->n_steps; s++) {
@@ -754,7 +769,7 @@ static tj_status load_module(cuda_prog *cp, const char *source) {
 static bool graphable(const cuda_prog *cp, uint32_t s) {
     int32_t ki = cp->kernel_of_step[s];
     const jit_cuda_kernel *k = ki >= 0 ? &cp->k[ki] : NULL;
-    return k && !k->conv && !k->lt && !by_blas(cp, k) && k->kind != JIT_CK_XENT && k->src_len;
+    return k && !k->conv && !k->lt && !by_blas(cp, k) && !jit_cuda_checked(k) && k->src_len;
 }
 
 static bool spannable(const cuda_prog *cp, uint32_t s) {

@@ -31,6 +31,7 @@ enum {
     JIT_CK_POOL,    /* max or average pooling, the max pool's gradient: a thread per output */
     JIT_CK_ONE_HOT, /* one-hot rows */
     JIT_CK_XENT,    /* sparse softmax cross-entropy: a block per row; bad labels flagged */
+    JIT_CK_GATHER,  /* rows of params picked by indices: a thread per output; bad indices flagged */
     JIT_CK_N
 };
 
@@ -105,6 +106,11 @@ void jit_cuda_open_blocks(jit_sbuf *b, const ir_graph *g, jit_cuda_kernel *k, in
  * (IR_NONE: all); false when a node is not generated. */
 bool jit_cuda_emit_ew_body(jit_sbuf *b, const ir_graph *g, const pass_group *gr,
                            const rt_ew_layout *L, const char *idx, uint32_t stop);
+/* Whether kernel k flags bad input in a word after its buffers (a label, an index): the
+ * program reads it back and makes it the call's error (backend.c). */
+static inline bool jit_cuda_checked(const jit_cuda_kernel *k) {
+    return k->kind == JIT_CK_XENT || k->kind == JIT_CK_GATHER;
+}
 /* source_red.c: a reduce group's kernel; a single reduction over any axes. */
 tj_status jit_cuda_emit_red(jit_sbuf *b, const ir_graph *g, const pass_group *gr,
                             jit_cuda_kernel *k);

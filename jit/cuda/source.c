@@ -518,7 +518,7 @@ tj_status jit_cuda_emit_node(jit_sbuf *b, const ir_graph *g, uint32_t id, jit_cu
                 n->op == IR_OP_RESHAPE || n->op == IR_OP_EXPAND_DIMS || n->op == IR_OP_SQUEEZE;
     int fam = ir_ops[n->op].family;
     bool nn = fam == IR_FAM_CONV || fam == IR_FAM_POOL || n->op == IR_OP_ONE_HOT ||
-              n->op == IR_OP_SPARSE_XENT;
+              n->op == IR_OP_SPARSE_XENT || n->op == IR_OP_GATHER;
     bool red = n->op >= IR_OP_SUM && n->op <= IR_OP_PROD; /* not taken as a group: any axes */
     if (!(mm || sm || view || nn || red) || (!nn && n->n_in != (mm ? 2u : 1u)) || n->n_in > 2)
         return TJ_ERR_UNSUPPORTED;

@@ -349,6 +349,44 @@ static tj_status emit_xent(jit_sbuf *b, const ir_graph *g, const ir_node *n, jit
     return TJ_OK;
 }
 
+/* gather: o0[(o, j, t)] = i0[(o, i1[j], t)] over (outer, indices, inner), a thread per output;
+ * an index outside [0, N) writes 0 and lowers the word after the buffers to (j << 32 | index)
+ * (the index as int32, INT32_MIN when it does not fit): the first bad position, as the host
+ * kernel reports it. Empty sides stay on the host (it checks every index even then). */
+static tj_status emit_gather(jit_sbuf *b, const ir_graph *g, const ir_node *n, jit_cuda_kernel *k) {
+    const ir_node *p = ir_node_get(g, ir_inputs(g, n)[0]), *ix = ir_node_get(g, ir_inputs(g, n)[1]);
+    int64_t ax = n->a.i[0];
+    if (n->dtype == TJ_STRING || !jit_cuda_ctype(n->dtype) || p->dtype != n->dtype ||
+        (ix->dtype != TJ_I32 && ix->dtype != TJ_I64) || ax < 0 || ax >= p->rank)
+        return TJ_ERR_UNSUPPORTED;
+    int64_t outer = 1, inner = 1, N = p->dims[ax], m = ir_numel(ix->rank, ix->dims);
+    for (int d = 0; d < ax; d++)
+        outer *= p->dims[d];
+    for (int d = (int)ax + 1; d < p->rank; d++)
+        inner *= p->dims[d];
+    int64_t total = outer * m * inner;
+    if (outer < 1 || inner < 1 || m < 1 || m > INT32_MAX || total != ir_numel(n->rank, n->dims))
+        return TJ_ERR_UNSUPPORTED;
+    jit_cuda_open_threads(b, g, k, JIT_CK_GATHER, total);
+    jit_sbuf_printf(
+        b,
+        "        uint64_t *bad_ = (uint64_t *)a.p[3];\n"
+        "        int64_t t_ = e_ %% %lldLL, r_ = e_ / %lldLL;\n"
+        "        int64_t j_ = r_ %% %lldLL, q_ = r_ / %lldLL;\n"
+        "        int64_t v_ = (int64_t)i1[j_];\n"
+        "        if (v_ < 0 || v_ >= %lldLL) {\n"
+        "          o0[e_] = 0;\n"
+        "          tj_atomic_min_u64(bad_, ((uint64_t)j_ << 32) |\n"
+        "              (uint32_t)(v_ >= -2147483647LL && v_ <= 2147483647LL ? v_\n"
+        "                                                                : -2147483647LL - 1));\n"
+        "        } else {\n"
+        "          o0[e_] = i0[(q_ * %lldLL + v_) * %lldLL + t_];\n"
+        "        }\n"
+        "    }\n}\n",
+        LL(inner), LL(inner), LL(m), LL(m), LL(N), LL(N), LL(inner));
+    return TJ_OK;
+}
+
 tj_status jit_cuda_emit_nn(jit_sbuf *b, const ir_graph *g, uint32_t id, jit_cuda_kernel *k) {
     const ir_node *n = ir_node_get(g, id);
     switch (n->op) {
@@ -367,6 +405,8 @@ tj_status jit_cuda_emit_nn(jit_sbuf *b, const ir_graph *g, uint32_t id, jit_cuda
         return n->n_in == 1 ? emit_one_hot(b, g, n, k) : TJ_ERR_UNSUPPORTED;
     case IR_OP_SPARSE_XENT:
         return n->n_in == 2 ? emit_xent(b, g, n, k) : TJ_ERR_UNSUPPORTED;
+    case IR_OP_GATHER:
+        return n->n_in == 2 ? emit_gather(b, g, n, k) : TJ_ERR_UNSUPPORTED;
     default:
         return TJ_ERR_UNSUPPORTED;
     }

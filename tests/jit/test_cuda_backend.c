@@ -306,6 +306,12 @@ static tj_tensor *xent_then(tj_tensor *logits, tj_tensor *labels) {
     return tj_sum(tj_exp(tj_mul(l, tj_sum(tj_tanh(logits), 0, NULL, 0))), 0, NULL, 0);
 }
 
+/* Gathers on both axes, int32 and int64 indices, and work after them. */
+static tj_tensor *gathers(tj_tensor *p, tj_tensor *i0, tj_tensor *i1) {
+    tj_tensor *a = tj_gather(p, i0, 0), *b = tj_gather(p, i1, 1);
+    return tj_tuple(3, (tj_tensor *[]){a, b, tj_tanh(tj_sum(a, 0, NULL, 0))});
+}
+
 static tj_tensor *makes_nan(tj_tensor *x) {
     return tj_mul(tj_log(x), tj_scalar_f32(2));
 }
@@ -333,6 +339,34 @@ static void faults(void) {
     lb = tj_tensor_from_data(TJ_I64, 1, (const int64_t[]){3}, (const int64_t[]){0, 2, 1});
     r = tj_call(f, 2, (tj_tensor *[]){lg, lb}); /* good labels: the call goes on */
     CHECK_MSG(tj_status_of(r) == TJ_OK, "%s", tj_error_message(r));
+    tj_function_free(f);
+    /* gathers on the GPU: values as the interpreter's; a bad index is the call's error, in the
+     * host kernel's words (the first bad position) */
+    f = tj_function_new("gathers", (void *)gathers, 3, &on_gpu_host_out);
+    tj_function *fi = tj_function_new("gathers", (void *)gathers, 3, &on_interp);
+    tj_tensor *p = tj_random_uniform(TJ_F32, 2, (const int64_t[]){5, 4}, -1, 1, 9);
+    tj_tensor *i1 =
+        tj_tensor_from_data(TJ_I64, 2, (const int64_t[]){2, 2}, (const int64_t[]){3, 0, 1, 3});
+    const int32_t good[3] = {4, 0, 2}, bad[3] = {1, 7, -1};
+    tj_tensor *i0 = tj_tensor_from_data(TJ_I32, 1, (const int64_t[]){3}, good);
+    r = tj_call(f, 3, (tj_tensor *[]){p, i0, i1});
+    tj_tensor *ri = tj_call(fi, 3, (tj_tensor *[]){p, i0, i1});
+    CHECK_MSG(tj_status_of(r) == TJ_OK, "gathers: %s", tj_error_message(r));
+    for (int k = 0; k < 3 && tj_status_of(r) == TJ_OK; k++) {
+        const tj_tensor *a = tj_tuple_get(r, k), *b = tj_tuple_get(ri, k);
+        CHECK_EQ_INT(tj_tensor_numel(a), tj_tensor_numel(b));
+        for (int64_t e = 0; e < tj_tensor_numel(b); e++)
+            CHECK_MSG(fabs(tj_tensor_get_f64(a, e) - tj_tensor_get_f64(b, e)) < 1e-6,
+                      "gather output %d element %lld", k, (long long)e);
+    }
+    i0 = tj_tensor_from_data(TJ_I32, 1, (const int64_t[]){3}, bad);
+    r = tj_call(f, 3, (tj_tensor *[]){p, i0, i1});
+    ri = tj_call(fi, 3, (tj_tensor *[]){p, i0, i1});
+    CHECK(tj_status_of(r) == TJ_ERR_RUNTIME);
+    CHECK_HAS(tj_error_message(r), "gather: index 7 out of range [0, 5) on axis 0 of params [5,4]");
+    CHECK_HAS(tj_error_message(ri),
+              "gather: index 7 out of range [0, 5) on axis 0 of params [5,4]");
+    tj_function_free(fi);
     tj_function_free(f);
     /* check numerics: the kernel on the GPU that made the NaN */
     tj_enable_check_numerics();

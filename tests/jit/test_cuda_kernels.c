@@ -295,6 +295,11 @@ static void compiles(const char *what, const ir_graph *g) {
     compiles_as(what, g, true); /* the module when cuDNN takes the convolutions */
 }
 
+/* Gathers on two axes (their values: test_cuda_backend, with indices in range). */
+static tj_tensor *gathers(tj_tensor *p, tj_tensor *i0, tj_tensor *i1) {
+    return tj_tuple(2, (tj_tensor *[]){tj_gather(p, i0, 0), tj_gather(p, i1, 1)});
+}
+
 static tj_concrete *concrete_of(tj_function *f, const prog *P) {
     tj_spec s[3];
     for (int k = 0; k < 3; k++) {
@@ -319,6 +324,15 @@ static void nvrtc_part(void) {
             compiles(progs[i].name, c->graph);
         tj_function_free(f);
     }
+    tj_function *fg = tj_function_new("gathers", (void *)gathers, 3, &o);
+    tj_spec gs[3] = {{.dtype = TJ_F64, .rank = 3, .dims = {5, 4, 3}},
+                     {.dtype = TJ_I32, .rank = 1, .dims = {7}},
+                     {.dtype = TJ_I64, .rank = 2, .dims = {2, 2}}};
+    tj_concrete *gc = tj_function_get_concrete(fg, 3, gs);
+    CHECK_MSG(gc != NULL, "gathers: %s", tj_last_error());
+    if (gc)
+        compiles("gathers", gc->graph);
+    tj_function_free(fg);
     /* the seed CNN's training step (forward, backward, Adam) at batch 4 */
     if (cnn_init(&cnn_model, 7, 1e-3) == 0) {
         tj_function *f = tj_function_new("cnn_train_step", (void *)cnn_train_step, 2, &o);
