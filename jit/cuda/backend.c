@@ -551,6 +551,26 @@ static tj_status lt_kernel(cuda_prog *cp, uint32_t gi, uint32_t ge, uint32_t bia
     return TJ_OK;
 }
 
+/* Product node id as cuBLAS's call alone (cuBLAS takes f32 and f64): no generated source, which
+ * NVRTC would compile for nothing. TJ_ERR_UNSUPPORTED: not such a product. */
+static tj_status blas_kernel(cuda_prog *cp, uint32_t id, jit_cuda_kernel *k, size_t at) {
+    const ir_graph *g = cp->rp.base.g;
+    const ir_node *n = ir_node_get(g, id);
+    if (!cp->blas || n->op != IR_OP_MATMUL || !rt_mm_of(g, id, &k->mm) ||
+        (k->mm.dt != TJ_F32 && k->mm.dt != TJ_F64) || k->mm.m * k->mm.n == 0)
+        return TJ_ERR_UNSUPPORTED;
+    k->kind = JIT_CK_MM;
+    k->n_in = 2;
+    k->n_out = 1;
+    k->n_nodes = 1;
+    k->src_off = at;
+    k->src_len = 0;
+    if (!(k->in = jit_cuda_ids_dup(ir_inputs(g, n), 2)) || !(k->out = jit_cuda_ids_dup(&id, 1)) ||
+        !(k->nodes = jit_cuda_ids_dup(&id, 1)))
+        return ir_errorf(TJ_ERR_OOM, "cuda: out of memory");
+    return TJ_OK;
+}
+
 /* The relu of fused group ge (after its bias add went to cuBLASLt) as a kernel of its own. */
 static tj_status relu_kernel(cuda_prog *cp, jit_sbuf *src, uint32_t ge, jit_cuda_kernel *k) {
     const pass_group *e = &cp->part->groups[ge];
@@ -609,7 +629,12 @@ static tj_status build(cuda_prog *cp, jit_sbuf *src) {
         k->dnn = cp->dnn || cp->dnn_layouts;
         st = gr->fused || gr->reduce ? jit_cuda_emit_group(src, g, gr, k)
              : source                ? TJ_ERR_UNSUPPORTED
-                                     : jit_cuda_emit_node(src, g, gr->nodes[0], k);
+                                     : blas_kernel(cp, gr->nodes[0], k, src->n);
+        if (st == TJ_ERR_UNSUPPORTED && !gr->fused && !gr->reduce && !source) {
+            jit_cuda_kernel_release(k);
+            k->dnn = cp->dnn || cp->dnn_layouts;
+            st = jit_cuda_emit_node(src, g, gr->nodes[0], k);
+        }
         if (!st && k->kind == JIT_CK_CONV && k->dnn && cp->dnn)
             st = dnn_conv(cp, src, gr->nodes[0], k);
         if (!st) {
@@ -745,10 +770,13 @@ static tj_status load_module(cuda_prog *cp, const char *source) {
             st = rt_cuda_module_load(dev, o->cubin ? o->cubin : (const void *)o->ptx, name,
                                      &cp->mods[cp->n_mods++]);
         }
+        uint32_t generated = 0; /* the rest are library calls alone */
+        for (uint32_t i = 0; i < cp->n_k; i++)
+            generated += cp->k[i].src_len != 0;
         if (!st)
             rt_log(RT_LOG_COMPILE,
                    "cuda: %s: %u kernels in %u modules for sm_%d in %.1f ms (%u from the cache)",
-                   name, cp->n_k, parts, jobs[0].sm, now_ms() - t0, cached);
+                   name, generated, parts, jobs[0].sm, now_ms() - t0, cached);
     }
     for (uint32_t p = 0; p < cp->n_mods && !st; p++)
         for (uint32_t i = first[p]; i < first[p + 1] && !st; i++)
