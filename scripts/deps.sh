@@ -10,7 +10,8 @@ PKGS=(
     llvm-19-dev           # the LLVM backend of jit/
     libopenblas-dev       # BLAS for matmul/conv kernels
     clang-14 libclang-rt-14-dev clang-format-14  # LeakSanitizer runtime, format check
-    python3-venv          # peer benchmarks in bench/
+    python3-venv          # peer benchmarks in bench/, the Python package's tests
+    python3-dev           # the Python package's C extension (python/)
     zlib1g-dev            # gzip-compressed IDX datasets (tj_idx_load)
     dataset-fashion-mnist # the seed CNN's training data (examples/train_cnn.c)
     graphviz              # `dot`: pictures of graphs (tj_concrete_graph_dot, TJ_DUMP)

@@ -103,6 +103,39 @@ if [ -n "$doubles" ]; then
     RC=1
 fi
 
+# ---- the Python package (python/): installed into a venv beside the tree, against the tree's own
+# library, then pytest; its summary joins the totals. The system Python is not touched.
+run_pytest() {
+    local venv=$B-py log rc=0 summary n
+    echo "== python: pip install ./python into ${venv#"$ROOT"/}/ (against ${B#"$ROOT"/}/), pytest"
+    log=$(mktemp)
+    {
+        [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+        "$venv/bin/pip" install -q --disable-pip-version-check numpy pytest setuptools wheel
+        TJ_BUILD_DIR=$B "$venv/bin/pip" install -q --disable-pip-version-check --no-build-isolation \
+            --force-reinstall --no-deps "$ROOT/python"
+        (cd "$venv" && "$venv/bin/python" -m pytest -q -p no:cacheprovider "$ROOT/python/tests")
+    } 2>&1 | tee "$log" || rc=$?
+    summary=$(grep -E '[0-9]+ (passed|failed|errors?)' "$log" | tail -n 1 || true)
+    if [ -z "$summary" ]; then
+        echo "test.sh: the Python package's tests printed no summary (rc=$rc)"
+        TOTAL_FAIL=$((TOTAL_FAIL + 1))
+        RC=1
+    else
+        for kind in passed failed skipped error; do
+            n=$(grep -oE "[0-9]+ ${kind}s?" <<<"$summary" | grep -oE '[0-9]+' || echo 0)
+            case $kind in
+            passed) TOTAL_PASS=$((TOTAL_PASS + n)) ;;
+            skipped) TOTAL_SKIP=$((TOTAL_SKIP + n)) ;;
+            *) TOTAL_FAIL=$((TOTAL_FAIL + n)) ;;
+            esac
+        done
+        [ "$rc" -eq 0 ] || RC=1
+    fi
+    rm -f "$log"
+}
+run_pytest
+
 # ---- ThreadSanitizer: the tests that run calls, pools and variables on many threads -------------
 THREADED='^(jit_test_cache|jit_test_kernel_reuse|jit_test_quick_compile|jit_test_unknown_dims|jit_test_shape_reuse|jit_test_compile_split|jit_test_compile_split_four|jit_test_tiered|jit_test_churn_interp|jit_test_call_into|jit_test_cpu_pool|jit_test_cpu_program|jit_test_fused_kernels|runtime_test_cuda_device_fake_ok|jit_test_cuda_backend_cubin|semantics_s10_captured_variables|semantics_s13_host_callback)$'
 BT=$B-tsan
