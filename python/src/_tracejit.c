@@ -623,8 +623,12 @@ typedef struct {
     PyObject_HEAD tj_function *f;
     PyObject *fn; /* the Python callable */
     int nargs;
-    PyObject *exc; /* an exception the body raised while tracing, (type, value, tb) */
 } Function;
+
+/* An exception the body raised while tracing, (type, value, tb): per thread, since a trace runs
+ * on the calling thread and other threads call the same function meanwhile (the GIL is let go
+ * around tj_call). Touched with the GIL held. */
+static _Thread_local PyObject *trace_exc;
 
 static PyTypeObject FunctionType;
 
@@ -634,6 +638,7 @@ static PyTypeObject FunctionType;
  * trace fails with an error tensor (a failed trace is not cached: the next call traces again). */
 static tj_tensor *body(int n, tj_tensor *const *args, void *user) {
     Function *self = user;
+    PyGILState_STATE gil = PyGILState_Ensure(); /* tj_call runs with the GIL released */
     PyObject *a = PyTuple_New(n);
     for (int i = 0; a && i < n; i++) {
         Tensor *o = PyObject_New(Tensor, &TensorType);
@@ -674,13 +679,15 @@ static tj_tensor *body(int n, tj_tensor *const *args, void *user) {
     if (PyErr_Occurred()) {
         PyObject *t, *v, *tb;
         PyErr_Fetch(&t, &v, &tb);
-        Py_XDECREF(self->exc);
-        self->exc = PyTuple_Pack(3, t ? t : Py_None, v ? v : Py_None, tb ? tb : Py_None);
+        Py_XDECREF(trace_exc);
+        trace_exc = PyTuple_Pack(3, t ? t : Py_None, v ? v : Py_None, tb ? tb : Py_None);
         Py_XDECREF(t);
         Py_XDECREF(v);
         Py_XDECREF(tb);
+        PyGILState_Release(gil);
         return tj_error_new(TJ_ERR_INVALID, "a Python exception in the traced function");
     }
+    PyGILState_Release(gil);
     return out;
 }
 
@@ -712,7 +719,6 @@ static PyObject *function_new(PyTypeObject *type, PyObject *args, PyObject *kw) 
 static void function_dealloc(Function *self) {
     tj_function_free(self->f);
     Py_XDECREF(self->fn);
-    Py_XDECREF(self->exc);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -730,14 +736,16 @@ static PyObject *function_call(Function *self, PyObject *args, PyObject *kw) {
                 tj_release(in[j]);
             return NULL;
         }
-    Py_CLEAR(self->exc);
-    tj_tensor *r = tj_call(self->f, (int)n, in);
-    for (Py_ssize_t i = 0; i < n; i++)
-        tj_release(in[i]);
-    if (self->exc) { /* the traced Python code raised: that exception, not the trace's error */
+    Py_CLEAR(trace_exc);
+    tj_tensor *r;
+    Py_BEGIN_ALLOW_THREADS /* compiled calls of other threads run meanwhile; a trace's body takes
+                              the GIL back to run Python */
+        r = tj_call(self->f, (int)n, in);
+    Py_END_ALLOW_THREADS for (Py_ssize_t i = 0; i < n; i++) tj_release(in[i]);
+    if (trace_exc) { /* the traced Python code raised: that exception, not the trace's error */
         tj_release(r);
-        PyObject *e = self->exc;
-        self->exc = NULL;
+        PyObject *e = trace_exc;
+        trace_exc = NULL;
         PyObject *et = PyTuple_GET_ITEM(e, 0), *ev = PyTuple_GET_ITEM(e, 1),
                  *tb = PyTuple_GET_ITEM(e, 2);
         Py_INCREF(et);

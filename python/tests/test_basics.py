@@ -101,3 +101,48 @@ def test_symbolic_tensor_as_bool_is_an_error():
 
     with pytest.raises(tj.errors.FailedPreconditionError, match="Python bool"):
         h(tj.constant(1.0))
+
+
+def test_threads_call_one_function():
+    """The GIL is let go around compiled calls: threads run one function at once, each getting
+    its own results (and a trace's Python runs with the GIL taken back)."""
+    import threading
+
+    @tj.function
+    def f(x):
+        return tj.reduce_sum(tj.tanh(x) * x)
+
+    xs = [tj.constant(np.linspace(-1, 1, 1000, dtype=np.float32) * (k + 1)) for k in range(8)]
+    want = [float(np.sum(np.tanh(np.asarray(x)) * np.asarray(x))) for x in xs]
+    got = [None] * len(xs)
+
+    def run(k):
+        for _ in range(50):
+            got[k] = float(f(xs[k]))
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(len(xs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    np.testing.assert_allclose(got, want, rtol=1e-4)
+    assert f.experimental_get_tracing_count() == 1
+
+
+def test_references_stay_flat():
+    """Calls and operators leave no reference behind: the arguments' counts are unchanged."""
+    import sys
+
+    @tj.function
+    def g(x, y):
+        return x * y + 1
+
+    x, y = tj.constant([1.0, 2.0]), tj.constant([3.0, 4.0])
+    g(x, y)
+    before = (sys.getrefcount(x), sys.getrefcount(y))
+    for _ in range(1000):
+        r = g(x, y)
+        s = x + y
+        a = np.asarray(r)
+    del r, s, a
+    assert (sys.getrefcount(x), sys.getrefcount(y)) == before
