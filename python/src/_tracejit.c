@@ -636,18 +636,44 @@ static PyTypeObject FunctionType;
  * calling Python thread): the arguments wrapped, the callable called, its result (a Tensor or a
  * tuple of them) returned as a new reference. A Python exception is kept for the caller and the
  * trace fails with an error tensor (a failed trace is not cached: the next call traces again). */
+/* A static argument (tj_is_static: a Python value baked into the trace) as that Python value. */
+static PyObject *static_value(const tj_tensor *t) {
+    switch (tj_tensor_dtype(t)) {
+    case TJ_BOOL:
+        return PyBool_FromLong(tj_tensor_get_f64(t, 0) != 0);
+    case TJ_I64:
+        return PyLong_FromLongLong(*(const int64_t *)tj_tensor_data(t));
+    case TJ_F64:
+        return PyFloat_FromDouble(*(const double *)tj_tensor_data(t));
+    case TJ_STRING: {
+        const tj_string *s = tj_tensor_data(t);
+        return PyUnicode_DecodeUTF8(s->data, (Py_ssize_t)s->len, "surrogateescape");
+    }
+    default:
+        return PyErr_Format(PyExc_TypeError, "tracejit: a static argument of dtype %s",
+                            tj_dtype_name(tj_tensor_dtype(t)));
+    }
+}
+
 static tj_tensor *body(int n, tj_tensor *const *args, void *user) {
     Function *self = user;
     PyGILState_STATE gil = PyGILState_Ensure(); /* tj_call runs with the GIL released */
     PyObject *a = PyTuple_New(n);
     for (int i = 0; a && i < n; i++) {
-        Tensor *o = PyObject_New(Tensor, &TensorType);
-        if (!o) {
+        PyObject *v = NULL;
+        if (tj_is_static(args[i])) {
+            v = static_value(args[i]);
+        } else {
+            Tensor *o = PyObject_New(Tensor, &TensorType);
+            if (o)
+                o->t = tj_retain(args[i]);
+            v = (PyObject *)o;
+        }
+        if (!v) {
             Py_CLEAR(a);
             break;
         }
-        o->t = tj_retain(args[i]);
-        PyTuple_SET_ITEM(a, i, (PyObject *)o);
+        PyTuple_SET_ITEM(a, i, v);
     }
     PyObject *r = a ? PyObject_CallObject(self->fn, a) : NULL;
     Py_XDECREF(a);
@@ -691,6 +717,24 @@ static tj_tensor *body(int n, tj_tensor *const *args, void *user) {
     return out;
 }
 
+/* A call's argument: a Tensor or an array as a tensor; a Python bool, int, float or str as a
+ * static argument, keyed by its value (a new value traces again, as tf.function does, S4). */
+static tj_tensor *argument(PyObject *o) {
+    if (PyBool_Check(o))
+        return tj_static_bool(o == Py_True);
+    if (PyLong_Check(o)) {
+        long long v = PyLong_AsLongLong(o);
+        return v == -1 && PyErr_Occurred() ? NULL : tj_static_i64(v);
+    }
+    if (PyFloat_Check(o))
+        return tj_static_f64(PyFloat_AsDouble(o));
+    if (PyUnicode_Check(o)) {
+        const char *s = PyUnicode_AsUTF8(o);
+        return s ? tj_static_str(s) : NULL;
+    }
+    return as_tensor(o, -1);
+}
+
 static PyObject *function_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     static char *names[] = {"fn", "nargs", "name", "backend", NULL};
     PyObject *fn;
@@ -731,7 +775,7 @@ static PyObject *function_call(Function *self, PyObject *args, PyObject *kw) {
                             self->nargs, n);
     tj_tensor *in[64];
     for (Py_ssize_t i = 0; i < n; i++)
-        if (!(in[i] = as_tensor(PyTuple_GET_ITEM(args, i), -1))) {
+        if (!(in[i] = argument(PyTuple_GET_ITEM(args, i)))) {
             for (Py_ssize_t j = 0; j < i; j++)
                 tj_release(in[j]);
             return NULL;

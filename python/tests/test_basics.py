@@ -146,3 +146,24 @@ def test_references_stay_flat():
         a = np.asarray(r)
     del r, s, a
     assert (sys.getrefcount(x), sys.getrefcount(y)) == before
+
+
+def test_python_values_are_static_arguments():
+    """A Python bool, int, float or str argument is baked into the trace and keyed by its value:
+    a new value traces again, the same one does not (tf.function's rule, S4); the traced
+    function sees the Python value."""
+    seen = []
+
+    @tj.function
+    def scale(x, n, name):
+        seen.append((n, name))
+        return x * n
+
+    x = tj.constant([1.0, 2.0])
+    np.testing.assert_allclose(scale(x, 2, "a").numpy(), [2.0, 4.0])
+    np.testing.assert_allclose(scale(x, 2, "a").numpy(), [2.0, 4.0])
+    np.testing.assert_allclose(scale(x, 3, "a").numpy(), [3.0, 6.0])
+    scale(x, 3, "b")
+    assert seen == [(2, "a"), (3, "a"), (3, "b")]
+    assert scale.experimental_get_tracing_count() == 3
+    assert isinstance(seen[0][0], int) and isinstance(seen[0][1], str)
