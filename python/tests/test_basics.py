@@ -167,3 +167,16 @@ def test_python_values_are_static_arguments():
     assert seen == [(2, "a"), (3, "a"), (3, "b")]
     assert scale.experimental_get_tracing_count() == 3
     assert isinstance(seen[0][0], int) and isinstance(seen[0][1], str)
+
+
+def test_stubs_name_what_the_module_has():
+    """The type stubs are installed beside the package and name only what it exports."""
+    import ast
+    import pathlib
+
+    stub = pathlib.Path(tj.__file__).with_name("__init__.pyi")
+    assert stub.exists() and stub.with_name("py.typed").exists()
+    names = {n.name for n in ast.parse(stub.read_text()).body
+             if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    assert names <= set(dir(tj)), names - set(dir(tj))
+    assert {"Tensor", "function", "constant", "reduce_sum"} <= names
